@@ -1,0 +1,228 @@
+// Package store is the gateway's persistence boundary: users, tokens,
+// sessions, redemption codes, usage logs and tasks. Every read and write the
+// rest of the gateway does goes through the Store interface, so that an
+// embedded SQLite file and a shared PostgreSQL server are interchangeable.
+//
+// This package holds types and the interface only; it must not import any
+// SQL driver. Implementations live in sub-packages (store/sqlite) and register
+// themselves with Register so the gateway app can open them by driver name.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Errors every implementation returns so callers can branch without knowing
+// the backend.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrConflict          = errors.New("already exists")
+	ErrInsufficientQuota = errors.New("insufficient quota")
+)
+
+// Roles a user may have, from least to most privileged.
+const (
+	RoleUser  = "user"
+	RoleAdmin = "admin"
+	RoleRoot  = "root"
+)
+
+// Token statuses.
+const (
+	TokenEnabled  = "enabled"
+	TokenDisabled = "disabled"
+)
+
+// User is an account that owns tokens and a quota balance. Quota is in units
+// of 1/1,000,000 USD.
+type User struct {
+	ID              int64     `json:"id"`
+	Username        string    `json:"username"`
+	PasswordHash    string    `json:"-"`
+	Role            string    `json:"role"`
+	Status          string    `json:"status"`     // enabled or disabled
+	Quota           int64     `json:"quota"`      // remaining balance
+	UsedQuota       int64     `json:"used_quota"` // charged so far
+	RequestCount    int64     `json:"request_count"`
+	InviteCode      string    `json:"invite_code"`      // this user's own code to invite others
+	InvitedBy       int64     `json:"invited_by"`       // inviter's user id, 0 if none
+	InvitationQuota int64     `json:"invitation_quota"` // rewards earned by inviting, not yet transferred
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// Token is an API key. The key itself is never stored: only its SHA-256
+// hash, and a short prefix so a person can tell keys apart.
+type Token struct {
+	ID        int64  `json:"id"`
+	UserID    int64  `json:"user_id"`
+	Name      string `json:"name"`
+	KeyHash   string `json:"-"`
+	KeyPrefix string `json:"key_prefix"`
+	Status    string `json:"status"`
+	// ExpiresAt is the zero time when the token never expires.
+	ExpiresAt time.Time `json:"expires_at"`
+	// QuotaLimit caps what this token may spend in total; 0 means no cap of its own.
+	QuotaLimit int64 `json:"quota_limit"`
+	UsedQuota  int64 `json:"used_quota"`
+	// Models is the allow-list; empty means every model.
+	Models    []string  `json:"models"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// RedemptionCode is a one-time code that adds quota to the user who redeems it.
+type RedemptionCode struct {
+	ID         int64     `json:"id"`
+	Code       string    `json:"code"`
+	Quota      int64     `json:"quota"`
+	UsedBy     int64     `json:"used_by"` // 0 while unused
+	CreatedAt  time.Time `json:"created_at"`
+	RedeemedAt time.Time `json:"redeemed_at"`
+}
+
+// Session is a logged-in browser session; the cookie carries the ID, the
+// store keeps only its hash.
+type Session struct {
+	IDHash    string
+	UserID    int64
+	ExpiresAt time.Time
+	CreatedAt time.Time
+}
+
+// UsageLog is one row per relayed request, successful or not.
+type UsageLog struct {
+	ID               int64     `json:"id"`
+	CreatedAt        time.Time `json:"created_at"`
+	UserID           int64     `json:"user_id"`
+	TokenID          int64     `json:"token_id"`
+	Model            string    `json:"model"`
+	Channel          string    `json:"channel"`
+	Endpoint         string    `json:"endpoint"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	CachedTokens     int64     `json:"cached_tokens"`
+	ReasoningTokens  int64     `json:"reasoning_tokens"`
+	Cost             int64     `json:"cost"` // quota units charged
+	Status           int       `json:"status"`
+	Estimated        bool      `json:"estimated"` // token counts came from the local tokenizer
+	Stream           bool      `json:"stream"`
+	LatencyMS        int64     `json:"latency_ms"`
+	TTFBMS           int64     `json:"ttfb_ms"`
+	Error            string    `json:"error"`
+}
+
+// Task is a long-running generation job (video, music) polled upstream.
+type Task struct {
+	ID         string    `json:"task_id"`
+	UserID     int64     `json:"user_id"`
+	TokenID    int64     `json:"token_id"`
+	Channel    string    `json:"channel"`
+	Model      string    `json:"model"`
+	UpstreamID string    `json:"upstream_id"`
+	Status     string    `json:"status"`
+	Reserved   int64     `json:"reserved"`
+	Result     string    `json:"result"` // JSON as the adapter produced it
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// UsageFilter narrows ListUsage; zero fields do not filter.
+type UsageFilter struct {
+	UserID int64
+	Limit  int
+}
+
+// Store is everything the gateway persists.
+type Store interface {
+	// Users.
+	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt
+	UserByID(ctx context.Context, id int64) (*User, error)
+	UserByName(ctx context.Context, username string) (*User, error)
+	UserByInviteCode(ctx context.Context, code string) (*User, error)
+	CountUsers(ctx context.Context) (int64, error)
+	UpdatePassword(ctx context.Context, userID int64, hash string) error
+	// AddQuota adds delta (which may be negative) to a user's balance.
+	AddQuota(ctx context.Context, userID int64, delta int64) error
+	// TransferInvitationQuota moves amount from invitation quota to quota;
+	// ErrInsufficientQuota when the invitation quota is smaller.
+	TransferInvitationQuota(ctx context.Context, userID int64, amount int64) error
+
+	// Tokens.
+	CreateToken(ctx context.Context, t *Token) error // sets t.ID and t.CreatedAt
+	TokenByHash(ctx context.Context, keyHash string) (*Token, error)
+	TokenByID(ctx context.Context, id int64) (*Token, error)
+	ListTokens(ctx context.Context, userID int64) ([]*Token, error)
+	SetTokenStatus(ctx context.Context, id int64, status string) error
+
+	// Quota movement. Reservations live in the gateway's memory (the
+	// caddymodule ledger); the store only sees settled costs. SettleBatch
+	// writes every row and charges each row's Cost to its user (quota down,
+	// used quota and request count up) and token (used quota up), all in one
+	// transaction, so a batch is either wholly applied or not at all.
+	SettleBatch(ctx context.Context, logs []*UsageLog) error
+
+	// Redemption codes.
+	CreateRedemptionCodes(ctx context.Context, codes []*RedemptionCode) error
+	// Redeem marks the code used by userID and credits its quota, atomically;
+	// ErrNotFound when the code does not exist or was used already.
+	Redeem(ctx context.Context, code string, userID int64) (int64, error)
+
+	// Sessions.
+	CreateSession(ctx context.Context, s *Session) error
+	SessionByHash(ctx context.Context, idHash string) (*Session, error)
+	DeleteSession(ctx context.Context, idHash string) error
+
+	// Usage logs.
+	ListUsage(ctx context.Context, f UsageFilter) ([]*UsageLog, error)
+	CountUsage(ctx context.Context) (int64, error)
+
+	// Tasks.
+	CreateTask(ctx context.Context, t *Task) error
+	TaskByID(ctx context.Context, id string) (*Task, error)
+	UpdateTask(ctx context.Context, t *Task) error
+	PendingTasks(ctx context.Context, limit int) ([]*Task, error)
+
+	Close() error
+}
+
+// Opener opens a store from a data source name (a file path for SQLite).
+type Opener func(dsn string) (Store, error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]Opener{}
+)
+
+// Register makes a driver available to Open. Implementations call it from init.
+func Register(driver string, open Opener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	openers[driver] = open
+}
+
+// Open opens a store with a registered driver.
+func Open(driver, dsn string) (Store, error) {
+	openersMu.RLock()
+	open, ok := openers[driver]
+	openersMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown database driver %q (known: %v)", driver, Drivers())
+	}
+	return open(dsn)
+}
+
+// Drivers lists the registered driver names.
+func Drivers() []string {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	names := make([]string, 0, len(openers))
+	for n := range openers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
