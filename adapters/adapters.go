@@ -1,0 +1,396 @@
+// Package adapters holds the neutral request, response and stream-event
+// types every vendor converts to and from, and the two interfaces a vendor
+// family implements: Dialect (the shape clients speak to the gateway) and
+// Provider (the shape the gateway speaks to an upstream). Vendor detail lives
+// in adapters/<vendor>/ only; this package must not import any of them, nor
+// caddymodule or store.
+//
+// When a client's dialect and a channel's wire dialect are the same, nothing
+// is translated: the provider sends the client's body with only the model
+// name changed, and marks what it decodes with Raw and Dialect so the client's
+// dialect writes the upstream's bytes back unchanged.
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// Operation is the kind of call a request makes, independent of dialect.
+type Operation string
+
+// Operations the relay knows. A provider that cannot serve one answers
+// Unsupported from NewRequest.
+const (
+	OpChat          Operation = "chat"       // chat completions, messages, generateContent
+	OpCompletion    Operation = "completion" // legacy text completions
+	OpEmbedding     Operation = "embedding"
+	OpCountTokens   Operation = "count_tokens"
+	OpImage         Operation = "image"
+	OpSpeech        Operation = "speech"
+	OpTranscription Operation = "transcription"
+	OpRerank        Operation = "rerank"
+	OpResponses     Operation = "responses"
+)
+
+// Request is a client's call, decoded once by its dialect.
+type Request struct {
+	Op      Operation
+	Dialect string // name of the dialect the client spoke
+	Model   string
+	Stream  bool
+	// IncludeUsage is true when the client itself asked for usage in the
+	// stream (OpenAI's stream_options.include_usage). The gateway always asks
+	// the upstream for usage; this says whether the client sees it.
+	IncludeUsage bool
+	// Raw is the body exactly as the client sent it, for passthrough.
+	Raw []byte
+	// Header holds the client's request headers that a same-dialect upstream
+	// may need (anthropic-version, anthropic-beta, openai-beta).
+	Header http.Header
+
+	Chat       *ChatRequest       // OpChat, OpCountTokens
+	Completion *CompletionRequest // OpCompletion
+	Embedding  *EmbeddingRequest  // OpEmbedding
+}
+
+// ChatRequest is a conversation in neutral form.
+type ChatRequest struct {
+	System   []Part // system instructions, text parts
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is nil when the client left it to the model.
+	ToolChoice        *ToolChoice
+	ParallelToolCalls *bool
+
+	MaxTokens        *int64
+	Temperature      *float64
+	TopP             *float64
+	TopK             *int64
+	Stop             []string
+	N                *int64
+	Seed             *int64
+	PresencePenalty  *float64
+	FrequencyPenalty *float64
+	ResponseFormat   *ResponseFormat
+	Reasoning        *Reasoning
+	User             string
+}
+
+// Roles of a message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool" // a message carrying tool results only
+)
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role  string
+	Parts []Part
+}
+
+// PartType says which field of a Part is set.
+type PartType string
+
+// Part types.
+const (
+	PartText       PartType = "text"
+	PartImage      PartType = "image"
+	PartToolCall   PartType = "tool_call"
+	PartToolResult PartType = "tool_result"
+	PartThinking   PartType = "thinking"
+)
+
+// Part is one piece of a message's content.
+type Part struct {
+	Type       PartType
+	Text       string      // PartText; PartThinking's text
+	Image      *Image      // PartImage
+	ToolCall   *ToolCall   // PartToolCall
+	ToolResult *ToolResult // PartToolResult
+	// Signature is the opaque signature a vendor attaches to thinking
+	// content so it can be sent back in a later turn.
+	Signature string
+	// Redacted holds a vendor's encrypted thinking, carried back verbatim.
+	Redacted string
+}
+
+// Image is an image given inline (Data with MediaType) or by URL.
+type Image struct {
+	URL       string // http(s) URL; empty when Data is set
+	MediaType string // e.g. image/png
+	Data      []byte // decoded bytes
+	Detail    string // OpenAI's low/high/auto hint, where known
+}
+
+// ToolCall is the model asking for a tool to run.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON object text
+}
+
+// ToolResult answers a ToolCall.
+type ToolResult struct {
+	CallID  string
+	Name    string // the tool's name, which some vendors need on results
+	Content []Part // text and image parts
+	IsError bool
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema object
+	Strict      *bool
+}
+
+// ToolChoice modes.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required" // any tool
+	ToolChoiceTool     = "tool"     // the tool named in Name
+)
+
+// ToolChoice constrains tool use.
+type ToolChoice struct {
+	Mode string
+	Name string
+}
+
+// ResponseFormat asks for JSON output.
+type ResponseFormat struct {
+	Type   string // text, json_object, json_schema
+	Name   string
+	Schema json.RawMessage
+	Strict *bool
+}
+
+// Reasoning asks for extended thinking.
+type Reasoning struct {
+	Effort       string // low, medium, high, where the dialect speaks in effort
+	BudgetTokens int64  // where it speaks in tokens
+}
+
+// CompletionRequest is a legacy text completion.
+type CompletionRequest struct {
+	Prompt []string
+}
+
+// EmbeddingRequest asks for vectors.
+type EmbeddingRequest struct {
+	Input          []string
+	EncodingFormat string // float or base64
+	Dimensions     *int64
+}
+
+// StopReason is why generation ended, in neutral words.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopEnd           StopReason = "end"        // natural end or a stop sequence
+	StopLength        StopReason = "length"     // token limit
+	StopToolCalls     StopReason = "tool_calls" // the model wants tools run
+	StopContentFilter StopReason = "content_filter"
+	StopRefusal       StopReason = "refusal"
+)
+
+// Usage is what a call consumed. PromptTokens includes cached tokens;
+// CompletionTokens includes reasoning tokens, as OpenAI counts them.
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	CachedTokens     int64 // prompt tokens read from cache
+	CacheWriteTokens int64 // prompt tokens written to cache
+	ReasoningTokens  int64
+	// Estimated is true when the counts came from the local tokenizer
+	// because the upstream reported none.
+	Estimated bool
+}
+
+// Known reports whether any count is set.
+func (u Usage) Known() bool { return u.PromptTokens != 0 || u.CompletionTokens != 0 }
+
+// Response is a finished non-streamed answer.
+type Response struct {
+	ID         string
+	Model      string
+	Created    int64
+	Message    Message // the assistant's message
+	StopReason StopReason
+	Usage      Usage
+	// Raw and Dialect carry the upstream's own body when it spoke the
+	// client's dialect, so it is written back untouched.
+	Raw     []byte
+	Dialect string
+	// ContentType of Raw, when the upstream said.
+	ContentType string
+}
+
+// EventType says which fields of a StreamEvent are set.
+type EventType string
+
+// Stream event types, in the order they usually come.
+const (
+	EventStart         EventType = "start"           // ID, Model
+	EventTextDelta     EventType = "text_delta"      // Index, Text
+	EventThinkingDelta EventType = "thinking_delta"  // Index, Text, Signature
+	EventToolCallStart EventType = "tool_call_start" // Index, ToolCall (ID, Name)
+	EventToolCallDelta EventType = "tool_call_delta" // Index, ToolCall.Arguments fragment
+	EventFinish        EventType = "finish"          // StopReason
+	EventUsage         EventType = "usage"           // Usage
+	EventPassthrough   EventType = "passthrough"     // only Raw: a frame with nothing neutral in it
+)
+
+// StreamEvent is one step of a streamed answer.
+type StreamEvent struct {
+	Type       EventType
+	ID         string
+	Model      string
+	Index      int // content block / tool call index
+	Text       string
+	Signature  string
+	ToolCall   *ToolCall
+	StopReason StopReason
+	Usage      *Usage
+	// Raw is the upstream's frame (the whole SSE event, terminator included)
+	// when it spoke Dialect; a same-dialect encoder writes it as it is.
+	Raw     []byte
+	Dialect string
+}
+
+// Upstream is what a provider needs to know about the channel it calls.
+type Upstream struct {
+	Channel string // channel name, for errors
+	BaseURL string // before the API version segment
+	Key     string
+	Model   string // the model name the upstream knows
+	// Version is a vendor API version the channel pins (Anthropic's
+	// anthropic-version for translated requests); empty for the default.
+	Version string
+}
+
+// Dialect is a wire format the gateway speaks to clients.
+type Dialect interface {
+	Name() string
+	// DecodeRequest validates and decodes a client body. Errors are *Error
+	// with a 4xx status.
+	DecodeRequest(op Operation, body []byte, r *http.Request) (*Request, error)
+	// EncodeResponse renders a finished answer for the client; when
+	// resp.Dialect is this dialect it returns resp.Raw.
+	EncodeResponse(req *Request, resp *Response) ([]byte, error)
+	// NewStreamEncoder renders stream events for one client stream.
+	NewStreamEncoder(req *Request) StreamEncoder
+	// EncodeError renders an error body in this dialect.
+	EncodeError(e *Error) []byte
+	// EncodeModels renders a model list.
+	EncodeModels(models []ModelInfo) []byte
+}
+
+// StreamEncoder turns neutral events into a client's stream bytes. Encode
+// appends to dst and returns it; an event the dialect has nothing to say
+// about appends nothing. Finish appends the dialect's closing frames after
+// a normal end; Error appends an in-stream error after headers were sent.
+type StreamEncoder interface {
+	ContentType() string
+	Encode(dst []byte, ev *StreamEvent) []byte
+	Finish(dst []byte) []byte
+	Error(dst []byte, e *Error) []byte
+}
+
+// Provider is a family of upstreams reached over HTTP.
+type Provider interface {
+	// Type is the channel type that selects this provider.
+	Type() string
+	// WireDialect names the client dialect this upstream speaks natively,
+	// so the relay can pass bodies through; "" if none.
+	WireDialect() string
+	// NewRequest builds the upstream request. When req.Dialect equals
+	// WireDialect it sends req.Raw with only the model replaced.
+	NewRequest(ctx context.Context, up *Upstream, req *Request) (*http.Request, error)
+	// DecodeResponse decodes a 2xx non-streamed body.
+	DecodeResponse(req *Request, body []byte) (*Response, error)
+	// NewStreamDecoder reads a 2xx streamed body.
+	NewStreamDecoder(req *Request, body io.Reader) StreamDecoder
+	// DecodeError turns a non-2xx answer into an Error.
+	DecodeError(status int, body []byte) *Error
+}
+
+// StreamDecoder yields upstream stream events. Next returns io.EOF after the
+// upstream's normal end and any other error when the stream broke or the
+// upstream sent an error event (then an *Error).
+type StreamDecoder interface {
+	Next() (*StreamEvent, error)
+}
+
+// Transporter is implemented by providers that answer without a network,
+// such as the local demo model: the relay sends their requests through the
+// returned RoundTripper instead of the shared HTTP client.
+type Transporter interface {
+	Transport() http.RoundTripper
+}
+
+// ModelInfo is one entry in a model list.
+type ModelInfo struct {
+	ID      string
+	OwnedBy string // the channel type serving it
+	Created int64
+}
+
+// Error is a failure with an HTTP status, rendered by each dialect in its
+// own shape. Type uses OpenAI's vocabulary; dialects map it.
+type Error struct {
+	Status  int
+	Type    string // invalid_request_error, authentication_error, permission_error, not_found_error, rate_limit_error, insufficient_quota, api_error, overloaded_error
+	Code    string
+	Message string
+	Param   string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error.
+func Errorf(status int, typ, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is the common 400.
+func BadRequest(format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, "invalid_request_error", format, args...)
+}
+
+// Unsupported is returned by a provider or dialect that cannot carry an
+// operation or a feature.
+func Unsupported(format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, "invalid_request_error", format, args...)
+}
+
+// ErrorTypeForStatus picks the usual Type for a status, for upstream errors
+// that do not say.
+func ErrorTypeForStatus(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status == 529 || status == http.StatusServiceUnavailable:
+		return "overloaded_error"
+	case status >= 500:
+		return "api_error"
+	default:
+		return "invalid_request_error"
+	}
+}

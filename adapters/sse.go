@@ -1,0 +1,114 @@
+package adapters
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+)
+
+// SSEEvent is one server-sent event. Its slices point into the reader's
+// buffer and are valid only until the next call to Next.
+type SSEEvent struct {
+	Name string // the event: field, "" when absent
+	Data []byte // data: lines joined with \n
+	// Raw is the whole frame as received, blank-line terminator included.
+	Raw []byte
+}
+
+// SSEReader splits a text/event-stream body into events without copying
+// each line: it keeps one frame buffer and reuses it.
+type SSEReader struct {
+	br    *bufio.Reader
+	frame []byte
+	data  []byte
+	ev    SSEEvent
+}
+
+// NewSSEReader reads events from r.
+func NewSSEReader(r io.Reader) *SSEReader {
+	return &SSEReader{br: bufio.NewReaderSize(r, 16<<10)}
+}
+
+// Next returns the next event that has data or a name; comment-only frames
+// (keep-alives) are skipped. It returns io.EOF at the end of the body; a
+// final frame without its blank line is still returned.
+func (s *SSEReader) Next() (*SSEEvent, error) {
+	for {
+		s.frame = s.frame[:0]
+		s.data = s.data[:0]
+		name := ""
+		hasData := false
+		for {
+			line, err := s.br.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				// a line longer than the buffer: gather it whole
+				buf := append([]byte(nil), line...)
+				for err == bufio.ErrBufferFull {
+					line, err = s.br.ReadSlice('\n')
+					buf = append(buf, line...)
+				}
+				line = buf
+			}
+			if len(line) == 0 && err != nil {
+				if len(s.frame) > 0 && (hasData || name != "") {
+					return s.emit(name), nil
+				}
+				return nil, err
+			}
+			s.frame = append(s.frame, line...)
+			trimmed := bytes.TrimRight(line, "\r\n")
+			if len(trimmed) == 0 {
+				if hasData || name != "" {
+					return s.emit(name), nil
+				}
+				s.frame = s.frame[:0]
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			field, value := trimmed, []byte(nil)
+			if i := bytes.IndexByte(trimmed, ':'); i >= 0 {
+				field, value = trimmed[:i], trimmed[i+1:]
+				if len(value) > 0 && value[0] == ' ' {
+					value = value[1:]
+				}
+			}
+			switch string(field) {
+			case "data":
+				if hasData {
+					s.data = append(s.data, '\n')
+				}
+				s.data = append(s.data, value...)
+				hasData = true
+			case "event":
+				name = string(value)
+			}
+			if err != nil {
+				if hasData || name != "" {
+					return s.emit(name), nil
+				}
+				return nil, err
+			}
+		}
+	}
+}
+
+func (s *SSEReader) emit(name string) *SSEEvent {
+	s.ev = SSEEvent{Name: name, Data: s.data, Raw: s.frame}
+	return &s.ev
+}
+
+// AppendSSE appends one event frame: an optional event: line, one data:
+// line (data must not contain newlines; JSON from encoding/json never does)
+// and the blank line.
+func AppendSSE(dst []byte, name string, data []byte) []byte {
+	if name != "" {
+		dst = append(dst, "event: "...)
+		dst = append(dst, name...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, data...)
+	return append(dst, '\n', '\n')
+}
