@@ -34,6 +34,11 @@ const (
 	OpTranscription Operation = "transcription"
 	OpRerank        Operation = "rerank"
 	OpResponses     Operation = "responses"
+	OpListModels    Operation = "list_models" // GET a model list
+	OpGetModel      Operation = "get_model"   // GET one model
+	// OpUnknown is a path under a dialect's prefix that it does not serve:
+	// the relay answers 404 in that dialect.
+	OpUnknown Operation = "unknown"
 )
 
 // Request is a client's call, decoded once by its dialect.
@@ -280,6 +285,14 @@ type Upstream struct {
 // Dialect is a wire format the gateway speaks to clients.
 type Dialect interface {
 	Name() string
+	// Route reports whether a request is in this dialect (by path, and by
+	// headers where paths are shared) and which operation it asks for. The
+	// gateway asks dialects in a fixed order: anthropic, gemini, openai, so
+	// openai may claim every remaining /v1/ path.
+	Route(r *http.Request) (Operation, bool)
+	// Credential returns the gateway key where this dialect's clients put
+	// it (after "Bearer " in Authorization, x-api-key, ?key=, ...), or "".
+	Credential(r *http.Request) string
 	// DecodeRequest validates and decodes a client body. Errors are *Error
 	// with a 4xx status.
 	DecodeRequest(op Operation, body []byte, r *http.Request) (*Request, error)
