@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // Operation is the kind of call a request makes, independent of dialect.
@@ -110,7 +111,9 @@ const (
 	PartThinking   PartType = "thinking"
 )
 
-// Part is one piece of a message's content.
+// Part is one piece of a message's content. A Type outside the constants
+// above is a vendor's own part type (audio, file, document, ...), kept so
+// that translating to a vendor that cannot take it refuses with a 400.
 type Part struct {
 	Type       PartType
 	Text       string      // PartText; PartThinking's text
@@ -149,6 +152,9 @@ type ToolResult struct {
 
 // Tool is a function the model may call.
 type Tool struct {
+	// Type is "function" for a function tool; any other value is a vendor's
+	// built-in tool, which only a same-dialect upstream can take.
+	Type        string
 	Name        string
 	Description string
 	Parameters  json.RawMessage // JSON Schema object
@@ -406,4 +412,13 @@ func ErrorTypeForStatus(status int) string {
 	default:
 		return "invalid_request_error"
 	}
+}
+
+// BearerToken returns the token after "Bearer " in Authorization, or "".
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
 }

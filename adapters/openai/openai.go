@@ -1,0 +1,98 @@
+// Package openai is the OpenAI family: the dialect OpenAI's SDKs speak to
+// the gateway (chat completions, completions, embeddings, models) and the
+// provider for upstreams that speak it (channel type "openai": OpenAI itself
+// and the many OpenAI-compatible servers). It registers the Caddy module
+// gateway.adapters.openai.
+package openai
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
+
+// Name is both the dialect name and the channel type.
+const Name = "openai"
+
+func init() {
+	caddy.RegisterModule(Adapter{})
+}
+
+// Adapter is the OpenAI dialect and provider. It holds no state.
+type Adapter struct{}
+
+// CaddyModule returns the Caddy module information.
+func (Adapter) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gateway.adapters.openai",
+		New: func() caddy.Module { return new(Adapter) },
+	}
+}
+
+// Name implements adapters.Dialect.
+func (Adapter) Name() string { return Name }
+
+// Type implements adapters.Provider.
+func (Adapter) Type() string { return Name }
+
+// WireDialect implements adapters.Provider.
+func (Adapter) WireDialect() string { return Name }
+
+// Route implements adapters.Dialect: every /v1/ path the other dialects did
+// not claim is OpenAI's, so unknown ones get OpenAI's 404.
+func (Adapter) Route(r *http.Request) (adapters.Operation, bool) {
+	p := r.URL.Path
+	if !strings.HasPrefix(p, "/v1/") {
+		return "", false
+	}
+	post := r.Method == http.MethodPost
+	switch {
+	case post && p == "/v1/chat/completions":
+		return adapters.OpChat, true
+	case post && p == "/v1/completions":
+		return adapters.OpCompletion, true
+	case post && p == "/v1/embeddings":
+		return adapters.OpEmbedding, true
+	case post && strings.HasPrefix(p, "/v1/engines/") && strings.HasSuffix(p, "/embeddings") && engineModel(p) != "":
+		return adapters.OpEmbedding, true
+	case r.Method == http.MethodGet && p == "/v1/models":
+		return adapters.OpListModels, true
+	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/models/") && len(p) > len("/v1/models/"):
+		return adapters.OpGetModel, true
+	case post && p == "/v1/images/generations", post && p == "/v1/images/edits":
+		return adapters.OpImage, true
+	case post && p == "/v1/audio/speech":
+		return adapters.OpSpeech, true
+	case post && p == "/v1/audio/transcriptions":
+		return adapters.OpTranscription, true
+	case post && p == "/v1/rerank":
+		return adapters.OpRerank, true
+	case post && p == "/v1/responses":
+		return adapters.OpResponses, true
+	}
+	return adapters.OpUnknown, true
+}
+
+// engineModel is the model in /v1/engines/{model}/embeddings.
+func engineModel(path string) string {
+	m := strings.TrimSuffix(strings.TrimPrefix(path, "/v1/engines/"), "/embeddings")
+	if m == "" || strings.Contains(m, "/") {
+		return ""
+	}
+	return m
+}
+
+// Credential implements adapters.Dialect: OpenAI clients send a Bearer key.
+func (Adapter) Credential(r *http.Request) string {
+	return adapters.BearerToken(r)
+}
+
+// Interface guards.
+var (
+	_ adapters.Dialect  = (*Adapter)(nil)
+	_ adapters.Provider = (*Adapter)(nil)
+	_ caddy.Module      = (*Adapter)(nil)
+)
