@@ -1,0 +1,65 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// CreateSession stores a session, setting CreatedAt if zero. ExpiresAt is
+// required: a session that never ends is a bug, not a choice. Sessions that
+// have expired are deleted on the way, so no background sweeper is needed.
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	switch {
+	case sess.IDHash == "":
+		return errors.New("create session: empty id hash")
+	case sess.ExpiresAt.IsZero():
+		return errors.New("create session: no expiry")
+	}
+	ts := now()
+	if sess.CreatedAt.IsZero() {
+		sess.CreatedAt = ts
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, ts.UnixMilli()); err != nil {
+			return fmt.Errorf("create session: delete expired: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id_hash, user_id, expires_at, created_at)
+			VALUES (?, ?, ?, ?)`, sess.IDHash, sess.UserID, millis(sess.ExpiresAt), millis(sess.CreatedAt)); err != nil {
+			return fmt.Errorf("create session for user %d: %w", sess.UserID, sqlErr(err))
+		}
+		return nil
+	})
+}
+
+// SessionByHash returns the session with idHash. An expired session is
+// store.ErrNotFound like a missing one, so a caller that forgets to check
+// the expiry still cannot let an old cookie in.
+func (s *Store) SessionByHash(ctx context.Context, idHash string) (*store.Session, error) {
+	var (
+		sess                 store.Session
+		expiresAt, createdAt sql.NullInt64
+	)
+	err := s.r.QueryRowContext(ctx, `SELECT id_hash, user_id, expires_at, created_at
+		FROM sessions WHERE id_hash = ? AND expires_at > ?`, idHash, now().UnixMilli()).
+		Scan(&sess.IDHash, &sess.UserID, &expiresAt, &createdAt)
+	if err != nil {
+		// Never the hash in the message: it identifies a live cookie.
+		return nil, notFound(err, "session")
+	}
+	sess.ExpiresAt = fromMillis(expiresAt)
+	sess.CreatedAt = fromMillis(createdAt)
+	return &sess, nil
+}
+
+// DeleteSession removes a session. Deleting one that is already gone is not
+// an error: logging out twice should succeed.
+func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, idHash); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}

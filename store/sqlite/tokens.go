@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+const tokenColumns = `id, user_id, name, key_hash, key_prefix, status, expires_at,
+	quota_limit, used_quota, models, created_at`
+
+func scanToken(sc scanner) (*store.Token, error) {
+	var (
+		t                    store.Token
+		expiresAt, createdAt sql.NullInt64
+		models               string
+	)
+	err := sc.Scan(&t.ID, &t.UserID, &t.Name, &t.KeyHash, &t.KeyPrefix, &t.Status, &expiresAt,
+		&t.QuotaLimit, &t.UsedQuota, &models, &createdAt)
+	if err != nil {
+		return nil, err
+	}
+	t.ExpiresAt = fromMillis(expiresAt)
+	t.CreatedAt = fromMillis(createdAt)
+	if t.Models, err = decodeModels(models); err != nil {
+		return nil, fmt.Errorf("token %d: %w", t.ID, err)
+	}
+	return &t, nil
+}
+
+// Models are kept as a JSON array, not comma-separated, because nothing
+// stops a model name from containing a comma. No models is the empty string.
+func encodeModels(models []string) (string, error) {
+	if len(models) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(models)
+	return string(b), err
+}
+
+func decodeModels(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var models []string
+	if err := json.Unmarshal([]byte(s), &models); err != nil {
+		return nil, fmt.Errorf("decode models: %w", err)
+	}
+	return models, nil
+}
+
+// CreateToken inserts t and sets its ID, and its CreatedAt if zero. An
+// empty Status becomes store.TokenEnabled. A key hash already stored is
+// store.ErrConflict; a UserID with no user is store.ErrNotFound.
+func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
+	if t.KeyHash == "" {
+		return errors.New("create token: empty key hash")
+	}
+	if t.Status == "" {
+		t.Status = store.TokenEnabled
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	models, err := encodeModels(t.Models)
+	if err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
+		status, expires_at, quota_limit, used_quota, models, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.UserID, t.Name, t.KeyHash, t.KeyPrefix, t.Status, millis(t.ExpiresAt),
+		t.QuotaLimit, t.UsedQuota, models, millis(t.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create token for user %d: %w", t.UserID, sqlErr(err))
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("create token for user %d: %w", t.UserID, err)
+	}
+	t.ID = id
+	return nil
+}
+
+// TokenByHash returns the token whose key hashes to keyHash, or
+// store.ErrNotFound. Status and expiry are the caller's to check.
+func (s *Store) TokenByHash(ctx context.Context, keyHash string) (*store.Token, error) {
+	t, err := scanToken(s.r.QueryRowContext(ctx,
+		`SELECT `+tokenColumns+` FROM tokens WHERE key_hash = ?`, keyHash))
+	if err != nil {
+		// Never the hash in the message: it identifies a key.
+		return nil, notFound(err, "token")
+	}
+	return t, nil
+}
+
+// TokenByID returns the token with id, or store.ErrNotFound.
+func (s *Store) TokenByID(ctx context.Context, id int64) (*store.Token, error) {
+	t, err := scanToken(s.r.QueryRowContext(ctx,
+		`SELECT `+tokenColumns+` FROM tokens WHERE id = ?`, id))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("token %d", id))
+	}
+	return t, nil
+}
+
+// ListTokens returns a user's tokens, oldest first; an empty, non-nil slice
+// when there are none.
+func (s *Store) ListTokens(ctx context.Context, userID int64) ([]*store.Token, error) {
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT `+tokenColumns+` FROM tokens WHERE user_id = ? ORDER BY id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
+	}
+	defer rows.Close()
+	tokens := []*store.Token{}
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
+		}
+		tokens = append(tokens, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
+	}
+	return tokens, nil
+}
+
+// SetTokenStatus sets a token's status, or returns store.ErrNotFound.
+func (s *Store) SetTokenStatus(ctx context.Context, id int64, status string) error {
+	if status == "" {
+		return fmt.Errorf("set status of token %d: empty status", id)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE tokens SET status = ? WHERE id = ?`, status, id)
+	if err != nil {
+		return fmt.Errorf("set status of token %d: %w", id, err)
+	}
+	return mustAffect(res, fmt.Sprintf("token %d", id))
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+const userColumns = `id, username, password_hash, role, status, quota, used_quota,
+	request_count, invite_code, invited_by, invitation_quota, created_at`
+
+func scanUser(sc scanner) (*store.User, error) {
+	var (
+		u          store.User
+		inviteCode sql.NullString
+		createdAt  sql.NullInt64
+	)
+	err := sc.Scan(&u.ID, &u.Username, &u.PasswordHash, &u.Role, &u.Status, &u.Quota,
+		&u.UsedQuota, &u.RequestCount, &inviteCode, &u.InvitedBy, &u.InvitationQuota, &createdAt)
+	if err != nil {
+		return nil, err
+	}
+	u.InviteCode = inviteCode.String
+	u.CreatedAt = fromMillis(createdAt)
+	return &u, nil
+}
+
+// CreateUser inserts u and sets its ID, and its CreatedAt if zero. An empty
+// Role becomes store.RoleUser and an empty Status "enabled". A taken
+// username or invite code is store.ErrConflict.
+func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
+	if u.Username == "" {
+		return errors.New("create user: empty username")
+	}
+	if u.Role == "" {
+		u.Role = store.RoleUser
+	}
+	if u.Status == "" {
+		u.Status = "enabled"
+	}
+	if u.CreatedAt.IsZero() {
+		u.CreatedAt = now()
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
+		quota, used_quota, request_count, invite_code, invited_by, invitation_quota, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
+		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota, millis(u.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create user %q: %w", u.Username, sqlErr(err))
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("create user %q: %w", u.Username, err)
+	}
+	u.ID = id
+	return nil
+}
+
+// UserByID returns the user with id, or store.ErrNotFound.
+func (s *Store) UserByID(ctx context.Context, id int64) (*store.User, error) {
+	u, err := scanUser(s.r.QueryRowContext(ctx,
+		`SELECT `+userColumns+` FROM users WHERE id = ?`, id))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("user %d", id))
+	}
+	return u, nil
+}
+
+// UserByName returns the user called username, or store.ErrNotFound.
+func (s *Store) UserByName(ctx context.Context, username string) (*store.User, error) {
+	u, err := scanUser(s.r.QueryRowContext(ctx,
+		`SELECT `+userColumns+` FROM users WHERE username = ?`, username))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("user %q", username))
+	}
+	return u, nil
+}
+
+// UserByInviteCode returns the user whose own invite code is code, or
+// store.ErrNotFound (always, for the empty code).
+func (s *Store) UserByInviteCode(ctx context.Context, code string) (*store.User, error) {
+	if code == "" {
+		return nil, fmt.Errorf("empty invite code: %w", store.ErrNotFound)
+	}
+	u, err := scanUser(s.r.QueryRowContext(ctx,
+		`SELECT `+userColumns+` FROM users WHERE invite_code = ?`, code))
+	if err != nil {
+		return nil, notFound(err, "invite code")
+	}
+	return u, nil
+}
+
+// CountUsers returns how many users exist.
+func (s *Store) CountUsers(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	return n, nil
+}
+
+// UpdatePassword replaces a user's password hash.
+func (s *Store) UpdatePassword(ctx context.Context, userID int64, hash string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, userID)
+	if err != nil {
+		return fmt.Errorf("update password of user %d: %w", userID, err)
+	}
+	return mustAffect(res, fmt.Sprintf("user %d", userID))
+}
+
+// AddQuota adds delta, which may be negative, to a user's balance in one
+// statement, so concurrent calls never lose an update.
+func (s *Store) AddQuota(ctx context.Context, userID int64, delta int64) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET quota = quota + ? WHERE id = ?`, delta, userID)
+	if err != nil {
+		return fmt.Errorf("add quota to user %d: %w", userID, err)
+	}
+	return mustAffect(res, fmt.Sprintf("user %d", userID))
+}
+
+// TransferInvitationQuota moves amount from the user's invitation quota to
+// their quota; store.ErrInsufficientQuota when the invitation quota is
+// smaller than amount.
+func (s *Store) TransferInvitationQuota(ctx context.Context, userID int64, amount int64) error {
+	if amount <= 0 {
+		return fmt.Errorf("transfer invitation quota: amount must be positive, got %d", amount)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		// The balance check is in the WHERE clause, so it and the move are
+		// one step no concurrent transfer can slip between.
+		res, err := tx.ExecContext(ctx, `UPDATE users
+			SET invitation_quota = invitation_quota - ?, quota = quota + ?
+			WHERE id = ? AND invitation_quota >= ?`, amount, amount, userID, amount)
+		if err != nil {
+			return fmt.Errorf("transfer invitation quota of user %d: %w", userID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		// Nothing moved: tell a missing user from a short balance.
+		var have int64
+		err = tx.QueryRowContext(ctx, `SELECT invitation_quota FROM users WHERE id = ?`, userID).Scan(&have)
+		if err != nil {
+			return notFound(err, fmt.Sprintf("user %d", userID))
+		}
+		return fmt.Errorf("transfer %d from invitation quota %d: %w", amount, have, store.ErrInsufficientQuota)
+	})
+}
