@@ -1,0 +1,218 @@
+package billing
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// Ledger holds every active user's and token's spendable quota in memory so
+// that admitting a request costs no database round trip. For each account it
+// knows the remaining quota as the store last said, the settled costs not yet
+// committed to the store, and the reservations of requests in flight:
+//
+//	available = remaining - unflushed - reserved
+//
+// A request is admitted only if its reservation fits in what is available,
+// so a balance can go below zero by at most what in-flight requests cost
+// beyond their reservations.
+type Ledger struct {
+	mu       sync.Mutex
+	accounts map[accountKey]*account
+}
+
+type accountKey struct {
+	token bool // false: a user's balance; true: a token's own limit
+	id    int64
+}
+
+type account struct {
+	remaining int64 // as of the last sync with the store
+	unflushed int64 // settled here, not yet committed
+	reserved  int64 // held by requests in flight
+	// commits counts batches committed since the account was loaded, so a
+	// sync that read the store before a commit can tell it is stale.
+	commits  uint64
+	syncedAt time.Time
+	usedAt   time.Time
+	limited  bool // tokens only: false when the token has no limit of its own
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{accounts: map[accountKey]*account{}}
+}
+
+// Hold is a reservation; Settle or Release ends it.
+type Hold struct {
+	UserID, TokenID int64
+	Amount          int64
+}
+
+// Admit registers the user's and token's balances as the store reported
+// them (when the ledger does not know the account yet) and reserves amount
+// against both. It returns false, reserving nothing, if either account has
+// less than amount available, or nothing at all when amount is zero.
+func (l *Ledger) Admit(u *store.User, t *store.Token, amount int64) (Hold, bool) {
+	h := Hold{UserID: u.ID, TokenID: t.ID, Amount: amount}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ua := l.load(accountKey{false, u.ID}, u.Quota, true)
+	ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0)
+	if !ua.fits(amount) || (ta.limited && !ta.fits(amount)) {
+		return Hold{}, false
+	}
+	now := time.Now()
+	ua.reserved += amount
+	ta.reserved += amount
+	ua.usedAt, ta.usedAt = now, now
+	return h, true
+}
+
+func (l *Ledger) load(k accountKey, remaining int64, limited bool) *account {
+	a, ok := l.accounts[k]
+	if !ok {
+		a = &account{remaining: remaining, limited: limited, syncedAt: time.Now()}
+		l.accounts[k] = a
+	}
+	return a
+}
+
+// fits is true when amount can be held; with nothing available at all even
+// a zero-cost request is refused, so an exhausted user gets a clear 429.
+func (a *account) fits(amount int64) bool {
+	avail := a.remaining - a.unflushed - a.reserved
+	if amount == 0 {
+		return avail > 0
+	}
+	return avail >= amount
+}
+
+// Available reports what a user may still spend, for errors and display.
+func (l *Ledger) Available(userID int64) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.accounts[accountKey{false, userID}]
+	if !ok {
+		return 0, false
+	}
+	return a.remaining - a.unflushed - a.reserved, true
+}
+
+// Settle ends a hold with the real cost, which now counts as unflushed until
+// the writer commits it.
+func (l *Ledger) Settle(h Hold, cost int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {
+		if a, ok := l.accounts[k]; ok {
+			a.reserved -= h.Amount
+			a.unflushed += cost
+		}
+	}
+}
+
+// Committed tells the ledger that costs were written to the store: the
+// store's remaining balance already reflects them.
+func (l *Ledger) Committed(userCosts, tokenCosts map[int64]int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	apply := func(token bool, costs map[int64]int64) {
+		for id, c := range costs {
+			if a, ok := l.accounts[accountKey{token, id}]; ok {
+				a.unflushed -= c
+				a.remaining -= c
+				a.commits++
+			}
+		}
+	}
+	apply(false, userCosts)
+	apply(true, tokenCosts)
+}
+
+// Credit adds to a user's known balance after the store was credited (top
+// up, redemption) by this process.
+func (l *Ledger) Credit(userID, amount int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a, ok := l.accounts[accountKey{false, userID}]; ok {
+		a.remaining += amount
+	}
+}
+
+// Stamp is a point in an account's commit history, taken before reading the
+// store, so that Sync can tell whether the read is still current.
+type Stamp struct {
+	ok      bool
+	commits uint64
+}
+
+// StampUser and StampToken take a stamp before a store read.
+func (l *Ledger) StampUser(id int64) Stamp  { return l.stamp(accountKey{false, id}) }
+func (l *Ledger) StampToken(id int64) Stamp { return l.stamp(accountKey{true, id}) }
+
+func (l *Ledger) stamp(k accountKey) Stamp {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a, ok := l.accounts[k]; ok {
+		return Stamp{ok: true, commits: a.commits}
+	}
+	return Stamp{}
+}
+
+// SyncUser replaces the user's remaining balance with what the store said,
+// so changes made by other processes (the CLI, another instance) show up.
+// A read that raced with a commit is dropped; the next sync takes it.
+func (l *Ledger) SyncUser(s Stamp, u *store.User) {
+	l.sync(s, accountKey{false, u.ID}, u.Quota, true)
+}
+
+// SyncToken does the same for a token's own limit.
+func (l *Ledger) SyncToken(s Stamp, t *store.Token) {
+	l.sync(s, accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0)
+}
+
+func (l *Ledger) sync(s Stamp, k accountKey, remaining int64, limited bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.accounts[k]
+	if !ok || !s.ok || a.commits != s.commits {
+		return
+	}
+	// unflushed costs are not in the store yet: keep counting them
+	a.remaining, a.limited, a.syncedAt = remaining, limited, time.Now()
+}
+
+// Refresh re-reads from the store every account last synced longer than
+// maxAge ago, and forgets accounts idle for longer than idle with nothing
+// reserved or unflushed. The gateway runs it in the background, so quota
+// changed by another process takes effect within about maxAge.
+func (l *Ledger) Refresh(ctx context.Context, st store.Store, maxAge, idle time.Duration) {
+	now := time.Now()
+	var stale []accountKey
+	l.mu.Lock()
+	for k, a := range l.accounts {
+		switch {
+		case a.reserved == 0 && a.unflushed == 0 && now.Sub(a.usedAt) > idle:
+			delete(l.accounts, k)
+		case now.Sub(a.syncedAt) > maxAge:
+			stale = append(stale, k)
+		}
+	}
+	l.mu.Unlock()
+	for _, k := range stale {
+		if ctx.Err() != nil {
+			return
+		}
+		s := l.stamp(k)
+		if k.token {
+			if t, err := st.TokenByID(ctx, k.id); err == nil {
+				l.SyncToken(s, t)
+			}
+		} else if u, err := st.UserByID(ctx, k.id); err == nil {
+			l.SyncUser(s, u)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+// Package billing turns usage into money and keeps quota exact: the price
+// table, the in-memory ledger that reserves quota before a request is relayed
+// and settles it after, and the writer that commits settlements and usage rows
+// to the store in batches. Quota is an integer: 1,000,000 units = 1 USD.
+// It must not import caddymodule or any vendor adapter.
+package billing
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
+
+// UnitsPerUSD is the quota unit: one micro-dollar.
+const UnitsPerUSD = 1_000_000
+
+// Price is what one model costs. Token prices are in quota units per
+// million tokens, so USD 0.15 per million is 150000; with that scale every
+// configured price with up to six decimals is an exact integer.
+type Price struct {
+	Free bool `json:"free,omitempty"`
+	// Input, Output: per million prompt and completion tokens.
+	Input  int64 `json:"input,omitempty"`
+	Output int64 `json:"output,omitempty"`
+	// CachedInput and CacheWrite price prompt tokens read from and written
+	// to the vendor's cache; nil means the Input price.
+	CachedInput *int64 `json:"cached_input,omitempty"`
+	CacheWrite  *int64 `json:"cache_write,omitempty"`
+	// Request is a flat charge per request, in quota units.
+	Request int64 `json:"request,omitempty"`
+}
+
+// ParseUSD reads a decimal USD amount ("0.15", "2", "0.000001") into quota
+// units exactly; more than six decimals cannot be represented and is an error.
+func ParseUSD(s string) (int64, error) {
+	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	if !ok || r.Sign() < 0 {
+		return 0, fmt.Errorf("price %q is not a non-negative decimal number of USD", s)
+	}
+	r.Mul(r, big.NewRat(UnitsPerUSD, 1))
+	if !r.IsInt() {
+		return 0, fmt.Errorf("price %q has more than six decimals: the quota unit is one micro-dollar", s)
+	}
+	if !r.Num().IsInt64() {
+		return 0, fmt.Errorf("price %q is too large", s)
+	}
+	return r.Num().Int64(), nil
+}
+
+// Cost is the exact charge for usage, in quota units, rounded up to a whole
+// unit: sum(tokens * price per million) / 1,000,000, plus the flat charge.
+func (p *Price) Cost(u adapters.Usage) int64 {
+	if p == nil || p.Free {
+		return 0
+	}
+	cachedPrice, writePrice := p.Input, p.Input
+	if p.CachedInput != nil {
+		cachedPrice = *p.CachedInput
+	}
+	if p.CacheWrite != nil {
+		writePrice = *p.CacheWrite
+	}
+	uncached := u.PromptTokens - u.CachedTokens - u.CacheWriteTokens
+	if uncached < 0 {
+		uncached = 0
+	}
+	var sum big.Int
+	add := func(tokens, price int64) {
+		if tokens > 0 && price > 0 {
+			sum.Add(&sum, new(big.Int).Mul(big.NewInt(tokens), big.NewInt(price)))
+		}
+	}
+	add(uncached, p.Input)
+	add(u.CachedTokens, cachedPrice)
+	add(u.CacheWriteTokens, writePrice)
+	add(u.CompletionTokens, p.Output)
+	// ceil(sum / 1e6)
+	million := big.NewInt(1_000_000)
+	q, m := new(big.Int).QuoRem(&sum, million, new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64() + p.Request
+}
+
+// Reservation is what a request holds before it runs: its prompt estimate
+// at the input price plus its completion allowance at the output price.
+func (p *Price) Reservation(promptTokens, completionTokens int64) int64 {
+	return p.Cost(adapters.Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens})
+}

@@ -1,0 +1,60 @@
+package billing
+
+import (
+	"testing"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
+
+func TestParseUSD(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"0.15", 150000, false},
+		{"2", 2000000, false},
+		{"0.000001", 1, false},
+		{"0.0000001", 0, true},
+		{"-1", 0, true},
+		{"abc", 0, true},
+		{"1e-3", 1000, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseUSD(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseUSD(%q) = %d, %v; want %d, err %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestCost(t *testing.T) {
+	cached := int64(75000)
+	p := &Price{Input: 150000, Output: 600000, CachedInput: &cached}
+	tests := []struct {
+		name string
+		u    adapters.Usage
+		want int64
+	}{
+		// 10*0.15 + 20*0.6 = 1.5 + 12 = 13.5 -> 14
+		{"rounds up", adapters.Usage{PromptTokens: 10, CompletionTokens: 20}, 14},
+		// 1M prompt = 150000 units exactly
+		{"exact", adapters.Usage{PromptTokens: 1_000_000}, 150000},
+		// 1000 prompt of which 400 cached: 600*0.15 + 400*0.075 = 90 + 30 = 120
+		{"cached", adapters.Usage{PromptTokens: 1000, CachedTokens: 400}, 120},
+		{"zero", adapters.Usage{}, 0},
+		// one token of input: 0.15 -> 1
+		{"tiny", adapters.Usage{PromptTokens: 1}, 1},
+	}
+	for _, tt := range tests {
+		if got := p.Cost(tt.u); got != tt.want {
+			t.Errorf("%s: Cost = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	if got := (&Price{Free: true, Input: 5}).Cost(adapters.Usage{PromptTokens: 100}); got != 0 {
+		t.Errorf("free price charged %d", got)
+	}
+	if got := (&Price{Request: 7}).Cost(adapters.Usage{}); got != 7 {
+		t.Errorf("per-request price charged %d, want 7", got)
+	}
+}

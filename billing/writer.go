@@ -1,0 +1,125 @@
+package billing
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// Writer commits usage rows, and with them the costs they charge, through
+// one goroutine that groups whatever has queued into a single transaction.
+// Under load a batch holds hundreds of rows, so the store sees a few commits
+// a second however many requests are served. It never drops a row: when the
+// queue is full, Write waits; when a commit fails, the batch is retried.
+type Writer struct {
+	st       store.Store
+	ledger   *Ledger
+	log      *zap.Logger
+	queue    chan *store.UsageLog
+	maxBatch int
+
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{}
+}
+
+// NewWriter starts a writer.
+func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger) *Writer {
+	w := &Writer{
+		st:       st,
+		ledger:   ledger,
+		log:      log,
+		queue:    make(chan *store.UsageLog, 1<<14),
+		maxBatch: 1024,
+		done:     make(chan struct{}),
+	}
+	go w.run()
+	return w
+}
+
+// Write queues a row; its Cost is charged when the row is committed. After
+// Close it commits the row at once, so a request that outlives the writer
+// still gets recorded.
+func (w *Writer) Write(row *store.UsageLog) {
+	w.mu.RLock()
+	if !w.closed {
+		w.queue <- row
+		w.mu.RUnlock()
+		return
+	}
+	w.mu.RUnlock()
+	w.commit([]*store.UsageLog{row}, 5)
+}
+
+// Close stops accepting rows into the queue, commits everything queued and
+// returns when it is written.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closed = true
+	close(w.queue)
+	w.mu.Unlock()
+	<-w.done
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	batch := make([]*store.UsageLog, 0, w.maxBatch)
+	for row := range w.queue {
+		batch = append(batch[:0], row)
+	fill:
+		for len(batch) < w.maxBatch {
+			select {
+			case r, ok := <-w.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		w.commit(batch, -1)
+	}
+}
+
+// commit writes a batch, retrying with backoff; tries < 0 retries until it
+// succeeds. Rows that still cannot be written are logged in full, so an
+// operator can replay them.
+func (w *Writer) commit(batch []*store.UsageLog, tries int) {
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := w.st.SettleBatch(context.Background(), batch)
+		if err == nil {
+			break
+		}
+		if tries >= 0 && attempt >= tries {
+			for _, r := range batch {
+				w.log.Error("usage row could not be written", zap.Error(err), zap.Any("row", r))
+			}
+			return
+		}
+		w.log.Warn("writing usage rows failed; retrying", zap.Int("rows", len(batch)), zap.Int("attempt", attempt), zap.Error(err))
+		time.Sleep(backoff)
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+	users := make(map[int64]int64)
+	tokens := make(map[int64]int64)
+	for _, r := range batch {
+		users[r.UserID] += r.Cost
+		if r.TokenID != 0 {
+			tokens[r.TokenID] += r.Cost
+		}
+	}
+	w.ledger.Committed(users, tokens)
+}
