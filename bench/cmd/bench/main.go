@@ -1,0 +1,388 @@
+// Command bench measures the gateway against Caddy's own reverse_proxy and
+// against the upstream called directly, on the same machine in the same
+// run, and prints each figure with its ratio to reverse_proxy.
+//
+//	go run ./bench/cmd/bench            # full run, about 7 minutes
+//	go run ./bench/cmd/bench -quick     # under 2 minutes
+//	go run ./bench/cmd/bench -hold      # set up, then wait (for pprof)
+//
+// It builds bin/caddy, runs a mock OpenAI upstream (this binary with -mock)
+// and one Caddy process serving two sites, a plain reverse_proxy to the
+// mock and the full gateway path to the same mock, then drives load at all
+// three targets in interleaved rounds. See bench/README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/bench/load"
+)
+
+// Target names, as they appear in the table and the JSON.
+const (
+	direct  = "direct"
+	proxy   = "reverse_proxy"
+	gateway = "gateway"
+)
+
+type options struct {
+	quick       bool
+	build       bool
+	bin         string
+	targets     []string
+	rounds      int
+	duration    time.Duration
+	warmup      int
+	streams     int
+	memDuration time.Duration
+	overload    bool
+	out         string
+	keep        bool
+	hold        bool
+	holdLoad    string
+	strict      bool
+}
+
+// setup is everything the runs share: paths, ports, the token.
+type setup struct {
+	root      string // repository root
+	bin       string // the gateway binary
+	dir       string // scratch directory: Caddyfile, database, logs
+	caddyfile string
+	db        string
+	mockAddr  string
+	adminPort int
+	proxyPort int
+	gwPort    int
+	gateway   bool // the gateway site is configured
+	token     string
+}
+
+func main() {
+	var o options
+	var targets string
+	mockMode := flag.Bool("mock", false, "run as the mock upstream (used by the bench itself)")
+	mockAddr := flag.String("mock-addr", "127.0.0.1:0", "with -mock: address to listen on")
+	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
+	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
+	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
+	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway", "targets to measure (direct, reverse_proxy, gateway)")
+	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
+	flag.DurationVar(&o.duration, "duration", 0, "length of one run of one target (0: 5s, quick 1s)")
+	flag.IntVar(&o.streams, "streams", 0, "streams to hold open at once (0: 10000, quick 2000)")
+	flag.BoolVar(&o.overload, "overload", true, "also overload the gateway to check usage rows under overload")
+	flag.StringVar(&o.out, "out", "bench/results", "directory for the JSON result, relative to the repository root")
+	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (Caddyfile, database, logs)")
+	flag.BoolVar(&o.hold, "hold", false, "set everything up, print the addresses and wait for Ctrl-C (for profiling by hand)")
+	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a concurrency-50 load on this target (reverse_proxy or gateway) until Ctrl-C")
+	flag.BoolVar(&o.strict, "strict", false, "exit with status 2 when a bar is not met")
+	flag.Parse()
+
+	if *mockMode {
+		if err := runMockChild(*mockAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "mock:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	for t := range strings.SplitSeq(targets, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case direct, proxy, gateway:
+			o.targets = append(o.targets, t)
+		case "proxy", "reverse-proxy":
+			o.targets = append(o.targets, proxy)
+		case "":
+		default:
+			fatalf("unknown target %q (want direct, reverse_proxy, gateway)", t)
+		}
+	}
+	o.defaults()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	code, err := run(ctx, &o)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	os.Exit(code)
+}
+
+func (o *options) defaults() {
+	pick := func(v *int, full, quick int) {
+		if *v == 0 {
+			*v = full
+			if o.quick {
+				*v = quick
+			}
+		}
+	}
+	pick(&o.rounds, 3, 2)
+	pick(&o.streams, 10000, 2000)
+	pick(&o.warmup, 300, 100)
+	if o.duration == 0 {
+		o.duration = 5 * time.Second
+		if o.quick {
+			o.duration = time.Second
+		}
+	}
+	o.memDuration = max(o.duration, 1500*time.Millisecond)
+}
+
+func (o *options) has(t string) bool {
+	for _, x := range o.targets {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, o *options) (int, error) {
+	began := time.Now()
+	raiseFileLimit()
+	root, err := repoRoot()
+	if err != nil {
+		return 1, err
+	}
+	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway)}
+	if !filepath.IsAbs(s.bin) {
+		s.bin = filepath.Join(root, s.bin)
+	}
+	if o.build {
+		logf("building %s", s.bin)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", s.bin, "./cmd/caddy")
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return 1, fmt.Errorf("building the gateway: %w", err)
+		}
+	}
+	if s.dir, err = os.MkdirTemp("", "gateway-bench-"); err != nil {
+		return 1, err
+	}
+	defer func() {
+		if o.keep {
+			logf("scratch directory kept: %s", s.dir)
+		} else {
+			os.RemoveAll(s.dir)
+		}
+	}()
+
+	mockProc, addr, err := startMock(s.dir)
+	if err != nil {
+		return 1, err
+	}
+	defer mockProc.stop(5 * time.Second)
+	s.mockAddr = addr
+	if err := s.writeCaddyfile(); err != nil {
+		return 1, err
+	}
+	if s.gateway {
+		if err := s.createToken(); err != nil {
+			return 1, err
+		}
+	}
+
+	b := &bench{o: o, s: s, report: newReport(o, began)}
+	if o.hold {
+		return 0, b.hold(ctx)
+	}
+	if err := b.runAll(ctx); err != nil {
+		return 1, err
+	}
+	b.report.Finished = time.Now()
+	b.report.buildFigures(o)
+	b.report.printTable(os.Stdout)
+	path, err := b.report.save(filepath.Join(root, o.out))
+	if err != nil {
+		return 1, err
+	}
+	fmt.Printf("\nJSON: %s\n", path)
+	if o.strict && !b.report.Pass {
+		return 2, nil
+	}
+	return 0, nil
+}
+
+// raiseFileLimit lifts the soft open-files limit to the hard one; the
+// Caddy child inherits it. Thousands of open streams need it.
+func raiseFileLimit() {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+		return
+	}
+	want := max(rl.Cur, min(rl.Max, 1<<20))
+	if want > rl.Cur {
+		rl.Cur = want
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+}
+
+func fileLimit() int {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+		return 1024
+	}
+	return int(min(rl.Cur, 1<<30))
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/caddy-model-gateway/gateway") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the bench from inside the gateway repository")
+		}
+		dir = parent
+	}
+}
+
+func (s *setup) writeCaddyfile() error {
+	var err error
+	for _, p := range []*int{&s.adminPort, &s.proxyPort, &s.gwPort} {
+		if *p, err = freePort(); err != nil {
+			return err
+		}
+	}
+	s.db = filepath.Join(s.dir, "gateway.db")
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\tadmin localhost:%d\n\tpersist_config off\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n", s.adminPort)
+	if s.gateway {
+		fmt.Fprintf(&b, `	gateway {
+		database sqlite %s
+		channel mock {
+			type openai
+			base_url http://%s
+			key sk-upstream-test
+			models gpt-4o-mini
+		}
+		price gpt-4o-mini {
+			input 0.15
+			output 0.60
+		}
+	}
+`, s.db, s.mockAddr)
+	}
+	b.WriteString("}\n\n")
+	fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", s.proxyPort, s.mockAddr)
+	if s.gateway {
+		fmt.Fprintf(&b, "\nhttp://127.0.0.1:%d {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n", s.gwPort)
+	}
+	s.caddyfile = filepath.Join(s.dir, "Caddyfile")
+	return os.WriteFile(s.caddyfile, []byte(b.String()), 0o644)
+}
+
+func (s *setup) createToken() error {
+	if _, err := gatewayCLI(s, "user", "add", "--username", "bench", "--password", "benchbench", "--quota", "1000000000000"); err != nil {
+		return fmt.Errorf("creating the bench user: %w", err)
+	}
+	out, err := gatewayCLI(s, "token", "add", "--username", "bench")
+	if err != nil {
+		return fmt.Errorf("creating the bench token: %w", err)
+	}
+	for f := range strings.FieldsSeq(out) {
+		if strings.HasPrefix(f, "sk-") {
+			s.token = f
+			return nil
+		}
+	}
+	return fmt.Errorf("token add printed no sk- key: %q", out)
+}
+
+// url is the chat completions endpoint of a target.
+func (s *setup) url(target string) string {
+	switch target {
+	case direct:
+		return "http://" + s.mockAddr + "/v1/chat/completions"
+	case proxy:
+		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.proxyPort)
+	default:
+		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.gwPort)
+	}
+}
+
+// client returns a validating client for a target that keeps up to conns
+// connections alive.
+func (s *setup) client(target string, conns int) *load.Client {
+	token := s.token
+	if token == "" {
+		token = "sk-bench" // direct and reverse_proxy ignore it
+	}
+	return &load.Client{
+		HTTP:    &http.Client{Transport: load.NewTransport(conns)},
+		URL:     s.url(target),
+		Token:   token,
+		Events:  21, // 20 chunks and the usage chunk
+		Timeout: 60 * time.Second,
+	}
+}
+
+// hold sets up the servers and waits, printing what someone profiling by
+// hand needs.
+func (b *bench) hold(ctx context.Context) error {
+	s := b.s
+	p, err := startCaddy(ctx, s, "caddy-hold.log")
+	if err != nil {
+		return err
+	}
+	defer p.stop(30 * time.Second)
+	fmt.Printf(`Everything is running; Ctrl-C stops it.
+
+  mock upstream   http://%s/v1/chat/completions   (stats: /_mock/stats)
+  reverse_proxy   %s
+  gateway         %s
+  token           %s
+  caddy pid       %d, log %s
+  Caddyfile       %s
+
+Profile the gateway while load runs:
+  go tool pprof 'http://localhost:%d/debug/pprof/profile?seconds=20'
+  go tool pprof http://localhost:%d/debug/pprof/heap
+Send a request:
+  curl -s %s -H 'Authorization: Bearer %s' -d '%s'
+`, s.mockAddr, s.url(proxy), s.url(gateway), s.token, p.pid(), p.log, s.caddyfile,
+		s.adminPort, s.adminPort, s.url(gateway), s.token, load.ChatBody)
+	if t := b.o.holdLoad; t != "" {
+		if t == "proxy" {
+			t = proxy
+		}
+		fmt.Printf("\nConcurrency-50 load running on %s.\n", t)
+		c := s.client(t, 64)
+		go func() {
+			for ctx.Err() == nil {
+				res := load.ClosedLoop(ctx, 50, 5*time.Second, c.Chat)
+				logf("%s: %.0f req/s, p50 %v, p99 %v, errors %d %s", t, float64(res.OK)/res.Elapsed.Seconds(),
+					res.Latency.Percentile(50), res.Latency.Percentile(99), res.Errors, res.FirstError)
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}

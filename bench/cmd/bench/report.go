@@ -1,0 +1,467 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/bench/load"
+)
+
+// report is the whole run, written as JSON under bench/results/.
+type report struct {
+	Started        time.Time                `json:"started"`
+	Finished       time.Time                `json:"finished"`
+	Quick          bool                     `json:"quick"`
+	Host           map[string]any           `json:"host"`
+	Config         map[string]any           `json:"config"`
+	Figures        []*figure                `json:"figures"`
+	Pass           bool                     `json:"pass"` // every bar met
+	Notes          []string                 `json:"notes,omitempty"`
+	MainFreshRSSMB float64                  `json:"main_fresh_rss_mb"`
+	Scenarios      []*scenarioResult        `json:"scenarios"`
+	Memory         map[string]*memoryResult `json:"memory"`
+	Usage          usageResult              `json:"usage"`
+}
+
+type scenarioResult struct {
+	Key     string                   `json:"key"`
+	Title   string                   `json:"title"`
+	Targets map[string]*targetResult `json:"targets"`
+}
+
+// targetResult is one target in one scenario, all rounds together.
+type targetResult struct {
+	Requests        int           `json:"requests"`
+	OK              int           `json:"ok"`
+	Errors          int           `json:"errors"`
+	EventMismatch   int           `json:"event_mismatch,omitempty"`
+	FirstError      string        `json:"first_error,omitempty"`
+	Seconds         float64       `json:"seconds"`
+	Throughput      float64       `json:"throughput"` // valid answers per second
+	P50ms           float64       `json:"p50_ms"`
+	P99ms           float64       `json:"p99_ms"`
+	MeanMs          float64       `json:"mean_ms"`
+	TTFEP50ms       float64       `json:"ttfe_p50_ms,omitempty"`
+	TTFEP99ms       float64       `json:"ttfe_p99_ms,omitempty"`
+	CPUSeconds      float64       `json:"cpu_seconds"`        // the Caddy process's
+	CPUPerRequestUs float64       `json:"cpu_per_request_us"` // per valid answer
+	PeakRSSMB       float64       `json:"peak_rss_mb,omitempty"`
+	Rounds          []roundResult `json:"rounds"`
+
+	res  load.Result
+	wall time.Duration
+	cpu  time.Duration
+	peak int64
+}
+
+type roundResult struct {
+	Round      int     `json:"round"`
+	OK         int     `json:"ok"`
+	Errors     int     `json:"errors"`
+	Seconds    float64 `json:"seconds"`
+	Throughput float64 `json:"throughput"`
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
+type memoryResult struct {
+	FreshMB          float64 `json:"fresh_mb"`
+	LoadPeakMB       float64 `json:"c50_load_peak_mb"`
+	LoadThroughput   float64 `json:"c50_load_throughput"`
+	LoadErrors       int     `json:"c50_load_errors"`
+	StreamsRequested int     `json:"streams_requested"`
+	StreamsOpen      int     `json:"streams_open"`
+	StreamsFreshMB   float64 `json:"streams_fresh_mb"`
+	StreamsMB        float64 `json:"streams_mb"`
+	PerStreamKB      float64 `json:"per_stream_kb"`
+	At10000MB        float64 `json:"at_10000_streams_mb"`
+	StreamErrors     int     `json:"stream_errors"`
+	StreamMismatch   int     `json:"stream_event_mismatch"`
+	FirstError       string  `json:"first_error,omitempty"`
+}
+
+type usageResult struct {
+	GatewayRequests  int    `json:"gateway_requests"` // sent to the gateway site, any outcome
+	GatewayOK        int    `json:"gateway_ok"`
+	UpstreamRequests int64  `json:"upstream_requests"` // the mock's count during gateway runs
+	UsageRows        int64  `json:"usage_rows"`
+	CountedBy        string `json:"counted_by,omitempty"`
+	Error            string `json:"error,omitempty"`
+}
+
+// figure is one line of the table.
+type figure struct {
+	Name   string             `json:"name"`
+	Unit   string             `json:"unit"`
+	Values map[string]float64 `json:"values"`          // by target
+	Ratio  *float64           `json:"ratio,omitempty"` // gateway / reverse_proxy
+	Bar    string             `json:"bar,omitempty"`
+	Pass   *bool              `json:"pass,omitempty"`
+}
+
+func newReport(o *options, began time.Time) *report {
+	host, _ := os.Hostname()
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return &report{
+		Started: began,
+		Quick:   o.quick,
+		Host: map[string]any{
+			"hostname": host, "cpus": runtime.NumCPU(), "go": runtime.Version(),
+			"os": runtime.GOOS + "/" + runtime.GOARCH, "kernel": strings.TrimSpace(string(kernel)),
+		},
+		Config: map[string]any{
+			"targets": o.targets, "rounds": o.rounds, "run_seconds": o.duration.Seconds(),
+			"warmup_requests": o.warmup, "open_loop_workers": openWorkers, "streams": o.streams,
+			"memory_load_seconds": o.memDuration.Seconds(), "open_files_limit": fileLimit(),
+		},
+		Memory: map[string]*memoryResult{},
+	}
+}
+
+func (r *report) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.Notes = append(r.Notes, msg)
+	logf("note: %s", msg)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func mb(b int64) float64         { return float64(b) / (1 << 20) }
+
+func (t *targetResult) add(round int, res *load.Result, wall, cpu time.Duration, peak int64) {
+	t.res.Merge(res)
+	t.wall += wall
+	t.cpu += cpu
+	t.peak = max(t.peak, peak)
+	t.Rounds = append(t.Rounds, roundResult{
+		Round: round + 1, OK: res.OK, Errors: res.Errors, Seconds: wall.Seconds(),
+		Throughput: float64(res.OK) / wall.Seconds(),
+		P50ms:      ms(res.Latency.Percentile(50)), P99ms: ms(res.Latency.Percentile(99)),
+		CPUSeconds: cpu.Seconds(),
+	})
+}
+
+func (t *targetResult) finish() {
+	r := &t.res
+	t.Requests, t.OK, t.Errors, t.EventMismatch, t.FirstError = r.Requests(), r.OK, r.Errors, r.EventMismatch, r.FirstError
+	t.Seconds = t.wall.Seconds()
+	if t.Seconds > 0 {
+		t.Throughput = float64(r.OK) / t.Seconds
+	}
+	t.P50ms, t.P99ms, t.MeanMs = ms(r.Latency.Percentile(50)), ms(r.Latency.Percentile(99)), ms(r.Latency.Mean())
+	t.TTFEP50ms, t.TTFEP99ms = ms(r.TTFE.Percentile(50)), ms(r.TTFE.Percentile(99))
+	t.CPUSeconds = t.cpu.Seconds()
+	if r.OK > 0 {
+		t.CPUPerRequestUs = float64(t.cpu) / float64(time.Microsecond) / float64(r.OK)
+	}
+	t.PeakRSSMB = mb(t.peak)
+}
+
+func (r *report) scenario(key string) *scenarioResult {
+	for _, s := range r.Scenarios {
+		if s.Key == key {
+			return s
+		}
+	}
+	return &scenarioResult{Targets: map[string]*targetResult{}}
+}
+
+// bar is a pass rule over a figure's values; check reports known false
+// when the values it needs were not measured (a target left out).
+type bar struct {
+	text  string
+	check func(v map[string]float64, ratio *float64) (pass, known bool)
+}
+
+func ratioAtLeast(x float64) *bar {
+	return &bar{fmt.Sprintf("≥ %.2f×", x), func(_ map[string]float64, r *float64) (bool, bool) {
+		return r != nil && *r >= x, r != nil
+	}}
+}
+
+func ratioAtMost(x float64) *bar {
+	return &bar{fmt.Sprintf("≤ %.2f×", x), func(_ map[string]float64, r *float64) (bool, bool) {
+		return r != nil && *r <= x, r != nil
+	}}
+}
+
+func gatewayAtMost(x float64, text string) *bar {
+	return &bar{text, func(v map[string]float64, _ *float64) (bool, bool) {
+		g, ok := v[gateway]
+		return ok && g <= x, ok
+	}}
+}
+
+func aboveProxyAtMost(x float64, text string) *bar {
+	return &bar{text, func(v map[string]float64, _ *float64) (bool, bool) {
+		g, ok1 := v[gateway]
+		p, ok2 := v[proxy]
+		return ok1 && ok2 && g-p <= x, ok1 && ok2
+	}}
+}
+
+var allZero = &bar{"= 0", func(v map[string]float64, _ *float64) (bool, bool) {
+	for _, x := range v {
+		if x != 0 {
+			return false, true
+		}
+	}
+	return true, len(v) > 0
+}}
+
+func (r *report) add(name, unit string, v map[string]float64, b *bar) {
+	f := &figure{Name: name, Unit: unit, Values: v}
+	for k, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			delete(v, k)
+		}
+	}
+	if g, ok := v[gateway]; ok {
+		if p, ok := v[proxy]; ok && p != 0 {
+			ratio := g / p
+			f.Ratio = &ratio
+		}
+	}
+	if b != nil {
+		f.Bar = b.text
+		if pass, known := b.check(v, f.Ratio); known {
+			f.Pass = &pass
+		}
+	}
+	r.Figures = append(r.Figures, f)
+}
+
+// per collects one value per target of a scenario.
+func (r *report) per(key string, get func(*targetResult) float64, targets ...string) map[string]float64 {
+	out := map[string]float64{}
+	for t, tr := range r.scenario(key).Targets {
+		if len(targets) > 0 && !contains(targets, t) {
+			continue
+		}
+		out[t] = get(tr)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *report) buildFigures(o *options) {
+	p50 := func(t *targetResult) float64 { return t.P50ms }
+	p99 := func(t *targetResult) float64 { return t.P99ms }
+	thr := func(t *targetResult) float64 { return t.Throughput }
+	cpu := func(t *targetResult) float64 { return t.CPUPerRequestUs }
+	ttfe50 := func(t *targetResult) float64 { return t.TTFEP50ms }
+	ttfe99 := func(t *targetResult) float64 { return t.TTFEP99ms }
+	servers := []string{proxy, gateway}
+
+	r.add("c1 latency p50", "ms", r.per("c1", p50), nil)
+	r.add("c1 latency p99", "ms", r.per("c1", p99), nil)
+	added := r.per("c1", p50, servers...)
+	if d, ok := r.scenario("c1").Targets[direct]; ok {
+		for t := range added {
+			added[t] -= d.P50ms
+		}
+		r.add("c1 added p50 over direct", "ms", added, ratioAtMost(1.3))
+	}
+	r.add("c1 CPU per request", "µs", r.per("c1", cpu, servers...), nil)
+	r.add("c50 throughput", "req/s", r.per("c50", thr), ratioAtLeast(0.85))
+	r.add("c50 latency p50", "ms", r.per("c50", p50), nil)
+	r.add("c50 latency p99", "ms", r.per("c50", p99), nil)
+	r.add("c50 CPU per request", "µs", r.per("c50", cpu, servers...), ratioAtMost(1.3))
+	for _, rate := range []string{"1000", "3000"} {
+		key := "rate" + rate
+		r.add(rate+"/s achieved", "req/s", r.per(key, thr), nil)
+		r.add(rate+"/s latency p50", "ms", r.per(key, p50), nil)
+		r.add(rate+"/s latency p99", "ms", r.per(key, p99), nil)
+		r.add(rate+"/s CPU per request", "µs", r.per(key, cpu, servers...), nil)
+	}
+	for _, c := range []string{"c1", "c50"} {
+		key := "stream_" + c
+		var ttfeBar *bar
+		if c == "c1" {
+			ttfeBar = aboveProxyAtMost(0.2, "≤ rp + 0.2 ms")
+		}
+		r.add("stream "+c+" first event p50", "ms", r.per(key, ttfe50), ttfeBar)
+		r.add("stream "+c+" first event p99", "ms", r.per(key, ttfe99), nil)
+		r.add("stream "+c+" total p50", "ms", r.per(key, p50), nil)
+		var sBar *bar
+		if c == "c50" {
+			sBar = ratioAtLeast(0.85)
+		}
+		r.add("stream "+c+" streams/s", "1/s", r.per(key, thr), sBar)
+		r.add("stream "+c+" CPU per stream", "µs", r.per(key, cpu, servers...), nil)
+	}
+
+	mismatch := map[string]float64{}
+	errs := map[string]float64{}
+	for _, sr := range r.Scenarios {
+		if sr.Key == "overload" {
+			continue
+		}
+		for t, tr := range sr.Targets {
+			mismatch[t] += float64(tr.EventMismatch)
+			errs[t] += float64(tr.Errors)
+		}
+	}
+	for t, m := range r.Memory {
+		mismatch[t] += float64(m.StreamMismatch)
+		errs[t] += float64(m.StreamErrors + m.LoadErrors)
+	}
+	r.add("streams with events ≠ upstream's", "count", mismatch, allZero)
+	r.add("failed requests (all runs)", "count", errs, allZero)
+
+	mem := func(get func(*memoryResult) float64) map[string]float64 {
+		out := map[string]float64{}
+		for t, m := range r.Memory {
+			out[t] = get(m)
+		}
+		return out
+	}
+	if len(r.Memory) > 0 {
+		n := 0
+		for _, m := range r.Memory {
+			n = max(n, m.StreamsRequested)
+		}
+		r.add("RSS fresh", "MB", mem(func(m *memoryResult) float64 { return m.FreshMB }), nil)
+		r.add("RSS under c50 load", "MB", mem(func(m *memoryResult) float64 { return m.LoadPeakMB }), ratioAtMost(1.5))
+		r.add("streams held open", "count", mem(func(m *memoryResult) float64 { return float64(m.StreamsOpen) }), nil)
+		r.add(fmt.Sprintf("RSS with %d open streams", n), "MB", mem(func(m *memoryResult) float64 { return m.StreamsMB }), nil)
+		r.add("memory per open stream", "KB", mem(func(m *memoryResult) float64 { return m.PerStreamKB }), nil)
+		name := "RSS with 10,000 open streams"
+		if n != 10000 {
+			name += " (extrapolated)"
+		}
+		r.add(name, "MB", mem(func(m *memoryResult) float64 { return m.At10000MB }), gatewayAtMost(600, "≤ 600 MB"))
+	}
+
+	if o.has(gateway) {
+		u := r.Usage
+		if tr, ok := r.scenario("overload").Targets[gateway]; ok {
+			r.add("overload: answered/s", "req/s", map[string]float64{gateway: tr.Throughput}, nil)
+			r.add("overload: latency p99", "ms", map[string]float64{gateway: tr.P99ms}, nil)
+			r.add("overload: failed requests", "count", map[string]float64{gateway: float64(tr.Errors)}, nil)
+		}
+		r.add("gateway requests served", "count", map[string]float64{gateway: float64(u.GatewayRequests)}, nil)
+		r.add("upstream requests by the gateway", "count", map[string]float64{gateway: float64(u.UpstreamRequests)}, nil)
+		r.add("usage rows written", "count", map[string]float64{gateway: float64(u.UsageRows)},
+			&bar{"= requests served", func(v map[string]float64, _ *float64) (bool, bool) {
+				return v[gateway] == float64(u.GatewayRequests), u.UsageRows >= 0
+			}})
+	}
+
+	r.Pass = true
+	for _, f := range r.Figures {
+		if f.Pass != nil && !*f.Pass {
+			r.Pass = false
+		}
+	}
+}
+
+func format(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		return fmt.Sprintf("%.3f", v)
+	case "MB", "KB":
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+func (r *report) printTable(w io.Writer) {
+	mode := "full"
+	if r.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(w, "\nGateway benchmark (%s, %d CPUs, %s, %s)\n\n", mode, r.Host["cpus"], r.Host["go"], r.Finished.Sub(r.Started).Round(time.Second))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\tunit\tdirect\treverse_proxy\tgateway\tgw/rp\tbar\tresult\t")
+	for _, f := range r.Figures {
+		cells := []string{f.Name, f.Unit}
+		for _, t := range []string{direct, proxy, gateway} {
+			if v, ok := f.Values[t]; ok {
+				cells = append(cells, format(v, f.Unit))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		if f.Ratio != nil {
+			cells = append(cells, fmt.Sprintf("%.2f×", *f.Ratio))
+		} else {
+			cells = append(cells, "")
+		}
+		cells = append(cells, f.Bar)
+		switch {
+		case f.Pass == nil && f.Bar != "":
+			cells = append(cells, "n/a")
+		case f.Pass == nil:
+			cells = append(cells, "")
+		case *f.Pass:
+			cells = append(cells, "pass")
+		default:
+			cells = append(cells, "FAIL")
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+	failed := 0
+	for _, f := range r.Figures {
+		if f.Pass != nil && !*f.Pass {
+			failed++
+		}
+	}
+	if failed == 0 {
+		fmt.Fprintln(w, "\nEvery bar met.")
+	} else {
+		fmt.Fprintf(w, "\n%d bar(s) not met.\n", failed)
+	}
+	if r.Usage.Error != "" {
+		fmt.Fprintln(w, "usage rows:", r.Usage.Error)
+	}
+	for _, s := range r.Scenarios {
+		for t, tr := range s.Targets {
+			if tr.FirstError != "" {
+				fmt.Fprintf(w, "first error, %s on %s: %s\n", s.Key, t, tr.FirstError)
+			}
+		}
+	}
+	for t, m := range r.Memory {
+		if m.FirstError != "" {
+			fmt.Fprintf(w, "first error, open streams on %s: %s\n", t, m.FirstError)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+func (r *report) save(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	name := r.Started.UTC().Format("20060102-150405")
+	if r.Quick {
+		name += "-quick"
+	}
+	path := filepath.Join(dir, name+".json")
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}

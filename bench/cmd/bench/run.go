@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/bench/load"
+)
+
+// scenario is one kind of load, run against every target in turn.
+type scenario struct {
+	key    string
+	title  string
+	conc   int     // closed loop: workers
+	rate   float64 // open loop: requests per second (conc unused)
+	stream bool
+}
+
+var scenarios = []scenario{
+	{key: "c1", title: "concurrency 1", conc: 1},
+	{key: "c50", title: "concurrency 50", conc: 50},
+	{key: "rate1000", title: "open loop 1,000/s", rate: 1000},
+	{key: "rate3000", title: "open loop 3,000/s", rate: 3000},
+	{key: "stream_c1", title: "streams, concurrency 1", conc: 1, stream: true},
+	{key: "stream_c50", title: "streams, concurrency 50", conc: 50, stream: true},
+}
+
+// openWorkers bounds the requests in flight in an open loop.
+const openWorkers = 512
+
+type bench struct {
+	o       *options
+	s       *setup
+	report  *report
+	caddy   *proc
+	clients map[string]*load.Client
+}
+
+// track runs f, charging its requests to the usage-row check when the
+// target is the gateway, and counting what the mock saw meanwhile.
+func (b *bench) track(target string, f func() *load.Result) *load.Result {
+	if target != gateway {
+		return f()
+	}
+	before := mockStats(b.s.mockAddr)
+	res := f()
+	after := mockStats(b.s.mockAddr)
+	u := &b.report.Usage
+	u.GatewayRequests += res.Requests()
+	u.GatewayOK += res.OK
+	u.UpstreamRequests += after.Requests - before.Requests
+	return res
+}
+
+func (b *bench) runAll(ctx context.Context) error {
+	s, o := b.s, b.o
+	var err error
+	if b.caddy, err = startCaddy(ctx, s, "caddy-main.log"); err != nil {
+		return err
+	}
+	defer func() {
+		if b.caddy != nil {
+			b.caddy.stop(30 * time.Second)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if v, err := rss(b.caddy.pid()); err == nil {
+		b.report.MainFreshRSSMB = mb(v)
+	}
+	b.clients = map[string]*load.Client{}
+	for _, t := range o.targets {
+		b.clients[t] = s.client(t, 2*openWorkers)
+	}
+	// one request per target first, so a broken target fails fast with a
+	// clear message instead of a table of errors
+	for _, t := range o.targets {
+		res := b.track(t, func() *load.Result { return load.ClosedLoopN(ctx, 1, 1, b.clients[t].Chat) })
+		if res.OK != 1 {
+			return fmt.Errorf("%s does not answer a chat completion: %s\n(caddy log %s:\n%s)", t, res.FirstError, b.caddy.log, b.caddy.logTail())
+		}
+	}
+
+	for _, sc := range scenarios {
+		if err := b.runScenario(ctx, sc); err != nil {
+			return err
+		}
+	}
+	if o.overload && o.has(gateway) {
+		b.runOverload(ctx)
+	}
+	for _, c := range b.clients {
+		c.HTTP.CloseIdleConnections()
+	}
+	logf("stopping caddy gracefully")
+	if err := b.caddy.stop(60 * time.Second); err != nil {
+		b.report.note("%v", err)
+	}
+	b.caddy = nil
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	for _, t := range []string{proxy, gateway} {
+		if !o.has(t) {
+			continue
+		}
+		m, err := b.memory(ctx, t)
+		if err != nil {
+			return err
+		}
+		b.report.Memory[t] = m
+	}
+	if o.has(gateway) {
+		b.countUsage()
+	}
+	return ctx.Err()
+}
+
+// order interleaves the targets: each round starts with a different one and
+// odd rounds run backwards, so drift of the machine hits all alike.
+func order(targets []string, round int) []string {
+	n := len(targets)
+	out := make([]string, 0, n)
+	for i := range n {
+		out = append(out, targets[(i+round)%n])
+	}
+	if round%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+func (b *bench) op(sc scenario, t string) load.Op {
+	if sc.stream {
+		return b.clients[t].Stream
+	}
+	return b.clients[t].Chat
+}
+
+func (b *bench) runScenario(ctx context.Context, sc scenario) error {
+	o := b.o
+	sr := &scenarioResult{Key: sc.key, Title: sc.title, Targets: map[string]*targetResult{}}
+	b.report.Scenarios = append(b.report.Scenarios, sr)
+	pid := b.caddy.pid()
+	for _, t := range o.targets {
+		sr.Targets[t] = &targetResult{}
+		conc := max(sc.conc, 8)
+		b.track(t, func() *load.Result { return load.ClosedLoopN(ctx, conc, o.warmup, b.op(sc, t)) })
+	}
+	cpuBefore := quiesce(pid)
+	for round := range o.rounds {
+		for _, t := range order(o.targets, round) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			sampler := sampleRSS(pid)
+			res := b.track(t, func() *load.Result {
+				if sc.rate > 0 {
+					return load.OpenLoop(ctx, sc.rate, o.duration, openWorkers, b.op(sc, t))
+				}
+				return load.ClosedLoop(ctx, sc.conc, o.duration, b.op(sc, t))
+			})
+			peak := sampler.peak()
+			cpuAfter := quiesce(pid)
+			tr := sr.Targets[t]
+			tr.add(round, res, max(res.Elapsed, o.duration), cpuAfter-cpuBefore, peak)
+			cpuBefore = cpuAfter
+			logf("%-11s %-13s round %d: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d %s",
+				sc.key, t, round+1, float64(res.OK)/max(res.Elapsed, o.duration).Seconds(),
+				ms(res.Latency.Percentile(50)), ms(res.Latency.Percentile(99)), res.Errors, res.FirstError)
+		}
+	}
+	for _, tr := range sr.Targets {
+		tr.finish()
+	}
+	return nil
+}
+
+// runOverload drives the gateway past what it can serve, to check that it
+// still writes a usage row for every request.
+func (b *bench) runOverload(ctx context.Context) {
+	rate := 0.0
+	for _, sr := range b.report.Scenarios {
+		if sr.Key == "c50" {
+			for _, tr := range sr.Targets {
+				rate = max(rate, tr.Throughput)
+			}
+		}
+	}
+	rate = max(1.5*rate, 3000)
+	dur := max(b.o.duration, 2*time.Second)
+	pid := b.caddy.pid()
+	before := quiesce(pid)
+	res := b.track(gateway, func() *load.Result {
+		return load.OpenLoop(ctx, rate, dur, 1000, b.clients[gateway].Chat)
+	})
+	after := quiesce(pid)
+	sr := &scenarioResult{Key: "overload", Title: fmt.Sprintf("overload: open loop %.0f/s", rate), Targets: map[string]*targetResult{}}
+	tr := &targetResult{}
+	tr.add(0, res, max(res.Elapsed, dur), after-before, 0)
+	tr.finish()
+	sr.Targets[gateway] = tr
+	b.report.Scenarios = append(b.report.Scenarios, sr)
+	logf("overload    gateway       %.0f/s offered: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d %s",
+		rate, tr.Throughput, tr.P50ms, tr.P99ms, res.Errors, res.FirstError)
+}
+
+// memory measures one target's resident memory in fresh processes: at rest,
+// under the concurrency-50 load, and with many streams held open.
+func (b *bench) memory(ctx context.Context, t string) (*memoryResult, error) {
+	s, o := b.s, b.o
+	m := &memoryResult{}
+
+	p, err := startCaddy(ctx, s, "caddy-mem-load-"+t+".log")
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second)
+	fresh, _ := rss(p.pid())
+	m.FreshMB = mb(fresh)
+	c := s.client(t, 64)
+	sampler := sampleRSS(p.pid())
+	res := b.track(t, func() *load.Result { return load.ClosedLoop(ctx, 50, o.memDuration, c.Chat) })
+	m.LoadPeakMB = mb(sampler.peak())
+	m.LoadThroughput = float64(res.OK) / res.Elapsed.Seconds()
+	m.LoadErrors = res.Errors
+	c.HTTP.CloseIdleConnections()
+	if err := p.stop(60 * time.Second); err != nil {
+		b.report.note("%v", err)
+	}
+	logf("memory      %-13s fresh %.1f MB, under c50 load %.1f MB (%.0f/s, %d errors)", t, m.FreshMB, m.LoadPeakMB, m.LoadThroughput, res.Errors)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	// the server needs two descriptors per stream (client and upstream
+	// side) and inherits our limit
+	n := o.streams
+	if limit := (fileLimit() - 300) / 2; n > limit {
+		b.report.note("open-files limit %d allows %d streams, not %d; RSS at 10,000 is extrapolated", fileLimit(), limit, n)
+		n = limit
+	}
+	m.StreamsRequested = n
+	if p, err = startCaddy(ctx, s, "caddy-mem-streams-"+t+".log"); err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second)
+	fresh, _ = rss(p.pid())
+	m.StreamsFreshMB = mb(fresh)
+	if err := mockCall(s.mockAddr, "/_mock/config?hold=1", nil); err != nil {
+		p.stop(5 * time.Second)
+		return nil, err
+	}
+	// one connection per stream, closed when it ends
+	sc := s.client(t, 0)
+	sc.HTTP.Transport.(*http.Transport).DisableKeepAlives = true
+	sc.Timeout = 0
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	var set *load.StreamSet
+	res = b.track(t, func() *load.Result {
+		set = load.OpenStreams(sctx, sc, n, 200)
+		settled := set.WaitOpened(n, 2*time.Minute)
+		time.Sleep(500 * time.Millisecond)
+		loaded, _ := rss(p.pid())
+		m.StreamsOpen = settled - set.Failed()
+		m.StreamsMB = mb(loaded)
+		if m.StreamsOpen > 0 {
+			m.PerStreamKB = float64(loaded-fresh) / 1024 / float64(m.StreamsOpen)
+			m.At10000MB = m.StreamsFreshMB + m.PerStreamKB*10000/1024
+		}
+		logf("memory      %-13s %d streams open (%d failed): %.1f MB, %.1f KB per stream", t, m.StreamsOpen, set.Failed(), m.StreamsMB, m.PerStreamKB)
+		_ = mockCall(s.mockAddr, "/_mock/release", nil)
+		return set.Wait()
+	})
+	cancel()
+	_ = mockCall(s.mockAddr, "/_mock/release", nil)
+	m.StreamErrors = res.Errors
+	m.StreamMismatch = res.EventMismatch
+	m.FirstError = res.FirstError
+	if err := p.stop(60 * time.Second); err != nil {
+		b.report.note("%v", err)
+	}
+	return m, ctx.Err()
+}
