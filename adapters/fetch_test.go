@@ -1,0 +1,164 @@
+package adapters
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestCheckFetchAddr(t *testing.T) {
+	tests := []struct {
+		ip      string
+		allowed bool
+	}{
+		{"93.184.216.34", true},
+		{"8.8.8.8", true},
+		{"2606:4700:4700::1111", true},
+		{"127.0.0.1", false},
+		{"127.1.2.3", false},
+		{"::1", false},
+		{"10.0.0.1", false},
+		{"172.16.5.4", false},
+		{"172.31.255.255", false},
+		{"172.32.0.1", true},
+		{"192.168.1.1", false},
+		{"fc00::1", false},
+		{"fd12:3456::1", false},
+		{"169.254.169.254", false},
+		{"fe80::1", false},
+		{"0.0.0.0", false},
+		{"::", false},
+		{"0.1.2.3", false},
+		{"224.0.0.1", false},
+		{"239.255.255.250", false},
+		{"ff02::1", false},
+		{"100.64.0.1", false},
+		{"100.127.255.254", false},
+		{"100.128.0.1", true},
+		{"198.18.0.1", false},
+		{"255.255.255.255", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.1.1.1", false},
+		{"::ffff:8.8.8.8", true},
+		{"64:ff9b::a00:1", false},     // NAT64 of 10.0.0.1
+		{"64:ff9b::808:808", true},    // NAT64 of 8.8.8.8
+		{"64:ff9b::7f00:1", false},    // NAT64 of 127.0.0.1
+		{"64:ff9b::a9fe:a9fe", false}, // NAT64 of 169.254.169.254
+	}
+	for _, tt := range tests {
+		err := checkFetchAddr(netip.MustParseAddr(tt.ip))
+		if (err == nil) != tt.allowed {
+			t.Errorf("%s: allowed=%v, err=%v", tt.ip, tt.allowed, err)
+		}
+		if err != nil && !errors.Is(err, errBlockedAddress) {
+			t.Errorf("%s: error %v does not wrap errBlockedAddress", tt.ip, err)
+		}
+	}
+}
+
+func TestDialControl(t *testing.T) {
+	if err := dialControl("tcp", "93.184.216.34:443", nil); err != nil {
+		t.Fatalf("public address refused: %v", err)
+	}
+	for _, addr := range []string{"127.0.0.1:80", "[::1]:443", "10.1.2.3:80", "[fe80::1%eth0]:80", "localhost:80", "nonsense"} {
+		if err := dialControl("tcp", addr, nil); err == nil {
+			t.Errorf("%s allowed", addr)
+		}
+	}
+}
+
+// pngBytes is the start of a PNG file, enough for content sniffing.
+var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{0}, 32)...)
+
+func TestFetchImageRefusesLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(pngBytes)
+	}))
+	defer srv.Close()
+	_, err := FetchImage(context.Background(), srv.URL+"/a.png")
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, "non-public address") {
+		t.Fatalf("loopback fetch not refused: %v", err)
+	}
+}
+
+func withLoopback(t *testing.T) {
+	allowLoopbackFetch = true
+	t.Cleanup(func() { allowLoopbackFetch = false })
+}
+
+func TestFetchImage(t *testing.T) {
+	withLoopback(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/typed.png", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png; charset=binary")
+		w.Write(pngBytes)
+	})
+	mux.HandleFunc("/sniffed", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(pngBytes)
+	})
+	mux.HandleFunc("/html", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html><body>hi</body></html>"))
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(pngBytes)
+		w.Write(make([]byte, 2048))
+	})
+	mux.HandleFunc("/missing", http.NotFound)
+	mux.HandleFunc("/private", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://10.255.255.1/x.png", http.StatusFound)
+	})
+	mux.HandleFunc("/metadata", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/loop", http.StatusFound)
+	})
+	mux.HandleFunc("/hop", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/typed.png", http.StatusFound)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	old := MaxImageBytes
+	MaxImageBytes = 1024
+	defer func() { MaxImageBytes = old }()
+
+	for _, path := range []string{"/typed.png", "/sniffed", "/hop"} {
+		img, err := FetchImage(context.Background(), srv.URL+path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if img.MediaType != "image/png" || !bytes.Equal(img.Data, pngBytes) || img.URL != "" {
+			t.Fatalf("%s: got %s %d bytes", path, img.MediaType, len(img.Data))
+		}
+	}
+	refused := map[string]string{
+		"/html":     "not an image",
+		"/big":      "more than",
+		"/missing":  "HTTP 404",
+		"/private":  "non-public address",
+		"/metadata": "link-local",
+		"/loop":     "redirects",
+	}
+	for path, want := range refused {
+		_, err := FetchImage(context.Background(), srv.URL+path)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, want) {
+			t.Errorf("%s: got %v, want a 400 saying %q", path, err, want)
+		}
+	}
+	for _, u := range []string{"file:///etc/passwd", "ftp://example.com/a.png", "/relative.png", "http://"} {
+		if _, err := FetchImage(context.Background(), u); err == nil {
+			t.Errorf("%s: fetched", u)
+		}
+	}
+}
