@@ -195,7 +195,7 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 		data := sse.Data
 		if bytes.Equal(data, doneMarker) {
 			d.done = true
-			return d.finalEvent()
+			return nil, io.EOF
 		}
 		if bytes.Contains(data, errorKey) && bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
 			return nil, DecodeError(http.StatusBadGateway, data)
@@ -228,12 +228,9 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 	}
 }
 
-// finalEvent runs at [DONE]: a passthrough stream that carried no usage
-// hands the relay its completion text to count.
-func (d *streamDecoder) finalEvent() (*adapters.StreamEvent, error) {
-	if !d.passthrough || d.sawUsage || len(d.seen) == 0 {
-		return nil, io.EOF
-	}
+// PartialText implements adapters.PartialText: the completion text of the
+// passthrough chunks seen, parsed only now that it is needed.
+func (d *streamDecoder) PartialText() string {
 	var text strings.Builder
 	for _, line := range bytes.Split(d.seen, []byte("\n")) {
 		var c chatResponse
@@ -254,8 +251,7 @@ func (d *streamDecoder) finalEvent() (*adapters.StreamEvent, error) {
 			}
 		}
 	}
-	d.seen = nil
-	return &adapters.StreamEvent{Type: adapters.EventPassthrough, Text: text.String()}, nil
+	return text.String()
 }
 
 // translate turns one chunk into neutral events for another dialect.

@@ -1,0 +1,284 @@
+// Package demo is a local model for trying the gateway without any vendor
+// key: model "demo" answers by echoing the last user message, streamed word
+// by word, with token counts from the offline tokenizer. It speaks OpenAI's
+// wire format through an in-process transport, so every client dialect
+// reaches it through the same translation code as a real upstream.
+// It registers the Caddy module gateway.adapters.demo (channel type "demo").
+package demo
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/openai"
+	"github.com/caddy-model-gateway/gateway/tokenizer"
+)
+
+func init() {
+	caddy.RegisterModule(Adapter{})
+}
+
+// WordDelay paces the streamed words so a person sees them arrive.
+var WordDelay = 15 * time.Millisecond
+
+// Adapter is the demo provider: OpenAI's request and answer handling, with
+// an in-process model instead of a network.
+type Adapter struct {
+	openai.Adapter
+}
+
+// CaddyModule returns the Caddy module information.
+func (Adapter) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gateway.adapters.demo",
+		New: func() caddy.Module { return new(Adapter) },
+	}
+}
+
+// Type implements adapters.Provider.
+func (Adapter) Type() string { return "demo" }
+
+// Transport implements adapters.Transporter.
+func (Adapter) Transport() http.RoundTripper { return model{} }
+
+// model answers OpenAI-shaped requests in process.
+type model struct{}
+
+func (model) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		return chat(r, body)
+	case strings.HasSuffix(r.URL.Path, "/completions"):
+		return completion(r, body)
+	case strings.HasSuffix(r.URL.Path, "/embeddings"):
+		return embeddings(body)
+	}
+	return answer(http.StatusNotFound, `{"error":{"message":"the demo model does not serve this endpoint","type":"invalid_request_error"}}`), nil
+}
+
+func answer(status int, body string) *http.Response {
+	return &http.Response{
+		StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)),
+	}
+}
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (m message) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type, Text string
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func chat(r *http.Request, body []byte) (*http.Response, error) {
+	var req struct {
+		Model         string    `json:"model"`
+		Messages      []message `json:"messages"`
+		Stream        bool      `json:"stream"`
+		StreamOptions *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return answer(http.StatusBadRequest, `{"error":{"message":"invalid JSON","type":"invalid_request_error"}}`), nil
+	}
+	reply := ""
+	var texts []string
+	for _, m := range req.Messages {
+		t := m.text()
+		texts = append(texts, t)
+		if m.Role == "user" {
+			reply = t
+		}
+	}
+	if reply == "" {
+		reply = "(the demo model echoes your last message, and there was none)"
+	}
+	prompt := tokenizer.CountChat(req.Model, texts)
+	completionTokens := tokenizer.Count(req.Model, reply)
+	id := "chatcmpl-demo" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	created := time.Now().Unix()
+	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": completionTokens, "total_tokens": prompt + completionTokens}
+	if !req.Stream {
+		b, _ := json.Marshal(map[string]any{
+			"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": reply}, "finish_reason": "stop", "logprobs": nil}},
+			"usage":   usage,
+		})
+		return answer(http.StatusOK, string(b)), nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := func(delta map[string]any, finish any) []byte {
+			b, _ := json.Marshal(map[string]any{
+				"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
+			})
+			return adapters.AppendSSE(nil, "", b)
+		}
+		write := func(b []byte) bool {
+			_, err := pw.Write(b)
+			return err == nil
+		}
+		if !write(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+			return
+		}
+		for _, w := range splitWords(reply) {
+			select {
+			case <-r.Context().Done():
+				pw.CloseWithError(r.Context().Err())
+				return
+			case <-time.After(WordDelay):
+			}
+			if !write(chunk(map[string]any{"content": w}, nil)) {
+				return
+			}
+		}
+		write(chunk(map[string]any{}, "stop"))
+		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+			b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": usage})
+			write(adapters.AppendSSE(nil, "", b))
+		}
+		write([]byte("data: [DONE]\n\n"))
+		pw.Close()
+	}()
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, ContentLength: -1,
+	}, nil
+}
+
+// splitWords keeps each word's following space, so the pieces join back
+// into the exact reply.
+func splitWords(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexByte(s, ' ')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
+
+func completion(r *http.Request, body []byte) (*http.Response, error) {
+	var req struct {
+		Model  string          `json:"model"`
+		Prompt json.RawMessage `json:"prompt"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return answer(http.StatusBadRequest, `{"error":{"message":"invalid JSON","type":"invalid_request_error"}}`), nil
+	}
+	var prompt string
+	if json.Unmarshal(req.Prompt, &prompt) != nil {
+		var list []string
+		_ = json.Unmarshal(req.Prompt, &list)
+		prompt = strings.Join(list, "\n")
+	}
+	p, c := tokenizer.Count(req.Model, prompt), tokenizer.Count(req.Model, prompt)
+	b, _ := json.Marshal(map[string]any{
+		"id": "cmpl-demo", "object": "text_completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "text": prompt, "finish_reason": "stop", "logprobs": nil}},
+		"usage":   map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+	})
+	return answer(http.StatusOK, string(b)), nil
+}
+
+// embeddings returns a deterministic unit vector per input, derived from
+// its hash, so equal texts get equal vectors.
+func embeddings(body []byte) (*http.Response, error) {
+	var req struct {
+		Model          string          `json:"model"`
+		Input          json.RawMessage `json:"input"`
+		EncodingFormat string          `json:"encoding_format"`
+		Dimensions     int             `json:"dimensions"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return answer(http.StatusBadRequest, `{"error":{"message":"invalid JSON","type":"invalid_request_error"}}`), nil
+	}
+	var inputs []string
+	var one string
+	if json.Unmarshal(req.Input, &one) == nil {
+		inputs = []string{one}
+	} else {
+		_ = json.Unmarshal(req.Input, &inputs)
+	}
+	dims := req.Dimensions
+	if dims <= 0 {
+		dims = 16
+	}
+	var data []any
+	var tokens int64
+	for i, in := range inputs {
+		tokens += tokenizer.Count(req.Model, in)
+		v := vector(in, dims)
+		var emb any = v
+		if req.EncodingFormat == "base64" {
+			var buf bytes.Buffer
+			_ = binary.Write(&buf, binary.LittleEndian, v)
+			emb = base64.StdEncoding.EncodeToString(buf.Bytes())
+		}
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": emb})
+	}
+	b, _ := json.Marshal(map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]any{"prompt_tokens": tokens, "total_tokens": tokens}})
+	return answer(http.StatusOK, string(b)), nil
+}
+
+func vector(s string, dims int) []float32 {
+	v := make([]float32, dims)
+	var norm float64
+	for i := range v {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%d:%s", i, s)))
+		x := float64(binary.LittleEndian.Uint32(h[:4]))/math.MaxUint32*2 - 1
+		v[i] = float32(x)
+		norm += x * x
+	}
+	norm = math.Sqrt(norm)
+	for i := range v {
+		v[i] = float32(float64(v[i]) / norm)
+	}
+	return v
+}
+
+// Interface guards.
+var (
+	_ adapters.Provider    = (*Adapter)(nil)
+	_ adapters.Transporter = (*Adapter)(nil)
+)

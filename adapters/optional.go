@@ -1,0 +1,11 @@
+package adapters
+
+// Optional interfaces: a dialect or decoder implements them when it can.
+
+// PartialText is implemented by stream decoders that pass frames through
+// without parsing them: it returns the completion text seen so far, so a
+// stream that ended without usage (a client that left, an upstream that
+// broke) can still be counted.
+type PartialText interface {
+	PartialText() string
+}

@@ -1,0 +1,324 @@
+// Package caddymodule wires the gateway into Caddy: the gateway app (global
+// option), the HTTP handlers, Caddyfile parsing and the CLI subcommands. It
+// wires; translation lives in adapters, persistence in store, money in
+// billing. It names no vendor: channel types resolve to gateway.adapters.*
+// modules by name.
+package caddymodule
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/routing"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// App is the gateway app: the database, the channel table and the price
+// table that the gateway's HTTP handlers share.
+type App struct {
+	// Database to use; defaults to SQLite at ./data/gateway.db.
+	Database *DatabaseConfig `json:"database,omitempty"`
+	// Channels are the upstreams.
+	Channels []*ChannelConfig `json:"channels,omitempty"`
+	// Prices by model, in USD.
+	Prices map[string]*PriceConfig `json:"prices,omitempty"`
+	// TokenCacheTTL is how long a key's token and user are trusted before
+	// they are re-read (in the background); disabling a token takes effect
+	// within about this long. Default 5s.
+	TokenCacheTTL caddy.Duration `json:"token_cache_ttl,omitempty"`
+	// MaxRequestBody bounds a client's request body. Default 32 MiB.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// MaxAttempts bounds how many channels one request tries. Default 3.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// DefaultMaxTokens is the completion allowance reserved for a request
+	// that sets no max_tokens. Default 1024.
+	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
+
+	db       *database
+	channels *routing.Set
+	prices   map[string]*billing.Price
+	// providers by channel name
+	providers map[string]adapters.Provider
+	// dialects in routing order
+	dialects []adapters.Dialect
+	client   *http.Client
+	log      *zap.Logger
+}
+
+// DatabaseConfig names a store driver and its data source.
+type DatabaseConfig struct {
+	Driver string `json:"driver,omitempty"`
+	DSN    string `json:"dsn,omitempty"`
+}
+
+// ChannelConfig is one upstream as configured.
+type ChannelConfig struct {
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	BaseURL  string            `json:"base_url,omitempty"`
+	Keys     []string          `json:"keys,omitempty"`
+	Models   []string          `json:"models,omitempty"`
+	ModelMap map[string]string `json:"model_map,omitempty"`
+	Priority int               `json:"priority,omitempty"`
+	Weight   int               `json:"weight,omitempty"`
+	// Version pins the vendor API version for translated requests.
+	Version string `json:"version,omitempty"`
+}
+
+// PriceConfig is a model's price in USD, as decimal strings so that no
+// float rounding touches money.
+type PriceConfig struct {
+	Free bool `json:"free,omitempty"`
+	// Input and Output are USD per million tokens.
+	Input       string `json:"input,omitempty"`
+	Output      string `json:"output,omitempty"`
+	CachedInput string `json:"cached_input,omitempty"`
+	CacheWrite  string `json:"cache_write,omitempty"`
+	// Request is USD per request.
+	Request string `json:"request,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "gateway",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// dialectOrder is the order in which dialects claim requests: the ones
+// with specific paths first, OpenAI's catch-all /v1/ last.
+var dialectOrder = []string{"anthropic", "gemini", "openai"}
+
+// Provision sets up the app.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.log = ctx.Logger()
+	repl := caddy.NewReplacer()
+	if a.TokenCacheTTL <= 0 {
+		a.TokenCacheTTL = caddy.Duration(5 * time.Second)
+	}
+	if a.MaxRequestBody <= 0 {
+		a.MaxRequestBody = 32 << 20
+	}
+	if a.MaxAttempts <= 0 {
+		a.MaxAttempts = 3
+	}
+	if a.DefaultMaxTokens <= 0 {
+		a.DefaultMaxTokens = 1024
+	}
+	for _, name := range dialectOrder {
+		if d, err := loadAdapter(name); err == nil {
+			if dialect, ok := d.(adapters.Dialect); ok {
+				a.dialects = append(a.dialects, dialect)
+			}
+		}
+	}
+	if err := a.provisionPrices(); err != nil {
+		return err
+	}
+	if err := a.provisionChannels(repl); err != nil {
+		return err
+	}
+	a.client = &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}}
+
+	dbc := DatabaseConfig{Driver: "sqlite", DSN: "./data/gateway.db"}
+	if a.Database != nil {
+		if a.Database.Driver != "" {
+			dbc.Driver = a.Database.Driver
+		}
+		if a.Database.DSN != "" {
+			dbc.DSN = repl.ReplaceAll(a.Database.DSN, "")
+		}
+	}
+	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL))
+	if err != nil {
+		return err
+	}
+	a.db = db
+	return nil
+}
+
+func loadAdapter(name string) (caddy.Module, error) {
+	info, err := caddy.GetModule("gateway.adapters." + name)
+	if err != nil {
+		return nil, err
+	}
+	return info.New(), nil
+}
+
+func knownAdapters() []string {
+	var names []string
+	for _, m := range caddy.GetModules("gateway.adapters") {
+		names = append(names, m.ID.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (a *App) provisionPrices() error {
+	a.prices = make(map[string]*billing.Price, len(a.Prices))
+	for model, pc := range a.Prices {
+		p, err := pc.price()
+		if err != nil {
+			return fmt.Errorf("price %s: %w", model, err)
+		}
+		a.prices[model] = p
+	}
+	return nil
+}
+
+func (pc *PriceConfig) price() (*billing.Price, error) {
+	p := &billing.Price{Free: pc.Free}
+	parse := func(name, s string) (int64, error) {
+		if s == "" {
+			return 0, nil
+		}
+		v, err := billing.ParseUSD(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return v, nil
+	}
+	var err error
+	if p.Input, err = parse("input", pc.Input); err != nil {
+		return nil, err
+	}
+	if p.Output, err = parse("output", pc.Output); err != nil {
+		return nil, err
+	}
+	if pc.CachedInput != "" {
+		v, err := parse("cached_input", pc.CachedInput)
+		if err != nil {
+			return nil, err
+		}
+		p.CachedInput = &v
+	}
+	if pc.CacheWrite != "" {
+		v, err := parse("cache_write", pc.CacheWrite)
+		if err != nil {
+			return nil, err
+		}
+		p.CacheWrite = &v
+	}
+	// a per-request price is USD, the others USD per million tokens
+	if p.Request, err = parse("request", pc.Request); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (a *App) provisionChannels(repl *caddy.Replacer) error {
+	a.providers = map[string]adapters.Provider{}
+	var chans []*routing.Channel
+	seen := map[string]bool{}
+	for i, cc := range a.Channels {
+		if cc.Name == "" {
+			cc.Name = fmt.Sprintf("channel%d", i+1)
+		}
+		if seen[cc.Name] {
+			return fmt.Errorf("channel %q is defined twice", cc.Name)
+		}
+		seen[cc.Name] = true
+		mod, err := loadAdapter(cc.Type)
+		if err != nil {
+			return fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, cc.Type, strings.Join(knownAdapters(), ", "))
+		}
+		prov, ok := mod.(adapters.Provider)
+		if !ok {
+			return fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, cc.Type)
+		}
+		_, local := prov.(adapters.Transporter)
+		var keys []string
+		for _, k := range cc.Keys {
+			if k = strings.TrimSpace(repl.ReplaceAll(k, "")); k != "" {
+				keys = append(keys, k)
+			}
+		}
+		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
+		if !local {
+			if len(keys) == 0 {
+				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", cc.Type))
+				continue
+			}
+			if base == "" {
+				return fmt.Errorf("channel %q: base_url is required", cc.Name)
+			}
+			if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+				return fmt.Errorf("channel %q: base_url %q must start with http:// or https://", cc.Name, base)
+			}
+		}
+		if len(cc.Models) == 0 && len(cc.ModelMap) == 0 {
+			return fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
+		}
+		for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
+			if _, ok := a.prices[m]; !ok {
+				a.log.Warn("model has no price: requests for it will be refused until it gets one or is marked free", zap.String("model", m), zap.String("channel", cc.Name))
+			}
+		}
+		a.providers[cc.Name] = prov
+		chans = append(chans, &routing.Channel{
+			Name: cc.Name, Type: cc.Type, BaseURL: base, Keys: keys,
+			Models: cc.Models, ModelMap: cc.ModelMap,
+			Priority: cc.Priority, Weight: cc.Weight, Version: cc.Version,
+		})
+	}
+	a.channels = routing.NewSet(chans)
+	return nil
+}
+
+func mapKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Start implements caddy.App. The background work belongs to the shared
+// database, which outlives a reload, so there is nothing to start here.
+func (a *App) Start() error { return nil }
+
+// Stop implements caddy.App. In-flight requests may still be finishing on
+// the old configuration; the shared database drains when its last user is
+// cleaned up.
+func (a *App) Stop() error { return nil }
+
+// Cleanup releases the app's hold on the shared database and its idle
+// upstream connections.
+func (a *App) Cleanup() error {
+	if a.client != nil {
+		a.client.CloseIdleConnections()
+	}
+	if a.db != nil {
+		return a.db.release()
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

@@ -1,0 +1,204 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+func init() {
+	caddy.RegisterModule(Auth{})
+}
+
+// Auth authenticates a gateway key wherever the caller's dialect puts it,
+// and puts the identity in the request context for the handlers after it.
+// Failures are answered in the caller's dialect.
+type Auth struct {
+	app *App
+	log *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Auth) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.gateway_auth",
+		New: func() caddy.Module { return new(Auth) },
+	}
+}
+
+// Provision finds the gateway app.
+func (h *Auth) Provision(ctx caddy.Context) error {
+	h.log = ctx.Logger()
+	app, err := gatewayApp(ctx)
+	if err != nil {
+		return err
+	}
+	h.app = app
+	return nil
+}
+
+func gatewayApp(ctx caddy.Context) (*App, error) {
+	a, err := ctx.App("gateway")
+	if err != nil {
+		return nil, err
+	}
+	return a.(*App), nil
+}
+
+type ctxKey int
+
+const (
+	identityKey ctxKey = iota
+	routeKey
+)
+
+// route is the dialect and operation a request was matched to.
+type route struct {
+	dialect adapters.Dialect
+	op      adapters.Operation
+}
+
+// identityFrom returns the authenticated identity, if any.
+func identityFrom(ctx context.Context) *keys.Identity {
+	id, _ := ctx.Value(identityKey).(*keys.Identity)
+	return id
+}
+
+// routeOf finds the dialect that claims the request, falling back to the
+// last one (OpenAI's) for paths nobody claims.
+func (a *App) routeOf(r *http.Request) route {
+	if rt, ok := r.Context().Value(routeKey).(route); ok {
+		return rt
+	}
+	for _, d := range a.dialects {
+		if op, ok := d.Route(r); ok {
+			return route{dialect: d, op: op}
+		}
+	}
+	return route{dialect: a.dialects[len(a.dialects)-1], op: adapters.OpUnknown}
+}
+
+// credentialHeaders are removed once read, so no later handler, proxy or
+// log line sees a key. (Caddy's access log already redacts Authorization.)
+var credentialHeaders = []string{"X-Api-Key", "X-Goog-Api-Key"}
+
+func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	rt := h.app.routeOf(r)
+	key := rt.dialect.Credential(r)
+	if key == "" {
+		key = adapters.BearerToken(r)
+	}
+	for _, hd := range credentialHeaders {
+		r.Header.Del(hd)
+	}
+	if q := r.URL.Query(); q.Has("key") {
+		q.Del("key")
+		r.URL.RawQuery = q.Encode()
+	}
+	if key == "" {
+		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "missing_api_key",
+			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
+	}
+	id, err := h.app.db.keys.Lookup(r.Context(), key)
+	if errors.Is(err, keys.ErrUnknownKey) {
+		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
+			Message: "the API key is not valid: check that you copied the whole sk-... key the gateway issued"})
+	}
+	if err != nil {
+		h.log.Error("looking up a key", zap.Error(err))
+		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, "api_error", "the gateway cannot check keys right now; try again shortly"))
+	}
+	if e := checkIdentity(id, h.app); e != nil {
+		return writeError(w, rt.dialect, e)
+	}
+
+	ctx := context.WithValue(r.Context(), identityKey, id)
+	ctx = context.WithValue(ctx, routeKey, rt)
+	r = r.WithContext(ctx)
+	caddyhttp.SetVar(ctx, "gateway.user_id", id.User.ID)
+	caddyhttp.SetVar(ctx, "gateway.username", id.User.Username)
+	caddyhttp.SetVar(ctx, "gateway.token_id", id.Token.ID)
+	caddyhttp.SetVar(ctx, "gateway.token_name", id.Token.Name)
+	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.Int64("gateway_user_id", id.User.ID))
+		extra.Set(zap.String("gateway_user", id.User.Username))
+		extra.Set(zap.Int64("gateway_token_id", id.Token.ID))
+	}
+	return next.ServeHTTP(w, r)
+}
+
+func credentialHint(d adapters.Dialect) string {
+	switch d.Name() {
+	case "anthropic":
+		return " or 'x-api-key: sk-...'"
+	case "gemini":
+		return ", '?key=sk-...' or 'x-goog-api-key: sk-...'"
+	}
+	return ""
+}
+
+// checkIdentity refuses disabled or expired tokens, disabled users, and
+// accounts with nothing left to spend.
+func checkIdentity(id *keys.Identity, a *App) *adapters.Error {
+	t, u := id.Token, id.User
+	switch {
+	case t.Status != store.TokenEnabled:
+		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "token_disabled",
+			Message: "this API key is disabled: ask the gateway's administrator to enable it, or use another key"}
+	case !t.ExpiresAt.IsZero() && time.Now().After(t.ExpiresAt):
+		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "token_expired",
+			Message: "this API key expired at " + t.ExpiresAt.UTC().Format(time.RFC3339) + ": create a new one"}
+	case u.Status != "" && u.Status != "enabled":
+		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "user_disabled",
+			Message: "the account this API key belongs to is disabled"}
+	case t.QuotaLimit > 0 && t.UsedQuota >= t.QuotaLimit:
+		return quotaError("this API key has used its whole quota limit (" + strconv.FormatInt(t.QuotaLimit, 10) + " units): raise the limit or use another key")
+	}
+	avail, known := a.db.ledger.Available(u.ID)
+	if !known {
+		avail = u.Quota
+	}
+	if avail <= 0 {
+		return quotaError("your quota is used up: top up your account (POST /api/user/topup with a redemption code) and try again")
+	}
+	return nil
+}
+
+func quotaError(msg string) *adapters.Error {
+	return &adapters.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "insufficient_quota", Message: msg}
+}
+
+// writeError answers in the dialect's error shape. A 429 for quota carries
+// x-should-retry: false, since the official SDKs otherwise retry a 429.
+func writeError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.Type == "insufficient_quota" || e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout && e.Status != http.StatusConflict {
+		h.Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(e.Status)
+	_, err := w.Write(d.EncodeError(e))
+	return err
+}
+
+func hashPassword(p string) (string, error) {
+	b, err := bcrypt.GenerateFromPassword([]byte(p), bcrypt.DefaultCost)
+	return string(b), err
+}
+
+// Interface guards.
+var (
+	_ caddyhttp.MiddlewareHandler = (*Auth)(nil)
+	_ caddy.Provisioner           = (*Auth)(nil)
+)

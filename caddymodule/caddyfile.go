@@ -1,0 +1,263 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("gateway", parseGlobalOption)
+	httpcaddyfile.RegisterHandlerDirective("gateway_auth", parseAuth)
+	httpcaddyfile.RegisterHandlerDirective("gateway_relay", parseRelay)
+	// outside a route block, authenticate and relay where a proxy would go
+	httpcaddyfile.RegisterDirectiveOrder("gateway_auth", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("gateway_relay", httpcaddyfile.Before, "reverse_proxy")
+}
+
+// parseGlobalOption sets up the gateway app from the global option:
+//
+//	gateway {
+//		database sqlite <path>
+//		token_cache_ttl <duration>
+//		max_request_body <size>
+//		max_attempts <n>
+//		default_max_tokens <n>
+//		channel <name> {
+//			type <type>
+//			base_url <url>
+//			key <key>...
+//			models <model>...
+//			model_map <asked> <upstream>
+//			priority <n>
+//			weight <n>
+//			version <vendor api version>
+//		}
+//		price <model> free
+//		price <model> {
+//			input <usd per 1M tokens>
+//			output <usd per 1M tokens>
+//			cached_input <usd per 1M tokens>
+//			cache_write <usd per 1M tokens>
+//			request <usd per request>
+//			free
+//		}
+//	}
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	app := new(App)
+	if existing != nil {
+		if prev, ok := existing.(httpcaddyfile.App); ok {
+			if err := caddyconfigUnmarshal(prev.Value, app); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "gateway", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// UnmarshalCaddyfile reads the gateway global option.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "database":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("database takes a driver and a data source, e.g. 'database sqlite ./data/gateway.db'")
+			}
+			a.Database = &DatabaseConfig{Driver: args[0], DSN: args[1]}
+		case "token_cache_ttl":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(d.Val())
+			if err != nil {
+				return d.Errf("token_cache_ttl: %v", err)
+			}
+			a.TokenCacheTTL = caddy.Duration(dur)
+		case "max_request_body":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			size, err := parseSize(d.Val())
+			if err != nil {
+				return d.Errf("max_request_body: %v", err)
+			}
+			a.MaxRequestBody = size
+		case "max_attempts", "default_max_tokens":
+			name := d.Val()
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(d.Val())
+			if err != nil || n <= 0 {
+				return d.Errf("%s must be a positive integer, not %q", name, d.Val())
+			}
+			if name == "max_attempts" {
+				a.MaxAttempts = n
+			} else {
+				a.DefaultMaxTokens = int64(n)
+			}
+		case "channel":
+			ch, err := parseChannel(d)
+			if err != nil {
+				return err
+			}
+			a.Channels = append(a.Channels, ch)
+		case "price":
+			model, pc, err := parsePrice(d)
+			if err != nil {
+				return err
+			}
+			if a.Prices == nil {
+				a.Prices = map[string]*PriceConfig{}
+			}
+			a.Prices[model] = pc
+		default:
+			return d.Errf("unrecognized gateway option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
+	ch := &ChannelConfig{}
+	if !d.NextArg() {
+		return nil, d.Errf("channel needs a name: 'channel <name> { ... }'")
+	}
+	ch.Name = d.Val()
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		args := d.RemainingArgs()
+		one := func() (string, error) {
+			if len(args) != 1 {
+				return "", d.Errf("channel %s: %s takes exactly one value", ch.Name, opt)
+			}
+			return args[0], nil
+		}
+		var err error
+		switch opt {
+		case "type":
+			ch.Type, err = one()
+		case "base_url":
+			ch.BaseURL, err = one()
+		case "key", "keys":
+			// an empty value ({$UNSET}) leaves no argument: the channel is
+			// then skipped at start with a warning
+			ch.Keys = append(ch.Keys, args...)
+		case "models":
+			if len(args) == 0 {
+				return nil, d.Errf("channel %s: models needs at least one model name", ch.Name)
+			}
+			ch.Models = append(ch.Models, args...)
+		case "model_map":
+			if len(args) != 2 {
+				return nil, d.Errf("channel %s: model_map takes the asked name and the upstream name", ch.Name)
+			}
+			if ch.ModelMap == nil {
+				ch.ModelMap = map[string]string{}
+			}
+			ch.ModelMap[args[0]] = args[1]
+		case "priority", "weight":
+			var v string
+			if v, err = one(); err == nil {
+				n, convErr := strconv.Atoi(v)
+				if convErr != nil || (opt == "weight" && n <= 0) {
+					return nil, d.Errf("channel %s: %s must be an integer%s, not %q", ch.Name, opt, map[bool]string{true: " above zero"}[opt == "weight"], v)
+				}
+				if opt == "priority" {
+					ch.Priority = n
+				} else {
+					ch.Weight = n
+				}
+			}
+		case "version":
+			ch.Version, err = one()
+		default:
+			return nil, d.Errf("channel %s: unrecognized option %q", ch.Name, opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ch.Type == "" {
+		return nil, d.Errf("channel %s: 'type' is required", ch.Name)
+	}
+	return ch, nil
+}
+
+func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
+	if !d.NextArg() {
+		return "", nil, d.Errf("price needs a model: 'price <model> { input <usd> output <usd> }'")
+	}
+	model := d.Val()
+	pc := &PriceConfig{}
+	if d.NextArg() {
+		if d.Val() != "free" || d.NextArg() {
+			return "", nil, d.Errf("price %s: the only inline form is 'price %s free'", model, model)
+		}
+		pc.Free = true
+		return model, pc, nil
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if opt == "free" {
+			pc.Free = true
+			continue
+		}
+		if !d.NextArg() {
+			return "", nil, d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return "", nil, d.ArgErr()
+		}
+		switch opt {
+		case "input":
+			pc.Input = v
+		case "output":
+			pc.Output = v
+		case "cached_input":
+			pc.CachedInput = v
+		case "cache_write":
+			pc.CacheWrite = v
+		case "request":
+			pc.Request = v
+		default:
+			return "", nil, d.Errf("price %s: unrecognized option %q", model, opt)
+		}
+		if _, err := (&PriceConfig{Input: v}).price(); err != nil {
+			return "", nil, d.Errf("price %s: %s: %v", model, opt, err)
+		}
+	}
+	return model, pc, nil
+}
+
+func parseAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	h.Next()
+	if h.NextArg() {
+		return nil, h.ArgErr()
+	}
+	return new(Auth), nil
+}
+
+func parseRelay(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	h.Next()
+	if h.NextArg() {
+		return nil, h.ArgErr()
+	}
+	return new(Relay), nil
+}

@@ -1,0 +1,323 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "gateway",
+		Usage: "<user|token|redeem> <add|show|passwd> [flags]",
+		Short: "Manages the model gateway's users, keys and redemption codes",
+		Long: `
+Manages the model gateway's database directly: users, API keys (tokens) and
+redemption codes. Each subcommand takes --config <Caddyfile> (default:
+./Caddyfile) to find the database named by the gateway global option.
+It is safe to run while the gateway is serving.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database")
+			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
+			user := &cobra.Command{Use: "user", Short: "Manages users"}
+			user.AddCommand(userAddCommand(), userShowCommand(), userPasswdCommand())
+			token := &cobra.Command{Use: "token", Short: "Manages API keys"}
+			token.AddCommand(tokenAddCommand())
+			redeem := &cobra.Command{Use: "redeem", Short: "Manages redemption codes"}
+			redeem.AddCommand(redeemAddCommand())
+			cmd.AddCommand(user, token, redeem)
+		},
+	})
+}
+
+// cliStore opens the database the config names.
+func cliStore(cmd *cobra.Command) (store.Store, error) {
+	path, _ := cmd.Flags().GetString("config")
+	adapterName, _ := cmd.Flags().GetString("adapter")
+	if path == "" {
+		path = "Caddyfile"
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
+	}
+	if adapterName == "" && !strings.HasSuffix(path, ".json") {
+		adapterName = "caddyfile"
+	}
+	if adapterName != "" {
+		adapter := caddyconfig.GetAdapter(adapterName)
+		if adapter == nil {
+			return nil, fmt.Errorf("unknown config adapter %q", adapterName)
+		}
+		body, _, err = adapter.Adapt(body, map[string]any{"filename": path})
+		if err != nil {
+			return nil, fmt.Errorf("adapting config %s: %w", path, err)
+		}
+	}
+	var cfg struct {
+		Apps struct {
+			Gateway struct {
+				Database *DatabaseConfig `json:"database"`
+			} `json:"gateway"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		return nil, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	dbc := DatabaseConfig{Driver: "sqlite", DSN: "./data/gateway.db"}
+	if c := cfg.Apps.Gateway.Database; c != nil {
+		repl := caddy.NewReplacer()
+		if c.Driver != "" {
+			dbc.Driver = c.Driver
+		}
+		if c.DSN != "" {
+			dbc.DSN = repl.ReplaceAll(c.DSN, "")
+		}
+	}
+	st, err := store.Open(dbc.Driver, dbc.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if err := bootstrapRoot(st, caddy.Log().Named("gateway")); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func withStore(run func(ctx context.Context, cmd *cobra.Command, st store.Store) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		st, err := cliStore(cmd)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return run(ctx, cmd, st)
+	}
+}
+
+func userAddCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add --username <name> --password <password> [--role user|admin|root] [--quota <units>]",
+		Short: "Creates a user",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			name, _ := cmd.Flags().GetString("username")
+			password, _ := cmd.Flags().GetString("password")
+			role, _ := cmd.Flags().GetString("role")
+			quota, _ := cmd.Flags().GetInt64("quota")
+			if name == "" {
+				return errors.New("--username is required")
+			}
+			if len(password) < 8 {
+				return errors.New("--password must be at least 8 characters")
+			}
+			switch role {
+			case store.RoleUser, store.RoleAdmin, store.RoleRoot:
+			default:
+				return fmt.Errorf("--role must be user, admin or root, not %q", role)
+			}
+			if quota < 0 {
+				return errors.New("--quota must not be negative")
+			}
+			hash, err := hashPassword(password)
+			if err != nil {
+				return err
+			}
+			invite, err := keys.Random("", 10)
+			if err != nil {
+				return err
+			}
+			u := &store.User{Username: name, PasswordHash: hash, Role: role, Quota: quota, InviteCode: invite}
+			if err := st.CreateUser(ctx, u); err != nil {
+				if errors.Is(err, store.ErrConflict) {
+					return fmt.Errorf("a user named %q already exists", name)
+				}
+				return err
+			}
+			return printJSON(cmd, userView(u))
+		}),
+	}
+	c.Flags().String("username", "", "user name")
+	c.Flags().String("password", "", "password (8 characters or more)")
+	c.Flags().String("role", store.RoleUser, "user, admin or root")
+	c.Flags().Int64("quota", 0, "starting quota in units (1,000,000 = 1 USD)")
+	return c
+}
+
+func userShowCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "show --username <name>",
+		Short: "Prints a user's quota, used quota and invitation quota as JSON",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			name, _ := cmd.Flags().GetString("username")
+			u, err := st.UserByName(ctx, name)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no user named %q", name)
+			}
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, userView(u))
+		}),
+	}
+	c.Flags().String("username", "", "user name")
+	return c
+}
+
+func userPasswdCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "passwd --username <name> [--password <password>]",
+		Short: "Sets a user's password (a random one, printed, if none is given)",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			name, _ := cmd.Flags().GetString("username")
+			password, _ := cmd.Flags().GetString("password")
+			u, err := st.UserByName(ctx, name)
+			if err != nil {
+				return fmt.Errorf("no user named %q: %w", name, err)
+			}
+			generated := password == ""
+			if generated {
+				if password, err = keys.Random("", 20); err != nil {
+					return err
+				}
+			} else if len(password) < 8 {
+				return errors.New("--password must be at least 8 characters")
+			}
+			hash, err := hashPassword(password)
+			if err != nil {
+				return err
+			}
+			if err := st.UpdatePassword(ctx, u.ID, hash); err != nil {
+				return err
+			}
+			if generated {
+				fmt.Fprintln(cmd.OutOrStdout(), password)
+			}
+			return nil
+		}),
+	}
+	c.Flags().String("username", "", "user name")
+	c.Flags().String("password", "", "new password (8 characters or more)")
+	return c
+}
+
+func tokenAddCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h]",
+		Short: "Creates an API key and prints it, alone, on stdout",
+		Long:  "Creates an API key for a user. The key is printed once and stored only as a hash.",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			username, _ := cmd.Flags().GetString("username")
+			name, _ := cmd.Flags().GetString("name")
+			quota, _ := cmd.Flags().GetInt64("quota")
+			models, _ := cmd.Flags().GetString("models")
+			expires, _ := cmd.Flags().GetString("expires")
+			u, err := st.UserByName(ctx, username)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no user named %q: create it with 'caddy gateway user add'", username)
+			}
+			if err != nil {
+				return err
+			}
+			if quota < 0 {
+				return errors.New("--quota must not be negative")
+			}
+			key, err := keys.Generate()
+			if err != nil {
+				return err
+			}
+			t := &store.Token{UserID: u.ID, Name: name, KeyHash: keys.Hash(key), KeyPrefix: keys.DisplayPrefix(key), QuotaLimit: quota}
+			if t.Name == "" {
+				t.Name = "default"
+			}
+			for _, m := range strings.Split(models, ",") {
+				if m = strings.TrimSpace(m); m != "" {
+					t.Models = append(t.Models, m)
+				}
+			}
+			if expires != "" {
+				d, err := caddy.ParseDuration(expires)
+				if err != nil || d <= 0 {
+					return fmt.Errorf("--expires must be a positive duration such as 720h or 30d, not %q", expires)
+				}
+				t.ExpiresAt = time.Now().Add(d)
+			}
+			if err := st.CreateToken(ctx, t); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			return nil
+		}),
+	}
+	c.Flags().String("username", "", "owner of the key")
+	c.Flags().String("name", "", "a name to tell keys apart")
+	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
+	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
+	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	return c
+}
+
+func redeemAddCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add --quota <units> [--count <n>]",
+		Short: "Creates redemption codes and prints them, one a line",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			quota, _ := cmd.Flags().GetInt64("quota")
+			count, _ := cmd.Flags().GetInt("count")
+			if quota <= 0 {
+				return errors.New("--quota must be a positive number of units (1,000,000 = 1 USD)")
+			}
+			if count <= 0 || count > 10000 {
+				return errors.New("--count must be between 1 and 10000")
+			}
+			codes := make([]*store.RedemptionCode, count)
+			for i := range codes {
+				code, err := keys.Random("", 32)
+				if err != nil {
+					return err
+				}
+				codes[i] = &store.RedemptionCode{Code: code, Quota: quota}
+			}
+			if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
+				return err
+			}
+			for _, c := range codes {
+				fmt.Fprintln(cmd.OutOrStdout(), c.Code)
+			}
+			return nil
+		}),
+	}
+	c.Flags().Int64("quota", 0, "units each code adds (1,000,000 = 1 USD)")
+	c.Flags().Int("count", 1, "how many codes")
+	return c
+}
+
+// userView is what the CLI shows of a user: never the password hash.
+func userView(u *store.User) map[string]any {
+	return map[string]any{
+		"id": u.ID, "username": u.Username, "role": u.Role, "status": u.Status,
+		"quota": u.Quota, "used_quota": u.UsedQuota, "request_count": u.RequestCount,
+		"invite_code": u.InviteCode, "invitation_quota": u.InvitationQuota,
+	}
+}
+
+func printJSON(cmd *cobra.Command, v any) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+

@@ -1,0 +1,124 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// databases holds one open store per DSN across config reloads, with what
+// must live exactly as long as it: the key cache, the quota ledger and the
+// usage writer. A reload provisions a new app that finds the same entry, so
+// reservations in flight and queued usage rows carry over untouched.
+var databases = caddy.NewUsagePool()
+
+type database struct {
+	key    string
+	store  store.Store
+	keys   *keys.Cache
+	ledger *billing.Ledger
+	writer *billing.Writer
+	log    *zap.Logger
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (*database, error) {
+	key := cfg.Driver + ":" + cfg.DSN
+	val, _, err := databases.LoadOrNew(key, func() (caddy.Destructor, error) {
+		st, err := store.Open(cfg.Driver, cfg.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, cfg.DSN, err)
+		}
+		if err := bootstrapRoot(st, log); err != nil {
+			st.Close()
+			return nil, err
+		}
+		db := &database{key: key, store: st, ledger: billing.NewLedger(), log: log}
+		db.keys = keys.NewCache(st, cacheTTL)
+		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"))
+		ctx, cancel := context.WithCancel(context.Background())
+		db.stop = cancel
+		db.wg.Add(1)
+		go db.maintain(ctx, cacheTTL)
+		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", cfg.DSN))
+		return db, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return val.(*database), nil
+}
+
+// maintain keeps the ledger in step with changes other processes make to
+// the store and drops cache entries nobody uses.
+func (db *database) maintain(ctx context.Context, every time.Duration) {
+	defer db.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			db.ledger.Refresh(ctx, db.store, every, 10*time.Minute)
+			db.keys.Sweep()
+		}
+	}
+}
+
+func (db *database) release() error {
+	_, err := databases.Delete(db.key)
+	return err
+}
+
+// Destruct runs when the last app using the database is cleaned up: it
+// commits every queued usage row, then closes the store.
+func (db *database) Destruct() error {
+	db.stop()
+	db.wg.Wait()
+	db.writer.Close()
+	return db.store.Close()
+}
+
+// bootstrapRoot creates the root user on an empty database and prints its
+// password once, since there is no other way in yet.
+func bootstrapRoot(st store.Store, log *zap.Logger) error {
+	ctx := context.Background()
+	n, err := st.CountUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("counting users: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	password, err := keys.Random("", 20)
+	if err != nil {
+		return err
+	}
+	hash, err := hashPassword(password)
+	if err != nil {
+		return err
+	}
+	err = st.CreateUser(ctx, &store.User{Username: "root", PasswordHash: hash, Role: store.RoleRoot})
+	if errors.Is(err, store.ErrConflict) {
+		return nil // another process bootstrapped it first
+	}
+	if err != nil {
+		return fmt.Errorf("creating the root user: %w", err)
+	}
+	log.Warn("created the root user on an empty database; this password is shown only once: change it with 'caddy gateway user passwd --username root'",
+		zap.String("username", "root"), zap.String("password", password))
+	return nil
+}
+
+var _ caddy.Destructor = (*database)(nil)

@@ -1,0 +1,17 @@
+// Package gateway is the Caddy Model Gateway: a model gateway built as Caddy
+// plugins. Importing this package registers every module it consists of, so
+// `xcaddy build --with github.com/caddy-model-gateway/gateway=./` builds a
+// Caddy with the whole gateway, and cmd/caddy does the same without xcaddy.
+package gateway
+
+import (
+	// the Caddy glue: app, handlers, Caddyfile, CLI
+	_ "github.com/caddy-model-gateway/gateway/caddymodule"
+
+	// upstream families (gateway.adapters.*)
+	_ "github.com/caddy-model-gateway/gateway/adapters/demo"
+	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
+
+	// stores
+	_ "github.com/caddy-model-gateway/gateway/store/sqlite"
+)
