@@ -1,0 +1,49 @@
+# The Caddy Model Gateway. `make run` starts it with Caddyfile.example;
+# `make test` installs what the tests need and runs them all.
+GO       ?= go
+BIN      := bin/caddy
+FUZZTIME ?= 3s
+
+export CGO_ENABLED := 1
+
+.PHONY: build run test test-deps lint unit fuzz bench clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/caddy
+
+run: build
+	$(BIN) run --config Caddyfile.example --adapter caddyfile
+
+# Everything CI runs: formatting, vet, every test (integration tests start
+# the real binary), and a short fuzz run of every fuzz target.
+test: test-deps lint build unit fuzz
+
+test-deps:
+	@command -v gcc >/dev/null || (apt-get update && apt-get install -y gcc libc6-dev)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m ./...
+
+# Each fuzz target gets FUZZTIME on top of its seed corpus (which plain
+# `go test` already runs). Longer runs by hand:
+#   go test -run='^$$' -fuzz=FuzzDecodeRequest -fuzztime=5m ./adapters/anthropic
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./... ); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg >/tmp/fuzz.log 2>&1 || { cat /tmp/fuzz.log; exit 1; }; \
+	  done; \
+	done
+
+# Benchmarks against plain Caddy reverse_proxy in the same run; QUICK=1 for
+# the everyday two-minute version. See bench/README.md.
+bench: build
+	$(GO) run ./bench/cmd/bench -build=false -bin $(BIN) $(if $(QUICK),-quick,)
+
+clean:
+	rm -rf bin
