@@ -79,12 +79,36 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		if err := json.Unmarshal(body, &u); err != nil {
 			return nil, fmt.Errorf("upstream answered invalid JSON: %w", err)
 		}
-		return &adapters.Response{Raw: body, Dialect: Name, Usage: usageFromWire(u.Usage), ContentType: "application/json"}, nil
+		resp := &adapters.Response{Raw: body, Dialect: Name, Usage: usageFromWire(u.Usage), ContentType: "application/json"}
+		if u.Usage == nil {
+			// no usage: keep the answer's text so the relay can count it
+			resp.Message = answerText(req.Op, body)
+		}
+		return resp, nil
 	}
 	if req.Op != adapters.OpChat {
 		return nil, adapters.Unsupported("%s answers cannot be translated from channel type openai", req.Op)
 	}
 	return DecodeChatResponse(body)
+}
+
+// answerText pulls the generated text out of a chat or completion answer.
+func answerText(op adapters.Operation, body []byte) adapters.Message {
+	msg := adapters.Message{Role: adapters.RoleAssistant}
+	switch op {
+	case adapters.OpChat:
+		if r, err := DecodeChatResponse(body); err == nil {
+			msg = r.Message
+		}
+	case adapters.OpCompletion:
+		var c completionResponse
+		if json.Unmarshal(body, &c) == nil {
+			for _, ch := range c.Choices {
+				msg.Parts = append(msg.Parts, adapters.Part{Type: adapters.PartText, Text: ch.Text})
+			}
+		}
+	}
+	return msg
 }
 
 // DecodeChatResponse reads a chat.completion into neutral form.
