@@ -34,7 +34,7 @@ It is safe to run while the gateway is serving.`,
 			user := &cobra.Command{Use: "user", Short: "Manages users"}
 			user.AddCommand(userAddCommand(), userShowCommand(), userPasswdCommand())
 			token := &cobra.Command{Use: "token", Short: "Manages API keys"}
-			token.AddCommand(tokenAddCommand())
+			token.AddCommand(tokenAddCommand(), tokenListCommand(), tokenStatusCommand("disable", store.TokenDisabled), tokenStatusCommand("enable", store.TokenEnabled))
 			redeem := &cobra.Command{Use: "redeem", Short: "Manages redemption codes"}
 			redeem.AddCommand(redeemAddCommand())
 			cmd.AddCommand(user, token, redeem)
@@ -271,6 +271,43 @@ func tokenAddCommand() *cobra.Command {
 	return c
 }
 
+func tokenListCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list --username <name>",
+		Short: "Lists a user's API keys as JSON (prefixes only: keys are not stored)",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			username, _ := cmd.Flags().GetString("username")
+			u, err := st.UserByName(ctx, username)
+			if err != nil {
+				return fmt.Errorf("no user named %q: %w", username, err)
+			}
+			tokens, err := st.ListTokens(ctx, u.ID)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, tokens)
+		}),
+	}
+	c.Flags().String("username", "", "owner of the keys")
+	return c
+}
+
+func tokenStatusCommand(verb, status string) *cobra.Command {
+	c := &cobra.Command{
+		Use:   verb + " --id <token id>",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + "s an API key (takes effect within the token cache TTL)",
+		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			id, _ := cmd.Flags().GetInt64("id")
+			if _, err := st.TokenByID(ctx, id); err != nil {
+				return fmt.Errorf("no token with id %d: %w", id, err)
+			}
+			return st.SetTokenStatus(ctx, id, status)
+		}),
+	}
+	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
+	return c
+}
+
 func redeemAddCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "add --quota <units> [--count <n>]",
@@ -320,4 +357,3 @@ func printJSON(cmd *cobra.Command, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
