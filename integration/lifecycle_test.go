@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+)
+
+// TestReloadKeepsInFlightStreams reloads with a changed channel table while
+// a stream is running: the stream finishes on the old channel, new requests
+// use the new table, and both are billed.
+func TestReloadKeepsInFlightStreams(t *testing.T) {
+	s := startOpenAI(t)
+	key := s.gw.AddUser("rita", 1_000_000)
+	reply := "slow words arriving one by one across a reload"
+	s.primary.Set(func(b *gatewaytest.Behavior) { b.Reply = reply; b.ChunkDelay = 100 * time.Millisecond })
+
+	stream := s.client(key).Chat.Completions.NewStreaming(context.Background(), chatParams("gpt-4o-mini", "go"))
+	if !stream.Next() {
+		t.Fatalf("no first chunk: %v", stream.Err())
+	}
+	// drop the primary channel: only the backup serves gpt-4o-mini now
+	without := strings.Replace(openaiCaddyfile, "models gpt-4o-mini text-embedding-3-small", "models text-embedding-3-small", 1)
+	s.gw.Reload(without, gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
+
+	var text strings.Builder
+	for stream.Next() {
+		if c := stream.Current(); len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if err := stream.Err(); err != nil || text.String() != reply {
+		t.Fatalf("stream across the reload: %q, %v", text.String(), err)
+	}
+	resp, err := s.client(key, option.WithMaxRetries(0)).Chat.Completions.New(context.Background(), chatParams("gpt-4o-mini", "hi"))
+	if err != nil || resp.Choices[0].Message.Content != "Hello from the backup" {
+		t.Fatalf("after reload: %v %v", resp, err)
+	}
+	rows := s.gw.WaitUsage("rita", 2)
+	if rows[0].Channel != "primary" || rows[0].Cost != 14 || rows[1].Channel != "backup" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
+
+// TestShutdownWritesEveryRow stops the gateway right after a burst of
+// requests: every request still gets its usage row and its charge.
+func TestShutdownWritesEveryRow(t *testing.T) {
+	s := startOpenAI(t)
+	key := s.gw.AddUser("sam", 10_000_000)
+	client := s.client(key, option.WithMaxRetries(0))
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := client.Chat.Completions.New(context.Background(), chatParams("gpt-4o-mini", "hi")); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s.gw.Stop()
+	var rows, cost, used, count int64
+	db := s.gw.DB()
+	if err := db.QueryRow(`SELECT COUNT(*), SUM(cost) FROM usage_logs`).Scan(&rows, &cost); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT used_quota, request_count FROM users WHERE username = 'sam'`).Scan(&used, &count); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || cost != n*14 || used != n*14 || count != n {
+		t.Fatalf("after shutdown: %d rows costing %d, used %d over %d requests; want %d rows, %d", rows, cost, used, count, n, n*14)
+	}
+}
