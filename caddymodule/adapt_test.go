@@ -1,0 +1,79 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden JSON files")
+
+// TestAdaptGolden adapts each testdata/adapt/*.caddyfile and compares the
+// JSON with the .json beside it (go test -update rewrites them).
+func TestAdaptGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/adapt/*.caddyfile")
+	if len(files) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	for _, in := range files {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			src, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(src, map[string]any{"filename": in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) > 0 {
+				t.Fatalf("warnings: %v", warnings)
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, out, "", "\t"); err != nil {
+				t.Fatal(err)
+			}
+			pretty.WriteByte('\n')
+			golden := strings.TrimSuffix(in, ".caddyfile") + ".json"
+			if *update {
+				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(pretty.Bytes(), want) {
+				t.Fatalf("adapted JSON differs from %s:\n%s", golden, pretty.String())
+			}
+		})
+	}
+}
+
+func TestAdaptErrors(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"channel without type", "channel x {\n models a\n}", "'type' is required"},
+		{"bad weight", "channel x {\n type openai\n weight 0\n}", "weight must be an integer above zero"},
+		{"unknown option", "colour blue", "unrecognized gateway option"},
+		{"price with seven decimals", "price m {\n input 0.0000001\n}", "more than six decimals"},
+		{"bad database", "database sqlite", "database takes a driver"},
+		{"bad model_map", "channel x {\n type openai\n model_map a\n}", "model_map takes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "{\n\tgateway {\n" + tt.body + "\n\t}\n}\n:8080 {\n\trespond ok\n}\n"
+			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(src), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
