@@ -80,14 +80,10 @@ func (l *Ledger) load(k accountKey, remaining int64, limited bool) *account {
 	return a
 }
 
-// fits is true when amount can be held; with nothing available at all even
-// a zero-cost request is refused, so an exhausted user gets a clear 429.
+// fits is true when amount can be held. A request that costs nothing (a
+// free model) always fits, even on an empty balance.
 func (a *account) fits(amount int64) bool {
-	avail := a.remaining - a.unflushed - a.reserved
-	if amount == 0 {
-		return avail > 0
-	}
-	return avail >= amount
+	return amount == 0 || a.remaining-a.unflushed-a.reserved >= amount
 }
 
 // Available reports what a user may still spend, for errors and display.

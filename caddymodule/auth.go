@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -119,7 +118,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		h.log.Error("looking up a key", zap.Error(err))
 		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, "api_error", "the gateway cannot check keys right now; try again shortly"))
 	}
-	if e := checkIdentity(id, h.app); e != nil {
+	if e := checkIdentity(id); e != nil {
 		return writeError(w, rt.dialect, e)
 	}
 
@@ -148,9 +147,9 @@ func credentialHint(d adapters.Dialect) string {
 	return ""
 }
 
-// checkIdentity refuses disabled or expired tokens, disabled users, and
-// accounts with nothing left to spend.
-func checkIdentity(id *keys.Identity, a *App) *adapters.Error {
+// checkIdentity refuses disabled or expired tokens and disabled users.
+// Quota is checked once the model, and so the price, is known.
+func checkIdentity(id *keys.Identity) *adapters.Error {
 	t, u := id.Token, id.User
 	switch {
 	case t.Status != store.TokenEnabled:
@@ -162,15 +161,6 @@ func checkIdentity(id *keys.Identity, a *App) *adapters.Error {
 	case u.Status != "" && u.Status != "enabled":
 		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "user_disabled",
 			Message: "the account this API key belongs to is disabled"}
-	case t.QuotaLimit > 0 && t.UsedQuota >= t.QuotaLimit:
-		return quotaError("this API key has used its whole quota limit (" + strconv.FormatInt(t.QuotaLimit, 10) + " units): raise the limit or use another key")
-	}
-	avail, known := a.db.ledger.Available(u.ID)
-	if !known {
-		avail = u.Quota
-	}
-	if avail <= 0 {
-		return quotaError("your quota is used up: top up your account (POST /api/user/topup with a redemption code) and try again")
 	}
 	return nil
 }

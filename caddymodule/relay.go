@@ -201,8 +201,11 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 	amount := price.Reservation(int64(len(req.Raw)/4), completion)
 	hold, ok := a.db.ledger.Admit(x.id.User, x.id.Token, amount)
 	if !ok {
+		if avail, _ := a.db.ledger.Available(x.id.User.ID); avail <= 0 {
+			return quotaError("your quota is used up: top up your account and try again")
+		}
 		return quotaError("your remaining quota does not cover this request (it may cost up to " + formatUnits(amount) +
-			"): top up your account, or lower max_tokens")
+			"): top up your account, lower max_tokens, or ask for a key with a higher limit")
 	}
 	x.hold = hold
 	return nil
