@@ -1,0 +1,19 @@
+# Builds the gateway with xcaddy and puts it in the official Caddy image.
+# mattn/go-sqlite3 needs cgo, so the builder gets gcc and musl headers.
+#
+#   docker build -f xcaddy.Dockerfile -t caddy-model-gateway .
+#   docker run -p 8080:8080 -v gateway-data:/data caddy-model-gateway
+FROM caddy:2-builder-alpine AS builder
+RUN apk add --no-cache build-base
+ENV CGO_ENABLED=1
+WORKDIR /src
+COPY . .
+RUN xcaddy build --output /usr/bin/caddy \
+	--with github.com/caddy-model-gateway/gateway=/src
+
+FROM caddy:2-alpine
+COPY --from=builder /usr/bin/caddy /usr/bin/caddy
+COPY Caddyfile.example /etc/caddy/Caddyfile
+ENV GATEWAY_DB=/data/gateway.db
+EXPOSE 8080
+CMD ["caddy", "run", "--config", "/etc/caddy/Caddyfile", "--adapter", "caddyfile"]
