@@ -9,7 +9,9 @@ import (
 	_ "github.com/caddy-model-gateway/gateway/caddymodule"
 
 	// upstream families (gateway.adapters.*)
+	_ "github.com/caddy-model-gateway/gateway/adapters/anthropic"
 	_ "github.com/caddy-model-gateway/gateway/adapters/demo"
+	_ "github.com/caddy-model-gateway/gateway/adapters/gemini"
 	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
 
 	// stores

@@ -89,7 +89,8 @@ type Gateway struct {
 }
 
 // Vars are substituted into a Caddyfile template: {{PORT}}, {{ADMIN}},
-// {{DB}}, plus any the test adds.
+// {{DB}}, plus any the test adds. A PORT var picks the port to wait on, for
+// a Caddyfile that takes its address from the environment.
 type Vars map[string]string
 
 // Start writes the Caddyfile (after substitution) and runs the gateway
@@ -99,6 +100,9 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	dir := t.TempDir()
 	g := &Gateway{t: t, Dir: dir, DBPath: filepath.Join(dir, "gateway.db"), Config: filepath.Join(dir, "Caddyfile")}
 	g.Port = FreePort(t)
+	if p, ok := vars["PORT"]; ok {
+		fmt.Sscan(p, &g.Port)
+	}
 	g.Admin = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
 	g.writeConfig(caddyfile, vars)

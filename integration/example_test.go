@@ -1,0 +1,84 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+)
+
+// TestExampleRunsWithoutKeys is `make run` on a fresh machine: the example
+// Caddyfile starts with no vendor keys, skips those channels with a warning
+// each, and the demo model answers a key made with the CLI.
+func TestExampleRunsWithoutKeys(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "Caddyfile.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := gatewaytest.FreePort(t)
+	dir := t.TempDir()
+	t.Setenv("GATEWAY_ADDR", fmt.Sprintf(":%d", port)) // a bare port: plain HTTP
+	t.Setenv("GATEWAY_ADMIN", fmt.Sprintf("127.0.0.1:%d", gatewaytest.FreePort(t)))
+	t.Setenv("GATEWAY_DB", filepath.Join(dir, "gateway.db"))
+	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "KLING", "VIDU", "SEEDANCE", "MINIMAX"} {
+		t.Setenv(v+"_API_KEY", "")
+	}
+	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
+	gw.DBPath = os.Getenv("GATEWAY_DB")
+
+	logs := gw.Logs()
+	for _, ch := range []string{"openai", "anthropic", "gemini"} {
+		if !strings.Contains(logs, `"channel":"`+ch+`"`) || !strings.Contains(logs, "channel skipped") {
+			t.Fatalf("no warning for the keyless %s channel:\n%s", ch, logs)
+		}
+	}
+	if !strings.Contains(logs, `"username":"root","password":"`) {
+		t.Fatalf("the root password was not printed on the first start:\n%s", logs)
+	}
+
+	gw.CLI("user", "add", "--username", "me", "--password", "change-me-now", "--quota", "5000000")
+	key := strings.TrimSpace(gw.CLI("token", "add", "--username", "me"))
+	if !strings.HasPrefix(key, "sk-") || strings.Contains(key, "\n") {
+		t.Fatalf("token add printed %q, want the key alone", key)
+	}
+	resp, body := gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"demo","messages":[{"role":"user","content":"Hello, gateway!"}]}`), nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"content":"Hello, gateway!"`) {
+		t.Fatalf("demo answered %d %s", resp.StatusCode, body)
+	}
+
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key))
+	p := openai.ChatCompletionNewParams{Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream these four words")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}}
+	stream := client.Chat.Completions.NewStreaming(context.Background(), p)
+	acc := openai.ChatCompletionAccumulator{}
+	deltas := 0
+	for stream.Next() {
+		c := stream.Current()
+		acc.AddChunk(c)
+		if len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
+			deltas++
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Choices[0].Message.Content != "stream these four words" || deltas != 4 {
+		t.Fatalf("demo streamed %q in %d deltas", acc.Choices[0].Message.Content, deltas)
+	}
+	// real token counts: "stream these four words" is 4 tokens
+	if acc.Usage.CompletionTokens != 4 || acc.Usage.PromptTokens == 0 {
+		t.Fatalf("demo usage = %+v", acc.Usage)
+	}
+	rows := gw.WaitUsage("me", 2)
+	if rows[1].Cost != 0 || rows[1].Channel != "demo" {
+		t.Fatalf("demo row = %+v, want free", rows[1])
+	}
+}
