@@ -51,7 +51,9 @@ type options struct {
 	keep        bool
 	hold        bool
 	holdLoad    string
+	holdStream  bool
 	strict      bool
+	idleConns   int
 }
 
 // setup is everything the runs share: paths, ports, the token.
@@ -62,11 +64,13 @@ type setup struct {
 	caddyfile string
 	db        string
 	mockAddr  string
+	mockPid   int
 	adminPort int
 	proxyPort int
 	gwPort    int
 	gateway   bool // the gateway site is configured
 	token     string
+	idleConns int // reverse_proxy keepalive_idle_conns_per_host; 0: Caddy's default (32)
 }
 
 func main() {
@@ -86,7 +90,9 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (Caddyfile, database, logs)")
 	flag.BoolVar(&o.hold, "hold", false, "set everything up, print the addresses and wait for Ctrl-C (for profiling by hand)")
 	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a concurrency-50 load on this target (reverse_proxy or gateway) until Ctrl-C")
+	flag.BoolVar(&o.holdStream, "hold-stream", false, "with -hold-load: the load is streaming requests")
 	flag.BoolVar(&o.strict, "strict", false, "exit with status 2 when a bar is not met")
+	flag.IntVar(&o.idleConns, "proxy-idle-conns", 0, "reverse_proxy's keepalive_idle_conns_per_host (0: Caddy's default, 32)")
 	flag.Parse()
 
 	if *mockMode {
@@ -164,7 +170,7 @@ func run(ctx context.Context, o *options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway)}
+	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway), idleConns: o.idleConns}
 	if !filepath.IsAbs(s.bin) {
 		s.bin = filepath.Join(root, s.bin)
 	}
@@ -193,7 +199,7 @@ func run(ctx context.Context, o *options) (int, error) {
 		return 1, err
 	}
 	defer mockProc.stop(5 * time.Second)
-	s.mockAddr = addr
+	s.mockAddr, s.mockPid = addr, mockProc.pid()
 	if err := s.writeCaddyfile(); err != nil {
 		return 1, err
 	}
@@ -291,7 +297,11 @@ func (s *setup) writeCaddyfile() error {
 `, s.db, s.mockAddr)
 	}
 	b.WriteString("}\n\n")
-	fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", s.proxyPort, s.mockAddr)
+	if s.idleConns > 0 {
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s {\n\t\ttransport http {\n\t\t\tkeepalive_idle_conns_per_host %d\n\t\t}\n\t}\n}\n", s.proxyPort, s.mockAddr, s.idleConns)
+	} else {
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", s.proxyPort, s.mockAddr)
+	}
 	if s.gateway {
 		fmt.Fprintf(&b, "\nhttp://127.0.0.1:%d {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n", s.gwPort)
 	}
@@ -373,11 +383,18 @@ Send a request:
 		if t == "proxy" {
 			t = proxy
 		}
-		fmt.Printf("\nConcurrency-50 load running on %s.\n", t)
 		c := s.client(t, 64)
+		op, kind := c.Chat, "chat completions"
+		if b.o.holdStream {
+			op, kind = c.Stream, "streams"
+		}
+		fmt.Printf("\nConcurrency-50 load of %s running on %s.\n", kind, t)
 		go func() {
-			for ctx.Err() == nil {
-				res := load.ClosedLoop(ctx, 50, 5*time.Second, c.Chat)
+			for {
+				res := load.ClosedLoop(ctx, 50, 5*time.Second, op)
+				if ctx.Err() != nil {
+					return
+				}
 				logf("%s: %.0f req/s, p50 %v, p99 %v, errors %d %s", t, float64(res.OK)/res.Elapsed.Seconds(),
 					res.Latency.Percentile(50), res.Latency.Percentile(99), res.Errors, res.FirstError)
 			}

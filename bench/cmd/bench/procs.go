@@ -327,3 +327,43 @@ func mockStats(addr string) mock.Stats {
 	_ = mockCall(addr, "/_mock/stats", &s)
 	return s
 }
+
+// machineSnap is the machine's CPU use at an instant, split into ours (the
+// bench, the mock, Caddy) and everything else, so a run disturbed by other
+// work on the machine (a build, a test) can be told from a slow target.
+type machineSnap struct {
+	busy, steal, own time.Duration
+	at               time.Time
+}
+
+func takeSnap(pids ...int) machineSnap {
+	m := machineSnap{at: time.Now()}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		tick := func(i int) time.Duration {
+			if i >= len(f) {
+				return 0
+			}
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			return time.Duration(float64(v) / clockTicks * float64(time.Second))
+		}
+		// cpu user nice system idle iowait irq softirq steal; interrupt
+		// time is left out, as loopback traffic of our own lands there
+		m.busy = tick(1) + tick(2) + tick(3)
+		m.steal = tick(8)
+	}
+	for _, pid := range append(pids, os.Getpid()) {
+		if pid > 0 {
+			if c, err := cpuTime(pid); err == nil {
+				m.own += c
+			}
+		}
+	}
+	return m
+}
+
+// otherCPU is the CPU time used by processes not ours between two snaps.
+func otherCPU(a, b machineSnap) time.Duration {
+	return (b.busy - a.busy) - (b.own - a.own)
+}

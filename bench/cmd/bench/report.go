@@ -25,6 +25,7 @@ type report struct {
 	Figures        []*figure                `json:"figures"`
 	Pass           bool                     `json:"pass"` // every bar met
 	Notes          []string                 `json:"notes,omitempty"`
+	Machine        machineUse               `json:"machine"`
 	MainFreshRSSMB float64                  `json:"main_fresh_rss_mb"`
 	Scenarios      []*scenarioResult        `json:"scenarios"`
 	Memory         map[string]*memoryResult `json:"memory"`
@@ -71,6 +72,40 @@ type roundResult struct {
 	P50ms      float64 `json:"p50_ms"`
 	P99ms      float64 `json:"p99_ms"`
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// OtherCPUPct is the share of the machine's CPUs that processes other
+	// than the bench, the mock and Caddy used during the round.
+	OtherCPUPct float64 `json:"other_cpu_pct"`
+}
+
+// machineUse is how much of the machine other work took during the
+// measured runs; more than a few percent makes the figures noisy.
+type machineUse struct {
+	MeasuredSeconds   float64 `json:"measured_seconds"`
+	OtherCPUSeconds   float64 `json:"other_cpu_seconds"`
+	StealCPUSeconds   float64 `json:"steal_cpu_seconds"`
+	OtherCPUPct       float64 `json:"other_cpu_pct"` // of all CPUs over the measured time
+	StealCPUPct       float64 `json:"steal_cpu_pct"`
+	DisturbedRounds   int     `json:"disturbed_rounds"` // rounds with other CPU above 5 %
+	MeasuredRoundsAll int     `json:"rounds"`
+}
+
+// add accounts one measured run and returns its other-CPU percentage.
+func (m *machineUse) add(a, b machineSnap) float64 {
+	wall := b.at.Sub(a.at).Seconds()
+	capacity := wall * float64(runtime.NumCPU())
+	other := max(otherCPU(a, b).Seconds(), 0)
+	m.MeasuredSeconds += wall
+	m.OtherCPUSeconds += other
+	m.StealCPUSeconds += (b.steal - a.steal).Seconds()
+	m.MeasuredRoundsAll++
+	total := m.MeasuredSeconds * float64(runtime.NumCPU())
+	m.OtherCPUPct = 100 * m.OtherCPUSeconds / total
+	m.StealCPUPct = 100 * m.StealCPUSeconds / total
+	pct := 100 * other / capacity
+	if pct > 5 {
+		m.DisturbedRounds++
+	}
+	return pct
 }
 
 type memoryResult struct {
@@ -122,6 +157,7 @@ func newReport(o *options, began time.Time) *report {
 			"targets": o.targets, "rounds": o.rounds, "run_seconds": o.duration.Seconds(),
 			"warmup_requests": o.warmup, "open_loop_workers": openWorkers, "streams": o.streams,
 			"memory_load_seconds": o.memDuration.Seconds(), "open_files_limit": fileLimit(),
+			"proxy_idle_conns_per_host": o.idleConns,
 		},
 		Memory: map[string]*memoryResult{},
 	}
@@ -423,6 +459,13 @@ func (r *report) printTable(w io.Writer) {
 	for _, f := range r.Figures {
 		if f.Pass != nil && !*f.Pass {
 			failed++
+		}
+	}
+	if m := r.Machine; m.MeasuredRoundsAll > 0 {
+		fmt.Fprintf(w, "\nOther processes used %.1f%% of the CPUs during the measured runs (steal %.1f%%); %d of %d runs above 5%%.\n",
+			m.OtherCPUPct, m.StealCPUPct, m.DisturbedRounds, m.MeasuredRoundsAll)
+		if m.OtherCPUPct > 5 || m.DisturbedRounds*5 > m.MeasuredRoundsAll {
+			fmt.Fprintln(w, "The machine was busy with other work: treat the figures as noisy and rerun on a quiet machine.")
 		}
 	}
 	if failed == 0 {

@@ -157,20 +157,23 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 				return ctx.Err()
 			}
 			sampler := sampleRSS(pid)
+			snap := takeSnap(pid, b.s.mockPid)
 			res := b.track(t, func() *load.Result {
 				if sc.rate > 0 {
 					return load.OpenLoop(ctx, sc.rate, o.duration, openWorkers, b.op(sc, t))
 				}
 				return load.ClosedLoop(ctx, sc.conc, o.duration, b.op(sc, t))
 			})
+			other := b.report.Machine.add(snap, takeSnap(pid, b.s.mockPid))
 			peak := sampler.peak()
 			cpuAfter := quiesce(pid)
 			tr := sr.Targets[t]
 			tr.add(round, res, max(res.Elapsed, o.duration), cpuAfter-cpuBefore, peak)
+			tr.Rounds[len(tr.Rounds)-1].OtherCPUPct = other
 			cpuBefore = cpuAfter
-			logf("%-11s %-13s round %d: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d %s",
+			logf("%-11s %-13s round %d: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d  other CPU %3.0f%% %s",
 				sc.key, t, round+1, float64(res.OK)/max(res.Elapsed, o.duration).Seconds(),
-				ms(res.Latency.Percentile(50)), ms(res.Latency.Percentile(99)), res.Errors, res.FirstError)
+				ms(res.Latency.Percentile(50)), ms(res.Latency.Percentile(99)), res.Errors, other, res.FirstError)
 		}
 	}
 	for _, tr := range sr.Targets {
@@ -262,7 +265,7 @@ func (b *bench) memory(ctx context.Context, t string) (*memoryResult, error) {
 	var set *load.StreamSet
 	res = b.track(t, func() *load.Result {
 		set = load.OpenStreams(sctx, sc, n, 200)
-		settled := set.WaitOpened(n, 2*time.Minute)
+		settled := set.WaitOpened(n, time.Minute)
 		time.Sleep(500 * time.Millisecond)
 		loaded, _ := rss(p.pid())
 		m.StreamsOpen = settled - set.Failed()
