@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,17 +12,31 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
-// newCallID names a function call an upstream answered without an id, so
-// clients of other families can pair its result. A variable for tests.
-var newCallID = func() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
+// callIDMaker names the function calls of one answer that came without
+// ids, so clients of other families can pair results with them. The names
+// derive from the answer's responseId, which is unique, so the same answer
+// always gets the same ids.
+func callIDMaker(responseID string) func() string {
+	var prefix string
+	if responseID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		prefix = "call_" + hex.EncodeToString(b[:])
+	} else {
+		sum := sha256.Sum256([]byte(responseID))
+		prefix = "call_" + hex.EncodeToString(sum[:8])
+	}
+	n := 0
+	return func() string {
+		n++
+		return prefix + "_" + strconv.Itoa(n)
+	}
 }
 
 // NewRequest implements adapters.Provider.
@@ -138,7 +153,7 @@ func DecodeGenerateResponse(body []byte) (*adapters.Response, error) {
 			continue
 		}
 		if c.Content != nil {
-			resp.Message.Parts = answerParts(c.Content.Parts, &callIDs{generate: newCallID})
+			resp.Message.Parts = answerParts(c.Content.Parts, &callIDs{generate: callIDMaker(w.ResponseID)})
 		}
 		resp.StopReason = stopReason(c.FinishReason)
 		if resp.StopReason == adapters.StopEnd && hasCall(resp.Message.Parts) {
@@ -213,7 +228,7 @@ func errorDetailOf(body []byte) *errorDetail {
 
 // NewStreamDecoder implements adapters.Provider.
 func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return &streamDecoder{sse: adapters.NewSSEReader(body), passthrough: req.Dialect == Name, ids: callIDs{generate: newCallID}}
+	return &streamDecoder{sse: adapters.NewSSEReader(body), passthrough: req.Dialect == Name}
 }
 
 // streamDecoder reads alt=sse chunks. Gemini has no end marker: a chunk
@@ -341,6 +356,7 @@ func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) 
 	var out []*adapters.StreamEvent
 	if !d.started {
 		d.started = true
+		d.ids.generate = callIDMaker(c.ResponseID)
 		out = append(out, &adapters.StreamEvent{Type: adapters.EventStart, ID: c.ResponseID, Model: c.ModelVersion})
 	}
 	for _, cand := range c.Candidates {
