@@ -200,3 +200,41 @@ func TestKeysNeverReachTheLog(t *testing.T) {
 		t.Fatalf("a key reached the log:\n%s", logs)
 	}
 }
+
+// TestKeyLocationsAndErrorDialects: Anthropic clients put the key in
+// x-api-key, Gemini clients in ?key= or x-goog-api-key; failures answer in
+// each caller's own error shape.
+func TestKeyLocationsAndErrorDialects(t *testing.T) {
+	s := startOpenAI(t)
+	key := s.gw.AddUser("kim", 1_000_000)
+	anthropicBody := []byte(`{"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`)
+	geminiBody := []byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	av := http.Header{"Anthropic-Version": {"2023-06-01"}}
+
+	tests := []struct {
+		name, path string
+		header     http.Header
+		body       []byte
+		status     int
+		shape      string // a fragment of the body
+	}{
+		{"x-api-key", "/v1/messages", http.Header{"X-Api-Key": {key}, "Anthropic-Version": {"2023-06-01"}}, anthropicBody, 200, `"type":"message"`},
+		{"anthropic bad key", "/v1/messages", http.Header{"X-Api-Key": {"sk-bad"}, "Anthropic-Version": {"2023-06-01"}}, anthropicBody, 401, `"type":"error"`},
+		{"anthropic no key", "/v1/messages", av, anthropicBody, 401, `"authentication_error"`},
+		{"gemini ?key=", "/v1beta/models/gpt-4o-mini:generateContent?key=" + key, nil, geminiBody, 200, `"candidates"`},
+		{"gemini x-goog-api-key", "/v1beta/models/gpt-4o-mini:generateContent", http.Header{"X-Goog-Api-Key": {key}}, geminiBody, 200, `"candidates"`},
+		{"gemini bad key", "/v1beta/models/gpt-4o-mini:generateContent?key=sk-bad", nil, geminiBody, 401, `"status":"UNAUTHENTICATED"`},
+		{"gemini v1 path", "/v1/models/gpt-4o-mini:generateContent?key=" + key, nil, geminiBody, 200, `"candidates"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := s.gw.Do(http.MethodPost, tt.path, "", tt.body, tt.header)
+			if resp.StatusCode != tt.status || !strings.Contains(string(body), tt.shape) {
+				t.Fatalf("got %d %s, want %d with %s", resp.StatusCode, body, tt.status, tt.shape)
+			}
+		})
+	}
+	if rows := s.gw.WaitUsage("kim", 4); len(rows) != 4 {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
