@@ -7,7 +7,9 @@ package billing
 
 import (
 	"fmt"
+	"math"
 	"math/big"
+	"math/bits"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -66,23 +68,34 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	if uncached < 0 {
 		uncached = 0
 	}
-	var sum big.Int
+	// a 128-bit sum of tokens x price, so no realistic count overflows and
+	// nothing is allocated on the request path
+	var hi, lo uint64
 	add := func(tokens, price int64) {
-		if tokens > 0 && price > 0 {
-			sum.Add(&sum, new(big.Int).Mul(big.NewInt(tokens), big.NewInt(price)))
+		if tokens <= 0 || price <= 0 {
+			return
 		}
+		h, l := bits.Mul64(uint64(tokens), uint64(price))
+		var carry uint64
+		lo, carry = bits.Add64(lo, l, 0)
+		hi += h + carry
 	}
 	add(uncached, p.Input)
 	add(u.CachedTokens, cachedPrice)
 	add(u.CacheWriteTokens, writePrice)
 	add(u.CompletionTokens, p.Output)
-	// ceil(sum / 1e6)
-	million := big.NewInt(1_000_000)
-	q, m := new(big.Int).QuoRem(&sum, million, new(big.Int))
-	if m.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
+	// ceil(sum / 1e6); a quotient beyond int64 saturates
+	if hi >= 1_000_000 {
+		return math.MaxInt64
 	}
-	return q.Int64() + p.Request
+	q, r := bits.Div64(hi, lo, 1_000_000)
+	if r > 0 {
+		q++
+	}
+	if q > math.MaxInt64-uint64(max(p.Request, 0)) {
+		return math.MaxInt64
+	}
+	return int64(q) + p.Request
 }
 
 // Reservation is what a request holds before it runs: its prompt estimate

@@ -51,6 +51,11 @@ func TestCost(t *testing.T) {
 			t.Errorf("%s: Cost = %d, want %d", tt.name, got, tt.want)
 		}
 	}
+	// 10^12 tokens at USD 1,000,000 per million: beyond int64 before division
+	huge := &Price{Output: 1_000_000_000_000}
+	if got := huge.Cost(adapters.Usage{CompletionTokens: 1_000_000_000_000}); got != 1_000_000_000_000_000_000 {
+		t.Errorf("large cost = %d", got)
+	}
 	if got := (&Price{Free: true, Input: 5}).Cost(adapters.Usage{PromptTokens: 100}); got != 0 {
 		t.Errorf("free price charged %d", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -101,9 +102,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	for _, hd := range credentialHeaders {
 		r.Header.Del(hd)
 	}
-	if q := r.URL.Query(); q.Has("key") {
-		q.Del("key")
-		r.URL.RawQuery = q.Encode()
+	if strings.Contains(r.URL.RawQuery, "key=") {
+		if q := r.URL.Query(); q.Has("key") {
+			q.Del("key")
+			r.URL.RawQuery = q.Encode()
+		}
 	}
 	if key == "" {
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "missing_api_key",
