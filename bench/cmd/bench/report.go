@@ -127,6 +127,7 @@ type memoryResult struct {
 type usageResult struct {
 	GatewayRequests  int    `json:"gateway_requests"` // sent to the gateway site, any outcome
 	GatewayOK        int    `json:"gateway_ok"`
+	AbortedStreams   int    `json:"aborted_streams"`   // of the requests, streams the client closed early
 	UpstreamRequests int64  `json:"upstream_requests"` // the mock's count during gateway runs
 	UsageRows        int64  `json:"usage_rows"`
 	CountedBy        string `json:"counted_by,omitempty"`
@@ -393,6 +394,7 @@ func (r *report) buildFigures(o *options) {
 			r.add("overload: failed requests", "count", map[string]float64{gateway: float64(tr.Errors)}, nil)
 		}
 		r.add("gateway requests served", "count", map[string]float64{gateway: float64(u.GatewayRequests)}, nil)
+		r.add("  of which closed early by the client", "count", map[string]float64{gateway: float64(u.AbortedStreams)}, nil)
 		r.add("upstream requests by the gateway", "count", map[string]float64{gateway: float64(u.UpstreamRequests)}, nil)
 		r.add("usage rows written", "count", map[string]float64{gateway: float64(u.UsageRows)},
 			&bar{"= requests served", func(v map[string]float64, _ *float64) (bool, bool) {

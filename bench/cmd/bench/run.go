@@ -90,6 +90,11 @@ func (b *bench) runAll(ctx context.Context) error {
 	if o.overload && o.has(gateway) {
 		b.runOverload(ctx)
 	}
+	if o.has(gateway) {
+		if err := b.runAborts(ctx, 200); err != nil {
+			return err
+		}
+	}
 	for _, c := range b.clients {
 		c.HTTP.CloseIdleConnections()
 	}
@@ -186,15 +191,13 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 // still writes a usage row for every request.
 func (b *bench) runOverload(ctx context.Context) {
 	rate := 0.0
-	for _, sr := range b.report.Scenarios {
-		if sr.Key == "c50" {
-			for _, tr := range sr.Targets {
-				rate = max(rate, tr.Throughput)
-			}
-		}
+	if tr, ok := b.report.scenario("c50").Targets[gateway]; ok {
+		rate = tr.Throughput
 	}
+	// half again what it served at concurrency 50: the queue grows all
+	// along, and the 1,000 workers keep that many requests in the gateway
 	rate = max(1.5*rate, 3000)
-	dur := max(b.o.duration, 2*time.Second)
+	dur := 2 * time.Second
 	pid := b.caddy.pid()
 	before := quiesce(pid)
 	res := b.track(gateway, func() *load.Result {
@@ -209,6 +212,32 @@ func (b *bench) runOverload(ctx context.Context) {
 	b.report.Scenarios = append(b.report.Scenarios, sr)
 	logf("overload    gateway       %.0f/s offered: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d %s",
 		rate, tr.Throughput, tr.P50ms, tr.P99ms, res.Errors, res.FirstError)
+}
+
+// runAborts opens n streams on the gateway and closes them from the client
+// side after their first event, as a user pressing stop does: each is still
+// a request served and must leave a usage row.
+func (b *bench) runAborts(ctx context.Context, n int) error {
+	s := b.s
+	if err := mockCall(s.mockAddr, "/_mock/config?hold=1", nil); err != nil {
+		return err
+	}
+	defer mockCall(s.mockAddr, "/_mock/release", nil)
+	c := s.client(gateway, 0)
+	c.HTTP.Transport.(*http.Transport).DisableKeepAlives = true
+	c.Timeout = 0
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var set *load.StreamSet
+	b.track(gateway, func() *load.Result {
+		set = load.OpenStreams(actx, c, n, 50)
+		set.WaitOpened(n, 30*time.Second)
+		cancel()
+		return set.Wait()
+	})
+	b.report.Usage.AbortedStreams = n - set.Failed()
+	logf("aborts      gateway       %d streams closed by the client after their first event (%d failed before it)", n-set.Failed(), set.Failed())
+	return nil
 }
 
 // memory measures one target's resident memory in fresh processes: at rest,
