@@ -266,6 +266,7 @@ func TestPassthrough(t *testing.T) {
 			}
 			out = enc.Encode(out, ev)
 		}
+		out = enc.Finish(out)
 		if !bytes.Equal(out, stream) {
 			t.Errorf("%s: passthrough stream changed:\n%s", in, out)
 		}

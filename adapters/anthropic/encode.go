@@ -254,12 +254,16 @@ type streamEncoder struct {
 	usage     *adapters.Usage
 	delta     bool // message_delta written
 	done      bool // message_stop written
+	// passthrough is set once the upstream's own frames are written: they
+	// end with its message_stop, so Finish adds nothing.
+	passthrough bool
 }
 
 func (s *streamEncoder) ContentType() string { return "text/event-stream" }
 
 func (s *streamEncoder) Encode(dst []byte, ev *adapters.StreamEvent) []byte {
 	if ev.Dialect == Name && ev.Raw != nil {
+		s.passthrough = true
 		return append(dst, ev.Raw...)
 	}
 	if s.done {
@@ -381,7 +385,7 @@ func (s *streamEncoder) messageDelta(dst []byte) []byte {
 
 // Finish closes what is open and ends the message.
 func (s *streamEncoder) Finish(dst []byte) []byte {
-	if s.done {
+	if s.done || s.passthrough {
 		return dst
 	}
 	dst = s.closeBlock(s.start(dst))

@@ -224,6 +224,9 @@ type streamEncoder struct {
 	stop      *adapters.StopReason
 	usage     *adapters.Usage
 	done      bool
+	// passthrough is set once the upstream's own chunks are written: they
+	// hold its last chunk, so Finish adds nothing.
+	passthrough bool
 }
 
 type pendingCall struct {
@@ -236,6 +239,7 @@ func (s *streamEncoder) ContentType() string { return "text/event-stream" }
 
 func (s *streamEncoder) Encode(dst []byte, ev *adapters.StreamEvent) []byte {
 	if ev.Dialect == Name && ev.Raw != nil {
+		s.passthrough = true
 		return append(dst, ev.Raw...)
 	}
 	if s.done {
@@ -361,7 +365,7 @@ func (s *streamEncoder) chunk(dst []byte, parts []part, finish string, u *usageM
 // Finish writes what is still held: calls, then the last chunk. Gemini has
 // no end marker; the stream just ends.
 func (s *streamEncoder) Finish(dst []byte) []byte {
-	if s.done {
+	if s.done || s.passthrough {
 		return dst
 	}
 	return s.final(s.flushCalls(dst))

@@ -1,0 +1,336 @@
+package gemini_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/anthropic"
+	"github.com/caddy-model-gateway/gateway/adapters/gemini"
+	"github.com/caddy-model-gateway/gateway/adapters/openai"
+)
+
+var (
+	ant adapters.Dialect = anthropic.Adapter{}
+	oai adapters.Dialect = openai.Adapter{}
+	gem adapters.Dialect = gemini.Adapter{}
+)
+
+func providerOf(d adapters.Dialect) adapters.Provider { return d.(adapters.Provider) }
+
+// tinyPNG is what the stub fetcher answers for any image URL.
+var tinyPNG = []byte("\x89PNG\r\n\x1a\nfake")
+
+func stubFetch(t *testing.T) {
+	t.Cleanup(gemini.SetFetchImage(func(_ context.Context, u string) (*adapters.Image, error) {
+		if strings.Contains(u, "private") {
+			return nil, adapters.BadRequest("image URL %q was not fetched: it points to a non-public address", u)
+		}
+		return &adapters.Image{MediaType: "image/png", Data: tinyPNG}, nil
+	}))
+}
+
+// decodeAny decodes a test input by its suffix: name.openai.json is an
+// OpenAI chat request, name.anthropic.json an Anthropic messages body, and
+// anything else a Gemini generateContent body.
+func decodeAny(t *testing.T, path string) *adapters.Request {
+	t.Helper()
+	body := read(t, path)
+	var req *adapters.Request
+	var err error
+	switch {
+	case strings.HasSuffix(path, ".openai.json"):
+		req, err = oai.DecodeRequest(adapters.OpChat, body, post("/v1/chat/completions"))
+	case strings.HasSuffix(path, ".anthropic.json"):
+		req, err = ant.DecodeRequest(adapters.OpChat, body, post("/v1/messages", "anthropic-version", "2023-06-01"))
+	default:
+		req, err = gem.DecodeRequest(adapters.OpChat, body, post("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"))
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return req
+}
+
+// Gemini request → neutral.
+func TestDecodeRequestGolden(t *testing.T) {
+	for _, in := range inputs(t, "testdata/decode/*.json") {
+		t.Run(base(in), func(t *testing.T) {
+			req := decodeAny(t, in)
+			golden(t, strings.TrimSuffix(in, ".json")+".neutral.golden", neutral(chatOf(req)))
+		})
+	}
+}
+
+// OpenAI and Anthropic requests → neutral → Gemini request.
+func TestEncodeRequestGolden(t *testing.T) {
+	stubFetch(t)
+	for _, in := range inputs(t, "testdata/encode/*.json") {
+		name := strings.TrimSuffix(in, ".json")
+		t.Run(strings.TrimPrefix(name, "testdata/encode/"), func(t *testing.T) {
+			req := decodeAny(t, in)
+			body, err := gemini.EncodeRequest(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".gemini.golden", body)
+			count, err := gemini.EncodeCountTokensRequest(context.Background(), req, "gemini-2.5-flash")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".count.golden", count)
+		})
+	}
+}
+
+// Answers: Gemini's → neutral → OpenAI's and Anthropic's; OpenAI's →
+// neutral → Gemini's.
+func TestResponseGolden(t *testing.T) {
+	for _, in := range inputs(t, "testdata/response/*.json") {
+		name := strings.TrimSuffix(in, ".json")
+		t.Run(strings.TrimPrefix(name, "testdata/response/"), func(t *testing.T) {
+			body := read(t, in)
+			from, to := providerOf(gem), []adapters.Dialect{oai, ant}
+			if strings.HasSuffix(in, ".openai.json") {
+				from, to = providerOf(oai), []adapters.Dialect{gem}
+			}
+			for _, d := range to {
+				req := &adapters.Request{Op: adapters.OpChat, Dialect: d.Name(), Model: "client-model"}
+				resp, err := from.DecodeResponse(req, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d == to[0] {
+					golden(t, name+".neutral.golden", neutral(resp))
+				}
+				out, err := d.EncodeResponse(req, resp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name+".to-"+d.Name()+".golden", stable(out))
+			}
+		})
+	}
+}
+
+var createdRe = regexp.MustCompile(`"created":\s*\d+`)
+
+// stable blanks what encoders fill from the clock.
+func stable(b []byte) []byte {
+	return createdRe.ReplaceAll(b, []byte(`"created":0`))
+}
+
+// runStream feeds a decoder into an encoder as the relay does.
+func runStream(dec adapters.StreamDecoder, enc adapters.StreamEncoder) ([]byte, error) {
+	var out []byte
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return enc.Finish(out), nil
+		}
+		if err != nil {
+			var e *adapters.Error
+			if errors.As(err, &e) {
+				return enc.Error(out, e), err
+			}
+			return out, err
+		}
+		out = enc.Encode(out, ev)
+	}
+}
+
+// Streams: Gemini chunks → OpenAI chunks and Anthropic events; OpenAI
+// chunks → Gemini chunks.
+func TestStreamGolden(t *testing.T) {
+	for _, in := range inputs(t, "testdata/stream/*.sse") {
+		name := strings.TrimSuffix(in, ".sse")
+		t.Run(strings.TrimPrefix(name, "testdata/stream/"), func(t *testing.T) {
+			from, to := providerOf(gem), []adapters.Dialect{oai, ant}
+			if strings.HasSuffix(in, ".openai.sse") {
+				from, to = providerOf(oai), []adapters.Dialect{gem}
+			}
+			for _, d := range to {
+				req := &adapters.Request{Op: adapters.OpChat, Dialect: d.Name(), Model: "client-model", Stream: true, IncludeUsage: true}
+				out, err := runStream(from.NewStreamDecoder(req, bytes.NewReader(read(t, in))), d.NewStreamEncoder(req))
+				if err != nil {
+					out = append(out, "# decoder error: "+err.Error()+"\n"...)
+				}
+				golden(t, name+".to-"+d.Name()+".golden", stable(out))
+			}
+		})
+	}
+}
+
+func drain(dec adapters.StreamDecoder) ([]*adapters.StreamEvent, error) {
+	var evs []*adapters.StreamEvent
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return evs, nil
+		}
+		if err != nil {
+			return evs, err
+		}
+		cp := *ev
+		cp.Raw = append([]byte(nil), ev.Raw...)
+		evs = append(evs, &cp)
+	}
+}
+
+// A stream that ends before a finish reason was cut off; an error chunk is
+// an *adapters.Error; EOF after a finish reason is the normal end.
+func TestStreamEnds(t *testing.T) {
+	for _, dialect := range []string{"gemini", "openai"} {
+		req := &adapters.Request{Op: adapters.OpChat, Dialect: dialect, Stream: true}
+		p := providerOf(gem)
+		if _, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.gemini.sse")))); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%s: truncated stream gave %v", dialect, err)
+		}
+		_, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.gemini.sse"))))
+		var e *adapters.Error
+		if !errors.As(err, &e) || e.Status != 503 || e.Type != "overloaded_error" || !strings.Contains(e.Message, "overloaded") {
+			t.Errorf("%s: error chunk gave %#v", dialect, err)
+		}
+		for _, in := range []string{"text", "tools", "maxtokens"} {
+			if _, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/"+in+".gemini.sse")))); err != nil {
+				t.Errorf("%s %s: %v", dialect, in, err)
+			}
+		}
+		if _, err := drain(p.NewStreamDecoder(req, strings.NewReader(""))); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%s: empty body gave %v", dialect, err)
+		}
+	}
+}
+
+// Passthrough: the client's body goes up as it is (the model is in the
+// URL), and every chunk comes back as it was, with the usage read.
+func TestPassthrough(t *testing.T) {
+	body := read(t, "testdata/decode/tools.json")
+	r := post("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=sk-gw")
+	req, err := gem.DecodeRequest(adapters.OpChat, body, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !req.Stream || req.Model != "gemini-2.5-flash" {
+		t.Fatalf("stream %v model %q", req.Stream, req.Model)
+	}
+	p := providerOf(gem)
+	up := &adapters.Upstream{BaseURL: "https://generativelanguage.googleapis.com/", Key: "AIza-up", Model: "models/gemini-2.5-pro"}
+	hr, err := p.NewRequest(context.Background(), up, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent, _ := io.ReadAll(hr.Body); !bytes.Equal(sent, body) {
+		t.Error("passthrough body changed")
+	}
+	if hr.URL.String() != "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse" ||
+		hr.Header.Get("x-goog-api-key") != "AIza-up" || hr.URL.Query().Get("key") != "" {
+		t.Errorf("upstream request %s %v", hr.URL, hr.Header)
+	}
+
+	req.Stream = false
+	answer := read(t, "testdata/response/tools.gemini.json")
+	resp, err := p.DecodeResponse(req, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Usage != (adapters.Usage{PromptTokens: 320, CompletionTokens: 80, CachedTokens: 256, ReasoningTokens: 50}) {
+		t.Errorf("usage %+v", resp.Usage)
+	}
+	if out, _ := gem.EncodeResponse(req, resp); !bytes.Equal(out, answer) {
+		t.Error("passthrough answer changed")
+	}
+
+	req.Stream = true
+	for _, in := range []string{"text", "tools", "maxtokens"} {
+		stream := read(t, "testdata/stream/"+in+".gemini.sse")
+		dec := p.NewStreamDecoder(req, bytes.NewReader(stream))
+		enc := gem.NewStreamEncoder(req)
+		var out []byte
+		var usage *adapters.Usage
+		for {
+			ev, err := dec.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Usage != nil {
+				usage = ev.Usage
+			}
+			out = enc.Encode(out, ev)
+		}
+		out = enc.Finish(out)
+		if !bytes.Equal(out, stream) {
+			t.Errorf("%s: passthrough stream changed:\n%q", in, out)
+		}
+		if usage == nil || usage.CompletionTokens == 0 {
+			t.Errorf("%s: usage %+v", in, usage)
+		}
+	}
+
+	// countTokens with another model renames the inner request's model
+	count := []byte(`{"generateContentRequest":{"model":"models/gemini-2.5-flash","contents":[{"parts":[{"text":"hi"}]}]}}`)
+	creq, err := gem.DecodeRequest(adapters.OpCountTokens, count, post("/v1/models/gemini-2.5-flash:countTokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr, err = p.NewRequest(context.Background(), up, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, _ := io.ReadAll(hr.Body)
+	if hr.URL.Path != "/v1beta/models/gemini-2.5-pro:countTokens" || string(sent) != `{"generateContentRequest":{"model":"models/gemini-2.5-pro","contents":[{"parts":[{"text":"hi"}]}]}}` {
+		t.Errorf("count %s %s", hr.URL, sent)
+	}
+	cresp, err := p.DecodeResponse(creq, []byte(`{"totalTokens":3}`))
+	if err != nil || cresp.Raw == nil || cresp.Usage.Known() {
+		t.Errorf("count answer %+v %v", cresp, err)
+	}
+}
+
+// The signature a Gemini client gets for another vendor's thinking comes
+// back recognised, and a Gemini signature survives a trip through an
+// Anthropic client.
+func TestSignatureRoundTrip(t *testing.T) {
+	resp := &adapters.Response{Message: adapters.Message{Role: adapters.RoleAssistant, Parts: []adapters.Part{
+		{Type: adapters.PartThinking, Text: "hmm", Signature: "anthropic:EqQB"},
+		{Type: adapters.PartText, Text: "ok"},
+	}}}
+	out, err := gem.EncodeResponse(&adapters.Request{Op: adapters.OpChat}, resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		Candidates []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(out, &w); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"contents":[{"role":"user","parts":[{"text":"q"}]},` + string(w.Candidates[0].Content) + `,{"role":"user","parts":[{"text":"more"}]}]}`
+	req, err := gem.DecodeRequest(adapters.OpChat, []byte(body), post("/v1beta/models/claude:generateContent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sig := req.Chat.Messages[1].Parts[0].Signature; sig != "anthropic:EqQB" {
+		t.Fatalf("signature came back as %q", sig)
+	}
+	ab, err := anthropic.EncodeChatRequest(req, "claude")
+	if err != nil || !bytes.Contains(ab, []byte(`"signature":"EqQB"`)) {
+		t.Errorf("anthropic request %s %v", ab, err)
+	}
+	// a Gemini signature that went through an Anthropic client
+	gb, err := gemini.EncodeRequest(context.Background(), decodeAny(t, "testdata/encode/thinking.anthropic.json"))
+	if err != nil || !bytes.Contains(gb, []byte(`"thoughtSignature":"Q2lRQmpaRTlnRXhhbXBsZQ=="`)) || bytes.Contains(gb, []byte("Claude's own")) {
+		t.Errorf("gemini request %s %v", gb, err)
+	}
+}
