@@ -52,6 +52,8 @@ type options struct {
 	hold        bool
 	holdLoad    string
 	holdStream  bool
+	holdOpen    int
+	holdConc    int
 	strict      bool
 	idleConns   int
 }
@@ -89,8 +91,10 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the JSON result, relative to the repository root")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (Caddyfile, database, logs)")
 	flag.BoolVar(&o.hold, "hold", false, "set everything up, print the addresses and wait for Ctrl-C (for profiling by hand)")
-	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a concurrency-50 load on this target (reverse_proxy or gateway) until Ctrl-C")
+	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a load on this target (reverse_proxy or gateway) until Ctrl-C")
 	flag.BoolVar(&o.holdStream, "hold-stream", false, "with -hold-load: the load is streaming requests")
+	flag.IntVar(&o.holdConc, "hold-conc", 50, "with -hold-load: concurrency of the load")
+	flag.IntVar(&o.holdOpen, "hold-open", 0, "with -hold-load: instead of a load, hold this many streams open on the target (for heap profiles)")
 	flag.BoolVar(&o.strict, "strict", false, "exit with status 2 when a bar is not met")
 	flag.IntVar(&o.idleConns, "proxy-idle-conns", 0, "reverse_proxy's keepalive_idle_conns_per_host (0: Caddy's default, 32)")
 	flag.Parse()
@@ -379,19 +383,31 @@ Send a request:
   curl -s %s -H 'Authorization: Bearer %s' -d '%s'
 `, s.mockAddr, s.url(proxy), s.url(gateway), s.token, p.pid(), p.log, s.caddyfile,
 		s.adminPort, s.adminPort, s.url(gateway), s.token, load.ChatBody)
-	if t := b.o.holdLoad; t != "" {
-		if t == "proxy" {
-			t = proxy
+	if t := b.o.holdLoad; t == "proxy" {
+		b.o.holdLoad = proxy
+	}
+	if t, n := b.o.holdLoad, b.o.holdOpen; t != "" && n > 0 {
+		if err := mockCall(s.mockAddr, "/_mock/config?hold=1", nil); err != nil {
+			return err
 		}
-		c := s.client(t, 64)
+		defer mockCall(s.mockAddr, "/_mock/release", nil)
+		c := s.client(t, 0)
+		c.HTTP.Transport.(*http.Transport).DisableKeepAlives = true
+		c.Timeout = 0
+		set := load.OpenStreams(ctx, c, n, 200)
+		open := set.WaitOpened(n, time.Minute)
+		v, _ := rss(p.pid())
+		fmt.Printf("\n%d streams open on %s (%d failed); Caddy RSS %.1f MB.\n", open-set.Failed(), t, set.Failed(), mb(v))
+	} else if t != "" {
+		c := s.client(t, max(64, b.o.holdConc))
 		op, kind := c.Chat, "chat completions"
 		if b.o.holdStream {
 			op, kind = c.Stream, "streams"
 		}
-		fmt.Printf("\nConcurrency-50 load of %s running on %s.\n", kind, t)
+		fmt.Printf("\nConcurrency-%d load of %s running on %s.\n", b.o.holdConc, kind, t)
 		go func() {
 			for {
-				res := load.ClosedLoop(ctx, 50, 5*time.Second, op)
+				res := load.ClosedLoop(ctx, b.o.holdConc, 5*time.Second, op)
 				if ctx.Err() != nil {
 					return
 				}
