@@ -99,5 +99,6 @@ var (
 	_ adapters.Provider          = (*Adapter)(nil)
 	_ adapters.ModelEncoder      = (*Adapter)(nil)
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
+	_ adapters.PartialText       = (*streamDecoder)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 )

@@ -175,6 +175,9 @@ func TestStreamEnds(t *testing.T) {
 		if _, err := drain(dec); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: truncated stream gave %v, want io.ErrUnexpectedEOF", dialect, err)
 		}
+		if pt, ok := dec.(adapters.PartialText); !ok || (dialect == "anthropic" && pt.PartialText() != "Par") {
+			t.Errorf("%s: partial text of a cut-off passthrough stream", dialect)
+		}
 		dec = providerOf(ant).NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.anthropic.sse")))
 		_, err := drain(dec)
 		var e *adapters.Error

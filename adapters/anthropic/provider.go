@@ -199,6 +199,10 @@ type streamDecoder struct {
 	kinds       map[int]string // block index -> text, thinking, tool, for deltas
 	pending     []*adapters.StreamEvent
 	ev          adapters.StreamEvent
+	// seen keeps passthrough deltas until message_delta brings the usage,
+	// so a stream cut off before it can still be counted; it is parsed only
+	// then.
+	seen []byte
 }
 
 func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
@@ -243,7 +247,10 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 				if name == "message_delta" {
 					u := d.totals.neutral()
 					d.ev.Type, d.ev.Usage = adapters.EventUsage, &u
+					d.seen = nil
 				}
+			case "content_block_delta":
+				d.seen = append(append(d.seen, sse.Data...), '\n')
 			case "message_stop":
 				d.done = true
 			}
@@ -258,6 +265,22 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 			return events[0], nil
 		}
 	}
+}
+
+// PartialText implements adapters.PartialText: the text of the passthrough
+// deltas seen before the stream ended without its usage.
+func (d *streamDecoder) PartialText() string {
+	var text strings.Builder
+	for _, line := range bytes.Split(d.seen, []byte("\n")) {
+		var e streamEvent
+		if len(line) == 0 || json.Unmarshal(line, &e) != nil || e.Delta == nil {
+			continue
+		}
+		text.WriteString(e.Delta.Text)
+		text.WriteString(e.Delta.Thinking)
+		text.WriteString(e.Delta.PartialJSON)
+	}
+	return text.String()
 }
 
 // translate turns one event into neutral events for another dialect.

@@ -189,8 +189,12 @@ func TestStreamEnds(t *testing.T) {
 	for _, dialect := range []string{"gemini", "openai"} {
 		req := &adapters.Request{Op: adapters.OpChat, Dialect: dialect, Stream: true}
 		p := providerOf(gem)
-		if _, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.gemini.sse")))); !errors.Is(err, io.ErrUnexpectedEOF) {
+		dec := p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.gemini.sse")))
+		if _, err := drain(dec); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: truncated stream gave %v", dialect, err)
+		}
+		if pt, ok := dec.(adapters.PartialText); !ok || (dialect == "gemini" && pt.PartialText() != "Par") {
+			t.Errorf("%s: partial text of a cut-off passthrough stream", dialect)
 		}
 		_, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.gemini.sse"))))
 		var e *adapters.Error

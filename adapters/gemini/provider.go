@@ -247,6 +247,10 @@ type streamDecoder struct {
 	ids         callIDs
 	pending     []*adapters.StreamEvent
 	ev          adapters.StreamEvent
+	// seen keeps passthrough chunks until one carries usage, so a stream
+	// without any can still be counted; it is parsed only then.
+	seen     []byte
+	sawUsage bool
 }
 
 // chunkHead is what passthrough reads of a chunk: the end and the usage.
@@ -304,6 +308,9 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 			if h.UsageMetadata != nil {
 				u := usageFromWire(h.UsageMetadata)
 				d.ev.Type, d.ev.Usage = adapters.EventUsage, &u
+				d.sawUsage, d.seen = true, nil
+			} else if !d.sawUsage {
+				d.seen = append(append(d.seen, data...), '\n')
 			}
 			return &d.ev, nil
 		}
@@ -316,6 +323,33 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 			return events[0], nil
 		}
 	}
+}
+
+// PartialText implements adapters.PartialText: the text of the passthrough
+// chunks seen when none carried usage.
+func (d *streamDecoder) PartialText() string {
+	var text strings.Builder
+	for _, line := range bytes.Split(d.seen, []byte("\n")) {
+		var c generateResponse
+		if len(line) == 0 || json.Unmarshal(line, &c) != nil {
+			continue
+		}
+		for _, cand := range c.Candidates {
+			if cand.Content == nil {
+				continue
+			}
+			for _, p := range cand.Content.Parts {
+				if p.Text != nil {
+					text.WriteString(*p.Text)
+				}
+				if p.FunctionCall != nil {
+					text.WriteString(p.FunctionCall.Name)
+					text.Write(p.FunctionCall.Args)
+				}
+			}
+		}
+	}
+	return text.String()
 }
 
 func streamError(e *errorDetail) *adapters.Error {
