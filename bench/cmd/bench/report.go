@@ -40,22 +40,25 @@ type scenarioResult struct {
 
 // targetResult is one target in one scenario, all rounds together.
 type targetResult struct {
-	Requests        int           `json:"requests"`
-	OK              int           `json:"ok"`
-	Errors          int           `json:"errors"`
-	EventMismatch   int           `json:"event_mismatch,omitempty"`
-	FirstError      string        `json:"first_error,omitempty"`
-	Seconds         float64       `json:"seconds"`
-	Throughput      float64       `json:"throughput"` // valid answers per second
-	P50ms           float64       `json:"p50_ms"`
-	P99ms           float64       `json:"p99_ms"`
-	MeanMs          float64       `json:"mean_ms"`
-	TTFEP50ms       float64       `json:"ttfe_p50_ms,omitempty"`
-	TTFEP99ms       float64       `json:"ttfe_p99_ms,omitempty"`
-	CPUSeconds      float64       `json:"cpu_seconds"`        // the Caddy process's
-	CPUPerRequestUs float64       `json:"cpu_per_request_us"` // per valid answer
-	PeakRSSMB       float64       `json:"peak_rss_mb,omitempty"`
-	Rounds          []roundResult `json:"rounds"`
+	Requests        int     `json:"requests"`
+	OK              int     `json:"ok"`
+	Errors          int     `json:"errors"`
+	EventMismatch   int     `json:"event_mismatch,omitempty"`
+	FirstError      string  `json:"first_error,omitempty"`
+	Seconds         float64 `json:"seconds"`
+	Throughput      float64 `json:"throughput"` // valid answers per second
+	P50ms           float64 `json:"p50_ms"`
+	P99ms           float64 `json:"p99_ms"`
+	MeanMs          float64 `json:"mean_ms"`
+	TTFEP50ms       float64 `json:"ttfe_p50_ms,omitempty"`
+	TTFEP99ms       float64 `json:"ttfe_p99_ms,omitempty"`
+	CPUSeconds      float64 `json:"cpu_seconds"`        // the Caddy process's
+	CPUPerRequestUs float64 `json:"cpu_per_request_us"` // per valid answer
+	PeakRSSMB       float64 `json:"peak_rss_mb,omitempty"`
+	// from runs measured again because other processes disturbed them
+	DiscardedErrors   int           `json:"discarded_errors,omitempty"`
+	DiscardedMismatch int           `json:"discarded_event_mismatch,omitempty"`
+	Rounds            []roundResult `json:"rounds"`
 
 	res  load.Result
 	wall time.Duration
@@ -87,12 +90,17 @@ type machineUse struct {
 	StealCPUPct       float64 `json:"steal_cpu_pct"`
 	DisturbedRounds   int     `json:"disturbed_rounds"` // rounds with other CPU above 5 %
 	MeasuredRoundsAll int     `json:"rounds"`
+	Reruns            int     `json:"reruns"` // runs measured again
+}
+
+func otherPct(a, b machineSnap) float64 {
+	capacity := b.at.Sub(a.at).Seconds() * float64(runtime.NumCPU())
+	return 100 * max(otherCPU(a, b).Seconds(), 0) / capacity
 }
 
 // add accounts one measured run and returns its other-CPU percentage.
 func (m *machineUse) add(a, b machineSnap) float64 {
 	wall := b.at.Sub(a.at).Seconds()
-	capacity := wall * float64(runtime.NumCPU())
 	other := max(otherCPU(a, b).Seconds(), 0)
 	m.MeasuredSeconds += wall
 	m.OtherCPUSeconds += other
@@ -101,7 +109,7 @@ func (m *machineUse) add(a, b machineSnap) float64 {
 	total := m.MeasuredSeconds * float64(runtime.NumCPU())
 	m.OtherCPUPct = 100 * m.OtherCPUSeconds / total
 	m.StealCPUPct = 100 * m.StealCPUSeconds / total
-	pct := 100 * other / capacity
+	pct := otherPct(a, b)
 	if pct > 5 {
 		m.DisturbedRounds++
 	}
@@ -166,6 +174,9 @@ func newReport(o *options, began time.Time) *report {
 
 func (r *report) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	if contains(r.Notes, msg) {
+		return
+	}
 	r.Notes = append(r.Notes, msg)
 	logf("note: %s", msg)
 }
@@ -351,8 +362,8 @@ func (r *report) buildFigures(o *options) {
 			continue
 		}
 		for t, tr := range sr.Targets {
-			mismatch[t] += float64(tr.EventMismatch)
-			errs[t] += float64(tr.Errors)
+			mismatch[t] += float64(tr.EventMismatch + tr.DiscardedMismatch)
+			errs[t] += float64(tr.Errors + tr.DiscardedErrors)
 		}
 	}
 	for t, m := range r.Memory {
@@ -464,8 +475,8 @@ func (r *report) printTable(w io.Writer) {
 		}
 	}
 	if m := r.Machine; m.MeasuredRoundsAll > 0 {
-		fmt.Fprintf(w, "\nOther processes used %.1f%% of the CPUs during the measured runs (steal %.1f%%); %d of %d runs above 5%%.\n",
-			m.OtherCPUPct, m.StealCPUPct, m.DisturbedRounds, m.MeasuredRoundsAll)
+		fmt.Fprintf(w, "\nOther processes used %.1f%% of the CPUs during the measured runs (steal %.1f%%); %d of %d runs above 5%%; %d runs measured again.\n",
+			m.OtherCPUPct, m.StealCPUPct, m.DisturbedRounds, m.MeasuredRoundsAll, m.Reruns)
 		if m.OtherCPUPct > 5 || m.DisturbedRounds*5 > m.MeasuredRoundsAll {
 			fmt.Fprintln(w, "The machine was busy with other work: treat the figures as noisy and rerun on a quiet machine.")
 		}

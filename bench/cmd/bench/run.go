@@ -30,7 +30,12 @@ var scenarios = []scenario{
 // openWorkers bounds the requests in flight in an open loop.
 const openWorkers = 512
 
+// rerunAbove is the share of the CPUs (percent) other processes may take
+// during a run before the run is measured again.
+const rerunAbove = 10
+
 type bench struct {
+	reruns  int // runs that may still be measured again
 	o       *options
 	s       *setup
 	report  *report
@@ -161,24 +166,41 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			sampler := sampleRSS(pid)
-			snap := takeSnap(pid, b.s.mockPid)
-			res := b.track(t, func() *load.Result {
-				if sc.rate > 0 {
-					return load.OpenLoop(ctx, sc.rate, o.duration, openWorkers, b.op(sc, t))
-				}
-				return load.ClosedLoop(ctx, sc.conc, o.duration, b.op(sc, t))
-			})
-			other := b.report.Machine.add(snap, takeSnap(pid, b.s.mockPid))
-			peak := sampler.peak()
-			cpuAfter := quiesce(pid)
 			tr := sr.Targets[t]
-			tr.add(round, res, max(res.Elapsed, o.duration), cpuAfter-cpuBefore, peak)
-			tr.Rounds[len(tr.Rounds)-1].OtherCPUPct = other
-			cpuBefore = cpuAfter
-			logf("%-11s %-13s round %d: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d  other CPU %3.0f%% %s",
-				sc.key, t, round+1, float64(res.OK)/max(res.Elapsed, o.duration).Seconds(),
-				ms(res.Latency.Percentile(50)), ms(res.Latency.Percentile(99)), res.Errors, other, res.FirstError)
+			for attempt := 1; ; attempt++ {
+				sampler := sampleRSS(pid)
+				snap := takeSnap(pid, b.s.mockPid)
+				res := b.track(t, func() *load.Result {
+					if sc.rate > 0 {
+						return load.OpenLoop(ctx, sc.rate, o.duration, openWorkers, b.op(sc, t))
+					}
+					return load.ClosedLoop(ctx, sc.conc, o.duration, b.op(sc, t))
+				})
+				after := takeSnap(pid, b.s.mockPid)
+				other := otherPct(snap, after)
+				peak := sampler.peak()
+				cpuAfter := quiesce(pid)
+				wall := max(res.Elapsed, o.duration)
+				logf("%-11s %-13s round %d: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d  other CPU %3.0f%% %s",
+					sc.key, t, round+1, float64(res.OK)/wall.Seconds(),
+					ms(res.Latency.Percentile(50)), ms(res.Latency.Percentile(99)), res.Errors, other, res.FirstError)
+				if other > rerunAbove && b.reruns > 0 && ctx.Err() == nil {
+					// another process took the CPUs: measure again, but keep
+					// what went wrong
+					b.reruns--
+					b.report.Machine.Reruns++
+					tr.DiscardedErrors += res.Errors
+					tr.DiscardedMismatch += res.EventMismatch
+					cpuBefore = cpuAfter
+					logf("%-11s %-13s round %d disturbed by other processes; running it again", sc.key, t, round+1)
+					continue
+				}
+				b.report.Machine.add(snap, after)
+				tr.add(round, res, wall, cpuAfter-cpuBefore, peak)
+				tr.Rounds[len(tr.Rounds)-1].OtherCPUPct = other
+				cpuBefore = cpuAfter
+				break
+			}
 		}
 	}
 	for _, tr := range sr.Targets {
