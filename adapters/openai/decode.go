@@ -38,12 +38,13 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		if err := unmarshalBody(body, &w); err != nil {
 			return nil, err
 		}
-		if len(w.Prompt) == 0 {
-			return nil, adapters.BadRequest("'prompt' is required: a string or an array of strings")
+		prompt, err := textOrTokens("prompt", w.Prompt)
+		if err != nil {
+			return nil, err
 		}
 		req.Model, req.Stream = w.Model, w.Stream
 		req.IncludeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
-		req.Completion = &adapters.CompletionRequest{Prompt: w.Prompt}
+		req.Completion = &adapters.CompletionRequest{Prompt: prompt}
 	case adapters.OpEmbedding:
 		var w embeddingRequest
 		if err := unmarshalBody(body, &w); err != nil {
@@ -54,7 +55,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 				w.Model = m
 			}
 		}
-		input, err := embeddingInput(w.Input)
+		input, err := textOrTokens("input", w.Input)
 		if err != nil {
 			return nil, err
 		}
@@ -126,33 +127,34 @@ func jsonTypeName(e *json.UnmarshalTypeError) string {
 	return e.Type.String()
 }
 
-// embeddingInput accepts a string, an array of strings, or token arrays
-// (which are counted but not turned into text).
-func embeddingInput(raw json.RawMessage) ([]string, error) {
+// textOrTokens reads a prompt or an embedding input: a string, an array of
+// strings, an array of token ids or an array of token arrays. Token arrays
+// are kept as one placeholder word per token, so they count but carry no text.
+func textOrTokens(field string, raw json.RawMessage) ([]string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, adapters.BadRequest("'input' is required: a string or an array of strings")
+		return nil, adapters.BadRequest("'%s' is required: a string or an array of strings", field)
 	}
 	var list stringList
 	if err := json.Unmarshal(raw, &list); err == nil {
 		if len(list) == 0 {
-			return nil, adapters.BadRequest("'input' must not be empty")
+			return nil, adapters.BadRequest("'%s' must not be empty", field)
 		}
 		return list, nil
 	}
 	var tokens [][]int64
-	if err := json.Unmarshal(raw, &tokens); err == nil {
+	if err := json.Unmarshal(raw, &tokens); err == nil && len(tokens) > 0 {
 		out := make([]string, len(tokens))
 		for i, t := range tokens {
-			out[i] = strings.Repeat("x ", len(t)) // counted as one token per id
+			out[i] = strings.Repeat("x ", len(t))
 		}
 		return out, nil
 	}
 	var oneTokens []int64
-	if err := json.Unmarshal(raw, &oneTokens); err == nil {
+	if err := json.Unmarshal(raw, &oneTokens); err == nil && len(oneTokens) > 0 {
 		return []string{strings.Repeat("x ", len(oneTokens))}, nil
 	}
-	return nil, adapters.BadRequest("invalid type for 'input': expected a string, an array of strings or an array of token arrays")
+	return nil, adapters.BadRequest("invalid type for '%s': expected a string, an array of strings, an array of token ids or an array of token arrays", field)
 }
 
 func chatToNeutral(w *chatRequest) (*adapters.ChatRequest, error) {
@@ -289,8 +291,16 @@ func toolChoiceToNeutral(raw json.RawMessage) (*adapters.ToolChoice, error) {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if err := json.Unmarshal(raw, &obj); err != nil || obj.Function.Name == "" {
-		return nil, adapters.BadRequest("'tool_choice' object must be {\"type\":\"function\",\"function\":{\"name\":...}}")
+	if err := json.Unmarshal(raw, &obj); err != nil || obj.Type == "" {
+		return nil, adapters.BadRequest("'tool_choice' must be auto, none, required or an object such as {\"type\":\"function\",\"function\":{\"name\":...}}")
+	}
+	if obj.Type != "function" {
+		// allowed_tools, custom and later kinds pass through to OpenAI
+		// channels; translating them to another vendor is refused there
+		return &adapters.ToolChoice{Mode: obj.Type}, nil
+	}
+	if obj.Function.Name == "" {
+		return nil, adapters.BadRequest("'tool_choice.function.name' is required")
 	}
 	return &adapters.ToolChoice{Mode: adapters.ToolChoiceTool, Name: obj.Function.Name}, nil
 }

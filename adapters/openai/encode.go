@@ -182,30 +182,30 @@ func (s *streamEncoder) Encode(dst []byte, ev *adapters.StreamEvent) []byte {
 	case adapters.EventTextDelta:
 		dst = s.start(dst)
 		t := ev.Text
-		return s.chunk(dst, &chatMessage{Content: messageContent{Text: &t}}, nil, nil)
+		return s.chunk(dst, &chunkDelta{Content: &t}, nil, nil)
 	case adapters.EventThinkingDelta:
 		if ev.Text == "" {
 			return dst
 		}
 		dst = s.start(dst)
-		return s.chunk(dst, &chatMessage{Reasoning: ev.Text}, nil, nil)
+		return s.chunk(dst, &chunkDelta{Reasoning: ev.Text}, nil, nil)
 	case adapters.EventToolCallStart:
 		dst = s.start(dst)
 		idx := len(s.toolIndex)
 		s.toolIndex[ev.Index] = idx
 		tc := toolCall{Index: &idx, ID: ev.ToolCall.ID, Type: "function", Function: functionCall{Name: ev.ToolCall.Name, Arguments: ev.ToolCall.Arguments}}
-		return s.chunk(dst, &chatMessage{ToolCalls: []toolCall{tc}}, nil, nil)
+		return s.chunk(dst, &chunkDelta{ToolCalls: []toolCall{tc}}, nil, nil)
 	case adapters.EventToolCallDelta:
 		idx, ok := s.toolIndex[ev.Index]
 		if !ok || ev.ToolCall == nil || ev.ToolCall.Arguments == "" {
 			return dst
 		}
 		tc := toolCall{Index: &idx, Function: functionCall{Arguments: ev.ToolCall.Arguments}}
-		return s.chunk(dst, &chatMessage{ToolCalls: []toolCall{tc}}, nil, nil)
+		return s.chunk(dst, &chunkDelta{ToolCalls: []toolCall{tc}}, nil, nil)
 	case adapters.EventFinish:
 		dst = s.start(dst)
 		f := finishReason(ev.StopReason)
-		return s.chunk(dst, &chatMessage{}, &f, nil)
+		return s.chunk(dst, &chunkDelta{}, &f, nil)
 	case adapters.EventUsage:
 		if !s.req.IncludeUsage || ev.Usage == nil {
 			return dst
@@ -230,14 +230,23 @@ func (s *streamEncoder) start(dst []byte) []byte {
 	}
 	s.created = time.Now().Unix()
 	empty := ""
-	return s.chunk(dst, &chatMessage{Role: "assistant", Content: messageContent{Text: &empty}}, nil, nil)
+	return s.chunk(dst, &chunkDelta{Role: "assistant", Content: &empty}, nil, nil)
+}
+
+// chunkDelta is a stream chunk's delta: unlike a message, every field is
+// left out when empty, as OpenAI sends them.
+type chunkDelta struct {
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content,omitempty"`
+	Reasoning string     `json:"reasoning_content,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 }
 
 type chunkChoice struct {
-	Index        int          `json:"index"`
-	Delta        *chatMessage `json:"delta"`
-	Logprobs     *struct{}    `json:"logprobs"`
-	FinishReason *string      `json:"finish_reason"`
+	Index        int         `json:"index"`
+	Delta        *chunkDelta `json:"delta"`
+	Logprobs     *struct{}   `json:"logprobs"`
+	FinishReason *string     `json:"finish_reason"`
 }
 
 type chunk struct {
@@ -249,7 +258,7 @@ type chunk struct {
 	Usage   *usage        `json:"usage,omitempty"`
 }
 
-func (s *streamEncoder) chunk(dst []byte, delta *chatMessage, finish *string, u *usage) []byte {
+func (s *streamEncoder) chunk(dst []byte, delta *chunkDelta, finish *string, u *usage) []byte {
 	c := chunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: s.model, Usage: u, Choices: []chunkChoice{}}
 	if delta != nil {
 		c.Choices = append(c.Choices, chunkChoice{Delta: delta, FinishReason: finish})

@@ -104,7 +104,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"tool name", adapters.OpChat, chat(`"tools":[{"type":"function","function":{"description":"x"}}],`), "'tools[0].function.name'"},
 		{"tools type", adapters.OpChat, chat(`"tools":{},`), "'tools'"},
 		{"tool_choice word", adapters.OpChat, chat(`"tool_choice":"any",`), "'tool_choice'"},
-		{"tool_choice object", adapters.OpChat, chat(`"tool_choice":{"type":"function"},`), "'tool_choice'"},
+		{"tool_choice object", adapters.OpChat, chat(`"tool_choice":{"type":"function"},`), "'tool_choice.function.name' is required"},
 		{"tool_choice number", adapters.OpChat, chat(`"tool_choice":1,`), "'tool_choice'"},
 		{"response_format type", adapters.OpChat, chat(`"response_format":{"type":"xml"},`), "'response_format.type'"},
 		{"response_format shape", adapters.OpChat, chat(`"response_format":"json",`), "'response_format'"},
@@ -112,7 +112,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 
 		{"completion empty", adapters.OpCompletion, ``, "empty"},
 		{"completion no prompt", adapters.OpCompletion, `{"model":"m"}`, "'prompt' is required"},
-		{"completion empty prompt", adapters.OpCompletion, `{"model":"m","prompt":[]}`, "'prompt' is required"},
+		{"completion empty prompt", adapters.OpCompletion, `{"model":"m","prompt":[]}`, "'prompt' must not be empty"},
 		{"completion prompt type", adapters.OpCompletion, `{"model":"m","prompt":{}}`, "'prompt'"},
 		{"completion no model", adapters.OpCompletion, `{"prompt":"hi"}`, "'model' is required"},
 

@@ -60,7 +60,9 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 // request can be billed on real counts.
 func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 	var fields []adapters.Field
-	if model != req.Model || (req.Op == adapters.OpEmbedding && !bytes.Contains(req.Raw, []byte(`"model"`))) {
+	// embeddings may name the model in the path (/v1/engines/{model}/...),
+	// so the body's model is always set to the one resolved and billed
+	if model != req.Model || req.Op == adapters.OpEmbedding {
 		fields = append(fields, adapters.Field{Key: "model", Value: model})
 	}
 	if req.Stream && !req.IncludeUsage {
@@ -262,6 +264,7 @@ func (d *streamDecoder) PartialText() string {
 			continue
 		}
 		for _, ch := range c.Choices {
+			text.WriteString(ch.Text)
 			if ch.Delta == nil {
 				continue
 			}

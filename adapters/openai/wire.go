@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
 // The OpenAI wire shapes, as in OpenAI's API reference for chat completions,
@@ -70,7 +72,7 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 		c.IsParts = true
 		return json.Unmarshal(b, &c.Parts)
 	}
-	return &json.UnmarshalTypeError{Value: "content", Type: nil, Field: "content"}
+	return adapters.BadRequest("invalid type for a message's 'content': expected a string or an array of content parts")
 }
 
 func (c messageContent) MarshalJSON() ([]byte, error) {
@@ -168,6 +170,7 @@ type chatChoice struct {
 	Index        int          `json:"index"`
 	Message      *chatMessage `json:"message,omitempty"`
 	Delta        *chatMessage `json:"delta,omitempty"`
+	Text         string       `json:"text,omitempty"` // legacy completions
 	FinishReason *string      `json:"finish_reason"`
 	Logprobs     *struct{}    `json:"logprobs"`
 }
@@ -189,11 +192,11 @@ type completionsDetails struct {
 }
 
 type completionRequest struct {
-	Model         string         `json:"model"`
-	Prompt        stringList     `json:"prompt"`
-	Stream        bool           `json:"stream,omitempty"`
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
-	MaxTokens     *int64         `json:"max_tokens,omitempty"`
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"`
+	Stream        bool            `json:"stream,omitempty"`
+	StreamOptions *streamOptions  `json:"stream_options,omitempty"`
+	MaxTokens     *int64          `json:"max_tokens,omitempty"`
 }
 
 type completionResponse struct {
