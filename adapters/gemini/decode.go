@@ -274,8 +274,12 @@ func partsToNeutral(parts []part, role string, ci int, ids *callIDs) ([]adapters
 			out = append(out, adapters.Part{Type: "codeExecutionResult"})
 		case sig != "":
 			// a part that only carries a signature
+		case p.empty():
+			// {} : what a client sends back of the API's last, empty chunk
 		default:
-			return nil, adapters.BadRequest("'%s' has no content the gateway knows (text, inlineData, fileData, functionCall or functionResponse)", at)
+			// a kind of part the gateway does not know: kept so that a
+			// Gemini upstream gets it and a translation refuses it
+			out = append(out, adapters.Part{Type: "gemini part of another kind"})
 		}
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/anthropic"
 	"github.com/caddy-model-gateway/gateway/adapters/gemini"
 )
 
@@ -74,7 +75,6 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"empty", "/v1beta/models/g:generateContent", ``, "empty"},
 		{"bad role", "/v1beta/models/g:generateContent", `{"contents":[{"role":"system","parts":[{"text":"x"}]}]}`, "\"user\" or \"model\""},
 		{"bad base64", "/v1beta/models/g:generateContent", `{"contents":[{"parts":[{"inlineData":{"mimeType":"image/png","data":"!!"}}]}]}`, "contents[0].parts[0].inlineData.data"},
-		{"empty part", "/v1beta/models/g:generateContent", `{"contents":[{"parts":[{}]}]}`, "contents[0].parts[0]"},
 		{"no call name", "/v1beta/models/g:generateContent", `{"contents":[{"role":"model","parts":[{"functionCall":{"args":{}}}]}]}`, "functionCall.name"},
 		{"bad mode", "/v1beta/models/g:generateContent", `{"contents":[{"parts":[{"text":"x"}]}],"toolConfig":{"functionCallingConfig":{"mode":"SOMETIMES"}}}`, "functionCallingConfig.mode"},
 		{"system image", "/v1beta/models/g:generateContent", `{"systemInstruction":{"parts":[{"inlineData":{"mimeType":"image/png","data":""}}]},"contents":[{"parts":[{"text":"x"}]}]}`, "systemInstruction.parts[0]"},
@@ -125,6 +125,24 @@ func TestEncodeRequestRefusals(t *testing.T) {
 		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, tt.want) {
 			t.Errorf("%s: got %v, want a 400 saying %q", tt.body, err, tt.want)
 		}
+	}
+}
+
+// A part of a kind the gateway does not know passes through to Gemini and
+// is refused on the way to another family; an empty part is skipped.
+func TestUnknownParts(t *testing.T) {
+	body := `{"contents":[{"parts":[{"text":"hi"}]},{"role":"model","parts":[{"toolCall":{"id":"t"}},{}]},{"parts":[{"text":"more"}]}]}`
+	req, err := gem.DecodeRequest(adapters.OpChat, []byte(body), post("/v1beta/models/g:generateContent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anthropic.EncodeChatRequest(req, "claude"); err == nil || !strings.Contains(err.Error(), "another kind") {
+		t.Errorf("translation: %v", err)
+	}
+	body = `{"contents":[{"parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"a"},{}]},{"parts":[{"text":"more"}]}]}`
+	req, err = gem.DecodeRequest(adapters.OpChat, []byte(body), post("/v1beta/models/g:generateContent"))
+	if err != nil || len(req.Chat.Messages[1].Parts) != 1 {
+		t.Fatalf("empty part: %v %+v", err, req)
 	}
 }
 

@@ -37,6 +37,38 @@ type part struct {
 	// Other part kinds, kept only to be named in a refusal.
 	ExecutableCode      json.RawMessage `json:"executableCode,omitempty"`
 	CodeExecutionResult json.RawMessage `json:"codeExecutionResult,omitempty"`
+	// other is set when the part has a member the gateway does not know.
+	other bool
+}
+
+// partKeys are the members of a part the gateway reads.
+var partKeys = map[string]bool{"text": true, "thought": true, "thoughtSignature": true, "inlineData": true, "fileData": true,
+	"functionCall": true, "functionResponse": true, "executableCode": true, "codeExecutionResult": true}
+
+func (p *part) UnmarshalJSON(b []byte) error {
+	type plain part
+	if err := json.Unmarshal(b, (*plain)(p)); err != nil {
+		return err
+	}
+	if !p.empty() {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) == nil {
+		for k := range m {
+			if !partKeys[k] {
+				p.other = true
+			}
+		}
+	}
+	return nil
+}
+
+// empty reports whether a part carries nothing the gateway reads, and no
+// other field either.
+func (p *part) empty() bool {
+	return p.Text == nil && !p.Thought && p.ThoughtSignature == "" && p.InlineData == nil && p.FileData == nil &&
+		p.FunctionCall == nil && p.FunctionResponse == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil && !p.other
 }
 
 type blob struct {
