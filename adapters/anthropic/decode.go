@@ -117,6 +117,10 @@ func chatToNeutral(w *messagesRequest) (*adapters.ChatRequest, error) {
 		}
 		c.Tools = append(c.Tools, adapters.Tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.InputSchema, Strict: t.Strict})
 	}
+	for _, m := range w.MCPServers {
+		// Anthropic's MCP connector: tools only Anthropic can reach
+		c.Tools = append(c.Tools, adapters.Tool{Type: "mcp", Name: m.Name})
+	}
 	if tc := w.ToolChoice; tc != nil {
 		switch tc.Type {
 		case "auto":

@@ -25,6 +25,9 @@ type messagesRequest struct {
 	Thinking      *thinkingConfig `json:"thinking,omitempty"`
 	Metadata      *metadata       `json:"metadata,omitempty"`
 	OutputConfig  *outputConfig   `json:"output_config,omitempty"`
+	MCPServers    []struct {
+		Name string `json:"name"`
+	} `json:"mcp_servers,omitempty"`
 }
 
 type message struct {

@@ -129,6 +129,16 @@ func requestToNeutral(w *generateRequest) (*adapters.ChatRequest, error) {
 		}
 		c.Messages = append(c.Messages, adapters.Message{Role: role, Parts: parts})
 	}
+	if w.CachedContent != "" {
+		// cached content is part of the prompt that only Gemini holds: it
+		// travels as a part of its own, which a translation refuses
+		cached := adapters.Part{Type: "cachedContent"}
+		if c.Messages[0].Role == adapters.RoleUser {
+			c.Messages[0].Parts = append([]adapters.Part{cached}, c.Messages[0].Parts...)
+		} else {
+			c.Messages = append([]adapters.Message{{Role: adapters.RoleUser, Parts: []adapters.Part{cached}}}, c.Messages...)
+		}
+	}
 	return c, nil
 }
 

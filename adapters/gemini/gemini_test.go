@@ -11,6 +11,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/adapters/anthropic"
 	"github.com/caddy-model-gateway/gateway/adapters/gemini"
+	"github.com/caddy-model-gateway/gateway/adapters/openai"
 )
 
 func TestRoute(t *testing.T) {
@@ -113,6 +114,7 @@ func TestEncodeRequestRefusals(t *testing.T) {
 		{oai, "/v1/chat/completions", `{"model":"m","messages":[{"role":"tool","tool_call_id":"orphan","content":"x"}]}`, "names no function"},
 		{ant, "/v1/messages", `{"model":"m","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"hi"}]}`, "web_search"},
 		{ant, "/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`, "document"},
+		{ant, "/v1/messages", `{"model":"m","max_tokens":5,"mcp_servers":[{"type":"url","url":"https://mcp.example.com","name":"docs"}],"messages":[{"role":"user","content":"hi"}]}`, "\"docs\" of type \"mcp\""},
 	}
 	for _, tt := range tests {
 		r := post(tt.path, "anthropic-version", "2023-06-01")
@@ -138,6 +140,14 @@ func TestUnknownParts(t *testing.T) {
 	}
 	if _, err := anthropic.EncodeChatRequest(req, "claude"); err == nil || !strings.Contains(err.Error(), "another kind") {
 		t.Errorf("translation: %v", err)
+	}
+	// cached content is prompt only Gemini holds
+	req, err = gem.DecodeRequest(adapters.OpChat, []byte(`{"cachedContent":"cachedContents/x","contents":[{"parts":[{"text":"hi"}]}]}`), post("/v1beta/models/g:generateContent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openai.EncodeChatRequest(req, "gpt"); err == nil || !strings.Contains(err.Error(), "cachedContent") {
+		t.Errorf("cachedContent to OpenAI: %v", err)
 	}
 	body = `{"contents":[{"parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"a"},{}]},{"parts":[{"text":"more"}]}]}`
 	req, err = gem.DecodeRequest(adapters.OpChat, []byte(body), post("/v1beta/models/g:generateContent"))
