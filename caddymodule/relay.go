@@ -114,12 +114,14 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	}
 	defer h.settle(x)
 
+	plan := a.channels.Plan(req.Model, a.MaxAttempts)
 	if req.Op == adapters.OpCountTokens {
-		if _, ok := rt.dialect.(adapters.TokenCountEncoder); ok && !h.passthroughAvailable(req) {
+		// a vendor counts only its own dialect; across families count here
+		plan = sameDialect(plan, a.providers, req.Dialect)
+		if len(plan) == 0 {
 			return h.countLocally(x)
 		}
 	}
-	plan := a.channels.Plan(req.Model, a.MaxAttempts)
 	var lastErr *adapters.Error
 	for _, ch := range plan {
 		prov := a.providers[ch.Name]
@@ -146,21 +148,25 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	return x.fail(lastErr)
 }
 
-// passthroughAvailable reports whether some channel for the model speaks
-// the caller's dialect, so count_tokens can ask the vendor itself.
-func (h *Relay) passthroughAvailable(req *adapters.Request) bool {
-	for _, ch := range h.app.channels.Plan(req.Model, h.app.MaxAttempts) {
-		if h.app.providers[ch.Name].WireDialect() == req.Dialect {
-			return true
+// sameDialect keeps the channels whose upstream speaks the dialect.
+func sameDialect(plan []*routing.Channel, providers map[string]adapters.Provider, dialect string) []*routing.Channel {
+	out := plan[:0:0]
+	for _, ch := range plan {
+		if providers[ch.Name].WireDialect() == dialect {
+			out = append(out, ch)
 		}
 	}
-	return false
+	return out
 }
 
 // countLocally answers count_tokens with the offline tokenizer.
 func (h *Relay) countLocally(x *exchange) error {
+	enc, ok := x.dialect.(adapters.TokenCountEncoder)
+	if !ok {
+		return x.fail(adapters.Errorf(http.StatusNotFound, "invalid_request_error", "this dialect has no token counting endpoint"))
+	}
 	n := tokenizer.CountChat(x.req.Model, chatTexts(x.req.Chat))
-	body := x.dialect.(adapters.TokenCountEncoder).EncodeTokenCount(n)
+	body := enc.EncodeTokenCount(n)
 	x.status = http.StatusOK
 	x.w.Header().Set("Content-Type", "application/json")
 	x.w.WriteHeader(http.StatusOK)
@@ -390,7 +396,8 @@ func (h *Relay) settle(x *exchange) {
 		u = estimateUsage(req, x.text.String())
 	}
 	cost := int64(0)
-	if x.price != nil && x.channel != "" {
+	// counting tokens is free, whoever counts
+	if x.price != nil && x.channel != "" && req.Op != adapters.OpCountTokens {
 		cost = x.price.Cost(u)
 	}
 	h.app.db.ledger.Settle(x.hold, cost)

@@ -474,6 +474,18 @@ func TestDialectSideEndpoints(t *testing.T) {
 		if n := gcount("claude-test"); n <= 0 || n == 42 {
 			t.Errorf("gemini count for a Claude model = %d, want a local count", n)
 		}
+		// counting is free, whether the vendor or the gateway counted
+		for _, r := range s.gw.WaitUsage("side", 4) {
+			if r.Cost != 0 {
+				t.Errorf("a token count was charged: %+v", r)
+			}
+		}
+	})
+	t.Run("openai model get", func(t *testing.T) {
+		resp, body := s.gw.Do(http.MethodGet, "/v1/models/gpt-test", key, nil, nil)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"id":"gpt-test"`) {
+			t.Errorf("GET /v1/models/gpt-test: %d %s", resp.StatusCode, body)
+		}
 	})
 
 	t.Run("models", func(t *testing.T) {

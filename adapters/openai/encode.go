@@ -144,8 +144,8 @@ func (Adapter) EncodeModels(models []adapters.ModelInfo) []byte {
 	return b
 }
 
-// EncodeModel renders one model object, for GET /v1/models/{id}.
-func EncodeModel(m adapters.ModelInfo) []byte {
+// EncodeModel implements adapters.ModelEncoder, for GET /v1/models/{id}.
+func (Adapter) EncodeModel(m adapters.ModelInfo) []byte {
 	b, _ := json.Marshal(modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy})
 	return b
 }

@@ -92,7 +92,8 @@ func (Adapter) Credential(r *http.Request) string {
 
 // Interface guards.
 var (
-	_ adapters.Dialect  = (*Adapter)(nil)
-	_ adapters.Provider = (*Adapter)(nil)
-	_ caddy.Module      = (*Adapter)(nil)
+	_ adapters.Dialect      = (*Adapter)(nil)
+	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.ModelEncoder = (*Adapter)(nil)
+	_ caddy.Module          = (*Adapter)(nil)
 )

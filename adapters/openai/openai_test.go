@@ -315,7 +315,7 @@ func TestModels(t *testing.T) {
 	if got := string(oai.EncodeModels(nil)); got != `{"object":"list","data":[]}` {
 		t.Errorf("empty: %s", got)
 	}
-	if got := string(openai.EncodeModel(models[0])); got != `{"id":"gpt-4o","object":"model","created":1715367049,"owned_by":"openai"}` {
+	if got := string(openai.Adapter{}.EncodeModel(models[0])); got != `{"id":"gpt-4o","object":"model","created":1715367049,"owned_by":"openai"}` {
 		t.Errorf("model: %s", got)
 	}
 }
