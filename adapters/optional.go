@@ -9,3 +9,11 @@ package adapters
 type PartialText interface {
 	PartialText() string
 }
+
+// Pending is implemented by stream decoders that can tell whether another
+// event has already arrived, so the relay flushes once per burst of events
+// that came together instead of once per event, without ever holding an
+// event back.
+type Pending interface {
+	Pending() bool
+}

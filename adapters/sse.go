@@ -24,10 +24,14 @@ type SSEReader struct {
 	ev    SSEEvent
 }
 
-// NewSSEReader reads events from r.
+// NewSSEReader reads events from r. Its buffer is small because a gateway
+// holds thousands of streams open; a longer line is gathered piece by piece.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{br: bufio.NewReaderSize(r, 16<<10)}
+	return &SSEReader{br: bufio.NewReaderSize(r, 4<<10)}
 }
+
+// Buffered reports whether bytes of a next event have already arrived.
+func (s *SSEReader) Buffered() bool { return s.br.Buffered() > 0 }
 
 // Next returns the next event that has data or a name; comment-only frames
 // (keep-alives) are skipped. It returns io.EOF at the end of the body; a

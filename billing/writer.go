@@ -21,6 +21,7 @@ type Writer struct {
 	log      *zap.Logger
 	queue    chan *store.UsageLog
 	maxBatch int
+	linger   time.Duration
 
 	mu     sync.RWMutex
 	closed bool
@@ -35,6 +36,7 @@ func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger) *Writer {
 		log:      log,
 		queue:    make(chan *store.UsageLog, 1<<14),
 		maxBatch: 1024,
+		linger:   5 * time.Millisecond,
 		done:     make(chan struct{}),
 	}
 	go w.run()
@@ -73,8 +75,13 @@ func (w *Writer) Close() {
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]*store.UsageLog, 0, w.maxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for row := range w.queue {
+		// wait a moment for more rows, so that even a light load commits
+		// many rows a transaction instead of one
 		batch = append(batch[:0], row)
+		linger.Reset(w.linger)
 	fill:
 		for len(batch) < w.maxBatch {
 			select {
@@ -83,10 +90,11 @@ func (w *Writer) run() {
 					break fill
 				}
 				batch = append(batch, r)
-			default:
+			case <-linger.C:
 				break fill
 			}
 		}
+		linger.Stop()
 		w.commit(batch, -1)
 	}
 }

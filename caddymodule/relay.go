@@ -306,7 +306,9 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 	x.w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 
-	buf := make([]byte, 0, 4096)
+	pending, _ := dec.(adapters.Pending)
+	unflushed := false
+	buf := make([]byte, 0, 1024)
 	for {
 		ev, err := dec.Next()
 		if err != nil {
@@ -340,17 +342,21 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 		}
 		x.observe(ev)
 		buf = enc.Encode(buf[:0], ev)
-		if len(buf) == 0 {
-			continue
+		if len(buf) > 0 {
+			if _, err := x.w.Write(buf); err != nil {
+				x.status, x.errMsg = 499, "client disconnected"
+				break
+			}
+			unflushed = true
 		}
-		if _, err := x.w.Write(buf); err != nil {
-			x.status, x.errMsg = 499, "client disconnected"
-			break
+		if !unflushed || (pending != nil && pending.Pending()) {
+			continue // the next event is already here: one flush for both
 		}
 		if err := rc.Flush(); err != nil {
 			x.status, x.errMsg = 499, "client disconnected"
 			break
 		}
+		unflushed = false
 	}
 	if !x.usage.Known() {
 		if pt, ok := dec.(adapters.PartialText); ok {

@@ -367,3 +367,6 @@ func (d *streamDecoder) translate(name string, data []byte) ([]*adapters.StreamE
 	}
 	return nil, nil
 }
+
+// Pending implements adapters.Pending.
+func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }

@@ -451,3 +451,6 @@ func (d *streamDecoder) partEvents(out []*adapters.StreamEvent, p part) []*adapt
 	}
 	return out
 }
+
+// Pending implements adapters.Pending.
+func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }

@@ -334,3 +334,6 @@ func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) 
 	}
 	return out, nil
 }
+
+// Pending implements adapters.Pending.
+func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
