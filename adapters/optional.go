@@ -17,3 +17,9 @@ type PartialText interface {
 type Pending interface {
 	Pending() bool
 }
+
+// Releaser is implemented by stream decoders that hold pooled buffers: the
+// relay calls Release once it is done with the stream and its events.
+type Releaser interface {
+	Release()
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"sync"
 )
 
 // SSEEvent is one server-sent event. Its slices point into the reader's
@@ -24,10 +25,29 @@ type SSEReader struct {
 	ev    SSEEvent
 }
 
+// sseReaders recycles readers and their buffers between streams.
+var sseReaders = sync.Pool{New: func() any {
+	return &SSEReader{br: bufio.NewReaderSize(nil, 2<<10), frame: make([]byte, 0, 512), data: make([]byte, 0, 512)}
+}}
+
 // NewSSEReader reads events from r. Its buffer is small because a gateway
 // holds thousands of streams open; a longer line is gathered piece by piece.
+// Release gives it back for the next stream.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{br: bufio.NewReaderSize(r, 4<<10)}
+	s := sseReaders.Get().(*SSEReader)
+	s.br.Reset(r)
+	return s
+}
+
+// Release returns the reader for reuse; neither it nor any event it
+// returned may be used afterwards.
+func (s *SSEReader) Release() {
+	if cap(s.frame) > 64<<10 || cap(s.data) > 64<<10 {
+		return // an outsized stream: let its buffers go
+	}
+	s.br.Reset(nil)
+	s.frame, s.data, s.ev = s.frame[:0], s.data[:0], SSEEvent{}
+	sseReaders.Put(s)
 }
 
 // Buffered reports whether bytes of a next event have already arrived.

@@ -140,6 +140,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// small buffers: thousands of streams stay open at once, and the
+		// SSE reader above the connection buffers again anyway
+		WriteBufferSize: 1 << 10,
+		ReadBufferSize:  2 << 10,
 	}}
 
 	dbc := DatabaseConfig{Driver: "sqlite", DSN: "./data/gateway.db"}

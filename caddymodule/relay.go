@@ -308,7 +308,7 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 
 	pending, _ := dec.(adapters.Pending)
 	unflushed := false
-	buf := make([]byte, 0, 1024)
+	buf := make([]byte, 0, 512)
 	for {
 		ev, err := dec.Next()
 		if err != nil {
@@ -362,6 +362,9 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 		if pt, ok := dec.(adapters.PartialText); ok {
 			x.text.WriteString(pt.PartialText())
 		}
+	}
+	if r, ok := dec.(adapters.Releaser); ok {
+		r.Release()
 	}
 	return nil
 }

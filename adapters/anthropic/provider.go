@@ -370,3 +370,6 @@ func (d *streamDecoder) translate(name string, data []byte) ([]*adapters.StreamE
 
 // Pending implements adapters.Pending.
 func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
+
+// Release implements adapters.Releaser.
+func (d *streamDecoder) Release() { d.sse.Release() }

@@ -454,3 +454,6 @@ func (d *streamDecoder) partEvents(out []*adapters.StreamEvent, p part) []*adapt
 
 // Pending implements adapters.Pending.
 func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
+
+// Release implements adapters.Releaser.
+func (d *streamDecoder) Release() { d.sse.Release() }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -185,7 +186,7 @@ type streamDecoder struct {
 	// seen holds every passthrough chunk's data until the upstream reports
 	// usage, so a stream without usage can still be counted; it is only
 	// parsed in that case.
-	seen      []byte
+	seen      *[]byte // from seenPool
 	sawUsage  bool
 	done      bool
 	pending   []*adapters.StreamEvent
@@ -233,12 +234,14 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 				if json.Unmarshal(data, &u) == nil && u.Usage != nil {
 					usage := usageFromWire(u.Usage)
 					d.ev.Type, d.ev.Usage, d.sawUsage = adapters.EventUsage, &usage, true
-					d.seen = nil
+					d.releaseSeen()
 				}
 			}
 			if !d.sawUsage {
-				d.seen = append(d.seen, data...)
-				d.seen = append(d.seen, '\n')
+				if d.seen == nil {
+					d.seen = seenPool.Get().(*[]byte)
+				}
+				*d.seen = append(append(*d.seen, data...), '\n')
 			}
 			return &d.ev, nil
 		}
@@ -254,11 +257,31 @@ func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
 	}
 }
 
+// seenPool recycles the copies of passthrough chunks kept until usage
+// arrives: nearly every stream reports usage, so they are almost always
+// thrown away, and recycling spares the garbage collector.
+var seenPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func (d *streamDecoder) releaseSeen() {
+	if d.seen == nil {
+		return
+	}
+	if cap(*d.seen) <= 256<<10 {
+		*d.seen = (*d.seen)[:0]
+		seenPool.Put(d.seen)
+	}
+	d.seen = nil
+}
+
 // PartialText implements adapters.PartialText: the completion text of the
 // passthrough chunks seen, parsed only now that it is needed.
 func (d *streamDecoder) PartialText() string {
 	var text strings.Builder
-	for _, line := range bytes.Split(d.seen, []byte("\n")) {
+	if d.seen == nil {
+		return ""
+	}
+	defer d.releaseSeen()
+	for _, line := range bytes.Split(*d.seen, []byte("\n")) {
 		var c chatResponse
 		if len(line) == 0 || json.Unmarshal(line, &c) != nil {
 			continue
@@ -337,3 +360,6 @@ func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) 
 
 // Pending implements adapters.Pending.
 func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
+
+// Release implements adapters.Releaser.
+func (d *streamDecoder) Release() { d.sse.Release() }
