@@ -115,6 +115,10 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	}
 	t.Cleanup(func() {
 		g.Stop()
+		// a binary built with -race reports races here
+		if strings.Contains(g.Logs(), "DATA RACE") {
+			t.Errorf("the gateway reported a data race")
+		}
 		if t.Failed() {
 			t.Logf("gateway logs:\n%s", g.Logs())
 		}
