@@ -127,6 +127,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		prov := a.providers[ch.Name]
 		resp, e := h.send(x, ch, prov)
 		if e != nil {
+			e = channelError(e, ch.Name)
 			lastErr = e
 			if retryable(e.Status) {
 				h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
@@ -222,9 +223,25 @@ func formatUnits(u int64) string {
 }
 
 // retryable statuses send the request to the next channel: the upstream is
-// down, overloaded or rate limited, and another one may not be.
+// down, overloaded or rate limited (or refused the channel itself, which
+// channelError made a 502), and another channel may not be.
 func retryable(status int) bool {
-	return status == http.StatusTooManyRequests || status >= 500
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// channelError rewrites an upstream refusal of the channel itself: the
+// client's key was fine, so it must not see a 401, nor the upstream's
+// message, which can quote part of the channel's key.
+func channelError(e *adapters.Error, channel string) *adapters.Error {
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return adapters.Errorf(http.StatusBadGateway, "api_error",
+			"the upstream refused channel %q's credentials (HTTP %d): the gateway's operator must fix its key", channel, e.Status)
+	case http.StatusNotFound:
+		return adapters.Errorf(http.StatusBadGateway, "api_error",
+			"the upstream of channel %q does not know this model or endpoint (HTTP 404): the gateway's operator must fix its model list", channel)
+	}
+	return e
 }
 
 // send makes one attempt on one channel. It returns the upstream response

@@ -267,12 +267,34 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("row = %+v, want billed once on backup", r)
 		}
 	}
-	// a client error is not retried elsewhere
+	// a client error is not retried elsewhere and keeps its status
 	s.backup.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 400 })
+	before := len(s.backup.Requests())
 	_, err = client.Chat.Completions.New(context.Background(), chatParams("gpt-4o-mini", "hi"))
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 && apiErr.StatusCode != 400 {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || len(s.backup.Requests()) != before+1 {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestChannelKeyRefused: an upstream that refuses the channel's key is a
+// channel failure: the next channel answers, and when none is left the
+// client sees a 502 that does not blame its own key or quote the upstream.
+func TestChannelKeyRefused(t *testing.T) {
+	t.Setenv("GATEWAY_TEST_UPSTREAM_KEY", "sk-up-1")
+	primary := gatewaytest.NewFakeOpenAI(t, "sk-up-1-rotated") // the channel's key is stale
+	backup := gatewaytest.NewFakeOpenAI(t, "sk-up-2")
+	gw := gatewaytest.Start(t, openaiCaddyfile, gatewaytest.Vars{"UP1": primary.URL, "UP2": backup.URL})
+	key := gw.AddUser("lena", 1_000_000)
+	c := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	if _, err := c.Chat.Completions.New(context.Background(), chatParams("gpt-4o-mini", "hi")); err != nil {
+		t.Fatalf("the backup should have answered: %v", err)
+	}
+	_, err := c.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "text-embedding-3-small",
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("a")}})
+	e := apiError(t, err, 502, "")
+	if strings.Contains(e.Message, "Incorrect API key") || !strings.Contains(e.Message, "credentials") {
+		t.Fatalf("message = %q", e.Message)
 	}
 }
 
