@@ -1,142 +1,17 @@
 package anthropic_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"flag"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-
-	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/goldentest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
-
-// golden compares got with the golden file, or rewrites it with -update.
-// JSON is compared after indenting, so the files stay readable.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if json.Valid(got) {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, got, "", "  "); err == nil {
-			got = append(buf.Bytes(), '\n')
-		}
-	}
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
-// neutral renders a request's or answer's neutral form for a golden file,
-// leaving out empty fields so the file shows what is set.
-func neutral(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var tree any
-	if err := json.Unmarshal(b, &tree); err != nil {
-		panic(err)
-	}
-	b, err = json.MarshalIndent(prune(tree), "", "  ")
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-func prune(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if k == "Parameters" || k == "Schema" {
-				continue // the caller's JSON, shown as it is
-			}
-			val = prune(val)
-			switch y := val.(type) {
-			case nil:
-				delete(x, k)
-			case string:
-				if y == "" {
-					delete(x, k)
-				}
-			case bool:
-				if !y {
-					delete(x, k)
-				}
-			case float64:
-				if y == 0 {
-					delete(x, k)
-				}
-			case map[string]any:
-				if len(y) == 0 {
-					delete(x, k)
-				}
-			default:
-				x[k] = val
-			}
-		}
-	case []any:
-		for i := range x {
-			x[i] = prune(x[i])
-		}
-	}
-	return v
-}
-
-func chatOf(r *adapters.Request) any {
-	return struct {
-		Op           adapters.Operation
-		Dialect      string
-		Model        string
-		Stream       bool
-		IncludeUsage bool
-		Chat         *adapters.ChatRequest
-	}{r.Op, r.Dialect, r.Model, r.Stream, r.IncludeUsage, r.Chat}
-}
-
-func inputs(t *testing.T, pattern string) []string {
-	t.Helper()
-	files, err := filepath.Glob(pattern)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test inputs match %s", pattern)
-	}
-	return files
-}
-
-func read(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// base is a file's name without its extensions.
-func base(path string) string {
-	name := filepath.Base(path)
-	return name[:strings.IndexByte(name, '.')]
-}
-
-func post(path string, header ...string) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, path, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		r.Header.Set(header[i], header[i+1])
-	}
-	return r
-}
+// The shared golden-file helpers, under the names these tests use.
+var (
+	update  = goldentest.Update
+	golden  = goldentest.Golden
+	neutral = goldentest.Neutral
+	chatOf  = goldentest.ChatOf
+	inputs  = goldentest.Inputs
+	read    = goldentest.Read
+	base    = goldentest.Base
+	post    = goldentest.Post
+)
