@@ -6,7 +6,6 @@ import (
 
 // The shared golden-file helpers, under the names these tests use.
 var (
-	update  = goldentest.Update
 	golden  = goldentest.Golden
 	neutral = goldentest.Neutral
 	chatOf  = goldentest.ChatOf

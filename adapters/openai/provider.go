@@ -186,14 +186,13 @@ type streamDecoder struct {
 	// seen holds every passthrough chunk's data until the upstream reports
 	// usage, so a stream without usage can still be counted; it is only
 	// parsed in that case.
-	seen      *[]byte // from seenPool
-	sawUsage  bool
-	done      bool
-	pending   []*adapters.StreamEvent
-	tools     map[int]int // OpenAI tool_calls index -> neutral block index
-	nextBlock int
-	started   bool
-	ev        adapters.StreamEvent
+	seen     *[]byte // from seenPool
+	sawUsage bool
+	done     bool
+	pending  []*adapters.StreamEvent
+	tools    map[int]int // OpenAI tool_calls index -> neutral block index
+	started  bool
+	ev       adapters.StreamEvent
 }
 
 var (
