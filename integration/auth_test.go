@@ -199,6 +199,14 @@ func TestKeysNeverReachTheLog(t *testing.T) {
 	if strings.Contains(logs, key[3:]) {
 		t.Fatalf("a key reached the log:\n%s", logs)
 	}
+	// who made the request is in the access log and in placeholders
+	if !strings.Contains(logs, `"gateway_user":"quiet"`) {
+		t.Fatalf("no gateway_user field in the access log:\n%s", logs)
+	}
+	resp, _ := s.gw.Do(http.MethodGet, "/v1/models", key, nil, nil)
+	if resp.Header.Get("X-Gateway-User") != "quiet" {
+		t.Fatalf("{http.vars.gateway.username} = %q", resp.Header.Get("X-Gateway-User"))
+	}
 }
 
 // TestKeyLocationsAndErrorDialects: Anthropic clients put the key in

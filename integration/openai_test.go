@@ -347,8 +347,10 @@ func TestDisconnectMidStreamStillBills(t *testing.T) {
 	if r.CompletionTokens >= 50 {
 		t.Fatalf("billed %d completion tokens for a stream cut after 5 chunks", r.CompletionTokens)
 	}
-	// the upstream request was cancelled too: it stopped well before 50 words
-	time.Sleep(200 * time.Millisecond)
+	// the upstream request was cancelled too, well before its 50 words
+	if s.primary.Cancelled() != 1 {
+		t.Fatalf("the upstream saw %d cancelled streams, want 1", s.primary.Cancelled())
+	}
 	_, used := s.gw.Quota("hank")
 	if used != r.Cost {
 		t.Fatalf("used quota %d, row cost %d", used, r.Cost)

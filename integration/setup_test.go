@@ -65,6 +65,8 @@ http://127.0.0.1:{{PORT}} {
 	}
 	route {
 		gateway_auth
+		# the identity is in placeholders for other handlers and logs
+		header X-Gateway-User {http.vars.gateway.username}
 		gateway_relay
 	}
 }

@@ -28,6 +28,15 @@ type FakeOpenAI struct {
 	mu       sync.Mutex
 	requests []Recorded
 	b        Behavior
+	// cancelled counts streams the gateway hung up on before their end
+	cancelled int
+}
+
+// Cancelled is how many streams were cut off by the gateway's side.
+func (f *FakeOpenAI) Cancelled() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cancelled
 }
 
 // Behavior is how a fake upstream answers; change it with Set.
@@ -173,6 +182,9 @@ func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavio
 			select {
 			case <-time.After(cfg.ChunkDelay):
 			case <-r.Context().Done():
+				f.mu.Lock()
+				f.cancelled++
+				f.mu.Unlock()
 				return false
 			}
 		}
