@@ -161,7 +161,7 @@ func checkIdentity(id *keys.Identity) *adapters.Error {
 	case !t.ExpiresAt.IsZero() && time.Now().After(t.ExpiresAt):
 		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "token_expired",
 			Message: "this API key expired at " + t.ExpiresAt.UTC().Format(time.RFC3339) + ": create a new one"}
-	case u.Status != "" && u.Status != "enabled":
+	case u.Status != "" && u.Status != store.UserEnabled:
 		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "user_disabled",
 			Message: "the account this API key belongs to is disabled"}
 	}

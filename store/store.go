@@ -32,6 +32,12 @@ const (
 	RoleRoot  = "root"
 )
 
+// User statuses.
+const (
+	UserEnabled  = "enabled"
+	UserDisabled = "disabled"
+)
+
 // Token statuses.
 const (
 	TokenEnabled  = "enabled"

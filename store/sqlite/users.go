@@ -39,7 +39,7 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 		u.Role = store.RoleUser
 	}
 	if u.Status == "" {
-		u.Status = "enabled"
+		u.Status = store.UserEnabled
 	}
 	if u.CreatedAt.IsZero() {
 		u.CreatedAt = now()
