@@ -293,8 +293,8 @@ type Dialect interface {
 	Name() string
 	// Route reports whether a request is in this dialect (by path, and by
 	// headers where paths are shared) and which operation it asks for. The
-	// gateway asks dialects in a fixed order: anthropic, gemini, openai, so
-	// openai may claim every remaining /v1/ path.
+	// gateway asks dialects in name order, a Fallback dialect last, so the
+	// fallback may claim every remaining path under its prefix.
 	Route(r *http.Request) (Operation, bool)
 	// Credential returns the gateway key where this dialect's clients put
 	// it (after "Bearer " in Authorization, x-api-key, ?key=, ...), or "".

@@ -23,3 +23,17 @@ type Pending interface {
 type Releaser interface {
 	Release()
 }
+
+// Fallback is implemented by a dialect that claims every path under its
+// prefix that no other dialect claimed (OpenAI's /v1/): the gateway asks it
+// last.
+type Fallback interface {
+	Fallback() bool
+}
+
+// CredentialHinter is implemented by dialects whose clients may put the key
+// somewhere besides "Authorization: Bearer": the hint names those places in
+// the error for a missing key.
+type CredentialHinter interface {
+	CredentialHint() string
+}

@@ -98,10 +98,6 @@ func (App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// dialectOrder is the order in which dialects claim requests: the ones
-// with specific paths first, OpenAI's catch-all /v1/ last.
-var dialectOrder = []string{"anthropic", "gemini", "openai"}
-
 // Provision sets up the app.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.log = ctx.Logger()
@@ -118,13 +114,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
-	for _, name := range dialectOrder {
-		if d, err := loadAdapter(name); err == nil {
-			if dialect, ok := d.(adapters.Dialect); ok {
-				a.dialects = append(a.dialects, dialect)
-			}
-		}
-	}
+	a.dialects = loadDialects()
 	if err := a.provisionPrices(); err != nil {
 		return err
 	}
@@ -169,6 +159,28 @@ func loadAdapter(name string) (caddy.Module, error) {
 		return nil, err
 	}
 	return info.New(), nil
+}
+
+// loadDialects returns every adapter that is also a client dialect, in the
+// order they are asked to claim a request: by name, fallbacks last.
+func loadDialects() []adapters.Dialect {
+	var specific, fallback []adapters.Dialect
+	for _, name := range knownAdapters() {
+		mod, err := loadAdapter(name)
+		if err != nil {
+			continue
+		}
+		d, ok := mod.(adapters.Dialect)
+		if !ok {
+			continue
+		}
+		if f, ok := d.(adapters.Fallback); ok && f.Fallback() {
+			fallback = append(fallback, d)
+		} else {
+			specific = append(specific, d)
+		}
+	}
+	return append(specific, fallback...)
 }
 
 func knownAdapters() []string {

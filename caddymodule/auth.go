@@ -141,11 +141,8 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 }
 
 func credentialHint(d adapters.Dialect) string {
-	switch d.Name() {
-	case "anthropic":
-		return " or 'x-api-key: sk-...'"
-	case "gemini":
-		return ", '?key=sk-...' or 'x-goog-api-key: sk-...'"
+	if h, ok := d.(adapters.CredentialHinter); ok {
+		return " or " + h.CredentialHint()
 	}
 	return ""
 }

@@ -102,3 +102,6 @@ var (
 	_ adapters.PartialText       = (*streamDecoder)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 )
+
+// CredentialHint implements adapters.CredentialHinter.
+func (Adapter) CredentialHint() string { return "'x-api-key: sk-...'" }

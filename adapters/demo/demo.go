@@ -8,6 +8,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -35,9 +36,10 @@ func init() {
 var WordDelay = 15 * time.Millisecond
 
 // Adapter is the demo provider: OpenAI's request and answer handling, with
-// an in-process model instead of a network.
+// an in-process model instead of a network. It is a provider only, not a
+// client dialect.
 type Adapter struct {
-	openai.Adapter
+	wire openai.Adapter
 }
 
 // CaddyModule returns the Caddy module information.
@@ -50,6 +52,30 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return "demo" }
+
+// WireDialect implements adapters.Provider: the demo model speaks OpenAI's
+// wire format, so OpenAI clients reach it by passthrough.
+func (a Adapter) WireDialect() string { return a.wire.WireDialect() }
+
+// NewRequest implements adapters.Provider.
+func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
+	return a.wire.NewRequest(ctx, up, req)
+}
+
+// DecodeResponse implements adapters.Provider.
+func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
+	return a.wire.DecodeResponse(req, body)
+}
+
+// NewStreamDecoder implements adapters.Provider.
+func (a Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
+	return a.wire.NewStreamDecoder(req, body)
+}
+
+// DecodeError implements adapters.Provider.
+func (a Adapter) DecodeError(status int, body []byte) *adapters.Error {
+	return a.wire.DecodeError(status, body)
+}
 
 // Transport implements adapters.Transporter.
 func (Adapter) Transport() http.RoundTripper { return model{} }

@@ -143,3 +143,6 @@ var (
 	_ adapters.PartialText       = (*streamDecoder)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 )
+
+// CredentialHint implements adapters.CredentialHinter.
+func (Adapter) CredentialHint() string { return "'?key=sk-...' or 'x-goog-api-key: sk-...'" }

@@ -85,6 +85,10 @@ func engineModel(path string) string {
 	return m
 }
 
+// Fallback implements adapters.Fallback: OpenAI's dialect answers every
+// /v1/ path the others leave, with OpenAI's 404 for unknown ones.
+func (Adapter) Fallback() bool { return true }
+
 // Credential implements adapters.Dialect: OpenAI clients send a Bearer key.
 func (Adapter) Credential(r *http.Request) string {
 	return adapters.BearerToken(r)
@@ -95,5 +99,6 @@ var (
 	_ adapters.Dialect      = (*Adapter)(nil)
 	_ adapters.Provider     = (*Adapter)(nil)
 	_ adapters.ModelEncoder = (*Adapter)(nil)
+	_ adapters.Fallback     = (*Adapter)(nil)
 	_ caddy.Module          = (*Adapter)(nil)
 )
