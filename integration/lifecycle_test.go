@@ -72,14 +72,18 @@ func TestShutdownWritesEveryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.gw.Stop()
-	var rows, cost, used, count int64
-	db := s.gw.DB()
-	if err := db.QueryRow(`SELECT COUNT(*), SUM(cost) FROM usage_logs`).Scan(&rows, &cost); err != nil {
+	ctx := context.Background()
+	st := s.gw.Store()
+	rows, err := st.CountUsage(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT used_quota, request_count FROM users WHERE username = 'sam'`).Scan(&used, &count); err != nil {
-		t.Fatal(err)
+	var cost int64
+	for _, r := range s.gw.WaitUsage("sam", n) {
+		cost += r.Cost
 	}
+	u := s.gw.User("sam")
+	used, count := u.UsedQuota, u.RequestCount
 	if rows != n || cost != n*14 || used != n*14 || count != n {
 		t.Fatalf("after shutdown: %d rows costing %d, used %d over %d requests; want %d rows, %d", rows, cost, used, count, n, n*14)
 	}

@@ -7,7 +7,6 @@ package gatewaytest
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // to inspect the gateway's database
+	"github.com/caddy-model-gateway/gateway/store"
+	_ "github.com/caddy-model-gateway/gateway/store/sqlite" // to inspect the gateway's database
 )
 
 var (
@@ -219,33 +219,29 @@ func (g *Gateway) AddToken(user string, args ...string) string {
 	return strings.TrimSpace(g.CLI(append([]string{"token", "add", "--username", user}, args...)...))
 }
 
-// DB opens the gateway's SQLite file for inspection.
-func (g *Gateway) DB() *sql.DB {
+// Store opens the gateway's database through the store interface, for
+// inspection; the gateway keeps serving meanwhile.
+func (g *Gateway) Store() store.Store {
 	g.t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+g.DBPath+"?mode=ro&_busy_timeout=5000")
+	st, err := store.Open("sqlite", g.DBPath)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	g.t.Cleanup(func() { db.Close() })
-	return db
+	g.t.Cleanup(func() { st.Close() })
+	return st
 }
 
-// UsageRow is what tests read back of a usage_logs row.
-type UsageRow struct {
-	Model, Channel, Endpoint, Error      string
-	PromptTokens, CompletionTokens, Cost int64
-	Status                               int
-	Estimated, Stream                    bool
-}
+// UsageRow is what tests read back of a usage row.
+type UsageRow = store.UsageLog
 
 // WaitUsage waits until the user has at least n usage rows (the writer
 // batches them) and returns them, oldest first.
 func (g *Gateway) WaitUsage(user string, n int) []UsageRow {
 	g.t.Helper()
-	db := g.DB()
+	st := g.Store()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rows, err := g.usage(db, user)
+		rows, err := g.usage(st, user)
 		if err == nil && len(rows) >= n {
 			return rows
 		}
@@ -256,34 +252,38 @@ func (g *Gateway) WaitUsage(user string, n int) []UsageRow {
 	}
 }
 
-func (g *Gateway) usage(db *sql.DB, user string) ([]UsageRow, error) {
+func (g *Gateway) usage(st store.Store, user string) ([]UsageRow, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rs, err := db.QueryContext(ctx, `SELECT l.model, l.channel, l.endpoint, COALESCE(l.error, ''), l.prompt_tokens, l.completion_tokens, l.cost, l.status, l.estimated, l.stream
-		FROM usage_logs l JOIN users u ON u.id = l.user_id WHERE u.username = ? ORDER BY l.id`, user)
+	u, err := st.UserByName(ctx, user)
 	if err != nil {
 		return nil, err
 	}
-	defer rs.Close()
-	var out []UsageRow
-	for rs.Next() {
-		var r UsageRow
-		if err := rs.Scan(&r.Model, &r.Channel, &r.Endpoint, &r.Error, &r.PromptTokens, &r.CompletionTokens, &r.Cost, &r.Status, &r.Estimated, &r.Stream); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+	logs, err := st.ListUsage(ctx, store.UsageFilter{UserID: u.ID, Limit: 100000})
+	if err != nil {
+		return nil, err
 	}
-	return out, rs.Err()
+	out := make([]UsageRow, len(logs))
+	for i, l := range logs {
+		out[len(logs)-1-i] = *l // newest first -> oldest first
+	}
+	return out, nil
+}
+
+// User returns a user as stored.
+func (g *Gateway) User(name string) *store.User {
+	g.t.Helper()
+	u, err := g.Store().UserByName(context.Background(), name)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return u
 }
 
 // Quota returns a user's quota and used quota as stored.
 func (g *Gateway) Quota(user string) (quota, used int64) {
-	g.t.Helper()
-	err := g.DB().QueryRow(`SELECT quota, used_quota FROM users WHERE username = ?`, user).Scan(&quota, &used)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return quota, used
+	u := g.User(user)
+	return u.Quota, u.UsedQuota
 }
 
 // Get sends a GET with a Bearer key.

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"database/sql"
+	"context"
 	"encoding/json"
 	"fmt"
 
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/caddy-model-gateway/gateway/store"
+	_ "github.com/caddy-model-gateway/gateway/store/sqlite"
 )
 
 // countUsage counts the usage rows the gateway wrote, once every gateway
@@ -14,7 +15,7 @@ func (b *bench) countUsage() {
 	u := &b.report.Usage
 	n, err := countRows(b.s.db)
 	if err == nil {
-		u.UsageRows, u.CountedBy = n, "SELECT COUNT(*) FROM usage_logs"
+		u.UsageRows, u.CountedBy = n, "store CountUsage (usage_logs rows)"
 		return
 	}
 	// fall back to what the gateway itself says about the user
@@ -34,12 +35,10 @@ func (b *bench) countUsage() {
 }
 
 func countRows(path string) (int64, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	st, err := store.Open("sqlite", path)
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	var n int64
-	err = db.QueryRow("SELECT COUNT(*) FROM usage_logs").Scan(&n)
-	return n, err
+	defer st.Close()
+	return st.CountUsage(context.Background())
 }
