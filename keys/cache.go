@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -29,6 +31,7 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
+	flight  singleflight.Group
 }
 
 type entry struct {
@@ -66,7 +69,14 @@ func (c *Cache) Lookup(ctx context.Context, key string) (*Identity, error) {
 		return id, nil
 	}
 	c.mu.Unlock()
-	id, err := c.load(ctx, h)
+	// concurrent first requests with one key share one read, which does
+	// not die with whichever client asked first
+	v, err, _ := c.flight.Do(h, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return c.load(ctx, h)
+	})
+	id, _ := v.(*Identity)
 	if err != nil && !errors.Is(err, ErrUnknownKey) {
 		return nil, err
 	}
