@@ -42,6 +42,10 @@ func TestReloadKeepsInFlightStreams(t *testing.T) {
 	if err != nil || resp.Choices[0].Message.Content != "Hello from the backup" {
 		t.Fatalf("after reload: %v %v", resp, err)
 	}
+	// the reload shared the open database instead of opening it again
+	if n := strings.Count(s.gw.Logs(), `"msg":"database opened"`); n != 1 {
+		t.Fatalf("the database was opened %d times across a reload, want once", n)
+	}
 	rows := s.gw.WaitUsage("rita", 2)
 	if rows[0].Channel != "primary" || rows[0].Cost != 14 || rows[1].Channel != "backup" {
 		t.Fatalf("rows = %+v", rows)
