@@ -94,7 +94,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			"%s %s is not served by this gateway yet", r.Method, r.URL.Path))
 	}
 
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now()}
+	// every request past authentication gets a usage row, refused ones too
+	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}}
+	defer h.settle(x)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.MaxRequestBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -112,7 +114,6 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	if e := h.admit(x); e != nil {
 		return x.fail(e)
 	}
-	defer h.settle(x)
 
 	plan := a.channels.Plan(req.Model, a.MaxAttempts)
 	if req.Op == adapters.OpCountTokens {

@@ -182,6 +182,14 @@ func TestBadInputCostsNothing(t *testing.T) {
 	if quota, used := s.gw.Quota("eve"); quota != 1_000_000 || used != 0 {
 		t.Fatalf("bad input cost something: quota %d used %d", quota, used)
 	}
+	// each refused request is still logged, at no cost (the unknown path
+	// never reaches the relay's model handling)
+	rows := s.gw.WaitUsage("eve", len(tests)-1)
+	for i, r := range rows {
+		if r.Cost != 0 || r.Status != tests[i].status || r.Error == "" {
+			t.Fatalf("row %d = %+v, want a free row with status %d", i, r, tests[i].status)
+		}
+	}
 }
 
 func TestKeysNeverReachTheLog(t *testing.T) {
