@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -21,7 +20,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 	switch op {
 	case adapters.OpChat:
 		var w chatRequest
-		if err := unmarshalBody(body, &w); err != nil {
+		if err := adapters.DecodeJSON(body, &w); err != nil {
 			return nil, err
 		}
 		chat, err := chatToNeutral(&w)
@@ -35,7 +34,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		}
 	case adapters.OpCompletion:
 		var w completionRequest
-		if err := unmarshalBody(body, &w); err != nil {
+		if err := adapters.DecodeJSON(body, &w); err != nil {
 			return nil, err
 		}
 		prompt, err := textOrTokens("prompt", w.Prompt)
@@ -47,7 +46,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		req.Completion = &adapters.CompletionRequest{Prompt: prompt}
 	case adapters.OpEmbedding:
 		var w embeddingRequest
-		if err := unmarshalBody(body, &w); err != nil {
+		if err := adapters.DecodeJSON(body, &w); err != nil {
 			return nil, err
 		}
 		if r != nil {
@@ -73,58 +72,6 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		return nil, adapters.BadRequest("'model' is required: name the model to use, for example \"gpt-4o-mini\" (GET /v1/models lists the models your key may use)")
 	}
 	return req, nil
-}
-
-// unmarshalBody decodes a JSON body, turning decoder errors into 400s that
-// name the field.
-func unmarshalBody(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return adapters.BadRequest("the request body is empty: send a JSON object")
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return JSONError(err)
-	}
-	return nil
-}
-
-// JSONError turns an encoding/json error into a 400 a person can act on.
-func JSONError(err error) *adapters.Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return adapters.BadRequest("invalid type for '%s': expected %s, got JSON %s", field, jsonTypeName(typeErr), typeErr.Value)
-	case errors.As(err, &syntaxErr):
-		return adapters.BadRequest("the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
-	case errors.As(err, new(*adapters.Error)):
-		var e *adapters.Error
-		errors.As(err, &e)
-		return e
-	}
-	return adapters.BadRequest("the request body could not be parsed: %v", err)
-}
-
-func jsonTypeName(e *json.UnmarshalTypeError) string {
-	if e.Type == nil {
-		return "another type"
-	}
-	switch e.Type.Kind().String() {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "float64", "float32":
-		return "a number"
-	case "slice":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return e.Type.String()
 }
 
 // textOrTokens reads a prompt or an embedding input: a string, an array of
