@@ -77,3 +77,34 @@ func TestAdaptErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmeCaddyfile adapts the Caddyfile shown in the README, so the
+// documentation cannot drift from what the parser accepts.
+func TestReadmeCaddyfile(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```caddyfile\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("README has no caddyfile block")
+	}
+	t.Setenv("OPENAI_API_KEY_2", "sk-second") // {$X} is read when adapting
+	out, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(block), nil)
+	if err != nil {
+		t.Fatalf("the README's Caddyfile does not adapt: %v", err)
+	}
+	var cfg struct {
+		Apps struct {
+			Gateway App `json:"gateway"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Apps.Gateway
+	if len(g.Channels) != 1 || len(g.Channels[0].Keys) != 2 || g.Prices["gpt-4o-mini"].Request == "" || !g.Prices["demo"].Free {
+		t.Fatalf("README config adapted to %s", out)
+	}
+}
