@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -8,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
 )
 
 func init() {
@@ -49,11 +52,10 @@ func init() {
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	app := new(App)
-	if existing != nil {
-		if prev, ok := existing.(httpcaddyfile.App); ok {
-			if err := caddyconfigUnmarshal(prev.Value, app); err != nil {
-				return nil, err
-			}
+	// a second gateway block adds to the first
+	if prev, ok := existing.(httpcaddyfile.App); ok && len(prev.Value) > 0 {
+		if err := json.Unmarshal(prev.Value, app); err != nil {
+			return nil, err
 		}
 	}
 	if err := app.UnmarshalCaddyfile(d); err != nil {
@@ -260,4 +262,16 @@ func parseRelay(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 		return nil, h.ArgErr()
 	}
 	return new(Relay), nil
+}
+
+// parseSize reads a byte size such as 32MB or 10MiB.
+func parseSize(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 || n > 1<<40 {
+		return 0, fmt.Errorf("size %q is out of range", s)
+	}
+	return int64(n), nil
 }
