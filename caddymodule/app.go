@@ -53,7 +53,8 @@ type App struct {
 	providers map[string]adapters.Provider
 	// dialects in routing order
 	dialects []adapters.Dialect
-	client   *http.Client
+	client   *http.Client            // shared by every networked channel
+	clients  map[string]*http.Client // by channel name
 	log      *zap.Logger
 }
 
@@ -118,9 +119,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionPrices(); err != nil {
 		return err
 	}
-	if err := a.provisionChannels(repl); err != nil {
-		return err
-	}
 	a.client = &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -135,6 +133,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  2 << 10,
 	}}
+	if err := a.provisionChannels(repl); err != nil {
+		return err
+	}
 
 	dbc := DatabaseConfig{Driver: "sqlite", DSN: "./data/gateway.db"}
 	if a.Database != nil {
@@ -246,6 +247,7 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 
 func (a *App) provisionChannels(repl *caddy.Replacer) error {
 	a.providers = map[string]adapters.Provider{}
+	a.clients = map[string]*http.Client{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -293,6 +295,10 @@ func (a *App) provisionChannels(repl *caddy.Replacer) error {
 			}
 		}
 		a.providers[cc.Name] = prov
+		a.clients[cc.Name] = a.client
+		if t, ok := prov.(adapters.Transporter); ok {
+			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
+		}
 		chans = append(chans, &routing.Channel{
 			Name: cc.Name, Type: cc.Type, BaseURL: base, Keys: keys,
 			Models: cc.Models, ModelMap: cc.ModelMap,

@@ -253,11 +253,7 @@ func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (
 	if err != nil {
 		return nil, asError(err)
 	}
-	client := h.app.client
-	if t, ok := prov.(adapters.Transporter); ok {
-		client = &http.Client{Transport: t.Transport()}
-	}
-	resp, err := client.Do(hr)
+	resp, err := h.app.clients[ch.Name].Do(hr)
 	if err != nil {
 		if x.r.Context().Err() != nil {
 			return nil, &adapters.Error{Status: 499, Type: "api_error", Message: "the client closed the request"}
