@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters/anthropic"
 	"github.com/caddy-model-gateway/gateway/adapters/gemini"
 	"github.com/caddy-model-gateway/gateway/adapters/openai"
+	"github.com/caddy-model-gateway/gateway/internal/goldentest"
 )
 
 var (
@@ -105,36 +105,9 @@ func TestResponseGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				golden(t, name+".to-"+d.Name()+".golden", stable(out))
+				golden(t, name+".to-"+d.Name()+".golden", goldentest.Stable(out))
 			}
 		})
-	}
-}
-
-var createdRe = regexp.MustCompile(`"created":\s*\d+`)
-
-// stable blanks what encoders fill from the clock.
-func stable(b []byte) []byte {
-	b = createdRe.ReplaceAll(b, []byte(`"created":0`))
-	return b
-}
-
-// runStream feeds a decoder into an encoder as the relay does.
-func runStream(dec adapters.StreamDecoder, enc adapters.StreamEncoder) ([]byte, error) {
-	var out []byte
-	for {
-		ev, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return enc.Finish(out), nil
-		}
-		if err != nil {
-			var e *adapters.Error
-			if errors.As(err, &e) {
-				return enc.Error(out, e), err
-			}
-			return out, err
-		}
-		out = enc.Encode(out, ev)
 	}
 }
 
@@ -153,11 +126,11 @@ func TestStreamGolden(t *testing.T) {
 			}
 			for _, d := range to {
 				req := &adapters.Request{Op: adapters.OpChat, Dialect: d.Name(), Model: "client-model", Stream: true, IncludeUsage: true}
-				out, err := runStream(from.NewStreamDecoder(req, bytes.NewReader(read(t, in))), d.NewStreamEncoder(req))
+				out, err := goldentest.RunStream(from.NewStreamDecoder(req, bytes.NewReader(read(t, in))), d.NewStreamEncoder(req))
 				if err != nil {
 					out = append(out, "# decoder error: "+err.Error()+"\n"...)
 				}
-				golden(t, name+".to-"+d.Name()+".golden", stable(out))
+				golden(t, name+".to-"+d.Name()+".golden", goldentest.Stable(out))
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -173,5 +174,32 @@ func Drain(dec adapters.StreamDecoder) ([]*adapters.StreamEvent, error) {
 		cp := *ev
 		cp.Raw = append([]byte(nil), ev.Raw...)
 		evs = append(evs, &cp)
+	}
+}
+
+var createdRe = regexp.MustCompile(`"created":\s*\d+`)
+
+// Stable blanks the "created" times encoders fill from the clock.
+func Stable(b []byte) []byte {
+	return createdRe.ReplaceAll(b, []byte(`"created":0`))
+}
+
+// RunStream feeds a decoder into an encoder as the relay does, and returns
+// the bytes a client would get and how the decoder ended (nil after io.EOF).
+func RunStream(dec adapters.StreamDecoder, enc adapters.StreamEncoder) ([]byte, error) {
+	var out []byte
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return enc.Finish(out), nil
+		}
+		if err != nil {
+			var e *adapters.Error
+			if errors.As(err, &e) {
+				return enc.Error(out, e), err
+			}
+			return out, err
+		}
+		out = enc.Encode(out, ev)
 	}
 }
