@@ -8,11 +8,8 @@ import (
 	// the Caddy glue: app, handlers, Caddyfile, CLI
 	_ "github.com/caddy-model-gateway/gateway/caddymodule"
 
-	// upstream families (gateway.adapters.*)
-	_ "github.com/caddy-model-gateway/gateway/adapters/anthropic"
-	_ "github.com/caddy-model-gateway/gateway/adapters/demo"
-	_ "github.com/caddy-model-gateway/gateway/adapters/gemini"
-	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
+	// upstream families (gateway.adapters.*), one blank import each there
+	_ "github.com/caddy-model-gateway/gateway/adapters/all"
 
 	// stores
 	_ "github.com/caddy-model-gateway/gateway/store/sqlite"

@@ -14,7 +14,6 @@ package adapters
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -283,9 +282,6 @@ type Upstream struct {
 	BaseURL string // before the API version segment
 	Key     string
 	Model   string // the model name the upstream knows
-	// Version is a vendor API version the channel pins (Anthropic's
-	// anthropic-version for translated requests); empty for the default.
-	Version string
 }
 
 // Dialect is a wire format the gateway speaks to clients.
@@ -299,6 +295,11 @@ type Dialect interface {
 	// Credential returns the gateway key where this dialect's clients put
 	// it (after "Bearer " in Authorization, x-api-key, ?key=, ...), or "".
 	Credential(r *http.Request) string
+	// StripCredentials removes every place this dialect reads a key from
+	// (other than Authorization, which Caddy's logs redact), so no later
+	// handler, proxy or log line sees it. The gateway calls it on every
+	// dialect for every request, whichever dialect the request is in.
+	StripCredentials(r *http.Request)
 	// DecodeRequest validates and decodes a client body. Errors are *Error
 	// with a 4xx status.
 	DecodeRequest(op Operation, body []byte, r *http.Request) (*Request, error)
@@ -361,57 +362,6 @@ type ModelInfo struct {
 	ID      string
 	OwnedBy string // the channel type serving it
 	Created int64
-}
-
-// Error is a failure with an HTTP status, rendered by each dialect in its
-// own shape. Type uses OpenAI's vocabulary; dialects map it.
-type Error struct {
-	Status  int
-	Type    string // invalid_request_error, authentication_error, permission_error, not_found_error, rate_limit_error, insufficient_quota, api_error, overloaded_error
-	Code    string
-	Message string
-	Param   string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Errorf builds an *Error.
-func Errorf(status int, typ, format string, args ...any) *Error {
-	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
-}
-
-// BadRequest is the common 400.
-func BadRequest(format string, args ...any) *Error {
-	return Errorf(http.StatusBadRequest, "invalid_request_error", format, args...)
-}
-
-// Unsupported is returned by a provider or dialect that cannot carry an
-// operation or a feature.
-func Unsupported(format string, args ...any) *Error {
-	return Errorf(http.StatusBadRequest, "invalid_request_error", format, args...)
-}
-
-// ErrorTypeForStatus picks the usual Type for a status, for upstream errors
-// that do not say.
-func ErrorTypeForStatus(status int) string {
-	switch {
-	case status == http.StatusUnauthorized:
-		return "authentication_error"
-	case status == http.StatusForbidden:
-		return "permission_error"
-	case status == http.StatusNotFound:
-		return "not_found_error"
-	case status == http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case status == 529 || status == http.StatusServiceUnavailable:
-		return "overloaded_error"
-	case status >= 500:
-		return "api_error"
-	default:
-		return "invalid_request_error"
-	}
 }
 
 // BearerToken returns the token after "Bearer " in Authorization, or "".

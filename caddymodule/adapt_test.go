@@ -12,6 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/caddy-model-gateway/gateway/adapters/all"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSON files")
@@ -66,6 +68,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"price with seven decimals", "price m {\n input 0.0000001\n}", "more than six decimals"},
 		{"bad database", "database sqlite", "database takes a driver"},
 		{"bad model_map", "channel x {\n type openai\n model_map a\n}", "model_map takes"},
+		{"unknown type", "channel x {\n type nosuch\n}", `unknown type "nosuch" (known: anthropic, demo, gemini, openai)`},
+		{"flat version", "channel x {\n type anthropic\n version 2023-06-01\n}", "write 'type anthropic { version 2023-06-01 }'"},
+		{"options for an adapter without any", "channel x {\n type openai {\n version 1\n }\n}", "the openai adapter takes no options"},
+		{"unknown adapter option", "channel x {\n type anthropic {\n colour blue\n }\n}", `unrecognized anthropic adapter option "colour"`},
+		{"bad adapter option", "channel x {\n type demo {\n word_delay soon\n }\n}", "word_delay must be a positive duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -66,16 +67,24 @@ type DatabaseConfig struct {
 
 // ChannelConfig is one upstream as configured.
 type ChannelConfig struct {
-	Name     string            `json:"name"`
-	Type     string            `json:"type"`
+	Name string `json:"name"`
+	// AdapterRaw is the channel's vendor family: a gateway.adapters module
+	// named by its "type", with that adapter's own options beside it.
+	AdapterRaw json.RawMessage `json:"adapter,omitempty" caddy:"namespace=gateway.adapters inline_key=type"`
+	// Type is the short form of an adapter without options: "type":
+	// "openai" means "adapter": {"type": "openai"}.
+	Type     string            `json:"type,omitempty"`
 	BaseURL  string            `json:"base_url,omitempty"`
 	Keys     []string          `json:"keys,omitempty"`
 	Models   []string          `json:"models,omitempty"`
 	ModelMap map[string]string `json:"model_map,omitempty"`
 	Priority int               `json:"priority,omitempty"`
 	Weight   int               `json:"weight,omitempty"`
-	// Version pins the vendor API version for translated requests.
+	// Version is refused with a message: it moved into the adapter's own
+	// options ("adapter": {"type": "anthropic", "version": "..."}).
 	Version string `json:"version,omitempty"`
+
+	adapter string // the adapter's name, while the Caddyfile is parsed
 }
 
 // PriceConfig is a model's price in USD, as decimal strings so that no
@@ -115,7 +124,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
-	a.dialects = loadDialects()
+	dialects, err := loadDialects(ctx)
+	if err != nil {
+		return err
+	}
+	a.dialects = dialects
 	if err := a.provisionPrices(); err != nil {
 		return err
 	}
@@ -133,7 +146,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  2 << 10,
 	}}
-	if err := a.provisionChannels(repl); err != nil {
+	if err := a.provisionChannels(ctx, repl); err != nil {
 		return err
 	}
 
@@ -154,34 +167,31 @@ func (a *App) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-func loadAdapter(name string) (caddy.Module, error) {
-	info, err := caddy.GetModule("gateway.adapters." + name)
-	if err != nil {
-		return nil, err
-	}
-	return info.New(), nil
-}
-
 // loadDialects returns every adapter that is also a client dialect, in the
-// order they are asked to claim a request: by name, fallbacks last.
-func loadDialects() []adapters.Dialect {
+// order they are asked to claim a request: by name, fallbacks last. A
+// dialect takes no options: what a client speaks is the vendor's to say.
+func loadDialects(ctx caddy.Context) ([]adapters.Dialect, error) {
 	var specific, fallback []adapters.Dialect
 	for _, name := range knownAdapters() {
-		mod, err := loadAdapter(name)
+		info, err := caddy.GetModule("gateway.adapters." + name)
 		if err != nil {
+			return nil, err
+		}
+		if _, ok := info.New().(adapters.Dialect); !ok {
 			continue
 		}
-		d, ok := mod.(adapters.Dialect)
-		if !ok {
-			continue
+		mod, err := ctx.LoadModuleByID(string(info.ID), json.RawMessage("{}"))
+		if err != nil {
+			return nil, fmt.Errorf("loading dialect %s: %w", name, err)
 		}
+		d := mod.(adapters.Dialect)
 		if f, ok := d.(adapters.Fallback); ok && f.Fallback() {
 			fallback = append(fallback, d)
 		} else {
 			specific = append(specific, d)
 		}
 	}
-	return append(specific, fallback...)
+	return append(specific, fallback...), nil
 }
 
 func knownAdapters() []string {
@@ -245,7 +255,7 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 	return p, nil
 }
 
-func (a *App) provisionChannels(repl *caddy.Replacer) error {
+func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.providers = map[string]adapters.Provider{}
 	a.clients = map[string]*http.Client{}
 	var chans []*routing.Channel
@@ -258,13 +268,20 @@ func (a *App) provisionChannels(repl *caddy.Replacer) error {
 			return fmt.Errorf("channel %q is defined twice", cc.Name)
 		}
 		seen[cc.Name] = true
-		mod, err := loadAdapter(cc.Type)
+		typ, err := cc.adapterType()
 		if err != nil {
-			return fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, cc.Type, strings.Join(knownAdapters(), ", "))
+			return err
+		}
+		if _, err := caddy.GetModule("gateway.adapters." + typ); err != nil {
+			return fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, typ, strings.Join(knownAdapters(), ", "))
+		}
+		mod, err := ctx.LoadModule(cc, "AdapterRaw")
+		if err != nil {
+			return fmt.Errorf("channel %q: loading its %s adapter: %w", cc.Name, typ, err)
 		}
 		prov, ok := mod.(adapters.Provider)
 		if !ok {
-			return fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, cc.Type)
+			return fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, typ)
 		}
 		_, local := prov.(adapters.Transporter)
 		var keys []string
@@ -276,7 +293,7 @@ func (a *App) provisionChannels(repl *caddy.Replacer) error {
 		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
 		if !local {
 			if len(keys) == 0 {
-				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", cc.Type))
+				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ))
 				continue
 			}
 			if base == "" {
@@ -300,13 +317,38 @@ func (a *App) provisionChannels(repl *caddy.Replacer) error {
 			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
 		}
 		chans = append(chans, &routing.Channel{
-			Name: cc.Name, Type: cc.Type, BaseURL: base, Keys: keys,
+			Name: cc.Name, Type: typ, BaseURL: base, Keys: keys,
 			Models: cc.Models, ModelMap: cc.ModelMap,
-			Priority: cc.Priority, Weight: cc.Weight, Version: cc.Version,
+			Priority: cc.Priority, Weight: cc.Weight,
 		})
 	}
 	a.channels = routing.NewSet(chans)
 	return nil
+}
+
+// adapterType names the channel's adapter, turning the short form ("type"
+// alone) into the adapter object, and refuses options of the older flat
+// form with what to write instead.
+func (cc *ChannelConfig) adapterType() (string, error) {
+	if len(cc.AdapterRaw) == 0 {
+		if cc.Type == "" {
+			return "", fmt.Errorf("channel %q: its adapter is required, e.g. \"adapter\": {\"type\": \"openai\"} (or type openai in the Caddyfile)", cc.Name)
+		}
+		cc.AdapterRaw, _ = json.Marshal(map[string]string{"type": cc.Type})
+	} else if cc.Type != "" {
+		return "", fmt.Errorf("channel %q: give its type once, inside \"adapter\", not also as \"type\"", cc.Name)
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(cc.AdapterRaw, &head); err != nil || head.Type == "" {
+		return "", fmt.Errorf("channel %q: its adapter needs a \"type\" naming a gateway.adapters module", cc.Name)
+	}
+	if cc.Version != "" {
+		return "", fmt.Errorf("channel %q: \"version\" is now an option of the channel's adapter: write \"adapter\": {\"type\": %q, \"version\": %q} (in the Caddyfile: type %s { version %s })",
+			cc.Name, head.Type, cc.Version, head.Type, cc.Version)
+	}
+	return head.Type, nil
 }
 
 func mapKeys(m map[string]string) []string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -89,37 +88,26 @@ func (a *App) routeOf(r *http.Request) route {
 	return route{dialect: a.dialects[len(a.dialects)-1], op: adapters.OpUnknown}
 }
 
-// credentialHeaders are removed once read, so no later handler, proxy or
-// log line sees a key. (Caddy's access log already redacts Authorization.)
-var credentialHeaders = []string{"X-Api-Key", "X-Goog-Api-Key"}
-
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	rt := h.app.routeOf(r)
 	key := rt.dialect.Credential(r)
-	if key == "" {
-		key = adapters.BearerToken(r)
-	}
-	for _, hd := range credentialHeaders {
-		r.Header.Del(hd)
-	}
-	if strings.Contains(r.URL.RawQuery, "key=") {
-		if q := r.URL.Query(); q.Has("key") {
-			q.Del("key")
-			r.URL.RawQuery = q.Encode()
-		}
+	// a key is removed wherever any dialect reads one, so it reaches no
+	// later handler or log line whichever path it was sent to
+	for _, d := range h.app.dialects {
+		d.StripCredentials(r)
 	}
 	if key == "" {
-		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "missing_api_key",
+		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
 	}
 	id, err := h.app.db.keys.Lookup(r.Context(), key)
 	if errors.Is(err, keys.ErrUnknownKey) {
-		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
+		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
 			Message: "the API key is not valid: check that you copied the whole sk-... key the gateway issued"})
 	}
 	if err != nil {
 		h.log.Error("looking up a key", zap.Error(err))
-		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, "api_error", "the gateway cannot check keys right now; try again shortly"))
+		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
 	}
 	if e := checkIdentity(id); e != nil {
 		return writeError(w, rt.dialect, e)
@@ -153,33 +141,16 @@ func checkIdentity(id *keys.Identity) *adapters.Error {
 	t, u := id.Token, id.User
 	switch {
 	case t.Status != store.TokenEnabled:
-		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "token_disabled",
+		return &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "token_disabled",
 			Message: "this API key is disabled: ask the gateway's administrator to enable it, or use another key"}
 	case !t.ExpiresAt.IsZero() && time.Now().After(t.ExpiresAt):
-		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "token_expired",
+		return &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "token_expired",
 			Message: "this API key expired at " + t.ExpiresAt.UTC().Format(time.RFC3339) + ": create a new one"}
 	case u.Status != "" && u.Status != store.UserEnabled:
-		return &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "user_disabled",
+		return &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "user_disabled",
 			Message: "the account this API key belongs to is disabled"}
 	}
 	return nil
-}
-
-func quotaError(msg string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "insufficient_quota", Message: msg}
-}
-
-// writeError answers in the dialect's error shape. A 429 for quota carries
-// x-should-retry: false, since the official SDKs otherwise retry a 429.
-func writeError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) error {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.Type == "insufficient_quota" || e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout && e.Status != http.StatusConflict {
-		h.Set("X-Should-Retry", "false")
-	}
-	w.WriteHeader(e.Status)
-	_, err := w.Write(d.EncodeError(e))
-	return err
 }
 
 func hashPassword(p string) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -143,6 +144,12 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		opt := d.Val()
+		if opt == "type" {
+			if err := parseAdapter(d, ch); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		args := d.RemainingArgs()
 		one := func() (string, error) {
 			if len(args) != 1 {
@@ -152,8 +159,6 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 		}
 		var err error
 		switch opt {
-		case "type":
-			ch.Type, err = one()
 		case "base_url":
 			ch.BaseURL, err = one()
 		case "key", "keys":
@@ -187,7 +192,11 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 				}
 			}
 		case "version":
-			ch.Version, err = one()
+			typ := "<type>"
+			if ch.adapter != "" {
+				typ = ch.adapter
+			}
+			return nil, d.Errf("channel %s: version is now an option of the channel's adapter: write 'type %s { version %s }'", ch.Name, typ, strings.Join(args, " "))
 		default:
 			return nil, d.Errf("channel %s: unrecognized option %q", ch.Name, opt)
 		}
@@ -195,10 +204,32 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 			return nil, err
 		}
 	}
-	if ch.Type == "" {
+	if len(ch.AdapterRaw) == 0 {
 		return nil, d.Errf("channel %s: 'type' is required", ch.Name)
 	}
 	return ch, nil
+}
+
+// parseAdapter reads `type <name> [{ options }]`: the options are the
+// adapter's own, parsed by its module.
+func parseAdapter(d *caddyfile.Dispenser, ch *ChannelConfig) error {
+	if !d.NextArg() {
+		return d.Errf("channel %s: type needs the adapter's name, e.g. 'type openai'", ch.Name)
+	}
+	name := d.Val()
+	if len(ch.AdapterRaw) != 0 {
+		return d.Errf("channel %s: type is given twice", ch.Name)
+	}
+	if _, err := caddy.GetModule("gateway.adapters." + name); err != nil {
+		return d.Errf("channel %s: unknown type %q (known: %s)", ch.Name, name, strings.Join(knownAdapters(), ", "))
+	}
+	unm, err := caddyfile.UnmarshalModule(d, "gateway.adapters."+name)
+	if err != nil {
+		return err
+	}
+	ch.AdapterRaw = caddyconfig.JSONModuleObject(unm, "type", name, nil)
+	ch.adapter = name
+	return nil
 }
 
 func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {

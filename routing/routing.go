@@ -20,7 +20,6 @@ type Channel struct {
 	ModelMap map[string]string // asked model -> upstream model
 	Priority int
 	Weight   int
-	Version  string // vendor API version to pin, where the vendor has one
 
 	next atomic.Uint64 // key rotation
 }

@@ -7,10 +7,14 @@
 package anthropic
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -26,8 +30,17 @@ func init() {
 	caddy.RegisterModule(Adapter{})
 }
 
-// Adapter is the Anthropic dialect and provider. It holds no state.
-type Adapter struct{}
+// Adapter is the Anthropic dialect and provider. Its options apply to the
+// requests the gateway translates for a channel; a client speaking
+// Anthropic's dialect sends its own version and limits.
+type Adapter struct {
+	// Version is the anthropic-version sent on translated requests.
+	// Default 2023-06-01.
+	Version string `json:"version,omitempty"`
+	// MaxTokens is the max_tokens a translated request gets when its client
+	// set no limit (Anthropic requires one). Default 4096.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+}
 
 // CaddyModule returns the Caddy module information.
 func (Adapter) CaddyModule() caddy.ModuleInfo {
@@ -35,6 +48,51 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 		ID:  "gateway.adapters.anthropic",
 		New: func() caddy.Module { return new(Adapter) },
 	}
+}
+
+// Provision fills the defaults. (An Adapter used without provisioning,
+// as a dialect, applies them where they are read.)
+func (a *Adapter) Provision(caddy.Context) error {
+	if a.MaxTokens < 0 {
+		return fmt.Errorf("anthropic adapter: max_tokens must be positive, not %d", a.MaxTokens)
+	}
+	a.Version = cmp.Or(a.Version, DefaultVersion)
+	a.MaxTokens = cmp.Or(a.MaxTokens, DefaultMaxTokens)
+	return nil
+}
+
+// UnmarshalCaddyfile reads the adapter's options:
+//
+//	type anthropic {
+//		version <anthropic-version>
+//		max_tokens <n>
+//	}
+func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the adapter's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch opt := d.Val(); opt {
+		case "version":
+			if !d.AllArgs(&a.Version) {
+				return d.ArgErr()
+			}
+		case "max_tokens":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return d.Errf("max_tokens must be a positive integer, not %q", s)
+			}
+			a.MaxTokens = n
+		default:
+			return d.Errf("unrecognized anthropic adapter option %q (it takes version and max_tokens)", opt)
+		}
+	}
+	return nil
 }
 
 // Name implements adapters.Dialect.
@@ -93,6 +151,9 @@ func (Adapter) Credential(r *http.Request) string {
 	return adapters.BearerToken(r)
 }
 
+// StripCredentials implements adapters.Dialect.
+func (Adapter) StripCredentials(r *http.Request) { r.Header.Del("x-api-key") }
+
 // Interface guards.
 var (
 	_ adapters.Dialect           = (*Adapter)(nil)
@@ -101,6 +162,8 @@ var (
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.PartialText       = (*streamDecoder)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
+	_ caddy.Provisioner          = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler      = (*Adapter)(nil)
 )
 
 // CredentialHint implements adapters.CredentialHinter.

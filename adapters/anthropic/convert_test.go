@@ -187,8 +187,9 @@ func TestPassthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := providerOf(ant)
-	up := &adapters.Upstream{BaseURL: "https://api.anthropic.com/", Key: "sk-up", Model: "claude-opus-4-1-20250805", Version: "2099-01-01"}
+	// the channel's pinned version is for translated requests only
+	p := adapters.Provider(&anthropic.Adapter{Version: "2099-01-01"})
+	up := &adapters.Upstream{BaseURL: "https://api.anthropic.com/", Key: "sk-up", Model: "claude-opus-4-1-20250805"}
 	hr, err := p.NewRequest(context.Background(), up, req)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,8 @@ func TestPassthrough(t *testing.T) {
 	}
 }
 
-// Translated requests to an Anthropic channel carry the channel's version.
+// Translated requests to an Anthropic channel carry the version and the
+// max_tokens of the channel's adapter options.
 func TestTranslatedRequestHeaders(t *testing.T) {
 	req := decodeAny(t, "testdata/encode/basic.openai.json")
 	up := &adapters.Upstream{BaseURL: "https://api.anthropic.com", Key: "k", Model: "claude-haiku-4-5"}
@@ -260,10 +262,11 @@ func TestTranslatedRequestHeaders(t *testing.T) {
 	if hr.Header.Get("anthropic-version") != anthropic.DefaultVersion || hr.Header.Get("Accept") != "text/event-stream" {
 		t.Errorf("headers %v", hr.Header)
 	}
-	up.Version = "2024-01-01"
-	hr, _ = providerOf(ant).NewRequest(context.Background(), up, req)
-	if hr.Header.Get("anthropic-version") != "2024-01-01" {
-		t.Errorf("pinned version not used: %v", hr.Header)
+	pinned := &anthropic.Adapter{Version: "2024-01-01", MaxTokens: 777}
+	hr, _ = pinned.NewRequest(context.Background(), up, req)
+	sent, _ := io.ReadAll(hr.Body)
+	if hr.Header.Get("anthropic-version") != "2024-01-01" || !bytes.Contains(sent, []byte(`"max_tokens":777`)) {
+		t.Errorf("adapter options not used: %v %s", hr.Header, sent)
 	}
 	req.Op = adapters.OpCountTokens
 	hr, _ = providerOf(ant).NewRequest(context.Background(), up, req)

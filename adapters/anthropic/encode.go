@@ -168,31 +168,31 @@ func encodeError(e *adapters.Error) []byte {
 // errorTypeToWire maps the neutral (OpenAI) error vocabulary to Anthropic's.
 func errorTypeToWire(e *adapters.Error) string {
 	switch e.Type {
-	case "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
-		"request_too_large", "rate_limit_error", "api_error", "overloaded_error":
-		return e.Type
-	case "insufficient_quota":
-		return "rate_limit_error"
+	case adapters.ErrInvalidRequest, adapters.ErrAuthentication, adapters.ErrPermission, adapters.ErrNotFound,
+		adapters.ErrRequestTooLarge, adapters.ErrRateLimit, adapters.ErrAPI, adapters.ErrOverloaded:
+		return string(e.Type)
+	case adapters.ErrInsufficientQuota:
+		return string(adapters.ErrRateLimit)
 	}
 	switch e.Status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return "invalid_request_error"
+		return string(adapters.ErrInvalidRequest)
 	case 0:
-		return "api_error"
+		return string(adapters.ErrAPI)
 	}
 	t := adapters.ErrorTypeForStatus(e.Status)
-	if t == "invalid_request_error" && e.Status >= 500 {
-		return "api_error"
+	if t == adapters.ErrInvalidRequest && e.Status >= 500 {
+		return string(adapters.ErrAPI)
 	}
-	return t
+	return string(t)
 }
 
 // errorTypeFromWire maps Anthropic's error types to the neutral vocabulary.
-func errorTypeFromWire(t string, status int) string {
-	switch t {
-	case "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
-		"request_too_large", "rate_limit_error", "api_error", "overloaded_error":
-		return t
+func errorTypeFromWire(t string, status int) adapters.ErrorType {
+	switch typ := adapters.ErrorType(t); typ {
+	case adapters.ErrInvalidRequest, adapters.ErrAuthentication, adapters.ErrPermission, adapters.ErrNotFound,
+		adapters.ErrRequestTooLarge, adapters.ErrRateLimit, adapters.ErrAPI, adapters.ErrOverloaded:
+		return typ
 	}
 	return adapters.ErrorTypeForStatus(status) // billing_error, timeout_error, ...
 }

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,7 @@ import (
 )
 
 // NewRequest implements adapters.Provider.
-func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
+func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	var path string
 	switch req.Op {
 	case adapters.OpChat:
@@ -37,7 +38,7 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	case req.Op == adapters.OpCountTokens:
 		body, err = EncodeCountTokensRequest(req, up.Model)
 	default:
-		body, err = EncodeChatRequest(req, up.Model)
+		body, err = encodeChat(req, up.Model, cmp.Or(a.MaxTokens, DefaultMaxTokens))
 	}
 	if err != nil {
 		return nil, err
@@ -50,10 +51,7 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	if up.Key != "" {
 		hr.Header.Set("x-api-key", up.Key)
 	}
-	version := up.Version
-	if version == "" {
-		version = DefaultVersion
-	}
+	version := cmp.Or(a.Version, DefaultVersion)
 	if passthrough && req.Header != nil {
 		// the client's own version and betas: its body was written for them
 		if v := req.Header.Get("anthropic-version"); v != "" {
@@ -179,7 +177,7 @@ func streamError(data []byte) *adapters.Error {
 			return &adapters.Error{Status: status, Type: errorTypeFromWire(w.Error.Type, status), Message: w.Error.Message}
 		}
 	}
-	return &adapters.Error{Status: status, Type: "api_error", Message: "the upstream stream reported an error"}
+	return &adapters.Error{Status: status, Type: adapters.ErrAPI, Message: "the upstream stream reported an error"}
 }
 
 // NewStreamDecoder implements adapters.Provider.

@@ -11,8 +11,9 @@ import (
 )
 
 // DefaultMaxTokens is the max_tokens a translated request gets when the
-// client set no limit: Anthropic requires one.
-var DefaultMaxTokens int64 = 4096
+// client set no limit and the channel's adapter sets no max_tokens:
+// Anthropic requires one.
+const DefaultMaxTokens int64 = 4096
 
 // minThinkingBudget is the smallest budget_tokens Anthropic takes.
 const minThinkingBudget = 1024
@@ -20,7 +21,13 @@ const minThinkingBudget = 1024
 // EncodeChatRequest renders a neutral chat as a Messages API body for the
 // given upstream model. What Anthropic cannot take is refused with a 400.
 func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
-	w, err := requestToWire(req, model, true)
+	return encodeChat(req, model, DefaultMaxTokens)
+}
+
+// encodeChat is EncodeChatRequest with the allowance a request without a
+// limit gets.
+func encodeChat(req *adapters.Request, model string, defaultMax int64) ([]byte, error) {
+	w, err := requestToWire(req, model, true, defaultMax)
 	if err != nil {
 		return nil, err
 	}
@@ -30,14 +37,14 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 // EncodeCountTokensRequest renders a neutral chat as a count_tokens body:
 // the messages, system prompt, tools and thinking, which are what count.
 func EncodeCountTokensRequest(req *adapters.Request, model string) ([]byte, error) {
-	w, err := requestToWire(req, model, false)
+	w, err := requestToWire(req, model, false, DefaultMaxTokens)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(w)
 }
 
-func requestToWire(req *adapters.Request, model string, generate bool) (*messagesRequest, error) {
+func requestToWire(req *adapters.Request, model string, generate bool, defaultMax int64) (*messagesRequest, error) {
 	c := req.Chat
 	if c == nil {
 		return nil, adapters.BadRequest("the request has no conversation to send")
@@ -52,14 +59,14 @@ func requestToWire(req *adapters.Request, model string, generate bool) (*message
 		if c.User != "" {
 			w.Metadata = &metadata{UserID: c.User}
 		}
-		maxTokens := DefaultMaxTokens
+		maxTokens := defaultMax
 		if c.MaxTokens != nil {
 			maxTokens = *c.MaxTokens
 		}
 		if budget := thinkingBudget(c.Reasoning); budget > 0 {
 			switch {
 			case c.MaxTokens == nil && budget >= maxTokens:
-				maxTokens = budget + DefaultMaxTokens
+				maxTokens = budget + defaultMax
 			case budget >= maxTokens:
 				// the client's limit covers thinking and answer together
 				budget = max(maxTokens/2, minThinkingBudget)

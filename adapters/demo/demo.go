@@ -8,6 +8,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/adapters/openai"
@@ -32,14 +34,58 @@ func init() {
 	caddy.RegisterModule(Adapter{})
 }
 
-// WordDelay paces the streamed words so a person sees them arrive.
-var WordDelay = 15 * time.Millisecond
+// DefaultWordDelay paces the streamed words so a person sees them arrive.
+const DefaultWordDelay = 15 * time.Millisecond
 
 // Adapter is the demo provider: OpenAI's request and answer handling, with
 // an in-process model instead of a network. It is a provider only, not a
 // client dialect.
 type Adapter struct {
+	// WordDelay is the pause before each streamed word. Default 15ms;
+	// "0s" is not allowed, use 1ns for as fast as possible.
+	WordDelay caddy.Duration `json:"word_delay,omitempty"`
+
 	wire openai.Adapter
+}
+
+// Provision fills the defaults.
+func (a *Adapter) Provision(caddy.Context) error {
+	if a.WordDelay < 0 {
+		return fmt.Errorf("demo adapter: word_delay must not be negative")
+	}
+	if a.WordDelay == 0 {
+		a.WordDelay = caddy.Duration(DefaultWordDelay)
+	}
+	return nil
+}
+
+// UnmarshalCaddyfile reads the adapter's options:
+//
+//	type demo {
+//		word_delay <duration>
+//	}
+func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the adapter's name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch opt := d.Val(); opt {
+		case "word_delay":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			v, err := caddy.ParseDuration(s)
+			if err != nil || v <= 0 {
+				return d.Errf("word_delay must be a positive duration such as 15ms, not %q", s)
+			}
+			a.WordDelay = caddy.Duration(v)
+		default:
+			return d.Errf("unrecognized demo adapter option %q (it takes word_delay)", opt)
+		}
+	}
+	return nil
 }
 
 // CaddyModule returns the Caddy module information.
@@ -78,19 +124,23 @@ func (a Adapter) DecodeError(status int, body []byte) *adapters.Error {
 }
 
 // Transport implements adapters.Transporter.
-func (Adapter) Transport() http.RoundTripper { return model{} }
+func (a Adapter) Transport() http.RoundTripper {
+	return model{wordDelay: time.Duration(cmp.Or(a.WordDelay, caddy.Duration(DefaultWordDelay)))}
+}
 
 // model answers OpenAI-shaped requests in process.
-type model struct{}
+type model struct {
+	wordDelay time.Duration
+}
 
-func (model) RoundTrip(r *http.Request) (*http.Response, error) {
+func (m model) RoundTrip(r *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
-		return chat(r, body)
+		return m.chat(r, body)
 	case strings.HasSuffix(r.URL.Path, "/completions"):
 		return completion(r, body)
 	case strings.HasSuffix(r.URL.Path, "/embeddings"):
@@ -129,7 +179,7 @@ func (m message) text() string {
 	return b.String()
 }
 
-func chat(r *http.Request, body []byte) (*http.Response, error) {
+func (m model) chat(r *http.Request, body []byte) (*http.Response, error) {
 	var req struct {
 		Model         string    `json:"model"`
 		Messages      []message `json:"messages"`
@@ -187,7 +237,7 @@ func chat(r *http.Request, body []byte) (*http.Response, error) {
 			case <-r.Context().Done():
 				pw.CloseWithError(r.Context().Err())
 				return
-			case <-time.After(WordDelay):
+			case <-time.After(m.wordDelay):
 			}
 			if !write(chunk(map[string]any{"content": w}, nil)) {
 				return
@@ -305,6 +355,8 @@ func vector(s string, dims int) []float32 {
 
 // Interface guards.
 var (
-	_ adapters.Provider    = (*Adapter)(nil)
-	_ adapters.Transporter = (*Adapter)(nil)
+	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.Transporter  = (*Adapter)(nil)
+	_ caddy.Provisioner     = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler = (*Adapter)(nil)
 )

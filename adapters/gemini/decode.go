@@ -25,7 +25,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		return req, nil
 	case adapters.OpChat, adapters.OpCountTokens:
 	default:
-		return nil, adapters.Errorf(http.StatusNotFound, "not_found_error", "this method is not supported by the gateway")
+		return nil, adapters.Errorf(http.StatusNotFound, adapters.ErrNotFound, "this method is not supported by the gateway")
 	}
 	if req.Model == "" {
 		return nil, adapters.BadRequest("the model is missing from the path: call /v1beta/models/{model}:generateContent, for example /v1beta/models/gemini-2.5-flash:generateContent")

@@ -156,22 +156,22 @@ func statusName(e *adapters.Error) string {
 }
 
 // errorType maps a google.rpc status to the neutral (OpenAI) vocabulary.
-func errorType(status string, code int) string {
+func errorType(status string, code int) adapters.ErrorType {
 	switch status {
 	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
-		return "invalid_request_error"
+		return adapters.ErrInvalidRequest
 	case "UNAUTHENTICATED":
-		return "authentication_error"
+		return adapters.ErrAuthentication
 	case "PERMISSION_DENIED":
-		return "permission_error"
+		return adapters.ErrPermission
 	case "NOT_FOUND":
-		return "not_found_error"
+		return adapters.ErrNotFound
 	case "RESOURCE_EXHAUSTED":
-		return "rate_limit_error"
+		return adapters.ErrRateLimit
 	case "UNAVAILABLE":
-		return "overloaded_error"
+		return adapters.ErrOverloaded
 	case "INTERNAL", "UNKNOWN", "DEADLINE_EXCEEDED", "ABORTED", "CANCELLED":
-		return "api_error"
+		return adapters.ErrAPI
 	}
 	return adapters.ErrorTypeForStatus(code)
 }

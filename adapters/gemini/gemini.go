@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -125,13 +126,33 @@ func pathModel(r *http.Request) (model, method string) {
 // Credential implements adapters.Dialect: Gen AI SDKs send the key in
 // x-goog-api-key, REST callers often in ?key=; a Bearer token is accepted too.
 func (Adapter) Credential(r *http.Request) string {
-	if k := strings.TrimSpace(r.URL.Query().Get("key")); k != "" {
-		return k
+	if strings.Contains(r.URL.RawQuery, "key=") {
+		if k := strings.TrimSpace(r.URL.Query().Get("key")); k != "" {
+			return k
+		}
 	}
 	if k := strings.TrimSpace(r.Header.Get("x-goog-api-key")); k != "" {
 		return k
 	}
 	return adapters.BearerToken(r)
+}
+
+// StripCredentials implements adapters.Dialect: the key leaves the query
+// and the headers, so neither the access log nor a later handler sees it.
+func (Adapter) StripCredentials(r *http.Request) {
+	r.Header.Del("x-goog-api-key")
+	if strings.Contains(r.URL.RawQuery, "key=") {
+		if q := r.URL.Query(); q.Has("key") {
+			q.Del("key")
+			r.URL.RawQuery = q.Encode()
+		}
+	}
+}
+
+// UnmarshalCaddyfile implements caddyfile.Unmarshaler: the adapter takes
+// no options.
+func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return adapters.UnmarshalNoOptions(d)
 }
 
 // Interface guards.
@@ -141,6 +162,7 @@ var (
 	_ adapters.ModelEncoder      = (*Adapter)(nil)
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.PartialText       = (*streamDecoder)(nil)
+	_ caddyfile.Unmarshaler      = (*Adapter)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 )
 

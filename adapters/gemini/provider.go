@@ -202,7 +202,7 @@ func DecodeError(status int, body []byte) *adapters.Error {
 		e.Message, e.Code = d.Message, d.Status
 		e.Type = errorType(d.Status, status)
 		if bytes.Contains(d.Details, []byte("API_KEY_INVALID")) {
-			e.Type = "authentication_error"
+			e.Type = adapters.ErrAuthentication
 		}
 		return e
 	}

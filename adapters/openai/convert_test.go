@@ -253,7 +253,7 @@ func TestStreamEncoderShape(t *testing.T) {
 				data = data[:len(data)-1]
 			} else {
 				var e chunkOf
-				if err := json.Unmarshal(last, &e); err != nil || e.Error == nil || e.Error.Message != c.Error.Message || e.Error.Type != c.Error.Type {
+				if err := json.Unmarshal(last, &e); err != nil || e.Error == nil || e.Error.Message != c.Error.Message || e.Error.Type != string(c.Error.Type) {
 					t.Errorf("last frame %s, want the error", last)
 				}
 				data = data[:len(data)-1]

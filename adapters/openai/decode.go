@@ -18,6 +18,13 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		req.Header = r.Header
 	}
 	switch op {
+	case adapters.OpListModels:
+		return req, nil
+	case adapters.OpGetModel:
+		if r != nil {
+			req.Model = strings.TrimPrefix(r.URL.Path, "/v1/models/")
+		}
+		return req, nil
 	case adapters.OpChat:
 		var w chatRequest
 		if err := adapters.DecodeJSON(body, &w); err != nil {
@@ -66,7 +73,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		req.Model = w.Model
 		req.Embedding = &adapters.EmbeddingRequest{Input: input, EncodingFormat: w.EncodingFormat, Dimensions: w.Dimensions}
 	default:
-		return nil, adapters.Errorf(http.StatusNotFound, "invalid_request_error", "this endpoint is not supported by the gateway yet")
+		return nil, adapters.Errorf(http.StatusNotFound, adapters.ErrInvalidRequest, "this endpoint is not supported by the gateway yet")
 	}
 	if req.Model == "" {
 		return nil, adapters.BadRequest("'model' is required: name the model to use, for example \"gpt-4o-mini\" (GET /v1/models lists the models your key may use)")

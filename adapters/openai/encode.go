@@ -120,9 +120,9 @@ func (Adapter) EncodeError(e *adapters.Error) []byte {
 }
 
 func encodeError(e *adapters.Error) []byte {
-	d := errorDetail{Message: e.Message, Type: e.Type}
+	d := errorDetail{Message: e.Message, Type: string(e.Type)}
 	if d.Type == "" {
-		d.Type = adapters.ErrorTypeForStatus(e.Status)
+		d.Type = string(adapters.ErrorTypeForStatus(e.Status))
 	}
 	if e.Param != "" {
 		d.Param = &e.Param

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -94,11 +95,22 @@ func (Adapter) Credential(r *http.Request) string {
 	return adapters.BearerToken(r)
 }
 
+// StripCredentials implements adapters.Dialect. Authorization is left: the
+// access log redacts it and no upstream request copies it.
+func (Adapter) StripCredentials(*http.Request) {}
+
+// UnmarshalCaddyfile implements caddyfile.Unmarshaler: the adapter takes
+// no options.
+func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	return adapters.UnmarshalNoOptions(d)
+}
+
 // Interface guards.
 var (
 	_ adapters.Dialect      = (*Adapter)(nil)
 	_ adapters.Provider     = (*Adapter)(nil)
 	_ adapters.ModelEncoder = (*Adapter)(nil)
 	_ adapters.Fallback     = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler = (*Adapter)(nil)
 	_ caddy.Module          = (*Adapter)(nil)
 )

@@ -160,7 +160,7 @@ func DecodeError(status int, body []byte) *adapters.Error {
 	if json.Unmarshal(body, &w) == nil && w.Error != nil && w.Error.Message != "" {
 		e.Message = w.Error.Message
 		if w.Error.Type != "" {
-			e.Type = w.Error.Type
+			e.Type = adapters.ErrorType(w.Error.Type)
 		}
 		if s, ok := w.Error.Code.(string); ok {
 			e.Code = s

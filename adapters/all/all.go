@@ -1,0 +1,12 @@
+// Package all registers every vendor family this project ships as a
+// gateway.adapters.* Caddy module. Adding a family is one blank import
+// here. The root package imports this one, and so do tests that need every
+// dialect (the conformance kit, the Caddyfile tests).
+package all
+
+import (
+	_ "github.com/caddy-model-gateway/gateway/adapters/anthropic"
+	_ "github.com/caddy-model-gateway/gateway/adapters/demo"
+	_ "github.com/caddy-model-gateway/gateway/adapters/gemini"
+	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
+)

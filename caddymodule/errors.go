@@ -1,0 +1,75 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+)
+
+// fail answers with an error before anything was relayed.
+func (x *exchange) fail(e *adapters.Error) error {
+	x.status, x.errMsg = e.Status, e.Message
+	if e.Status == adapters.StatusClientClosed {
+		return nil // nobody is listening
+	}
+	return writeError(x.w, x.dialect, e)
+}
+
+// retryable statuses send the request to the next channel: the upstream is
+// down, overloaded or rate limited (or refused the channel itself, which
+// channelError made a 502), and another channel may not be.
+func retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// channelError rewrites an upstream refusal of the channel itself: the
+// client's key was fine, so it must not see a 401, nor the upstream's
+// message, which can quote part of the channel's key.
+func channelError(e *adapters.Error, channel string) *adapters.Error {
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+			"the upstream refused channel %q's credentials (HTTP %d): the gateway's operator must fix its key", channel, e.Status)
+	case http.StatusNotFound:
+		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+			"the upstream of channel %q does not know this model or endpoint (HTTP 404): the gateway's operator must fix its model list", channel)
+	}
+	return e
+}
+
+// asError turns any error into a neutral one.
+func asError(err error) *adapters.Error {
+	var e *adapters.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.Canceled) {
+		return adapters.ClientClosed()
+	}
+	return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", err)
+}
+
+func formatUnits(u int64) string {
+	return fmt.Sprintf("%d.%06d USD", u/billing.UnitsPerUSD, u%billing.UnitsPerUSD)
+}
+
+func quotaError(msg string) *adapters.Error {
+	return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrInsufficientQuota, Code: "insufficient_quota", Message: msg}
+}
+
+// writeError answers in the dialect's error shape. A 429 for quota carries
+// x-should-retry: false, since the official SDKs otherwise retry a 429.
+func writeError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.Type == adapters.ErrInsufficientQuota || e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout && e.Status != http.StatusConflict {
+		h.Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(e.Status)
+	_, err := w.Write(d.EncodeError(e))
+	return err
+}

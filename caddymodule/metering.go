@@ -1,0 +1,116 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/store"
+	"github.com/caddy-model-gateway/gateway/tokenizer"
+)
+
+// countLocally answers count_tokens with the offline tokenizer.
+func (h *Relay) countLocally(x *exchange) error {
+	enc, ok := x.dialect.(adapters.TokenCountEncoder)
+	if !ok {
+		return x.fail(adapters.Errorf(http.StatusNotFound, adapters.ErrInvalidRequest, "this dialect has no token counting endpoint"))
+	}
+	n := tokenizer.CountChat(x.req.Model, chatTexts(x.req.Chat))
+	body := enc.EncodeTokenCount(n)
+	x.status = http.StatusOK
+	x.w.Header().Set("Content-Type", "application/json")
+	x.w.WriteHeader(http.StatusOK)
+	_, err := x.w.Write(body)
+	return err
+}
+
+// settle charges what the request used, by the upstream's counts or, when
+// it reported none, by the local tokenizer, and queues its usage row.
+func (h *Relay) settle(x *exchange) {
+	req := x.req
+	u := x.usage
+	if !u.Known() && x.channel != "" && req.Op != adapters.OpCountTokens {
+		u = estimateUsage(req, x.text.String())
+	}
+	cost := int64(0)
+	// counting tokens is free, whoever counts
+	if x.price != nil && x.channel != "" && req.Op != adapters.OpCountTokens {
+		cost = x.price.Cost(u)
+	}
+	h.app.db.ledger.Settle(x.hold, cost)
+	row := &store.UsageLog{
+		CreatedAt:        x.start,
+		UserID:           x.id.User.ID,
+		TokenID:          x.id.Token.ID,
+		Model:            req.Model,
+		Channel:          x.channel,
+		Endpoint:         x.r.URL.Path,
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		CachedTokens:     u.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens,
+		Cost:             cost,
+		Status:           x.status,
+		Estimated:        u.Estimated,
+		Stream:           req.Stream,
+		LatencyMS:        time.Since(x.start).Milliseconds(),
+		TTFBMS:           x.ttfb.Milliseconds(),
+		Error:            x.errMsg,
+	}
+	h.app.db.writer.Write(row)
+}
+
+// estimateUsage counts tokens locally for an upstream that reported none.
+func estimateUsage(req *adapters.Request, completion string) adapters.Usage {
+	u := adapters.Usage{Estimated: true}
+	switch {
+	case req.Chat != nil:
+		u.PromptTokens = tokenizer.CountChat(req.Model, chatTexts(req.Chat))
+	case req.Completion != nil:
+		for _, p := range req.Completion.Prompt {
+			u.PromptTokens += tokenizer.Count(req.Model, p)
+		}
+	case req.Embedding != nil:
+		for _, in := range req.Embedding.Input {
+			u.PromptTokens += tokenizer.Count(req.Model, in)
+		}
+	}
+	u.CompletionTokens = tokenizer.Count(req.Model, completion)
+	return u
+}
+
+// chatTexts lists the text of each message, system first, for counting.
+func chatTexts(c *adapters.ChatRequest) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	var sys strings.Builder
+	for _, p := range c.System {
+		sys.WriteString(p.Text)
+	}
+	if sys.Len() > 0 {
+		out = append(out, sys.String())
+	}
+	for _, m := range c.Messages {
+		var b strings.Builder
+		for _, p := range m.Parts {
+			b.WriteString(p.Text)
+			if p.ToolCall != nil {
+				b.WriteString(p.ToolCall.Name)
+				b.WriteString(p.ToolCall.Arguments)
+			}
+			if p.ToolResult != nil {
+				for _, rp := range p.ToolResult.Content {
+					b.WriteString(rp.Text)
+				}
+			}
+		}
+		out = append(out, b.String())
+	}
+	for _, t := range c.Tools {
+		out = append(out, t.Name+t.Description+string(t.Parameters))
+	}
+	return out
+}
