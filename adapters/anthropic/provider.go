@@ -1,11 +1,9 @@
 package anthropic
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,11 +41,10 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(up.BaseURL, "/")+path, bytes.NewReader(body))
+	hr, err := adapters.NewJSONRequest(ctx, strings.TrimRight(up.BaseURL, "/")+path, body, req.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("building upstream request: %w", err)
+		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
 	if up.Key != "" {
 		hr.Header.Set("x-api-key", up.Key)
 	}
@@ -62,9 +59,6 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 		}
 	}
 	hr.Header.Set("anthropic-version", version)
-	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	}
 	return hr, nil
 }
 
@@ -182,142 +176,106 @@ func streamError(data []byte) *adapters.Error {
 
 // NewStreamDecoder implements adapters.Provider.
 func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return &streamDecoder{sse: adapters.NewSSEReader(body), passthrough: req.Dialect == Name, kinds: map[int]string{}}
+	return adapters.NewStreamDecoder(body, &streamStep{kinds: map[int]string{}}, req.Dialect == Name, Name)
 }
 
-// streamDecoder reads Anthropic's named events. In passthrough every frame
-// comes back as an event carrying it, so the client gets every byte, and
-// message_delta carries the usage; otherwise the frames become neutral
-// events.
-type streamDecoder struct {
-	sse         *adapters.SSEReader
-	passthrough bool
-	totals      usageTotals
-	done        bool
-	kinds       map[int]string // block index -> text, thinking, tool, for deltas
-	pending     []*adapters.StreamEvent
-	ev          adapters.StreamEvent
-	// seen keeps passthrough deltas until message_delta brings the usage,
-	// so a stream cut off before it can still be counted; it is parsed only
-	// then.
-	seen []byte
+// streamStep reads Anthropic's named events, which end with message_stop.
+// Usage comes in parts: input counts in message_start, the totals in
+// message_delta.
+type streamStep struct {
+	totals usageTotals
+	kinds  map[int]string // block index -> text, thinking, tool, for deltas
 }
 
-func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
-	if len(d.pending) > 0 {
-		ev := d.pending[0]
-		d.pending = d.pending[1:]
-		return ev, nil
+// name is the event's type: its event: line, or the type in its data.
+func eventName(ev *adapters.SSEEvent) string {
+	if ev.Name != "" {
+		return ev.Name
 	}
-	for {
-		if d.done {
-			return nil, io.EOF
-		}
-		sse, err := d.sse.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, io.ErrUnexpectedEOF // the upstream ended without message_stop
-			}
-			return nil, err
-		}
-		name := sse.Name
-		if name == "" {
-			var t struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(sse.Data, &t)
-			name = t.Type
-		}
-		if name == "error" {
-			return nil, streamError(sse.Data)
-		}
-		if d.passthrough {
-			d.ev = adapters.StreamEvent{Type: adapters.EventPassthrough, Raw: sse.Raw, Dialect: Name}
-			switch name {
-			case "message_start", "message_delta":
-				var e streamEvent
-				if json.Unmarshal(sse.Data, &e) == nil {
-					if e.Message != nil {
-						d.totals.merge(e.Message.Usage)
-					}
-					d.totals.merge(e.Usage)
-				}
-				if name == "message_delta" {
-					u := d.totals.neutral()
-					d.ev.Type, d.ev.Usage = adapters.EventUsage, &u
-					d.seen = nil
-				}
-			case "content_block_delta":
-				d.seen = append(append(d.seen, sse.Data...), '\n')
-			case "message_stop":
-				d.done = true
-			}
-			return &d.ev, nil
-		}
-		events, err := d.translate(name, sse.Data)
-		if err != nil {
-			return nil, err
-		}
-		if len(events) > 0 {
-			d.pending = events[1:]
-			return events[0], nil
-		}
+	var t struct {
+		Type string `json:"type"`
 	}
+	_ = json.Unmarshal(ev.Data, &t)
+	return t.Type
 }
 
-// PartialText implements adapters.PartialText: the text of the passthrough
-// deltas seen before the stream ended without its usage.
-func (d *streamDecoder) PartialText() string {
-	var text strings.Builder
-	for _, line := range bytes.Split(d.seen, []byte("\n")) {
+// Probe implements adapters.StreamStep: message_delta carries the usage.
+func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
+	switch eventName(ev) {
+	case "error":
+		return nil, adapters.StreamGoesOn, streamError(ev.Data)
+	case "message_stop":
+		return nil, adapters.StreamEnds, nil
+	case "message_start":
 		var e streamEvent
-		if len(line) == 0 || json.Unmarshal(line, &e) != nil || e.Delta == nil {
-			continue
+		if json.Unmarshal(ev.Data, &e) == nil && e.Message != nil {
+			s.totals.merge(e.Message.Usage)
 		}
-		text.WriteString(e.Delta.Text)
-		text.WriteString(e.Delta.Thinking)
-		text.WriteString(e.Delta.PartialJSON)
+	case "message_delta":
+		var e streamEvent
+		if json.Unmarshal(ev.Data, &e) == nil {
+			s.totals.merge(e.Usage)
+		}
+		u := s.totals.neutral()
+		return &u, adapters.StreamGoesOn, nil
 	}
-	return text.String()
+	return nil, adapters.StreamGoesOn, nil
+}
+
+// DeltaText implements adapters.StreamStep.
+func (s *streamStep) DeltaText(data []byte) string {
+	var e streamEvent
+	if json.Unmarshal(data, &e) != nil || e.Delta == nil {
+		return ""
+	}
+	return e.Delta.Text + e.Delta.Thinking + e.Delta.PartialJSON
+}
+
+// Translate implements adapters.StreamStep.
+func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEvent) ([]*adapters.StreamEvent, adapters.StreamEnd, error) {
+	name := eventName(ev)
+	switch name {
+	case "error":
+		return out, adapters.StreamGoesOn, streamError(ev.Data)
+	case "message_stop":
+		return out, adapters.StreamEnds, nil
+	}
+	out, err := s.translate(out, name, ev.Data)
+	return out, adapters.StreamGoesOn, err
 }
 
 // translate turns one event into neutral events for another dialect.
-func (d *streamDecoder) translate(name string, data []byte) ([]*adapters.StreamEvent, error) {
+func (s *streamStep) translate(out []*adapters.StreamEvent, name string, data []byte) ([]*adapters.StreamEvent, error) {
 	switch name {
-	case "ping":
-		return nil, nil
-	case "message_stop":
-		d.done = true
-		return nil, nil
 	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta":
 	default:
-		return nil, nil // new event types are ignored, as Anthropic asks
+		return out, nil // ping, and new event types, which Anthropic asks clients to ignore
 	}
 	var e streamEvent
 	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("upstream sent an invalid %s event: %w", name, err)
+		return out, fmt.Errorf("upstream sent an invalid %s event: %w", name, err)
 	}
 	switch name {
 	case "message_start":
 		ev := &adapters.StreamEvent{Type: adapters.EventStart}
 		if e.Message != nil {
 			ev.ID, ev.Model = e.Message.ID, e.Message.Model
-			d.totals.merge(e.Message.Usage)
+			s.totals.merge(e.Message.Usage)
 		}
-		return []*adapters.StreamEvent{ev}, nil
+		return append(out, ev), nil
 	case "content_block_start":
 		b := e.ContentBlock
 		if b == nil {
-			return nil, nil
+			return out, nil
 		}
 		switch b.Type {
 		case "text":
-			d.kinds[e.Index] = "text"
+			s.kinds[e.Index] = "text"
 			if b.Text != "" {
-				return []*adapters.StreamEvent{{Type: adapters.EventTextDelta, Index: e.Index, Text: b.Text}}, nil
+				return append(out, &adapters.StreamEvent{Type: adapters.EventTextDelta, Index: e.Index, Text: b.Text}), nil
 			}
 		case "thinking":
-			d.kinds[e.Index] = "thinking"
+			s.kinds[e.Index] = "thinking"
 			ev := &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: e.Index}
 			if b.Thinking != nil {
 				ev.Text = *b.Thinking
@@ -326,48 +284,41 @@ func (d *streamDecoder) translate(name string, data []byte) ([]*adapters.StreamE
 				ev.Signature = adapters.TagSignature(Name, *b.Signature)
 			}
 			if ev.Text != "" || ev.Signature != "" {
-				return []*adapters.StreamEvent{ev}, nil
+				return append(out, ev), nil
 			}
 		case "tool_use":
-			d.kinds[e.Index] = "tool"
-			out := []*adapters.StreamEvent{{Type: adapters.EventToolCallStart, Index: e.Index, ToolCall: &adapters.ToolCall{ID: b.ID, Name: b.Name}}}
+			s.kinds[e.Index] = "tool"
+			out = append(out, &adapters.StreamEvent{Type: adapters.EventToolCallStart, Index: e.Index, ToolCall: &adapters.ToolCall{ID: b.ID, Name: b.Name}})
 			if in := inputText(b.Input); in != "{}" {
 				out = append(out, &adapters.StreamEvent{Type: adapters.EventToolCallDelta, Index: e.Index, ToolCall: &adapters.ToolCall{Arguments: in}})
 			}
 			return out, nil
 		}
-		return nil, nil
+		return out, nil
 	case "content_block_delta":
 		dl := e.Delta
 		if dl == nil {
-			return nil, nil
+			return out, nil
 		}
-		kind := d.kinds[e.Index]
+		kind := s.kinds[e.Index]
 		switch {
 		case dl.Type == "text_delta" && kind == "text" && dl.Text != "":
-			return []*adapters.StreamEvent{{Type: adapters.EventTextDelta, Index: e.Index, Text: dl.Text}}, nil
+			return append(out, &adapters.StreamEvent{Type: adapters.EventTextDelta, Index: e.Index, Text: dl.Text}), nil
 		case dl.Type == "thinking_delta" && kind == "thinking" && dl.Thinking != "":
-			return []*adapters.StreamEvent{{Type: adapters.EventThinkingDelta, Index: e.Index, Text: dl.Thinking}}, nil
+			return append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: e.Index, Text: dl.Thinking}), nil
 		case dl.Type == "signature_delta" && kind == "thinking" && dl.Signature != "":
-			return []*adapters.StreamEvent{{Type: adapters.EventThinkingDelta, Index: e.Index, Signature: adapters.TagSignature(Name, dl.Signature)}}, nil
+			return append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: e.Index, Signature: adapters.TagSignature(Name, dl.Signature)}), nil
 		case dl.Type == "input_json_delta" && kind == "tool" && dl.PartialJSON != "":
-			return []*adapters.StreamEvent{{Type: adapters.EventToolCallDelta, Index: e.Index, ToolCall: &adapters.ToolCall{Arguments: dl.PartialJSON}}}, nil
+			return append(out, &adapters.StreamEvent{Type: adapters.EventToolCallDelta, Index: e.Index, ToolCall: &adapters.ToolCall{Arguments: dl.PartialJSON}}), nil
 		}
-		return nil, nil
+		return out, nil
 	case "message_delta":
-		d.totals.merge(e.Usage)
-		var out []*adapters.StreamEvent
+		s.totals.merge(e.Usage)
 		if e.Delta != nil && e.Delta.StopReason != nil {
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: stopReason(*e.Delta.StopReason)})
 		}
-		u := d.totals.neutral()
+		u := s.totals.neutral()
 		return append(out, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: &u}), nil
 	}
-	return nil, nil
+	return out, nil
 }
-
-// Pending implements adapters.Pending.
-func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
-
-// Release implements adapters.Releaser.
-func (d *streamDecoder) Release() { d.sse.Release() }

@@ -355,6 +355,7 @@ func vector(s string, dims int) []float32 {
 
 // Interface guards.
 var (
+	_ caddy.Module          = (*Adapter)(nil)
 	_ adapters.Provider     = (*Adapter)(nil)
 	_ adapters.Transporter  = (*Adapter)(nil)
 	_ caddy.Provisioner     = (*Adapter)(nil)

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -75,16 +74,12 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	if req.Stream && req.Op == adapters.OpChat {
 		u += "?alt=sse"
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	hr, err := adapters.NewJSONRequest(ctx, u, body, req.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("building upstream request: %w", err)
+		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
 	if up.Key != "" {
 		hr.Header.Set("x-goog-api-key", up.Key)
-	}
-	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
 	}
 	return hr, nil
 }
@@ -228,15 +223,13 @@ func errorDetailOf(body []byte) *errorDetail {
 
 // NewStreamDecoder implements adapters.Provider.
 func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return &streamDecoder{sse: adapters.NewSSEReader(body), passthrough: req.Dialect == Name}
+	return adapters.NewStreamDecoder(body, &streamStep{}, req.Dialect == Name, Name)
 }
 
-// streamDecoder reads alt=sse chunks. Gemini has no end marker: a chunk
-// with a finish reason, then the end of the body, is the normal end; a body
-// that ends before one was cut off.
-type streamDecoder struct {
-	sse         *adapters.SSEReader
-	passthrough bool
+// streamStep reads alt=sse chunks. Gemini has no end marker: a chunk with a
+// finish reason, then the end of the body, is the normal end; a body that
+// ends before one was cut off. Every chunk may repeat the usage so far.
+type streamStep struct {
 	finished    bool
 	started     bool
 	kind        string // kind of the open block: text, thought, tool
@@ -245,12 +238,6 @@ type streamDecoder struct {
 	usage       *adapters.Usage
 	usageSent   bool // the usage was given after the finish
 	ids         callIDs
-	pending     []*adapters.StreamEvent
-	ev          adapters.StreamEvent
-	// seen keeps passthrough chunks until one carries usage, so a stream
-	// without any can still be counted; it is parsed only then.
-	seen     []byte
-	sawUsage bool
 }
 
 // chunkHead is what passthrough reads of a chunk: the end and the usage.
@@ -263,93 +250,84 @@ type chunkHead struct {
 	Error          *errorDetail    `json:"error"`
 }
 
-func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
-	if len(d.pending) > 0 {
-		ev := d.pending[0]
-		d.pending = d.pending[1:]
-		return ev, nil
+// Probe implements adapters.StreamStep.
+func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
+	data := bytes.TrimSpace(ev.Data)
+	if len(data) == 0 {
+		return nil, adapters.StreamGoesOn, nil
 	}
-	for {
-		sse, err := d.sse.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			if !d.finished {
-				return nil, io.ErrUnexpectedEOF // cut off before a finish reason
-			}
-			if !d.passthrough && d.usage != nil && !d.usageSent {
-				d.usageSent = true
-				return &adapters.StreamEvent{Type: adapters.EventUsage, Usage: d.usage}, nil
-			}
-			return nil, io.EOF
-		}
-		data := bytes.TrimSpace(sse.Data)
-		if len(data) == 0 {
-			continue
-		}
-		if d.passthrough {
-			var h chunkHead
-			if err := json.Unmarshal(data, &h); err != nil {
-				return nil, fmt.Errorf("upstream sent an invalid stream chunk: %w", err)
-			}
-			if h.Error != nil {
-				return nil, streamError(h.Error)
-			}
-			d.ev = adapters.StreamEvent{Type: adapters.EventPassthrough, Raw: sse.Raw, Dialect: Name}
-			for _, c := range h.Candidates {
-				if c.FinishReason != "" {
-					d.finished = true
-				}
-			}
-			if h.PromptFeedback != nil && h.PromptFeedback.BlockReason != "" {
-				d.finished = true
-			}
-			if h.UsageMetadata != nil {
-				u := usageFromWire(h.UsageMetadata)
-				d.ev.Type, d.ev.Usage = adapters.EventUsage, &u
-				d.sawUsage, d.seen = true, nil
-			} else if !d.sawUsage {
-				d.seen = append(append(d.seen, data...), '\n')
-			}
-			return &d.ev, nil
-		}
-		events, err := d.translate(data)
-		if err != nil {
-			return nil, err
-		}
-		if len(events) > 0 {
-			d.pending = events[1:]
-			return events[0], nil
+	var h chunkHead
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, adapters.StreamGoesOn, fmt.Errorf("upstream sent an invalid stream chunk: %w", err)
+	}
+	if h.Error != nil {
+		return nil, adapters.StreamGoesOn, streamError(h.Error)
+	}
+	for _, c := range h.Candidates {
+		if c.FinishReason != "" {
+			s.finished = true
 		}
 	}
+	if h.PromptFeedback != nil && h.PromptFeedback.BlockReason != "" {
+		s.finished = true
+	}
+	var u *adapters.Usage
+	if h.UsageMetadata != nil {
+		n := usageFromWire(h.UsageMetadata)
+		u = &n
+	}
+	return u, s.end(), nil
 }
 
-// PartialText implements adapters.PartialText: the text of the passthrough
-// chunks seen when none carried usage.
-func (d *streamDecoder) PartialText() string {
+func (s *streamStep) end() adapters.StreamEnd {
+	if s.finished {
+		return adapters.StreamMayEnd
+	}
+	return adapters.StreamGoesOn
+}
+
+// DeltaText implements adapters.StreamStep.
+func (s *streamStep) DeltaText(data []byte) string {
+	var c generateResponse
+	if json.Unmarshal(data, &c) != nil {
+		return ""
+	}
 	var text strings.Builder
-	for _, line := range bytes.Split(d.seen, []byte("\n")) {
-		var c generateResponse
-		if len(line) == 0 || json.Unmarshal(line, &c) != nil {
+	for _, cand := range c.Candidates {
+		if cand.Content == nil {
 			continue
 		}
-		for _, cand := range c.Candidates {
-			if cand.Content == nil {
-				continue
+		for _, p := range cand.Content.Parts {
+			if p.Text != nil {
+				text.WriteString(*p.Text)
 			}
-			for _, p := range cand.Content.Parts {
-				if p.Text != nil {
-					text.WriteString(*p.Text)
-				}
-				if p.FunctionCall != nil {
-					text.WriteString(p.FunctionCall.Name)
-					text.Write(p.FunctionCall.Args)
-				}
+			if p.FunctionCall != nil {
+				text.WriteString(p.FunctionCall.Name)
+				text.Write(p.FunctionCall.Args)
 			}
 		}
 	}
 	return text.String()
+}
+
+// Flush implements adapters.StreamFlusher: the usage, if the chunk with the
+// finish reason did not carry it, goes out once the body has ended.
+func (s *streamStep) Flush(out []*adapters.StreamEvent) []*adapters.StreamEvent {
+	if s.usage != nil && !s.usageSent {
+		s.usageSent = true
+		out = append(out, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: s.usage})
+	}
+	return out
+}
+
+// Translate implements adapters.StreamStep.
+func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEvent) ([]*adapters.StreamEvent, adapters.StreamEnd, error) {
+	data := bytes.TrimSpace(ev.Data)
+	if len(data) == 0 {
+		return out, s.end(), nil
+	}
+	out, err := s.translate(out, data)
+	return out, s.end(), err
 }
 
 func streamError(e *errorDetail) *adapters.Error {
@@ -366,31 +344,30 @@ func streamError(e *errorDetail) *adapters.Error {
 
 // block returns the neutral index for a part of the given kind: text and
 // thoughts continue the open block of their kind, each call opens its own.
-func (d *streamDecoder) block(kind string) int {
-	if d.kind == kind && kind != "tool" {
-		return d.index
+func (s *streamStep) block(kind string) int {
+	if s.kind == kind && kind != "tool" {
+		return s.index
 	}
-	d.kind, d.index = kind, d.next
-	d.next++
-	return d.index
+	s.kind, s.index = kind, s.next
+	s.next++
+	return s.index
 }
 
 // translate turns one chunk into neutral events for another dialect.
-func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) {
+func (s *streamStep) translate(out []*adapters.StreamEvent, data []byte) ([]*adapters.StreamEvent, error) {
 	var c struct {
 		generateResponse
 		Error *errorDetail `json:"error"`
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("upstream sent an invalid stream chunk: %w", err)
+		return out, fmt.Errorf("upstream sent an invalid stream chunk: %w", err)
 	}
 	if c.Error != nil {
-		return nil, streamError(c.Error)
+		return out, streamError(c.Error)
 	}
-	var out []*adapters.StreamEvent
-	if !d.started {
-		d.started = true
-		d.ids.generate = callIDMaker(c.ResponseID)
+	if !s.started {
+		s.started = true
+		s.ids.generate = callIDMaker(c.ResponseID)
 		out = append(out, &adapters.StreamEvent{Type: adapters.EventStart, ID: c.ResponseID, Model: c.ModelVersion})
 	}
 	for _, cand := range c.Candidates {
@@ -399,61 +376,55 @@ func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) 
 		}
 		if cand.Content != nil {
 			for _, p := range cand.Content.Parts {
-				out = d.partEvents(out, p)
+				out = s.partEvents(out, p)
 			}
 		}
-		if cand.FinishReason != "" && !d.finished {
-			d.finished = true
+		if cand.FinishReason != "" && !s.finished {
+			s.finished = true
 			r := stopReason(cand.FinishReason)
-			if r == adapters.StopEnd && d.sawCall {
+			if r == adapters.StopEnd && s.sawCall {
 				r = adapters.StopToolCalls
 			}
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: r})
 		}
 	}
-	if len(c.Candidates) == 0 && c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" && !d.finished {
-		d.finished = true
+	if len(c.Candidates) == 0 && c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" && !s.finished {
+		s.finished = true
 		out = append(out, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: adapters.StopContentFilter})
 	}
 	if c.UsageMetadata != nil {
 		u := usageFromWire(c.UsageMetadata)
-		d.usage = &u
-		if d.finished {
-			d.usageSent = true
+		s.usage = &u
+		if s.finished {
+			s.usageSent = true
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: &u})
 		}
 	}
 	return out, nil
 }
 
-func (d *streamDecoder) partEvents(out []*adapters.StreamEvent, p part) []*adapters.StreamEvent {
+func (s *streamStep) partEvents(out []*adapters.StreamEvent, p part) []*adapters.StreamEvent {
 	sig := signatureFromWire(p.ThoughtSignature)
 	if p.Thought && p.Text != nil {
 		if *p.Text == "" && sig == "" {
 			return out
 		}
-		return append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: d.block("thought"), Text: *p.Text, Signature: sig})
+		return append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: s.block("thought"), Text: *p.Text, Signature: sig})
 	}
 	if sig != "" {
-		out = append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: d.block("thought"), Signature: sig})
+		out = append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: s.block("thought"), Signature: sig})
 	}
 	switch {
 	case p.Text != nil && *p.Text != "":
-		out = append(out, &adapters.StreamEvent{Type: adapters.EventTextDelta, Index: d.block("text"), Text: *p.Text})
+		out = append(out, &adapters.StreamEvent{Type: adapters.EventTextDelta, Index: s.block("text"), Text: *p.Text})
 	case p.FunctionCall != nil:
 		fc := p.FunctionCall
-		i := d.block("tool")
-		d.sawCall = true
-		id := d.ids.call(fc.ID, fc.Name, 0, i)
+		i := s.block("tool")
+		s.sawCall = true
+		id := s.ids.call(fc.ID, fc.Name, 0, i)
 		out = append(out,
 			&adapters.StreamEvent{Type: adapters.EventToolCallStart, Index: i, ToolCall: &adapters.ToolCall{ID: id, Name: fc.Name}},
 			&adapters.StreamEvent{Type: adapters.EventToolCallDelta, Index: i, ToolCall: &adapters.ToolCall{Arguments: argsText(fc.Args)}})
 	}
 	return out
 }
-
-// Pending implements adapters.Pending.
-func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
-
-// Release implements adapters.Releaser.
-func (d *streamDecoder) Release() { d.sse.Release() }

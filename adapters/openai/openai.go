@@ -107,10 +107,12 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards.
 var (
-	_ adapters.Dialect      = (*Adapter)(nil)
-	_ adapters.Provider     = (*Adapter)(nil)
-	_ adapters.ModelEncoder = (*Adapter)(nil)
-	_ adapters.Fallback     = (*Adapter)(nil)
-	_ caddyfile.Unmarshaler = (*Adapter)(nil)
-	_ caddy.Module          = (*Adapter)(nil)
+	_ adapters.Dialect       = (*Adapter)(nil)
+	_ adapters.Provider      = (*Adapter)(nil)
+	_ adapters.ModelEncoder  = (*Adapter)(nil)
+	_ adapters.Fallback      = (*Adapter)(nil)
+	_ adapters.StreamStep    = (*streamStep)(nil)
+	_ adapters.StreamEncoder = (*streamEncoder)(nil)
+	_ caddyfile.Unmarshaler  = (*Adapter)(nil)
+	_ caddy.Module           = (*Adapter)(nil)
 )

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -42,16 +40,12 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(up.BaseURL, "/")+path, bytes.NewReader(body))
+	hr, err := adapters.NewJSONRequest(ctx, strings.TrimRight(up.BaseURL, "/")+path, body, req.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("building upstream request: %w", err)
+		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
 	if up.Key != "" {
 		hr.Header.Set("Authorization", "Bearer "+up.Key)
-	}
-	if req.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
 	}
 	return hr, nil
 }
@@ -176,23 +170,13 @@ func DecodeError(status int, body []byte) *adapters.Error {
 
 // NewStreamDecoder implements adapters.Provider.
 func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return &streamDecoder{req: req, sse: adapters.NewSSEReader(body), passthrough: req.Dialect == Name}
+	return adapters.NewStreamDecoder(body, &streamStep{}, req.Dialect == Name, Name)
 }
 
-type streamDecoder struct {
-	req         *adapters.Request
-	sse         *adapters.SSEReader
-	passthrough bool
-	// seen holds every passthrough chunk's data until the upstream reports
-	// usage, so a stream without usage can still be counted; it is only
-	// parsed in that case.
-	seen     *[]byte // from seenPool
-	sawUsage bool
-	done     bool
-	pending  []*adapters.StreamEvent
-	tools    map[int]int // OpenAI tool_calls index -> neutral block index
-	started  bool
-	ev       adapters.StreamEvent
+// streamStep reads chat and completion chunks, which end with data: [DONE].
+type streamStep struct {
+	tools   map[int]int // OpenAI tool_calls index -> neutral block index
+	started bool
 }
 
 var (
@@ -201,117 +185,68 @@ var (
 	errorKey   = []byte(`"error":`)
 )
 
-func (d *streamDecoder) Next() (*adapters.StreamEvent, error) {
-	if len(d.pending) > 0 {
-		ev := d.pending[0]
-		d.pending = d.pending[1:]
-		return ev, nil
+// end and error are read the same way in both modes.
+func (s *streamStep) head(data []byte) (adapters.StreamEnd, error) {
+	if bytes.Equal(data, doneMarker) {
+		return adapters.StreamEndMarker, nil
 	}
-	if d.done {
-		return nil, io.EOF
+	if bytes.Contains(data, errorKey) && bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
+		return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
 	}
-	for {
-		sse, err := d.sse.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, io.ErrUnexpectedEOF // the upstream ended without [DONE]
-			}
-			return nil, err
-		}
-		data := sse.Data
-		if bytes.Equal(data, doneMarker) {
-			d.done = true
-			return nil, io.EOF
-		}
-		if bytes.Contains(data, errorKey) && bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
-			return nil, DecodeError(http.StatusBadGateway, data)
-		}
-		if d.passthrough {
-			d.ev = adapters.StreamEvent{Type: adapters.EventPassthrough, Raw: sse.Raw, Dialect: Name}
-			if bytes.Contains(data, usageKey) {
-				var u usageOnly
-				if json.Unmarshal(data, &u) == nil && u.Usage != nil {
-					usage := usageFromWire(u.Usage)
-					d.ev.Type, d.ev.Usage, d.sawUsage = adapters.EventUsage, &usage, true
-					d.releaseSeen()
-				}
-			}
-			if !d.sawUsage {
-				if d.seen == nil {
-					d.seen = seenPool.Get().(*[]byte)
-				}
-				*d.seen = append(append(*d.seen, data...), '\n')
-			}
-			return &d.ev, nil
-		}
-		events, err := d.translate(data)
-		if err != nil {
-			return nil, err
-		}
-		if len(events) == 0 {
-			continue
-		}
-		d.pending = events[1:]
-		return events[0], nil
-	}
+	return adapters.StreamGoesOn, nil
 }
 
-// seenPool recycles the copies of passthrough chunks kept until usage
-// arrives: nearly every stream reports usage, so they are almost always
-// thrown away, and recycling spares the garbage collector.
-var seenPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-func (d *streamDecoder) releaseSeen() {
-	if d.seen == nil {
-		return
+// Probe implements adapters.StreamStep. Only a chunk that names usage is
+// parsed.
+func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
+	end, err := s.head(ev.Data)
+	if err != nil || end != adapters.StreamGoesOn || !bytes.Contains(ev.Data, usageKey) {
+		return nil, end, err
 	}
-	if cap(*d.seen) <= 256<<10 {
-		*d.seen = (*d.seen)[:0]
-		seenPool.Put(d.seen)
+	var u usageOnly
+	if json.Unmarshal(ev.Data, &u) != nil || u.Usage == nil {
+		return nil, end, nil
 	}
-	d.seen = nil
+	usage := usageFromWire(u.Usage)
+	return &usage, end, nil
 }
 
-// PartialText implements adapters.PartialText: the completion text of the
-// passthrough chunks seen, parsed only now that it is needed.
-func (d *streamDecoder) PartialText() string {
-	var text strings.Builder
-	if d.seen == nil {
+// DeltaText implements adapters.StreamStep.
+func (s *streamStep) DeltaText(data []byte) string {
+	var c chatResponse
+	if json.Unmarshal(data, &c) != nil {
 		return ""
 	}
-	defer d.releaseSeen()
-	for _, line := range bytes.Split(*d.seen, []byte("\n")) {
-		var c chatResponse
-		if len(line) == 0 || json.Unmarshal(line, &c) != nil {
+	var text strings.Builder
+	for _, ch := range c.Choices {
+		text.WriteString(ch.Text)
+		if ch.Delta == nil {
 			continue
 		}
-		for _, ch := range c.Choices {
-			text.WriteString(ch.Text)
-			if ch.Delta == nil {
-				continue
-			}
-			for _, p := range textParts(ch.Delta.Content) {
-				text.WriteString(p.Text)
-			}
-			text.WriteString(ch.Delta.Reasoning)
-			for _, tc := range ch.Delta.ToolCalls {
-				text.WriteString(tc.Function.Name)
-				text.WriteString(tc.Function.Arguments)
-			}
+		for _, p := range textParts(ch.Delta.Content) {
+			text.WriteString(p.Text)
+		}
+		text.WriteString(ch.Delta.Reasoning)
+		for _, tc := range ch.Delta.ToolCalls {
+			text.WriteString(tc.Function.Name)
+			text.WriteString(tc.Function.Arguments)
 		}
 	}
 	return text.String()
 }
 
-// translate turns one chunk into neutral events for another dialect.
-func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) {
-	var c chatResponse
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("upstream sent an invalid stream chunk: %w", err)
+// Translate implements adapters.StreamStep.
+func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEvent) ([]*adapters.StreamEvent, adapters.StreamEnd, error) {
+	end, err := s.head(ev.Data)
+	if err != nil || end != adapters.StreamGoesOn {
+		return out, end, err
 	}
-	var out []*adapters.StreamEvent
-	if !d.started {
-		d.started = true
+	var c chatResponse
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return out, end, fmt.Errorf("upstream sent an invalid stream chunk: %w", err)
+	}
+	if !s.started {
+		s.started = true
 		out = append(out, &adapters.StreamEvent{Type: adapters.EventStart, ID: c.ID, Model: c.Model})
 	}
 	for _, ch := range c.Choices {
@@ -332,13 +267,13 @@ func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) 
 			if tc.Index != nil {
 				i = *tc.Index
 			}
-			if d.tools == nil {
-				d.tools = map[int]int{}
+			if s.tools == nil {
+				s.tools = map[int]int{}
 			}
-			block, ok := d.tools[i]
+			block, ok := s.tools[i]
 			if !ok {
 				block = 1 + i // block 0 is the text
-				d.tools[i] = block
+				s.tools[i] = block
 				out = append(out, &adapters.StreamEvent{Type: adapters.EventToolCallStart, Index: block, ToolCall: &adapters.ToolCall{ID: tc.ID, Name: tc.Function.Name}})
 			}
 			if tc.Function.Arguments != "" {
@@ -351,14 +286,7 @@ func (d *streamDecoder) translate(data []byte) ([]*adapters.StreamEvent, error) 
 	}
 	if c.Usage != nil {
 		u := usageFromWire(c.Usage)
-		d.sawUsage = true
 		out = append(out, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: &u})
 	}
-	return out, nil
+	return out, end, nil
 }
-
-// Pending implements adapters.Pending.
-func (d *streamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
-
-// Release implements adapters.Releaser.
-func (d *streamDecoder) Release() { d.sse.Release() }

@@ -1,0 +1,205 @@
+package adapters
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// StreamEnd says where an upstream event leaves the stream.
+type StreamEnd int
+
+// Where an event leaves a stream. Until a step says the stream may end, a
+// body that ends is a cut-off (io.ErrUnexpectedEOF), never a clean end.
+const (
+	StreamGoesOn StreamEnd = iota // more events must follow
+	// StreamMayEnd: the body may end after this event, though more may
+	// come (Gemini's chunk with a finish reason, before its usage).
+	StreamMayEnd
+	// StreamEnds: this event is the upstream's last one; it is still
+	// relayed (Anthropic's message_stop).
+	StreamEnds
+	// StreamEndMarker: this event only marks the end and is not relayed;
+	// the client's dialect writes its own end (OpenAI's data: [DONE]).
+	StreamEndMarker
+)
+
+// StreamStep is a vendor's part of reading one upstream SSE stream: what a
+// single event means. NewStreamDecoder runs the loop around it: reading
+// and pooling, queueing the events one upstream event becomes, the end of
+// the body, and the text of a passthrough stream cut off before its usage.
+// A step holds the state of one stream.
+type StreamStep interface {
+	// Translate appends to out the neutral events that one upstream event
+	// means for a client of another dialect. An error event from the
+	// upstream is returned as an *Error.
+	Translate(out []*StreamEvent, ev *SSEEvent) ([]*StreamEvent, StreamEnd, error)
+	// Probe reads an event that is relayed unchanged to a client of the
+	// upstream's own dialect: the usage it reports (the totals so far) or
+	// nil, and where it leaves the stream.
+	Probe(ev *SSEEvent) (*Usage, StreamEnd, error)
+	// DeltaText returns the generated text (answer, reasoning, tool
+	// arguments) in the data of one relayed event. It is called only for a
+	// passthrough stream that ended without reporting usage.
+	DeltaText(data []byte) string
+}
+
+// StreamFlusher is implemented by steps that hold translated events back
+// until the body ends cleanly (Gemini's usage, which may still grow after
+// the finish reason).
+type StreamFlusher interface {
+	Flush(out []*StreamEvent) []*StreamEvent
+}
+
+// NewStreamDecoder reads a text/event-stream body with a vendor's step.
+// With passthrough set (the client speaks dialect, the upstream's own),
+// every event comes back as it arrived, carrying its frame in Raw, and as
+// an EventUsage when it reports usage; otherwise Translate's events come
+// back one by one.
+func NewStreamDecoder(body io.Reader, step StreamStep, passthrough bool, dialect string) StreamDecoder {
+	return &sseDecoder{sse: NewSSEReader(body), step: step, passthrough: passthrough, dialect: dialect}
+}
+
+// sseDecoder is the one stream loop every SSE vendor shares.
+type sseDecoder struct {
+	sse         *SSEReader
+	step        StreamStep
+	passthrough bool
+	dialect     string
+	mayEnd      bool
+	done        bool
+	pending     []*StreamEvent
+	queue       []*StreamEvent // pending's backing array, reused
+	ev          StreamEvent
+	// seen keeps the data of relayed events until one reports usage, so a
+	// stream cut off before it can still be counted; it is parsed only
+	// then, and nearly every stream throws it away.
+	seen     *seenData
+	sawUsage bool
+}
+
+// seenData is the data of relayed events, ends[i] closing event i.
+type seenData struct {
+	data []byte
+	ends []int
+}
+
+var seenPool = sync.Pool{New: func() any { return &seenData{data: make([]byte, 0, 4<<10)} }}
+
+func (d *sseDecoder) Next() (*StreamEvent, error) {
+	for {
+		if len(d.pending) > 0 {
+			ev := d.pending[0]
+			d.pending = d.pending[1:]
+			return ev, nil
+		}
+		if d.done {
+			return nil, io.EOF
+		}
+		sse, err := d.sse.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			if !d.mayEnd {
+				return nil, io.ErrUnexpectedEOF // cut off before the upstream's end
+			}
+			d.done = true
+			if f, ok := d.step.(StreamFlusher); ok && !d.passthrough {
+				d.pending = f.Flush(d.queue[:0])
+			}
+			continue
+		}
+		if d.passthrough {
+			usage, end, err := d.step.Probe(sse)
+			if err != nil {
+				return nil, err
+			}
+			if d.ended(end) {
+				continue
+			}
+			d.ev = StreamEvent{Type: EventPassthrough, Raw: sse.Raw, Dialect: d.dialect}
+			if usage != nil {
+				d.ev.Type, d.ev.Usage, d.sawUsage = EventUsage, usage, true
+				d.releaseSeen()
+			} else if !d.sawUsage {
+				d.keep(sse.Data)
+			}
+			return &d.ev, nil
+		}
+		events, end, err := d.step.Translate(d.queue[:0], sse)
+		if err != nil {
+			return nil, err
+		}
+		d.queue = events
+		d.pending = events
+		d.ended(end)
+	}
+}
+
+// ended records where an event left the stream and reports whether the
+// event is only an end marker, not to be relayed.
+func (d *sseDecoder) ended(end StreamEnd) bool {
+	switch end {
+	case StreamMayEnd:
+		d.mayEnd = true
+	case StreamEnds:
+		d.mayEnd, d.done = true, true
+	case StreamEndMarker:
+		d.mayEnd, d.done = true, true
+		return true
+	}
+	return false
+}
+
+func (d *sseDecoder) keep(data []byte) {
+	if d.seen == nil {
+		d.seen = seenPool.Get().(*seenData)
+	}
+	d.seen.data = append(d.seen.data, data...)
+	d.seen.ends = append(d.seen.ends, len(d.seen.data))
+}
+
+func (d *sseDecoder) releaseSeen() {
+	if d.seen == nil {
+		return
+	}
+	if cap(d.seen.data) <= 256<<10 {
+		d.seen.data, d.seen.ends = d.seen.data[:0], d.seen.ends[:0]
+		seenPool.Put(d.seen)
+	}
+	d.seen = nil
+}
+
+// PartialText implements PartialText: the text of the relayed events seen
+// since the last usage, parsed only now that it is needed.
+func (d *sseDecoder) PartialText() string {
+	if d.seen == nil {
+		return ""
+	}
+	defer d.releaseSeen()
+	var text []byte
+	start := 0
+	for _, end := range d.seen.ends {
+		text = append(text, d.step.DeltaText(d.seen.data[start:end])...)
+		start = end
+	}
+	return string(text)
+}
+
+// Pending implements Pending.
+func (d *sseDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
+
+// Release implements Releaser.
+func (d *sseDecoder) Release() {
+	d.sse.Release()
+	d.releaseSeen()
+}
+
+// Interface guards.
+var (
+	_ StreamDecoder = (*sseDecoder)(nil)
+	_ PartialText   = (*sseDecoder)(nil)
+	_ Pending       = (*sseDecoder)(nil)
+	_ Releaser      = (*sseDecoder)(nil)
+)
