@@ -6,6 +6,10 @@
 FROM caddy:2-builder-alpine AS builder
 RUN apk add --no-cache build-base
 ENV CGO_ENABLED=1
+# go.mod asks for the lowest Go the code needs (1.26.0); the image pins its
+# own Go with GOTOOLCHAIN=local, so let the go command fetch a newer
+# toolchain when the image's is older, instead of failing
+ENV GOTOOLCHAIN=auto
 WORKDIR /src
 COPY . .
 RUN xcaddy build --output /usr/bin/caddy \
