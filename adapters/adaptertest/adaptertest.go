@@ -95,12 +95,15 @@ type Suite struct {
 }
 
 // Refusal is a request that must be refused with Status and a message that
-// contains Message. With Dialect empty (or this family's name) this
-// family's dialect must refuse to decode it; with another dialect that
-// dialect decodes it and this family's provider must refuse to send it.
+// contains Message. With Dialect and Provider empty this family's dialect
+// must refuse to decode it. Otherwise Dialect (default this family's)
+// decodes it and Provider (default this family's) must refuse to send it:
+// a family lists what other dialects send that it cannot take, and what its
+// own clients send that another family cannot.
 type Refusal struct {
-	Name    string
-	Dialect string
+	Name     string
+	Dialect  string
+	Provider string
 	// Op picks the client request from <dialect>.http; default chat.
 	Op adapters.Operation
 	// Path and Header, when Path is set, replace the request from
@@ -699,11 +702,15 @@ func (k *kit) refusals(t *testing.T) {
 				r = k.clientRequest(t, d, op)
 			}
 			req, err := d.Dialect.DecodeRequest(op, []byte(rf.Body), r)
-			if d.Name != k.self.Name {
+			if rf.Dialect != "" || rf.Provider != "" {
 				if err != nil {
 					t.Fatalf("%s did not decode the request: %v", d.Name, err)
 				}
-				_, err = k.self.Provider.NewRequest(offline(), &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Model: k.s.UpstreamModel}, req)
+				p := k.self
+				if rf.Provider != "" {
+					p = k.find(t, rf.Provider)
+				}
+				_, err = p.Provider.NewRequest(offline(), &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Model: k.s.UpstreamModel}, req)
 			}
 			var e *adapters.Error
 			if !errors.As(err, &e) || e.Status != rf.Status || !strings.Contains(e.Message, rf.Message) {

@@ -1,16 +1,19 @@
 package gemini_test
 
 import (
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/gemini"
 	"github.com/caddy-model-gateway/gateway/internal/goldentest"
 )
 
-// The shared golden-file helpers, under the names these tests use.
+// The shared test helpers, under the names these tests use.
 var (
-	golden  = goldentest.Golden
-	neutral = goldentest.Neutral
-	chatOf  = goldentest.ChatOf
-	inputs  = goldentest.Inputs
-	read    = goldentest.Read
-	base    = goldentest.Base
-	post    = goldentest.Post
+	read  = goldentest.Read
+	post  = goldentest.Post
+	drain = goldentest.Drain
+)
+
+var (
+	gem  adapters.Dialect  = gemini.Adapter{}
+	prov adapters.Provider = gemini.Adapter{}
 )
