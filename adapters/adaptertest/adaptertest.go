@@ -472,7 +472,10 @@ func (k *kit) response(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				k.golden(t, stem+".to-"+d.Name+".golden", goldentest.Stable(out))
+				if resp.Created == 0 {
+					out = goldentest.Stable(out) // the encoder took the time from the clock
+				}
+				k.golden(t, stem+".to-"+d.Name+".golden", out)
 			}
 		})
 	}

@@ -249,7 +249,7 @@ func TestEncodeChatRequestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := openai.EncodeChatRequest(&adapters.Request{Op: adapters.OpChat, Dialect: "gemini", Chat: tt.chat}, "gpt-4o")
+			_, err := openai.EncodeChatRequest(&adapters.Request{Op: adapters.OpChat, Dialect: "translated", Chat: tt.chat}, "gpt-4o")
 			var e *adapters.Error
 			if !errors.As(err, &e) || e.Status != http.StatusBadRequest || !strings.Contains(e.Message, tt.want) {
 				t.Fatalf("got %v, want a 400 saying %q", err, tt.want)

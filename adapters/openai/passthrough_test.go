@@ -190,7 +190,7 @@ func TestNewRequestRefusals(t *testing.T) {
 		}
 	}
 	// another dialect's embeddings are not translated
-	req := &adapters.Request{Op: adapters.OpEmbedding, Dialect: "gemini", Model: "m", Embedding: &adapters.EmbeddingRequest{Input: []string{"a"}}}
+	req := &adapters.Request{Op: adapters.OpEmbedding, Dialect: "translated", Model: "m", Embedding: &adapters.EmbeddingRequest{Input: []string{"a"}}}
 	if _, err := prov.NewRequest(context.Background(), up, req); err == nil {
 		t.Error("translated embedding accepted")
 	}
@@ -206,7 +206,7 @@ func TestNewRequestRefusals(t *testing.T) {
 // read for billing, and without usage its text is kept for counting.
 func TestPassthroughResponse(t *testing.T) {
 	req := &adapters.Request{Op: adapters.OpChat, Dialect: openai.Name, Model: "gpt-4o"}
-	answer := read(t, "testdata/response/text.json")
+	answer := read(t, "testdata/response/text.openai.json")
 	resp, err := prov.DecodeResponse(req, answer)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestPassthroughResponse(t *testing.T) {
 		t.Error("invalid JSON accepted")
 	}
 	// translated: only chat answers
-	if _, err := prov.DecodeResponse(&adapters.Request{Op: adapters.OpEmbedding, Dialect: "gemini"}, []byte(`{}`)); err == nil {
+	if _, err := prov.DecodeResponse(&adapters.Request{Op: adapters.OpEmbedding, Dialect: "translated"}, []byte(`{}`)); err == nil {
 		t.Error("translated embedding answer accepted")
 	}
 	if _, err := oai.EncodeResponse(&adapters.Request{Op: adapters.OpEmbedding}, &adapters.Response{}); err == nil {
@@ -252,7 +252,7 @@ func TestPassthroughResponse(t *testing.T) {
 // is read for billing and shown only to a client that asked for it.
 func TestPassthroughStream(t *testing.T) {
 	done := []byte("data: [DONE]\n\n")
-	for _, in := range []string{"testdata/stream/text.sse", "testdata/stream/tools.sse", "testdata/stream/usage.sse"} {
+	for _, in := range []string{"testdata/stream/text.openai.sse", "testdata/stream/tools.openai.sse", "testdata/stream/usage.openai.sse"} {
 		t.Run(base(in), func(t *testing.T) {
 			stream := read(t, in)
 			for _, includeUsage := range []bool{true, false} {
@@ -300,7 +300,7 @@ func TestPassthroughStream(t *testing.T) {
 	}
 	// the numbers, details included
 	req := &adapters.Request{Op: adapters.OpChat, Dialect: openai.Name, Stream: true}
-	evs, _ := drain(prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/usage.sse"))))
+	evs, _ := drain(prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/usage.openai.sse"))))
 	if u := evs[len(evs)-1].Usage; u == nil || *u != (adapters.Usage{PromptTokens: 2006, CompletionTokens: 300, CachedTokens: 1920, ReasoningTokens: 256}) {
 		t.Errorf("usage %+v", u)
 	}
@@ -313,10 +313,10 @@ func TestPartialText(t *testing.T) {
 		in, want string
 		end      error
 	}{
-		{"testdata/stream/truncated.sse", "Once upon a time", io.ErrUnexpectedEOF},
-		{"testdata/stream/cut_midframe.sse", "Hello", nil},
+		{"testdata/stream/truncated.openai.sse", "Once upon a time", io.ErrUnexpectedEOF},
+		{"testdata/stream/cut_midframe.openai.sse", "Hello", nil},
 		// usage came: nothing to count
-		{"testdata/stream/text.sse", "", nil},
+		{"testdata/stream/text.openai.sse", "", nil},
 	}
 	for _, tt := range tests {
 		dec := prov.NewStreamDecoder(req, bytes.NewReader(read(t, tt.in)))
@@ -334,7 +334,7 @@ func TestPartialText(t *testing.T) {
 	}
 	// reasoning and tool calls count too; the usage chunk removed
 	var stream []byte
-	for _, f := range [][]byte{read(t, "testdata/stream/usage.sse"), read(t, "testdata/stream/tools.sse")} {
+	for _, f := range [][]byte{read(t, "testdata/stream/usage.openai.sse"), read(t, "testdata/stream/tools.openai.sse")} {
 		for _, frame := range bytes.SplitAfter(f, []byte("\n\n")) {
 			if !bytes.Contains(frame, []byte(`"usage":{`)) && !bytes.Contains(frame, []byte("[DONE]")) {
 				stream = append(stream, frame...)
@@ -354,13 +354,13 @@ func TestPartialText(t *testing.T) {
 // The stream decoder tells a normal end from a cut-off stream and an
 // upstream error, in both modes.
 func TestStreamEnds(t *testing.T) {
-	for _, dialect := range []string{openai.Name, "anthropic"} {
+	for _, dialect := range []string{openai.Name, "translated"} {
 		req := &adapters.Request{Op: adapters.OpChat, Dialect: dialect, Stream: true}
-		dec := prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.sse")))
+		dec := prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.openai.sse")))
 		if _, err := drain(dec); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: truncated stream gave %v, want io.ErrUnexpectedEOF", dialect, err)
 		}
-		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.sse")))
+		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.openai.sse")))
 		evs, err := drain(dec)
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Type != "server_error" || e.Status != http.StatusBadGateway || !strings.HasPrefix(e.Message, "The server had an error") {
@@ -369,7 +369,7 @@ func TestStreamEnds(t *testing.T) {
 		if len(evs) == 0 {
 			t.Errorf("%s: no events before the error", dialect)
 		}
-		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/text.sse")))
+		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/text.openai.sse")))
 		if _, err := drain(dec); err != nil {
 			t.Errorf("%s: complete stream gave %v", dialect, err)
 		}
