@@ -20,72 +20,98 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// dialectsCaddyfile has one channel of each family, each serving one model.
-const dialectsCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel claude {
-			type anthropic
-			base_url {{ANT}}
-			key sk-ant-up
-			models claude-test
-		}
-		channel gem {
-			type gemini
-			base_url {{GEM}}
-			key AIza-up
-			models gemini-test
-		}
-		channel gpt {
-			type openai
-			base_url {{OAI}}
-			key sk-oai-up
-			models gpt-test
-		}
-		price claude-test {
-			input 3
-			output 15
-			cached_input 0.30
-		}
-		price gemini-test {
-			input 0.30
-			output 2.50
-			cached_input 0.075
-		}
-		price gpt-test {
-			input 0.15
-			output 0.60
-			cached_input 0.075
-		}
-	}
+// upstreamFamily is one row of the dialect matrix: an upstream family, its
+// fake, the one model its channel serves and that model's price. A new
+// family is one row here (and its fake in internal/gatewaytest).
+type upstreamFamily struct {
+	typ, channel, model, key string
+	start                    func(t testing.TB, key string) gatewaytest.Fake
+	// price is the model's Caddyfile price block body; cost what one turn
+	// of the matrix costs in units at that price
+	price string
+	cost  int64
+	// check looks at the second upstream request of a conversation for
+	// what the family needs carried back
+	check func(t *testing.T, client string, second gatewaytest.Recorded)
 }
 
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
+// families: the matrix's upstreams. Each turn costs 35 prompt tokens, 5 of
+// them cached, and 12 out: claude 30*3 + 5*0.30 + 12*15 = 271.5, gemini
+// 30*0.30 + 5*0.075 + 12*2.50 = 39.375, gpt 30*0.15 + 5*0.075 + 12*0.60 =
+// 12.075 units, each rounded up.
+var families = []upstreamFamily{
+	{
+		typ: "anthropic", channel: "claude", model: "claude-test", key: "sk-ant-up",
+		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeAnthropic(t, key) },
+		price: "input 3\n\t\t\toutput 15\n\t\t\tcached_input 0.30", cost: 272,
+		check: func(t *testing.T, _ string, second gatewaytest.Recorded) {
+			if second.Header.Get("anthropic-version") == "" {
+				t.Error("no anthropic-version upstream")
+			}
+		},
+	},
+	{
+		typ: "gemini", channel: "gem", model: "gemini-test", key: "AIza-up",
+		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeGemini(t, key) },
+		price: "input 0.30\n\t\t\toutput 2.50\n\t\t\tcached_input 0.075", cost: 40,
+		check: func(t *testing.T, client string, second gatewaytest.Recorded) {
+			// Anthropic clients carry Gemini's signature in a thinking
+			// block; Gemini clients send it as they got it; OpenAI's
+			// have nowhere to keep it
+			if client != "openai" && (len(second.Signatures) != 1 || second.Signatures[0] != gatewaytest.FakeSignature) {
+				t.Errorf("Gemini's thought signature came back as %q", second.Signatures)
+			}
+		},
+	},
+	{
+		typ: "openai", channel: "gpt", model: "gpt-test", key: "sk-oai-up",
+		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeOpenAI(t, key) },
+		price: "input 0.15\n\t\t\toutput 0.60\n\t\t\tcached_input 0.075", cost: 13,
+		check: func(*testing.T, string, gatewaytest.Recorded) {},
+	},
 }
-`
+
+// dialectsCaddyfile has one channel of each family, each serving one model.
+func dialectsCaddyfile() string {
+	var b strings.Builder
+	b.WriteString("{\n\tadmin {{ADMIN}}\n\tgateway {\n\t\tdatabase sqlite {{DB}}\n")
+	for _, f := range families {
+		fmt.Fprintf(&b, "\t\tchannel %s {\n\t\t\ttype %s\n\t\t\tbase_url {{%s}}\n\t\t\tkey %s\n\t\t\tmodels %s\n\t\t}\n",
+			f.channel, f.typ, strings.ToUpper(f.channel), f.key, f.model)
+	}
+	for _, f := range families {
+		fmt.Fprintf(&b, "\t\tprice %s {\n\t\t\t%s\n\t\t}\n", f.model, f.price)
+	}
+	b.WriteString("\t}\n}\n\nhttp://127.0.0.1:{{PORT}} {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n")
+	return b.String()
+}
+
+// the counts every fake reports in the matrix: 30 fresh + 5 cached prompt
+// tokens, 12 out
+const (
+	fakePrompt     = 35
+	fakeCached     = 5
+	fakeCompletion = 12
+)
 
 type dialectsSetup struct {
-	gw            *gatewaytest.Gateway
-	ant, gem, oai *fakeVendor
-	upstreamFor   map[string]*fakeVendor // model -> fake
-	channelFor    map[string]string      // model -> channel name
+	gw    *gatewaytest.Gateway
+	fakes map[string]gatewaytest.Fake // model -> its upstream
 }
 
 func startDialects(t *testing.T) *dialectsSetup {
 	t.Helper()
-	s := &dialectsSetup{
-		ant: newFakeVendor(t, "anthropic", "sk-ant-up"),
-		gem: newFakeVendor(t, "gemini", "AIza-up"),
-		oai: newFakeVendor(t, "openai", "sk-oai-up"),
+	s := &dialectsSetup{fakes: map[string]gatewaytest.Fake{}}
+	vars := gatewaytest.Vars{}
+	for _, f := range families {
+		fake := f.start(t, f.key)
+		fake.Set(func(b *gatewaytest.Behavior) {
+			b.Reply, b.PromptTokens, b.CachedTokens, b.CompletionTokens = "Hello there", fakePrompt, fakeCached, fakeCompletion
+		})
+		s.fakes[f.model] = fake
+		vars[strings.ToUpper(f.channel)] = fake.BaseURL()
 	}
-	s.upstreamFor = map[string]*fakeVendor{"claude-test": s.ant, "gemini-test": s.gem, "gpt-test": s.oai}
-	s.channelFor = map[string]string{"claude-test": "claude", "gemini-test": "gem", "gpt-test": "gpt"}
-	s.gw = gatewaytest.Start(t, dialectsCaddyfile, gatewaytest.Vars{"ANT": s.ant.URL, "GEM": s.gem.URL, "OAI": s.oai.URL})
+	s.gw = gatewaytest.Start(t, dialectsCaddyfile(), vars)
 	return s
 }
 
@@ -107,9 +133,9 @@ func weatherFor(args string) string {
 
 // conversation is what a client saw over the two turns.
 type conversation struct {
-	calls []fakeCall // turn 1: the tool calls the SDK parsed
-	text1 string     // turn 1: text beside the calls
-	text2 string     // turn 2: the answer after the tool results
+	calls []gatewaytest.Call // turn 1: the tool calls the SDK parsed
+	text1 string             // turn 1: text beside the calls
+	text2 string             // turn 2: the answer after the tool results
 }
 
 // The Anthropic SDK: a user turn with an image and a tool, then the
@@ -164,7 +190,7 @@ func anthropicConversation(t *testing.T, gw *gatewaytest.Gateway, key, model, sy
 		case "text":
 			c.text1 += b.Text
 		case "tool_use":
-			c.calls = append(c.calls, fakeCall{b.Name, string(b.Input)})
+			c.calls = append(c.calls, gatewaytest.Call{Name: b.Name, Args: string(b.Input)})
 			results = append(results, anthropic.NewToolResultBlock(b.ID, weatherFor(string(b.Input)), false))
 		}
 	}
@@ -243,7 +269,7 @@ func geminiConversation(t *testing.T, gw *gatewaytest.Gateway, key, model, versi
 		switch {
 		case p.FunctionCall != nil:
 			args, _ := json.Marshal(p.FunctionCall.Args)
-			c.calls = append(c.calls, fakeCall{p.FunctionCall.Name, string(args)})
+			c.calls = append(c.calls, gatewaytest.Call{Name: p.FunctionCall.Name, Args: string(args)})
 			responses = append(responses, &genai.Part{FunctionResponse: &genai.FunctionResponse{
 				ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Response: map[string]any{"output": weatherFor(string(args))}}})
 		case !p.Thought:
@@ -313,7 +339,7 @@ func openaiConversation(t *testing.T, gw *gatewaytest.Gateway, key, model, syste
 	c.text1 = msg.Content
 	params.Messages = append(params.Messages, msg.ToParam())
 	for _, tc := range msg.ToolCalls {
-		c.calls = append(c.calls, fakeCall{tc.Function.Name, tc.Function.Arguments})
+		c.calls = append(c.calls, gatewaytest.Call{Name: tc.Function.Name, Args: tc.Function.Arguments})
 		params.Messages = append(params.Messages, openai.ToolMessage(weatherFor(tc.Function.Arguments), tc.ID))
 	}
 	msg, finish, _ = send()
@@ -348,9 +374,9 @@ func TestDialectsMatrix(t *testing.T) {
 		}},
 	}
 	for _, c := range clients {
-		for _, model := range []string{"claude-test", "gemini-test", "gpt-test"} {
+		for _, fam := range families {
 			for _, stream := range []bool{false, true} {
-				name := fmt.Sprintf("%s to %s", c.name, model)
+				name := fmt.Sprintf("%s to %s", c.name, fam.model)
 				if stream {
 					name += " streaming"
 				}
@@ -358,26 +384,25 @@ func TestDialectsMatrix(t *testing.T) {
 					t.Parallel()
 					user := strings.NewReplacer(" ", "-").Replace(name)
 					key := s.gw.AddUser(user, 10_000_000)
-					up := s.upstreamFor[model]
 					// the subtests run at once: each tags its system prompt
 					system := systemPrompt + " [" + user + "]"
-					conv := c.run(t, key, model, system, stream)
+					conv := c.run(t, key, fam.model, system, stream)
 
-					want := []fakeCall{{"get_weather", `{"city":"Paris"}`}, {"get_weather", `{"city":"Rome"}`}}
-					if len(conv.calls) != 2 {
+					want := gatewaytest.WeatherCalls
+					if len(conv.calls) != len(want) {
 						t.Fatalf("turn 1 calls %v, want %v", conv.calls, want)
 					}
 					for i, call := range conv.calls {
-						if call.name != want[i].name || !sameJSON(call.args, want[i].args) {
+						if call.Name != want[i].Name || !sameJSON(call.Args, want[i].Args) {
 							t.Errorf("call %d = %v, want %v", i, call, want[i])
 						}
 					}
-					if conv.text1 != "Checking." || conv.text2 != "Weather: 18C, 21C." {
+					if conv.text1 != gatewaytest.ToolText || conv.text2 != "Weather: 18C, 21C." {
 						t.Errorf("texts %q, %q", conv.text1, conv.text2)
 					}
 
-					var reqs []seen
-					for _, r := range up.requests() {
+					var reqs []gatewaytest.Recorded
+					for _, r := range s.fakes[fam.model].Requests() {
 						if r.System == system {
 							reqs = append(reqs, r)
 						}
@@ -395,19 +420,12 @@ func TestDialectsMatrix(t *testing.T) {
 					if strings.Join(second.Results, ",") != "18C,21C" {
 						t.Errorf("the upstream saw tool results %q", second.Results)
 					}
-					if model == "gemini-test" && c.name != "openai" && (len(second.Signatures) != 1 || second.Signatures[0] != fakeSignature) {
-						// Anthropic clients carry Gemini's signature in a
-						// thinking block; Gemini clients send it as they got it
-						t.Errorf("Gemini's thought signature came back as %q", second.Signatures)
-					}
-					if model == "claude-test" && second.Header.Get("anthropic-version") == "" {
-						t.Error("no anthropic-version upstream")
-					}
+					fam.check(t, c.name, second)
 
 					rows := s.gw.WaitUsage(user, 2)
 					for _, r := range rows {
-						if r.PromptTokens != fakePrompt || r.CompletionTokens != fakeCompletion || r.Cost != wantCost[model] ||
-							r.Estimated || r.Status != 200 || r.Channel != s.channelFor[model] || r.Stream != stream {
+						if r.PromptTokens != fakePrompt || r.CompletionTokens != fakeCompletion || r.Cost != fam.cost ||
+							r.Estimated || r.Status != 200 || r.Channel != fam.channel || r.Stream != stream {
 							t.Errorf("usage row %+v", r)
 						}
 					}
@@ -416,12 +434,6 @@ func TestDialectsMatrix(t *testing.T) {
 		}
 	}
 }
-
-// wantCost is what one turn costs in units, with 5 of the 35 prompt tokens
-// at the cached price: claude 30*3 + 5*0.30 + 12*15 = 271.5, gemini
-// 30*0.30 + 5*0.075 + 12*2.50 = 39.375, gpt 30*0.15 + 5*0.075 + 12*0.60 =
-// 12.075, each rounded up.
-var wantCost = map[string]int64{"claude-test": 272, "gemini-test": 40, "gpt-test": 13}
 
 func sameJSON(a, b string) bool {
 	var x, y any
@@ -455,10 +467,10 @@ func TestDialectSideEndpoints(t *testing.T) {
 			}
 			return n.InputTokens
 		}
-		if n := count("claude-test"); n != 42 {
+		if n := count("claude-test"); n != gatewaytest.CountTokens {
 			t.Errorf("anthropic count from the Anthropic upstream = %d", n)
 		}
-		if n := count("gpt-test"); n <= 0 || n == 42 {
+		if n := count("gpt-test"); n <= 0 || n == gatewaytest.CountTokens {
 			t.Errorf("anthropic count for an OpenAI model = %d, want a local count", n)
 		}
 		gcount := func(model string) int32 {
@@ -468,10 +480,10 @@ func TestDialectSideEndpoints(t *testing.T) {
 			}
 			return r.TotalTokens
 		}
-		if n := gcount("gemini-test"); n != 42 {
+		if n := gcount("gemini-test"); n != gatewaytest.CountTokens {
 			t.Errorf("gemini count from the Gemini upstream = %d", n)
 		}
-		if n := gcount("claude-test"); n <= 0 || n == 42 {
+		if n := gcount("claude-test"); n <= 0 || n == gatewaytest.CountTokens {
 			t.Errorf("gemini count for a Claude model = %d, want a local count", n)
 		}
 		// counting is free, whether the vendor or the gateway counted
@@ -537,7 +549,7 @@ func TestDialectSideEndpoints(t *testing.T) {
 			t.Errorf("document to Gemini: %v", err)
 		}
 		// an upstream error translated into Gemini's shape
-		s.ant.Close()
+		s.fakes["claude-test"].Close()
 		_, err = gc.Models.GenerateContent(ctx, "claude-test", genai.Text("hi"), nil)
 		var gerr genai.APIError
 		if !errors.As(err, &gerr) || gerr.Code < 500 || gerr.Status == "" {

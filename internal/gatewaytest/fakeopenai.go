@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -19,18 +18,18 @@ import (
 // FakeOpenAI is an upstream that speaks OpenAI's wire format as its API
 // reference describes it: chat completions (JSON, and SSE chunks ending in
 // data: [DONE], with the usage chunk only when stream_options.include_usage
-// is set), legacy completions, and embeddings (float or base64 little-endian
-// float32, with dimensions).
+// is set; tool calls, with tool messages that must answer every call of the
+// assistant message before them), legacy completions, and embeddings (float
+// or base64 little-endian float32, with dimensions).
 type FakeOpenAI struct {
 	*httptest.Server
 	Key string // the key it expects as Bearer
-
-	mu       sync.Mutex
-	requests []Recorded
-	b        Behavior
+	recorder
 	// cancelled counts streams the gateway hung up on before their end
 	cancelled int
 }
+
+var _ Fake = (*FakeOpenAI)(nil)
 
 // Cancelled is how many streams were cut off by the gateway's side.
 func (f *FakeOpenAI) Cancelled() int {
@@ -39,47 +38,49 @@ func (f *FakeOpenAI) Cancelled() int {
 	return f.cancelled
 }
 
-// Behavior is how a fake upstream answers; change it with Set.
+// Behavior is how a fake upstream answers; change it with Set. FakeAnthropic
+// and FakeGemini honour Reply, the token counts, NoUsage and FailStatus;
+// BreakAfter and ChunkDelay are FakeOpenAI's.
 type Behavior struct {
-	Reply            string        // assistant text, streamed a word a chunk
-	PromptTokens     int64         // reported usage
+	Reply            string        // assistant text without tools, streamed a word a chunk
+	PromptTokens     int64         // reported usage, cached tokens included
 	CompletionTokens int64         // reported usage
-	CachedTokens     int64         // reported prompt_tokens_details.cached_tokens
+	CachedTokens     int64         // reported cached prompt tokens
 	FailStatus       int           // answer every request with this error status
 	NoUsage          bool          // report no usage at all
 	BreakAfter       int           // streams: drop the connection after this many chunks
 	ChunkDelay       time.Duration // streams: pause before each chunk
 }
 
-// Recorded is a request the fake received.
+// Recorded is a request a fake received, and what it read from it.
 type Recorded struct {
 	Path   string
 	Header http.Header
 	Body   map[string]any
 	Raw    []byte
+
+	// What the fakes read of a generation request.
+	Model      string
+	Stream     bool
+	System     string
+	Prompt     string   // text of the first user turn
+	Image      []byte   // the image the first user turn carried
+	Tools      []string // tool names offered
+	Results    []string // tool results answering the previous turn, in order
+	Signatures []string // thought signatures on function calls sent back (Gemini)
 }
 
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
-	f := &FakeOpenAI{Key: key, b: Behavior{Reply: "Hello from the fake upstream", PromptTokens: 10, CompletionTokens: 20}}
+	f := &FakeOpenAI{Key: key}
+	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
 }
 
-// Set changes behaviour under the lock.
-func (f *FakeOpenAI) Set(change func(b *Behavior)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	change(&f.b)
-}
-
-// Requests returns what the fake received so far.
-func (f *FakeOpenAI) Requests() []Recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Recorded(nil), f.requests...)
-}
+// BaseURL is the address a channel's base_url names.
+func (f *FakeOpenAI) BaseURL() string { return f.URL }
 
 func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -91,10 +92,7 @@ func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
-	f.mu.Lock()
-	f.requests = append(f.requests, Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
-	cfg := f.b
-	f.mu.Unlock()
+	cfg, i := f.record(Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
 
 	if r.Header.Get("Authorization") != "Bearer "+f.Key {
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")
@@ -111,16 +109,28 @@ func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	model, _ := body["model"].(string)
 	switch r.URL.Path {
 	case "/v1/chat/completions":
-		if stream, _ := body["stream"].(bool); stream {
-			f.stream(w, r, &cfg, model, body)
+		rec := f.Requests()[i]
+		if msg := readOpenAIChat(raw, &rec); msg != "" {
+			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", msg)
 			return
+		}
+		f.update(i, &rec)
+		text, calls := answer(&cfg, &rec)
+		if rec.Stream {
+			f.stream(w, r, &cfg, model, body, text, calls)
+			return
+		}
+		finish := "stop"
+		message := map[string]any{"role": "assistant", "content": text, "refusal": nil, "annotations": []any{}}
+		if len(calls) > 0 {
+			finish = "tool_calls"
+			message["tool_calls"] = openAIToolCalls(calls)
 		}
 		resp := map[string]any{
 			"id": "chatcmpl-fake1", "object": "chat.completion", "created": time.Now().Unix(), "model": model,
 			"system_fingerprint": "fp_fake",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "logprobs": nil,
-				"message": map[string]any{"role": "assistant", "content": cfg.Reply, "refusal": nil, "annotations": []any{}}}},
-			"service_tier": "default",
+			"choices":            []any{map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil, "message": message}},
+			"service_tier":       "default",
 		}
 		if !cfg.NoUsage {
 			resp["usage"] = cfg.usage()
@@ -140,6 +150,91 @@ func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func openAIToolCalls(calls []Call) []any {
+	var out []any
+	for i, c := range calls {
+		out = append(out, map[string]any{"id": fmt.Sprintf("call_fake%d", i+1), "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Args}})
+	}
+	return out
+}
+
+// readOpenAIChat reads a chat completions body into rec, or says why the
+// real API would refuse it.
+func readOpenAIChat(raw []byte, rec *Recorded) string {
+	var req struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil || req.Model == "" || len(req.Messages) == 0 {
+		return "We could not parse the JSON body of your request."
+	}
+	rec.Model, rec.Stream = req.Model, req.Stream
+	for _, t := range req.Tools {
+		rec.Tools = append(rec.Tools, t.Function.Name)
+	}
+	var open []string // tool call ids awaiting their tool message
+	firstUser := true
+	for i, m := range req.Messages {
+		if len(open) > 0 && m.Role != "tool" {
+			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'."
+		}
+		var text string
+		var parts []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		if json.Unmarshal(m.Content, &text) != nil {
+			_ = json.Unmarshal(m.Content, &parts)
+			for _, p := range parts {
+				text += p.Text
+			}
+		}
+		switch m.Role {
+		case "system", "developer":
+			rec.System += text
+		case "user":
+			if firstUser {
+				rec.Prompt = text
+				for _, p := range parts {
+					if data, ok := strings.CutPrefix(p.ImageURL.URL, "data:image/png;base64,"); ok {
+						rec.Image, _ = base64.StdEncoding.DecodeString(data)
+					}
+				}
+			}
+			firstUser = false
+			rec.Results = nil
+		case "assistant":
+			for _, tc := range m.ToolCalls {
+				open = append(open, tc.ID)
+			}
+			rec.Results = nil
+		case "tool":
+			if len(open) == 0 || open[0] != m.ToolCallID {
+				return fmt.Sprintf("Invalid parameter: messages[%d] with role 'tool' must be a response to a preceeding message with 'tool_calls'.", i)
+			}
+			open = open[1:]
+			rec.Results = append(rec.Results, text)
+		}
+	}
+	return ""
+}
+
 func (f *Behavior) usage() map[string]any {
 	return map[string]any{
 		"prompt_tokens": f.PromptTokens, "completion_tokens": f.CompletionTokens, "total_tokens": f.PromptTokens + f.CompletionTokens,
@@ -157,7 +252,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // [DONE], without the usage chunk: a role chunk, a chunk a word, a finish chunk.
 func StreamChunks(reply string) int { return len(strings.Fields(reply)) + 2 }
 
-func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavior, model string, body map[string]any) {
+func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavior, model string, body map[string]any, text string, calls []Call) {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -207,7 +302,7 @@ func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavio
 	if !send(choice(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil), nil) {
 		return
 	}
-	words := strings.Fields(cfg.Reply)
+	words := strings.Fields(text)
 	for i, word := range words {
 		if i < len(words)-1 {
 			word += " "
@@ -216,7 +311,21 @@ func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavio
 			return
 		}
 	}
-	if !send(choice(map[string]any{}, "stop"), nil) {
+	finish := "stop"
+	for i, c := range calls {
+		finish = "tool_calls"
+		start := map[string]any{"index": i, "id": fmt.Sprintf("call_fake%d", i+1), "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}
+		if !send(choice(map[string]any{"tool_calls": []any{start}}, nil), nil) {
+			return
+		}
+		half := len(c.Args) / 2
+		for _, part := range []string{c.Args[:half], c.Args[half:]} {
+			if !send(choice(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": part}}}}, nil), nil) {
+				return
+			}
+		}
+	}
+	if !send(choice(map[string]any{}, finish), nil) {
 		return
 	}
 	if includeUsage && !cfg.NoUsage {
