@@ -10,15 +10,13 @@ import (
 
 // The shared golden-file helpers, under the names these tests use.
 var (
-	golden  = goldentest.Golden
-	neutral = goldentest.Neutral
-	chatOf  = goldentest.ChatOf
-	inputs  = goldentest.Inputs
-	read    = goldentest.Read
-	base    = goldentest.Base
-	post    = goldentest.Post
-	stem    = goldentest.Stem
-	drain   = goldentest.Drain
+	golden = goldentest.Golden
+	inputs = goldentest.Inputs
+	read   = goldentest.Read
+	base   = goldentest.Base
+	post   = goldentest.Post
+	stem   = goldentest.Stem
+	drain  = goldentest.Drain
 )
 
 var (
