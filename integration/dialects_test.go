@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,8 +38,8 @@ type upstreamFamily struct {
 
 // families: the matrix's upstreams. Each turn costs 35 prompt tokens, 5 of
 // them cached, and 12 out: claude 30*3 + 5*0.30 + 12*15 = 271.5, gemini
-// 30*0.30 + 5*0.075 + 12*2.50 = 39.375, gpt 30*0.15 + 5*0.075 + 12*0.60 =
-// 12.075 units, each rounded up.
+// 30*0.30 + 5*0.075 + 12*2.50 = 39.375, gpt and azure (the same prices)
+// 30*0.15 + 5*0.075 + 12*0.60 = 12.075 units, each rounded up.
 var families = []upstreamFamily{
 	{
 		typ: "anthropic", channel: "claude", model: "claude-test", key: "sk-ant-up",
@@ -60,6 +61,16 @@ var families = []upstreamFamily{
 			// have nowhere to keep it
 			if client != "openai" && (len(second.Signatures) != 1 || second.Signatures[0] != gatewaytest.FakeSignature) {
 				t.Errorf("Gemini's thought signature came back as %q", second.Signatures)
+			}
+		},
+	},
+	{
+		typ: "azure", channel: "az", model: "azure-test", key: "az-up",
+		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeAzure(t, key) },
+		price: "input 0.15\n\t\t\toutput 0.60\n\t\t\tcached_input 0.075", cost: 13,
+		check: func(t *testing.T, _ string, second gatewaytest.Recorded) {
+			if second.Path != "/openai/deployments/azure-test/chat/completions" || second.Header.Get("Authorization") != "" {
+				t.Errorf("the Azure upstream got %s with Authorization %q", second.Path, second.Header.Get("Authorization"))
 			}
 		},
 	},
@@ -509,7 +520,12 @@ func TestDialectSideEndpoints(t *testing.T) {
 		for _, m := range page.Data {
 			ids = append(ids, m.ID)
 		}
-		if strings.Join(ids, ",") != "claude-test,gemini-test,gpt-test" {
+		var models []string
+		for _, f := range families {
+			models = append(models, f.model)
+		}
+		slices.Sort(models)
+		if strings.Join(ids, ",") != strings.Join(models, ",") {
 			t.Errorf("anthropic model list %v", ids)
 		}
 		m, err := ac.Models.Get(ctx, "claude-test", anthropic.ModelGetParams{})

@@ -27,6 +27,8 @@ type FakeOpenAI struct {
 	recorder
 	// cancelled counts streams the gateway hung up on before their end
 	cancelled int
+	// azure opens streams with Azure's prompt-filter chunk (FakeAzure)
+	azure bool
 }
 
 var _ Fake = (*FakeOpenAI)(nil)
@@ -88,13 +90,16 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
 	fmt.Fprintf(w, `{"error":{"message":%q,"type":%q,"param":null,"code":null}}`, msg, typ)
 }
 
-func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
+func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) { f.handle(w, r, r.URL.Path) }
+
+// handle answers a request for the OpenAI API path route.
+func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string) {
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
 	cfg, i := f.record(Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
 
-	if r.Header.Get("Authorization") != "Bearer "+f.Key {
+	if !f.azure && r.Header.Get("Authorization") != "Bearer "+f.Key { // FakeAzure checked api-key
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")
 		return
 	}
@@ -107,7 +112,7 @@ func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model, _ := body["model"].(string)
-	switch r.URL.Path {
+	switch route {
 	case "/v1/chat/completions":
 		rec := f.Requests()[i]
 		if msg := readOpenAIChat(raw, &rec); msg != "" {
@@ -295,6 +300,15 @@ func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavio
 		fl.Flush()
 		n++
 		return true
+	}
+	if f.azure {
+		// Azure's first chunk: the prompt's filter results, no choices
+		filter := map[string]any{"hate": map[string]any{"filtered": false, "severity": "safe"}, "self_harm": map[string]any{"filtered": false, "severity": "safe"},
+			"sexual": map[string]any{"filtered": false, "severity": "safe"}, "violence": map[string]any{"filtered": false, "severity": "safe"}}
+		b, _ := json.Marshal(map[string]any{"choices": []any{}, "created": 0, "id": "", "model": "", "object": "",
+			"prompt_filter_results": []any{map[string]any{"prompt_index": 0, "content_filter_results": filter}}})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		fl.Flush()
 	}
 	choice := func(delta map[string]any, finish any) []any {
 		return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
