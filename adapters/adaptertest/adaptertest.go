@@ -357,15 +357,16 @@ func offline() context.Context {
 	return ctx
 }
 
-// sendBody is the body p sends for req, or the refusal as a comment line.
+// sendBody is the body p sends for req, or its refusal (a 400: the request
+// cannot be carried) as a comment line.
 func (k *kit) sendBody(t *testing.T, p adapters.Provider, req *adapters.Request) []byte {
 	t.Helper()
 	up := &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Key: "sk-upstream", Model: k.s.UpstreamModel}
 	hr, err := p.NewRequest(offline(), up, req)
 	if err != nil {
 		var e *adapters.Error
-		if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 {
-			t.Fatalf("%s refused with %#v, want a 4xx *adapters.Error", p.Type(), err)
+		if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+			t.Fatalf("%s refused with %#v, want a 400 *adapters.Error", p.Type(), err)
 		}
 		return []byte("# error: " + e.Message + "\n")
 	}
