@@ -10,7 +10,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
@@ -109,6 +108,12 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 	}
 	if key == "" {
+		// the console's playground rides on the login session instead
+		if id, e := h.app.sessionIdentity(w, r); e != nil {
+			return writeError(w, rt.dialect, e)
+		} else if id != nil {
+			return h.serveAs(w, r, next, rt, id)
+		}
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
 	}
@@ -121,6 +126,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		h.log.Error("looking up a key", zap.Error(err))
 		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, "api_error", "the gateway cannot check keys right now; try again shortly"))
 	}
+	return h.serveAs(w, r, next, rt, id)
+}
+
+// serveAs passes the request on as id, once id may make requests at all.
+func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity) error {
 	if e := checkIdentity(id); e != nil {
 		return writeError(w, rt.dialect, e)
 	}
@@ -180,11 +190,6 @@ func writeError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) er
 	w.WriteHeader(e.Status)
 	_, err := w.Write(d.EncodeError(e))
 	return err
-}
-
-func hashPassword(p string) (string, error) {
-	b, err := bcrypt.GenerateFromPassword([]byte(p), bcrypt.DefaultCost)
-	return string(b), err
 }
 
 // Interface guards.
