@@ -73,7 +73,8 @@ function userRow(u) {
       actions.append(rb);
     }
   }
-  if (u.role !== 'admin' || me.role === 'root' || u.id === me.id) {
+  // administrators manage users; root manages administrators and itself
+  if (u.role === 'user' || me.role === 'root' || u.id === me.id) {
     const qb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Adjust quota of ' + u.username,
       onclick: () => {
         const text = prompt('Add to ' + u.username + "'s quota, in USD (negative to take away):", '1');

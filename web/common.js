@@ -31,9 +31,14 @@ async function api(method, path, body) {
 // Quota is in units of one millionth of a US dollar.
 const UNITS_PER_USD = 1000000;
 
+// usd shows units exactly: whole cents always, and the sub-cent digits
+// when there are any (a request can cost $0.000034).
 function usd(units) {
-  const v = Number(units) / UNITS_PER_USD;
-  return (v < 0 ? '-$' : '$') + Math.abs(v).toFixed(Math.abs(v) < 1 && v !== 0 ? 4 : 2);
+  const n = Math.trunc(Number(units));
+  const abs = Math.abs(n);
+  let frac = String(abs % UNITS_PER_USD).padStart(6, '0').replace(/0+$/, '');
+  frac = frac.padEnd(2, '0');
+  return (n < 0 ? '-$' : '$') + Math.trunc(abs / UNITS_PER_USD) + '.' + frac;
 }
 
 // usdToUnits turns what a person typed ("1.5", "$2", "0.000001") into whole

@@ -237,15 +237,21 @@ async function loadChart() {
       title.textContent = d.day + ': ' + usd(d.cost) + ' in ' + d.requests + ' requests';
       rect.append(title);
       nodes.push(rect);
-      if (i % 7 === 0 || i === r.data.length - 1) {
+      // a label a week, counted back from today so today always has one
+      if ((r.data.length - 1 - i) % 7 === 0) {
         const label = document.createElementNS(ns, 'text');
-        label.setAttribute('x', String(i * w));
+        label.setAttribute('x', String(Math.min(i * w, 570)));
         label.setAttribute('y', '155');
         label.textContent = d.day.slice(5);
         nodes.push(label);
       }
     });
-    svg.replaceChildren(...nodes);
+    const base = document.createElementNS(ns, 'line');
+    base.setAttribute('x1', '0');
+    base.setAttribute('x2', '600');
+    base.setAttribute('y1', '140');
+    base.setAttribute('y2', '140');
+    svg.replaceChildren(base, ...nodes);
     $('chart-summary').textContent = 'Total ' + usd(total) + ' over ' + r.data.length + ' days; highest day ' + usd(peak) + '.';
   } catch (e) {
     $('chart-summary').textContent = 'The chart could not be loaded: ' + e.message;
