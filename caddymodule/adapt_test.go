@@ -66,6 +66,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"price with seven decimals", "price m {\n input 0.0000001\n}", "more than six decimals"},
 		{"bad database", "database sqlite", "database takes a driver"},
 		{"bad model_map", "channel x {\n type openai\n model_map a\n}", "model_map takes"},
+		{"bad registration", "registration yes", "registration takes 'on' or 'off'"},
+		{"negative reward", "invitation_reward -1", "invitation_reward must be a whole number"},
+		{"bad session lifetime", "session_lifetime forever", "session_lifetime must be a positive duration"},
+		{"rate limit without window", "account_rate_limit 5", "account_rate_limit takes attempts and a window"},
+		{"zero attempts", "account_rate_limit 0 1m", "attempts must be a positive integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
