@@ -738,14 +738,24 @@ func (h *Account) dailySpend(_ http.ResponseWriter, r *http.Request, c *caller) 
 	return map[string]any{"data": out}, nil
 }
 
+// queryID reads an optional id cursor from the query string; 0 if absent.
+func queryID(r *http.Request, name, what string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("invalid_cursor", "%s must be %s, not %q", name, what, v)
+	}
+	return n, nil
+}
+
 func (h *Account) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	f := store.UserFilter{Limit: 50}
-	if v := r.URL.Query().Get("after"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, badRequest("invalid_cursor", "after must be a user id, not %q", v)
-		}
-		f.AfterID = n
+	var err error
+	if f.AfterID, err = queryID(r, "after", "a user id"); err != nil {
+		return nil, err
 	}
 	users, err := h.app.db.store.ListUsers(r.Context(), f)
 	if err != nil {
@@ -899,12 +909,9 @@ func viewCodes(codes []*store.RedemptionCode) []codeView {
 
 func (h *Account) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	f := store.CodeFilter{Limit: 50}
-	if v := r.URL.Query().Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, badRequest("invalid_cursor", "before must be a code id, not %q", v)
-		}
-		f.BeforeID = n
+	var err error
+	if f.BeforeID, err = queryID(r, "before", "a code id"); err != nil {
+		return nil, err
 	}
 	codes, err := h.app.db.store.ListRedemptionCodes(r.Context(), f)
 	if err != nil {

@@ -70,17 +70,18 @@ func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 }
 
 func parseAccount(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	h.Next()
-	if h.NextArg() {
-		return nil, h.ArgErr()
-	}
-	return new(Account), nil
+	return new(Account), noArgs(h)
 }
 
 func parseConsole(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	return new(Console), noArgs(h)
+}
+
+// noArgs consumes a directive that takes no arguments and no block.
+func noArgs(h httpcaddyfile.Helper) error {
 	h.Next()
 	if h.NextArg() {
-		return nil, h.ArgErr()
+		return h.ArgErr()
 	}
-	return new(Console), nil
+	return nil
 }

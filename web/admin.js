@@ -3,22 +3,19 @@
 'use strict';
 
 let me = null;
-let usersAfter = '';
-let codesBefore = '';
+let loadUsers, loadCodes;
 
 document.addEventListener('DOMContentLoaded', async () => {
+  loadUsers = pager('/api/admin/users', 'after', $('users'), $('users-more'), $('user-error'), userRow);
+  loadCodes = pager('/api/admin/codes', 'before', $('codes'), $('codes-more'), $('code-error'), codeRow);
   $('logout').addEventListener('click', logout);
   $('user-form').addEventListener('submit', onCreateUser);
   $('code-form').addEventListener('submit', onCreateCodes);
   $('users-more').addEventListener('click', () => loadUsers(false));
   $('codes-more').addEventListener('click', () => loadCodes(false));
   $('copy-codes').addEventListener('click', () => copyText($('new-codes-list').textContent, $('copy-codes-feedback'), $('new-codes-list')));
-  try {
-    me = await currentUser();
-  } catch (e) {
-    showError($('page-error'), e);
-    return;
-  }
+  me = await pageUser();
+  if (me === undefined) return;
   if (!me) { location.href = '/'; return; }
   $('whoami').textContent = me.username + ' (' + me.role + ')';
   if (me.role !== 'admin' && me.role !== 'root') {
@@ -39,19 +36,6 @@ function onCreateUser(ev) {
     $('user-form').reset();
     await loadUsers(true);
   });
-}
-
-async function loadUsers(fromStart) {
-  if (fromStart) usersAfter = '';
-  try {
-    const r = await api('GET', '/api/admin/users' + (usersAfter ? '?after=' + encodeURIComponent(usersAfter) : ''));
-    const rows = r.data.map(userRow);
-    if (fromStart) $('users').replaceChildren(...rows); else $('users').append(...rows);
-    usersAfter = r.next_cursor;
-    $('users-more').disabled = !r.next_cursor;
-  } catch (e) {
-    showError($('user-error'), e);
-  }
 }
 
 function userRow(u) {
@@ -101,19 +85,6 @@ function onCreateCodes(ev) {
     $('new-codes').hidden = false;
     await loadCodes(true);
   });
-}
-
-async function loadCodes(fromStart) {
-  if (fromStart) codesBefore = '';
-  try {
-    const r = await api('GET', '/api/admin/codes' + (codesBefore ? '?before=' + encodeURIComponent(codesBefore) : ''));
-    const rows = r.data.map(codeRow);
-    if (fromStart) $('codes').replaceChildren(...rows); else $('codes').append(...rows);
-    codesBefore = r.next_cursor;
-    $('codes-more').disabled = !r.next_cursor;
-  } catch (e) {
-    showError($('code-error'), e);
-  }
 }
 
 function codeRow(c) {

@@ -117,6 +117,35 @@ async function currentUser() {
   }
 }
 
+// pageUser is currentUser for a page starting up: the user, null when
+// nobody is logged in, or undefined after showing why it could not tell.
+async function pageUser() {
+  try {
+    return await currentUser();
+  } catch (e) {
+    showError($('page-error'), e);
+    return undefined;
+  }
+}
+
+// pager loads a listing into tbody a page at a time: load(true) from the
+// start, load(false) the next page, which the "more" button asks for.
+function pager(url, param, tbody, more, errorNode, row) {
+  let cursor = '';
+  return async (fromStart) => {
+    if (fromStart) cursor = '';
+    try {
+      const r = await api('GET', url + (cursor ? '?' + param + '=' + encodeURIComponent(cursor) : ''));
+      const rows = r.data.map(row);
+      if (fromStart) tbody.replaceChildren(...rows); else tbody.append(...rows);
+      cursor = r.next_cursor;
+      more.disabled = !cursor;
+    } catch (e) {
+      showError(errorNode, e);
+    }
+  };
+}
+
 function fmtTime(s) {
   const d = new Date(s);
   return isNaN(d) ? '' : d.toLocaleString();

@@ -46,13 +46,8 @@ function selectTab(tab, tabs) {
 }
 
 async function start() {
-  let user;
-  try {
-    user = await currentUser();
-  } catch (e) {
-    showError($('page-error'), e);
-    return;
-  }
+  const user = await pageUser();
+  if (user === undefined) return;
   if (!user) {
     $('login-card').hidden = false;
     $('login-username').focus();

@@ -21,13 +21,8 @@ document.addEventListener('DOMContentLoaded', async () => {
     $('status').textContent = 'Conversation cleared.';
     $('prompt').focus();
   });
-  let user;
-  try {
-    user = await currentUser();
-  } catch (e) {
-    showError($('page-error'), e);
-    return;
-  }
+  const user = await pageUser();
+  if (user === undefined) return;
   if (!user) { $('need-login').hidden = false; return; }
   $('whoami').textContent = user.username;
   $('logout').hidden = false;

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -17,20 +16,8 @@ const defaultListLimit = 100
 // user is never registered without the inviter's reward, nor rewarded twice.
 // An inviter that does not exist is store.ErrNotFound and nothing is created.
 func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) error {
-	if u.Username == "" {
-		return errors.New("register user: empty username")
-	}
 	if reward < 0 {
 		return fmt.Errorf("register user: negative reward %d", reward)
-	}
-	if u.Role == "" {
-		u.Role = store.RoleUser
-	}
-	if u.Status == "" {
-		u.Status = store.UserEnabled
-	}
-	if u.CreatedAt.IsZero() {
-		u.CreatedAt = now()
 	}
 	var id int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -44,15 +31,8 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
-			quota, used_quota, request_count, invite_code, invited_by, invitation_quota, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
-			nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota, millis(u.CreatedAt))
-		if err != nil {
-			return sqlErr(err)
-		}
-		id, err = res.LastInsertId()
+		var err error
+		id, err = insertUser(ctx, tx, u)
 		return err
 	})
 	if err != nil {
@@ -60,6 +40,21 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 	}
 	u.ID = id
 	return nil
+}
+
+// collect scans every row with scan; an empty, non-nil slice when there are
+// none, so that listings encode as [] rather than null.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // ListUsers returns users with an id above f.AfterID, oldest first, at most
@@ -74,16 +69,8 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
-	defer rows.Close()
-	users := []*store.User{}
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list users: %w", err)
-		}
-		users = append(users, u)
-	}
-	if err := rows.Err(); err != nil {
+	users, err := collect(rows, scanUser)
+	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	return users, nil

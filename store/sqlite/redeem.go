@@ -136,16 +136,8 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}
-	defer rows.Close()
-	codes := []*store.RedemptionCode{}
-	for rows.Next() {
-		c, err := scanCode(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list redemption codes: %w", err)
-		}
-		codes = append(codes, c)
-	}
-	if err := rows.Err(); err != nil {
+	codes, err := collect(rows, scanCode)
+	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}
 	return codes, nil

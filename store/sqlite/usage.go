@@ -224,16 +224,8 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
-	defer rows.Close()
-	logs := []*store.UsageLog{}
-	for rows.Next() {
-		l, err := scanUsage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list usage: %w", err)
-		}
-		logs = append(logs, l)
-	}
-	if err := rows.Err(); err != nil {
+	logs, err := collect(rows, scanUsage)
+	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
 	return logs, nil
