@@ -155,8 +155,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, error)
 
 // caller is who an account request acts for.
 type caller struct {
-	user        *store.User
-	sessionHash string // "" when the request came with a key
+	user *store.User
 }
 
 type userHandlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) (any, error)
@@ -224,7 +223,7 @@ func (h *Account) authenticate(w http.ResponseWriter, r *http.Request) (*caller,
 			return nil, errCrossSite
 		}
 	}
-	u, hash, err := h.app.sessionUser(w, r)
+	u, err := h.app.sessionUser(w, r)
 	if errors.Is(err, errNoSession) {
 		return nil, errNeedLogin
 	}
@@ -234,7 +233,7 @@ func (h *Account) authenticate(w http.ResponseWriter, r *http.Request) (*caller,
 	if err != nil {
 		return nil, err
 	}
-	return &caller{user: u, sessionHash: hash}, nil
+	return &caller{user: u}, nil
 }
 
 func bearerKey(r *http.Request) string {
@@ -432,12 +431,15 @@ func (h *Account) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 	if err := h.limit(r, "topup", strconv.FormatInt(c.user.ID, 10)); err != nil {
 		return nil, err
 	}
-	if _, err := account.Redeem(r.Context(), h.app.db.store, c.user.ID, in.Key); err != nil {
+	added, err := account.Redeem(r.Context(), h.app.db.store, c.user.ID, in.Key)
+	if err != nil {
 		if errors.Is(err, account.ErrCodeRefused) {
 			return nil, badRequest("invalid_redemption_code", "%s", err.Error())
 		}
 		return nil, err
 	}
+	// spendable at once, not after the ledger's next sync with the store
+	h.app.db.ledger.Credit(c.user.ID, added)
 	return struct{}{}, nil
 }
 
@@ -459,6 +461,7 @@ func (h *Account) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return nil, err
 	}
+	h.app.db.ledger.Credit(c.user.ID, moved)
 	u, err := h.app.db.store.UserByID(r.Context(), c.user.ID)
 	if err != nil {
 		return nil, err
@@ -867,6 +870,7 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 		if err := st.AddQuota(ctx, id, *in.QuotaDelta); err != nil {
 			return nil, err
 		}
+		h.app.db.ledger.Credit(id, *in.QuotaDelta)
 	}
 	u, err := st.UserByID(ctx, id)
 	if err != nil {

@@ -65,30 +65,29 @@ var errNoSession = errors.New("no session")
 // errSessionExpired means the cookie names no live session.
 var errSessionExpired = errors.New("the session has expired or was ended: log in again")
 
-// sessionUser returns the user a session cookie belongs to and the
-// session's hash. It slides the session's expiry forward once a quarter of
+// sessionUser returns the user a session cookie belongs to. It slides the session's expiry forward once a quarter of
 // its lifetime has passed, so an active user stays logged in without a
 // write on every request.
-func (a *App) sessionUser(w http.ResponseWriter, r *http.Request) (*store.User, string, error) {
+func (a *App) sessionUser(w http.ResponseWriter, r *http.Request) (*store.User, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
-		return nil, "", errNoSession
+		return nil, errNoSession
 	}
 	ctx := r.Context()
 	h := keys.Hash(c.Value)
 	sess, err := a.db.store.SessionByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, "", errSessionExpired
+		return nil, errSessionExpired
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	u, err := a.db.store.UserByID(ctx, sess.UserID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserEnabled {
-		return nil, "", errSessionExpired
+		return nil, errSessionExpired
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	life := a.sessionLifetime()
 	if time.Until(sess.ExpiresAt) < life*3/4 {
@@ -96,7 +95,7 @@ func (a *App) sessionUser(w http.ResponseWriter, r *http.Request) (*store.User, 
 			setSessionCookie(w, r, c.Value, life)
 		}
 	}
-	return u, h, nil
+	return u, nil
 }
 
 // sameOrigin reports whether a browser sent the request from the gateway's
@@ -152,7 +151,7 @@ func (a *App) sessionIdentity(w http.ResponseWriter, r *http.Request) (*keys.Ide
 		return nil, &adapters.Error{Status: http.StatusForbidden, Type: "permission_error", Code: "cross_origin_session",
 			Message: "the session cookie is accepted only on JSON requests from the gateway's own pages; other clients send 'Authorization: Bearer sk-...'"}
 	}
-	u, _, err := a.sessionUser(w, r)
+	u, err := a.sessionUser(w, r)
 	if errors.Is(err, errSessionExpired) {
 		return nil, &adapters.Error{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "session_expired", Message: err.Error()}
 	}

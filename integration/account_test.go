@@ -330,12 +330,21 @@ func TestAccountTopup(t *testing.T) {
 	c := loggedIn(t, g, "bob", 100, "user")
 	codes := makeCodes(t, g, 4, 2_000_000)
 
+	key := g.AddToken("bob")
+	if s := chatOnce(t, g, key, "hello"); s != http.StatusTooManyRequests {
+		t.Fatalf("with 100 units a request gets %d, want 429", s)
+	}
 	a := c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[0]})
+	// the new quota is spendable at once
+	if s := chatOnce(t, g, key, "hello"); s != 200 {
+		t.Fatalf("right after a topup a request gets %d", s)
+	}
 	if strings.TrimSpace(string(a.body)) != "{}" {
 		t.Fatalf("topup answered %s, want {}", a.body)
 	}
-	if got := c.self(); got.Quota != 2_000_100 {
-		t.Fatalf("quota after topup = %d", got.Quota)
+	g.WaitUsage("bob", 2)
+	if got := c.self(); got.Quota+got.UsedQuota != 2_000_100 || got.UsedQuota == 0 {
+		t.Fatalf("after topup and a request: quota %d, used %d; want them to sum to 2000100", got.Quota, got.UsedQuota)
 	}
 
 	// disable one code, expire another (through the store: the API refuses
@@ -368,8 +377,8 @@ func TestAccountTopup(t *testing.T) {
 	c.do(http.MethodPost, "/api/user/topup", map[string]string{"key": ""}).apiErr(t, 400, "invalid_request")
 	c.do(http.MethodPost, "/api/user/topup", map[string]string{"code": codes[2]}).apiErr(t, 400, "invalid_json")
 	newClient(t, g).do(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[2]}).apiErr(t, 401, "not_logged_in")
-	if got := c.self(); got.Quota != 2_000_100 {
-		t.Fatalf("quota after refusals = %d", got.Quota)
+	if got := c.self(); got.Quota+got.UsedQuota != 2_000_100 {
+		t.Fatalf("quota after refusals = %d (used %d)", got.Quota, got.UsedQuota)
 	}
 }
 

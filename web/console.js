@@ -56,7 +56,8 @@ async function start() {
   showUser(user);
   $('dashboard').hidden = false;
   $('logout').hidden = false;
-  await Promise.all([loadTokens(), loadUsage(true), loadChart()]);
+  // tokens first: the usage table names the key of each row
+  await Promise.all([loadTokens().then(() => loadUsage(true)), loadChart()]);
 }
 
 function showUser(u) {

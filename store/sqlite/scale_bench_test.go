@@ -15,67 +15,71 @@ import (
 // first and the hundredth page of one user's rows and the 30-day spend
 // chart, on a table of 10,000 rows and on one of 10,000,000, in one run, so
 // the two can be compared (the large one should cost at most twice the
-// small one). Not part of `make test`; run it with
+// small one). Not part of `make test`; run it with `make bench-store`, or
 //
-//	go test -run '^$' -bench UsageAtScale -benchtime 2000x ./store/sqlite
+//	go test -run '^$' -bench UsageAtScale -benchtime 2000x -v ./store/sqlite
 //
 // Building the large table takes a few minutes; its file lives in a
 // temporary directory removed at the end.
 func BenchmarkUsageAtScale(b *testing.B) {
-	for _, size := range []struct {
-		rows, users int
+	// 4 users of 2,500 rows, and 1,000 users of 10,000: each has more than
+	// the 100 pages of 20 the benchmark walks
+	small := scaleStore(b, 10_000, 4)
+	large := scaleStore(b, 10_000_000, 1_000)
+	ctx := context.Background()
+	const user = 1
+	since := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -29)
+	// each query on the small table, then at once on the large one, so the
+	// two meet the same load on a shared machine
+	for _, q := range []struct {
+		name string
+		run  func(s *Store, hundredth *store.UsageFilter) (int, error)
+		want int
 	}{
-		// 4 users of 2,500 rows, and 1,000 users of 10,000: each has more
-		// than the 100 pages of 20 the benchmark walks
-		{10_000, 4},
-		{10_000_000, 1_000},
+		{"first_page", func(s *Store, _ *store.UsageFilter) (int, error) {
+			logs, err := s.ListUsage(ctx, store.UsageFilter{UserID: user, Limit: pageSize})
+			return len(logs), err
+		}, pageSize},
+		{"page_100", func(s *Store, hundredth *store.UsageFilter) (int, error) {
+			logs, err := s.ListUsage(ctx, *hundredth)
+			return len(logs), err
+		}, pageSize},
+		{"spend_30_days", func(s *Store, _ *store.UsageFilter) (int, error) {
+			days, err := s.DailySpend(ctx, user, since)
+			return min(len(days), 29), err
+		}, 29},
 	} {
-		b.Run(fmt.Sprintf("rows=%d", size.rows), func(b *testing.B) {
-			s := scaleStore(b, size.rows, size.users)
-			benchUsageQueries(b, s)
-		})
+		for _, table := range []struct {
+			rows int
+			s    *Store
+		}{{10_000, small}, {10_000_000, large}} {
+			hundredth := pageCursor(b, table.s, user, 100)
+			b.Run(fmt.Sprintf("%s/rows=%d", q.name, table.rows), func(b *testing.B) {
+				for b.Loop() {
+					if n, err := q.run(table.s, hundredth); err != nil || n != q.want {
+						b.Fatal(n, err)
+					}
+				}
+			})
+		}
 	}
 }
 
 const pageSize = 20
 
-func benchUsageQueries(b *testing.B, s *Store) {
-	ctx := context.Background()
-	const user = 1
-	first := store.UsageFilter{UserID: user, Limit: pageSize}
-	// the cursor that ends page 99, found by walking, outside the timings
-	hundredth := first
-	for page := 1; page < 100; page++ {
-		logs, err := s.ListUsage(ctx, hundredth)
+// pageCursor walks to the start of page n of user's rows, outside the
+// timings, and returns the filter that reads it.
+func pageCursor(b *testing.B, s *Store, user int64, n int) *store.UsageFilter {
+	f := store.UsageFilter{UserID: user, Limit: pageSize}
+	for page := 1; page < n; page++ {
+		logs, err := s.ListUsage(context.Background(), f)
 		if err != nil || len(logs) != pageSize {
 			b.Fatalf("page %d: %d rows, %v", page, len(logs), err)
 		}
 		last := logs[len(logs)-1]
-		hundredth.After = &store.UsageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		f.After = &store.UsageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 	}
-	since := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -29)
-
-	b.Run("first_page", func(b *testing.B) {
-		for b.Loop() {
-			if logs, err := s.ListUsage(ctx, first); err != nil || len(logs) != pageSize {
-				b.Fatal(len(logs), err)
-			}
-		}
-	})
-	b.Run("page_100", func(b *testing.B) {
-		for b.Loop() {
-			if logs, err := s.ListUsage(ctx, hundredth); err != nil || len(logs) != pageSize {
-				b.Fatal(len(logs), err)
-			}
-		}
-	})
-	b.Run("spend_30_days", func(b *testing.B) {
-		for b.Loop() {
-			if days, err := s.DailySpend(ctx, user, since); err != nil || len(days) < 29 {
-				b.Fatal(len(days), err)
-			}
-		}
-	})
+	return &f
 }
 
 // scaleStore builds a usage table of rows rows over users users and the

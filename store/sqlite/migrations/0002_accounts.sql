@@ -13,7 +13,8 @@ CREATE TABLE usage_daily (
     cost     BIGINT NOT NULL DEFAULT 0,
     requests BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (user_id, day)
-);
+) WITHOUT ROWID; -- SQLite's: the rows live in the key's order, so a chart is
+                 -- one range read (PostgreSQL: drop the clause)
 INSERT INTO usage_daily (user_id, day, cost, requests)
     SELECT user_id, created_at / 86400000, SUM(cost), COUNT(*)
     FROM usage_logs GROUP BY user_id, created_at / 86400000;
