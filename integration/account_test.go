@@ -271,6 +271,14 @@ func TestAccountLoginSessionAndLogout(t *testing.T) {
 		t.Fatalf("Allow = %q", a.header.Get("Allow"))
 	}
 
+	// the models the playground offers: served and priced
+	var models struct{ Data []struct{ ID string } }
+	c.ok(http.MethodGet, "/api/user/models", nil).decode(t, &models)
+	if len(models.Data) != 1 || models.Data[0].ID != "demo" {
+		t.Fatalf("models = %+v", models)
+	}
+	newClient(t, g).do(http.MethodGet, "/api/user/models", nil).apiErr(t, 401, "not_logged_in")
+
 	// a key works as well as the cookie
 	key := g.AddToken("alice")
 	bearer := newClient(t, g)
