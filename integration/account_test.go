@@ -931,3 +931,35 @@ func TestAccountAdmin(t *testing.T) {
 	}
 	admin.do(http.MethodGet, "/api/admin/usage?user_id=x", nil).apiErr(t, 400, "invalid_user_id")
 }
+
+// TestAccountSessionSlides plants a session that has used most of its
+// lifetime and checks that using it moves the expiry forward, in the store
+// and in the cookie, while a fresh session is not rewritten on each request.
+func TestAccountSessionSlides(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	createUser(g, "slider", 0, "user")
+	st := g.Store()
+	ctx := context.Background()
+	id := "planted-session-id-with-enough-randomness-0123"
+	old := time.Now().Add(time.Hour) // of the default 7 days
+	if err := st.CreateSession(ctx, &store.Session{IDHash: keys.Hash(id), UserID: g.User("slider").ID, ExpiresAt: old}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, g)
+	a := c.do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session="+id)
+	if a.status != 200 {
+		t.Fatalf("self with the planted session: %d %s", a.status, a.body)
+	}
+	cookies := (&http.Response{Header: a.header}).Cookies()
+	if len(cookies) != 1 || cookies[0].Value != id || cookies[0].MaxAge < 6*24*3600 {
+		t.Fatalf("cookie after sliding: %+v", cookies)
+	}
+	sess, err := st.SessionByHash(ctx, keys.Hash(id))
+	if err != nil || sess.ExpiresAt.Before(time.Now().Add(6*24*time.Hour)) {
+		t.Fatalf("stored expiry %v, %v; want about 7 days ahead", sess.ExpiresAt, err)
+	}
+	a = c.do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session="+id)
+	if a.status != 200 || a.header.Get("Set-Cookie") != "" {
+		t.Fatalf("a fresh session was rewritten: %d %q", a.status, a.header.Get("Set-Cookie"))
+	}
+}
