@@ -6,7 +6,7 @@ FUZZTIME ?= 3s
 
 export CGO_ENABLED := 1
 
-.PHONY: build run test test-deps lint unit fuzz bench clean
+.PHONY: build run test test-deps lint unit fuzz bench bench-store clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -18,8 +18,10 @@ run: build
 # the real binary), and a short fuzz run of every fuzz target.
 test: test-deps lint build fuzz unit
 
+# gcc for go-sqlite3; Debian's chromium for the console's browser tests
 test-deps:
 	@command -v gcc >/dev/null || (apt-get update && apt-get install -y gcc libc6-dev)
+	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -27,8 +29,9 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+# Test artifacts (the console's screenshots) land in bin/artifacts.
 unit:
-	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m ./...
+	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -count=1 -timeout 20m ./...
 
 # Each fuzz target gets FUZZTIME on top of its seed corpus (which plain
 # `go test` already runs). Longer runs by hand:
@@ -45,6 +48,11 @@ fuzz:
 # the everyday two-minute version. See bench/README.md.
 bench: build
 	$(GO) run ./bench/cmd/bench -build=false -bin $(BIN) $(if $(QUICK),-quick,)
+
+# The usage table at 10,000 and 10,000,000 rows: pages and the spend chart
+# (building the large table takes a few minutes).
+bench-store:
+	$(GO) test -run='^$$' -bench=UsageAtScale -benchtime=2000x ./store/sqlite
 
 clean:
 	rm -rf bin

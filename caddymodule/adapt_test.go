@@ -79,6 +79,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"options for an adapter without any", "channel x {\n type openai {\n version 1\n }\n}", "the openai adapter takes no options"},
 		{"unknown adapter option", "channel x {\n type anthropic {\n colour blue\n }\n}", `unrecognized anthropic adapter option "colour"`},
 		{"bad adapter option", "channel x {\n type demo {\n word_delay soon\n }\n}", "word_delay must be a positive duration"},
+		{"bad registration", "registration yes", "registration takes 'on' or 'off'"},
+		{"negative reward", "invitation_reward -1", "invitation_reward must be a whole number"},
+		{"bad session lifetime", "session_lifetime forever", "session_lifetime must be a positive duration"},
+		{"rate limit without window", "account_rate_limit 5", "account_rate_limit takes attempts and a window"},
+		{"zero attempts", "account_rate_limit 0 1m", "attempts must be a positive integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,19 @@ type App struct {
 	// that sets no max_tokens. Default 1024.
 	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
 
+	// Registration lets people create their own accounts on the web
+	// console. Off by default: an administrator creates users.
+	Registration bool `json:"registration,omitempty"`
+	// InvitationReward is the invitation quota (units) an inviter earns
+	// for each user who registers with their invitation code.
+	InvitationReward int64 `json:"invitation_reward,omitempty"`
+	// SessionLifetime is how long a web login lasts unused; each use slides
+	// it forward. Default 7 days.
+	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+	// AccountRateLimit bounds login, registration and redemption attempts
+	// per client address and per user. Default 10 a minute.
+	AccountRateLimit *RateLimitConfig `json:"account_rate_limit,omitempty"`
+
 	db       *database
 	channels *routing.Set
 	prices   map[string]*billing.Price

@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
@@ -97,6 +96,12 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		d.StripCredentials(r)
 	}
 	if key == "" {
+		// the console's playground rides on the login session instead
+		if id, e := h.app.sessionIdentity(w, r); e != nil {
+			return writeError(w, rt.dialect, e)
+		} else if id != nil {
+			return h.serveAs(w, r, next, rt, id)
+		}
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
 	}
@@ -109,6 +114,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		h.log.Error("looking up a key", zap.Error(err))
 		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
 	}
+	return h.serveAs(w, r, next, rt, id)
+}
+
+// serveAs passes the request on as id, once id may make requests at all.
+func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity) error {
 	if e := checkIdentity(id); e != nil {
 		return writeError(w, rt.dialect, e)
 	}
@@ -151,11 +161,6 @@ func checkIdentity(id *keys.Identity) *adapters.Error {
 			Message: "the account this API key belongs to is disabled"}
 	}
 	return nil
-}
-
-func hashPassword(p string) (string, error) {
-	b, err := bcrypt.GenerateFromPassword([]byte(p), bcrypt.DefaultCost)
-	return string(b), err
 }
 
 // Interface guards.

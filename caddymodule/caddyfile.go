@@ -31,6 +31,10 @@ func init() {
 //		max_request_body <size>
 //		max_attempts <n>
 //		default_max_tokens <n>
+//		registration on|off
+//		invitation_reward <units>
+//		session_lifetime <duration>
+//		account_rate_limit <attempts> <window>
 //		channel <name> {
 //			type <type>
 //			base_url <url>
@@ -110,6 +114,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxAttempts = n
 			} else {
 				a.DefaultMaxTokens = int64(n)
+			}
+		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit":
+			if err := a.parseAccountOption(d); err != nil {
+				return err
 			}
 		case "channel":
 			ch, err := parseChannel(d)

@@ -14,6 +14,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -115,40 +116,16 @@ func userAddCommand() *cobra.Command {
 		Use:   "add --username <name> --password <password> [--role user|admin|root] [--quota <units>]",
 		Short: "Creates a user",
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			name, _ := cmd.Flags().GetString("username")
-			password, _ := cmd.Flags().GetString("password")
-			role, _ := cmd.Flags().GetString("role")
-			quota, _ := cmd.Flags().GetInt64("quota")
-			if name == "" {
-				return errors.New("--username is required")
-			}
-			if len(password) < 8 {
-				return errors.New("--password must be at least 8 characters")
-			}
-			switch role {
-			case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-			default:
-				return fmt.Errorf("--role must be user, admin or root, not %q", role)
-			}
-			if quota < 0 {
-				return errors.New("--quota must not be negative")
-			}
-			hash, err := hashPassword(password)
+			var n account.NewUser
+			n.Username, _ = cmd.Flags().GetString("username")
+			n.Password, _ = cmd.Flags().GetString("password")
+			n.Role, _ = cmd.Flags().GetString("role")
+			n.Quota, _ = cmd.Flags().GetInt64("quota")
+			u, err := account.CreateUser(ctx, st, n)
 			if err != nil {
 				return err
 			}
-			invite, err := keys.Random("", 10)
-			if err != nil {
-				return err
-			}
-			u := &store.User{Username: name, PasswordHash: hash, Role: role, Quota: quota, InviteCode: invite}
-			if err := st.CreateUser(ctx, u); err != nil {
-				if errors.Is(err, store.ErrConflict) {
-					return fmt.Errorf("a user named %q already exists", name)
-				}
-				return err
-			}
-			return printJSON(cmd, userView(u))
+			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -171,7 +148,7 @@ func userShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, userView(u))
+			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -194,14 +171,8 @@ func userPasswdCommand() *cobra.Command {
 				if password, err = keys.Random("", 20); err != nil {
 					return err
 				}
-			} else if len(password) < 8 {
-				return errors.New("--password must be at least 8 characters")
 			}
-			hash, err := hashPassword(password)
-			if err != nil {
-				return err
-			}
-			if err := st.UpdatePassword(ctx, u.ID, hash); err != nil {
+			if err := account.SetPassword(ctx, st, u.ID, password); err != nil {
 				return err
 			}
 			if generated {
@@ -233,30 +204,16 @@ func tokenAddCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if quota < 0 {
-				return errors.New("--quota must not be negative")
-			}
-			key, err := keys.Generate()
-			if err != nil {
-				return err
-			}
-			t := &store.Token{UserID: u.ID, Name: name, KeyHash: keys.Hash(key), KeyPrefix: keys.DisplayPrefix(key), QuotaLimit: quota}
-			if t.Name == "" {
-				t.Name = "default"
-			}
-			for _, m := range strings.Split(models, ",") {
-				if m = strings.TrimSpace(m); m != "" {
-					t.Models = append(t.Models, m)
-				}
-			}
+			spec := account.TokenSpec{Name: name, QuotaLimit: quota, Models: strings.Split(models, ",")}
 			if expires != "" {
 				d, err := caddy.ParseDuration(expires)
 				if err != nil || d <= 0 {
 					return fmt.Errorf("--expires must be a positive duration such as 720h or 30d, not %q", expires)
 				}
-				t.ExpiresAt = time.Now().Add(d)
+				spec.ExpiresAt = time.Now().Add(d)
 			}
-			if err := st.CreateToken(ctx, t); err != nil {
+			key, _, err := account.CreateToken(ctx, st, u.ID, spec)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
@@ -310,26 +267,22 @@ func tokenStatusCommand(verb, status string) *cobra.Command {
 
 func redeemAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --quota <units> [--count <n>]",
+		Use:   "add --quota <units> [--count <n>] [--expires <duration>]",
 		Short: "Creates redemption codes and prints them, one a line",
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			quota, _ := cmd.Flags().GetInt64("quota")
 			count, _ := cmd.Flags().GetInt("count")
-			if quota <= 0 {
-				return errors.New("--quota must be a positive number of units (1,000,000 = 1 USD)")
-			}
-			if count <= 0 || count > 10000 {
-				return errors.New("--count must be between 1 and 10000")
-			}
-			codes := make([]*store.RedemptionCode, count)
-			for i := range codes {
-				code, err := keys.Random("", 32)
-				if err != nil {
-					return err
+			expires, _ := cmd.Flags().GetString("expires")
+			var expiresAt time.Time
+			if expires != "" {
+				d, err := caddy.ParseDuration(expires)
+				if err != nil || d <= 0 {
+					return fmt.Errorf("--expires must be a positive duration such as 720h or 30d, not %q", expires)
 				}
-				codes[i] = &store.RedemptionCode{Code: code, Quota: quota}
+				expiresAt = time.Now().Add(d)
 			}
-			if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
+			codes, err := account.CreateCodes(ctx, st, count, quota, expiresAt)
+			if err != nil {
 				return err
 			}
 			for _, c := range codes {
@@ -340,16 +293,8 @@ func redeemAddCommand() *cobra.Command {
 	}
 	c.Flags().Int64("quota", 0, "units each code adds (1,000,000 = 1 USD)")
 	c.Flags().Int("count", 1, "how many codes")
+	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
 	return c
-}
-
-// userView is what the CLI shows of a user: never the password hash.
-func userView(u *store.User) map[string]any {
-	return map[string]any{
-		"id": u.ID, "username": u.Username, "role": u.Role, "status": u.Status,
-		"quota": u.Quota, "used_quota": u.UsedQuota, "request_count": u.RequestCount,
-		"invite_code": u.InviteCode, "invitation_quota": u.InvitationQuota,
-	}
 }
 
 func printJSON(cmd *cobra.Command, v any) error {

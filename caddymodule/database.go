@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -105,11 +106,15 @@ func bootstrapRoot(st store.Store, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	hash, err := hashPassword(password)
+	hash, err := account.HashPassword(password)
 	if err != nil {
 		return err
 	}
-	err = st.CreateUser(ctx, &store.User{Username: "root", PasswordHash: hash, Role: store.RoleRoot})
+	invite, err := keys.Random("", 10)
+	if err != nil {
+		return err
+	}
+	err = st.CreateUser(ctx, &store.User{Username: "root", PasswordHash: hash, Role: store.RoleRoot, InviteCode: invite})
 	if errors.Is(err, store.ErrConflict) {
 		return nil // another process bootstrapped it first
 	}

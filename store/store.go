@@ -80,14 +80,23 @@ type Token struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// Redemption code statuses.
+const (
+	CodeEnabled  = "enabled"
+	CodeDisabled = "disabled"
+)
+
 // RedemptionCode is a one-time code that adds quota to the user who redeems it.
 type RedemptionCode struct {
 	ID         int64     `json:"id"`
 	Code       string    `json:"code"`
 	Quota      int64     `json:"quota"`
+	Status     string    `json:"status"`  // enabled or disabled; "" is enabled
 	UsedBy     int64     `json:"used_by"` // 0 while unused
 	CreatedAt  time.Time `json:"created_at"`
 	RedeemedAt time.Time `json:"redeemed_at"`
+	// ExpiresAt is the zero time when the code never expires.
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // Session is a logged-in browser session; the cookie carries the ID, the
@@ -139,7 +148,40 @@ type Task struct {
 // UsageFilter narrows ListUsage; zero fields do not filter.
 type UsageFilter struct {
 	UserID int64
-	Limit  int
+	Model  string
+	// Since (inclusive) and Until (exclusive) bound created_at.
+	Since, Until time.Time
+	// After continues a listing: only rows older than this cursor, which is
+	// the last row of the previous page. Paging by cursor rather than by
+	// offset keeps the hundredth page as cheap as the first.
+	After *UsageCursor
+	Limit int
+}
+
+// UsageCursor is a position in the newest-first order of usage rows.
+type UsageCursor struct {
+	CreatedAt time.Time
+	ID        int64
+}
+
+// DailySpend is what one user spent on one UTC day.
+type DailySpend struct {
+	Day      time.Time `json:"day"` // midnight UTC
+	Cost     int64     `json:"cost"`
+	Requests int64     `json:"requests"`
+}
+
+// UserFilter narrows ListUsers: users with an id above AfterID, oldest first.
+type UserFilter struct {
+	AfterID int64
+	Limit   int
+}
+
+// CodeFilter narrows ListRedemptionCodes: codes with an id below BeforeID
+// (when not zero), newest first.
+type CodeFilter struct {
+	BeforeID int64
+	Limit    int
 }
 
 // Store is everything the gateway persists.
@@ -156,6 +198,13 @@ type Store interface {
 	// TransferInvitationQuota moves amount from invitation quota to quota;
 	// ErrInsufficientQuota when the invitation quota is smaller.
 	TransferInvitationQuota(ctx context.Context, userID int64, amount int64) error
+	// RegisterUser creates u (as CreateUser) and, when u.InvitedBy is not
+	// zero, adds reward to the inviter's invitation quota, in one transaction.
+	RegisterUser(ctx context.Context, u *User, reward int64) error
+	// ListUsers pages through users by id.
+	ListUsers(ctx context.Context, f UserFilter) ([]*User, error)
+	SetUserStatus(ctx context.Context, userID int64, status string) error
+	SetUserRole(ctx context.Context, userID int64, role string) error
 
 	// Tokens.
 	CreateToken(ctx context.Context, t *Token) error // sets t.ID and t.CreatedAt
@@ -163,6 +212,11 @@ type Store interface {
 	TokenByID(ctx context.Context, id int64) (*Token, error)
 	ListTokens(ctx context.Context, userID int64) ([]*Token, error)
 	SetTokenStatus(ctx context.Context, id int64, status string) error
+	// UpdateToken writes t's name, status, expiry, quota limit and models,
+	// only if the token belongs to t.UserID; ErrNotFound otherwise.
+	UpdateToken(ctx context.Context, t *Token) error
+	// DeleteToken removes a token of userID's; ErrNotFound if there is none.
+	DeleteToken(ctx context.Context, userID, id int64) error
 
 	// Quota movement. Reservations live in the gateway's memory (the
 	// caddymodule ledger); the store only sees settled costs. SettleBatch
@@ -174,16 +228,26 @@ type Store interface {
 	// Redemption codes.
 	CreateRedemptionCodes(ctx context.Context, codes []*RedemptionCode) error
 	// Redeem marks the code used by userID and credits its quota, atomically;
-	// ErrNotFound when the code does not exist or was used already.
+	// ErrNotFound when the code does not exist, was used already, is
+	// disabled or has expired.
 	Redeem(ctx context.Context, code string, userID int64) (int64, error)
+	ListRedemptionCodes(ctx context.Context, f CodeFilter) ([]*RedemptionCode, error)
+	SetRedemptionCodeStatus(ctx context.Context, id int64, status string) error
 
 	// Sessions.
 	CreateSession(ctx context.Context, s *Session) error
 	SessionByHash(ctx context.Context, idHash string) (*Session, error)
 	DeleteSession(ctx context.Context, idHash string) error
+	// TouchSession moves a live session's expiry (sliding sessions).
+	TouchSession(ctx context.Context, idHash string, expiresAt time.Time) error
+	// DeleteUserSessions logs a user out everywhere.
+	DeleteUserSessions(ctx context.Context, userID int64) error
 
 	// Usage logs.
 	ListUsage(ctx context.Context, f UsageFilter) ([]*UsageLog, error)
+	// DailySpend sums a user's cost per UTC day from since on, oldest first;
+	// days without spend are absent.
+	DailySpend(ctx context.Context, userID int64, since time.Time) ([]DailySpend, error)
 	CountUsage(ctx context.Context) (int64, error)
 
 	// Tasks.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -27,7 +28,8 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 	ids := make([]int64, len(codes))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO redemption_codes
-			(code, quota, used_by, created_at, redeemed_at) VALUES (?, ?, ?, ?, ?)`)
+			(code, quota, status, used_by, created_at, redeemed_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -37,7 +39,11 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 			if createdAt.IsZero() {
 				createdAt = ts
 			}
-			res, err := ins.ExecContext(ctx, c.Code, c.Quota, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt))
+			if c.Status == "" {
+				c.Status = store.CodeEnabled
+			}
+			res, err := ins.ExecContext(ctx, c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(),
+				millis(c.RedeemedAt), millis(c.ExpiresAt))
 			if err != nil {
 				return fmt.Errorf("code %d: %w", i, sqlErr(err))
 			}
@@ -61,7 +67,8 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 
 // Redeem marks code used by userID and credits its quota to that user, in
 // one transaction, and returns the amount credited. store.ErrNotFound when
-// the code does not exist, was used already, or the user does not exist.
+// the code does not exist, was used already, is disabled or expired, or the
+// user does not exist: the caller cannot tell which, and need not.
 func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, error) {
 	if code == "" {
 		return 0, fmt.Errorf("redeem: empty code: %w", store.ErrNotFound)
@@ -74,11 +81,13 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Claiming the code is conditional on it being unused, so of two
 		// concurrent redemptions exactly one gets a row back.
+		ts := now().UnixMilli()
 		err := tx.QueryRowContext(ctx, `UPDATE redemption_codes SET used_by = ?, redeemed_at = ?
-			WHERE code = ? AND used_by = 0 RETURNING quota`,
-			userID, now().UnixMilli(), code).Scan(&quota)
+			WHERE code = ? AND used_by = 0 AND status = ? AND (expires_at IS NULL OR expires_at > ?)
+			RETURNING quota`,
+			userID, ts, code, store.CodeEnabled, ts).Scan(&quota)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("code missing or already used: %w", store.ErrNotFound)
+			return fmt.Errorf("code missing, used, disabled or expired: %w", store.ErrNotFound)
 		}
 		if err != nil {
 			return err
@@ -93,4 +102,55 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		return 0, fmt.Errorf("redeem: %w", err)
 	}
 	return quota, nil
+}
+
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at`
+
+func scanCode(sc scanner) (*store.RedemptionCode, error) {
+	var (
+		c                               store.RedemptionCode
+		createdAt, redeemedAt, expireAt sql.NullInt64
+	)
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt); err != nil {
+		return nil, err
+	}
+	c.CreatedAt = fromMillis(createdAt)
+	c.RedeemedAt = fromMillis(redeemedAt)
+	c.ExpiresAt = fromMillis(expireAt)
+	return &c, nil
+}
+
+// ListRedemptionCodes returns codes newest first, those with an id below
+// f.BeforeID when it is set, at most f.Limit (100 when not positive).
+func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]*store.RedemptionCode, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	before := f.BeforeID
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+codeColumns+` FROM redemption_codes
+		WHERE id < ? ORDER BY id DESC LIMIT ?`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list redemption codes: %w", err)
+	}
+	codes, err := collect(rows, scanCode)
+	if err != nil {
+		return nil, fmt.Errorf("list redemption codes: %w", err)
+	}
+	return codes, nil
+}
+
+// SetRedemptionCodeStatus enables or disables a code.
+func (s *Store) SetRedemptionCodeStatus(ctx context.Context, id int64, status string) error {
+	if status != store.CodeEnabled && status != store.CodeDisabled {
+		return fmt.Errorf("set status of code %d: unknown status %q", id, status)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE redemption_codes SET status = ? WHERE id = ?`, status, id)
+	if err != nil {
+		return fmt.Errorf("set status of code %d: %w", id, err)
+	}
+	return mustAffect(res, fmt.Sprintf("redemption code %d", id))
 }

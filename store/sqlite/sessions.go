@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -60,6 +61,25 @@ func (s *Store) SessionByHash(ctx context.Context, idHash string) (*store.Sessio
 func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
 	if _, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, idHash); err != nil {
 		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}
+
+// TouchSession moves a live session's expiry; store.ErrNotFound when the
+// session is gone or has already expired.
+func (s *Store) TouchSession(ctx context.Context, idHash string, expiresAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET expires_at = ?
+		WHERE id_hash = ? AND expires_at > ?`, millis(expiresAt), idHash, now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	return mustAffect(res, "session")
+}
+
+// DeleteUserSessions removes every session of a user.
+func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID); err != nil {
+		return fmt.Errorf("delete sessions of user %d: %w", userID, err)
 	}
 	return nil
 }

@@ -142,3 +142,33 @@ func (s *Store) SetTokenStatus(ctx context.Context, id int64, status string) err
 	}
 	return mustAffect(res, fmt.Sprintf("token %d", id))
 }
+
+// UpdateToken writes t's name, status, expiry, quota limit and models. The
+// owner is part of the condition, so a token id guessed by another user
+// matches no row: store.ErrNotFound.
+func (s *Store) UpdateToken(ctx context.Context, t *store.Token) error {
+	if t.Status == "" {
+		t.Status = store.TokenEnabled
+	}
+	models, err := encodeModels(t.Models)
+	if err != nil {
+		return fmt.Errorf("update token %d: %w", t.ID, err)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE tokens SET name = ?, status = ?, expires_at = ?,
+		quota_limit = ?, models = ? WHERE id = ? AND user_id = ?`,
+		t.Name, t.Status, millis(t.ExpiresAt), t.QuotaLimit, models, t.ID, t.UserID)
+	if err != nil {
+		return fmt.Errorf("update token %d: %w", t.ID, err)
+	}
+	return mustAffect(res, fmt.Sprintf("token %d", t.ID))
+}
+
+// DeleteToken removes token id if userID owns it; store.ErrNotFound if not.
+// Usage rows keep the id: they are history.
+func (s *Store) DeleteToken(ctx context.Context, userID, id int64) error {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM tokens WHERE id = ? AND user_id = ?`, id, userID)
+	if err != nil {
+		return fmt.Errorf("delete token %d: %w", id, err)
+	}
+	return mustAffect(res, fmt.Sprintf("token %d", id))
+}

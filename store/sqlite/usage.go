@@ -1,11 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -54,7 +57,9 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	}
 
 	type charge struct{ cost, requests int64 }
+	type userDay struct{ user, day int64 }
 	users := make(map[int64]*charge)
+	days := make(map[userDay]*charge)
 	tokens := make(map[int64]int64)
 	ids := make([]int64, len(logs))
 	ts := now()
@@ -91,6 +96,14 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 				}
 				c.cost += l.Cost
 				c.requests++
+				k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
+				d := days[k]
+				if d == nil {
+					d = &charge{}
+					days[k] = d
+				}
+				d.cost += l.Cost
+				d.requests++
 			}
 			if l.TokenID != 0 && l.Cost != 0 {
 				tokens[l.TokenID] += l.Cost
@@ -109,6 +122,26 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 			c := users[id]
 			if _, err := upUser.ExecContext(ctx, c.cost, c.cost, c.requests, id); err != nil {
 				return fmt.Errorf("charge user %d: %w", id, err)
+			}
+		}
+		upDay, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily (user_id, day, cost, requests)
+			VALUES (?, ?, ?, ?) ON CONFLICT (user_id, day) DO UPDATE
+			SET cost = usage_daily.cost + excluded.cost, requests = usage_daily.requests + excluded.requests`)
+		if err != nil {
+			return err
+		}
+		defer upDay.Close()
+		dayKeys := make([]userDay, 0, len(days))
+		for k := range days {
+			dayKeys = append(dayKeys, k)
+		}
+		slices.SortFunc(dayKeys, func(a, b userDay) int {
+			return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
+		})
+		for _, k := range dayKeys {
+			d := days[k]
+			if _, err := upDay.ExecContext(ctx, k.user, k.day, d.cost, d.requests); err != nil {
+				return fmt.Errorf("daily spend of user %d: %w", k.user, err)
 			}
 		}
 		if len(tokens) == 0 {
@@ -148,40 +181,84 @@ func sortedKeys[V any](m map[int64]V) []int64 {
 	return keys
 }
 
-// ListUsage returns usage rows newest first, at most f.Limit of them (100
-// when f.Limit is not positive), only f.UserID's when it is not zero.
+// ListUsage returns usage rows newest first (by created_at, then id), at
+// most f.Limit of them (100 when f.Limit is not positive), narrowed by the
+// filter's fields. A page continues from f.After by a range condition on the
+// (user_id[, model], created_at) indexes, never by OFFSET, so its cost does
+// not grow with how deep the page is or how big the table is.
 func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.UsageLog, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
 	var (
-		rows *sql.Rows
-		err  error
+		where []string
+		args  []any
 	)
 	if f.UserID != 0 {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_logs
-			WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`, f.UserID, limit)
-	} else {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_logs
-			ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+		where, args = append(where, "user_id = ?"), append(args, f.UserID)
 	}
+	if f.Model != "" {
+		where, args = append(where, "model = ?"), append(args, f.Model)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
+	}
+	if c := f.After; c != nil {
+		// Written as a bound on created_at plus a tie-break, rather than a
+		// row-value comparison, so that every planner sees the index range.
+		ms := c.CreatedAt.UnixMilli()
+		where = append(where, "created_at <= ?", "(created_at < ? OR id < ?)")
+		args = append(args, ms, ms, c.ID)
+	}
+	q := `SELECT ` + usageColumns + ` FROM usage_logs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
-	defer rows.Close()
-	logs := []*store.UsageLog{}
-	for rows.Next() {
-		l, err := scanUsage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list usage: %w", err)
-		}
-		logs = append(logs, l)
-	}
-	if err := rows.Err(); err != nil {
+	logs, err := collect(rows, scanUsage)
+	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
 	return logs, nil
+}
+
+// msPerDay turns unix milliseconds into UTC day numbers.
+const msPerDay = 24 * 60 * 60 * 1000
+
+// DailySpend reads the per-day totals SettleBatch keeps, so its cost is
+// the number of days asked for, not the number of requests made.
+func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT day, cost, requests FROM usage_daily
+		WHERE user_id = ? AND day >= ? ORDER BY day`, userID, since.UnixMilli()/msPerDay)
+	if err != nil {
+		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
+	}
+	defer rows.Close()
+	out := []store.DailySpend{}
+	for rows.Next() {
+		var (
+			day int64
+			d   store.DailySpend
+		)
+		if err := rows.Scan(&day, &d.Cost, &d.Requests); err != nil {
+			return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
+		}
+		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
+	}
+	return out, nil
 }
 
 // CountUsage returns how many usage rows exist.

@@ -32,8 +32,23 @@ func scanUser(sc scanner) (*store.User, error) {
 // Role becomes store.RoleUser and an empty Status "enabled". A taken
 // username or invite code is store.ErrConflict.
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
+	id, err := insertUser(ctx, s.w, u)
+	if err != nil {
+		return fmt.Errorf("create user %q: %w", u.Username, err)
+	}
+	u.ID = id
+	return nil
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertUser fills in u's defaults, inserts it and returns its new id.
+func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
 	if u.Username == "" {
-		return errors.New("create user: empty username")
+		return 0, errors.New("empty username")
 	}
 	if u.Role == "" {
 		u.Role = store.RoleUser
@@ -44,20 +59,15 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	if u.CreatedAt.IsZero() {
 		u.CreatedAt = now()
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
+	res, err := ex.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
 		quota, used_quota, request_count, invite_code, invited_by, invitation_quota, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
 		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota, millis(u.CreatedAt))
 	if err != nil {
-		return fmt.Errorf("create user %q: %w", u.Username, sqlErr(err))
+		return 0, sqlErr(err)
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("create user %q: %w", u.Username, err)
-	}
-	u.ID = id
-	return nil
+	return res.LastInsertId()
 }
 
 // UserByID returns the user with id, or store.ErrNotFound.

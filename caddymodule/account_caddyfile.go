@@ -1,0 +1,87 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("gateway_account", parseAccount)
+	httpcaddyfile.RegisterHandlerDirective("gateway_console", parseConsole)
+	// outside a route block, the account API and the pages answer before
+	// the model endpoints are authenticated (this file's init runs before
+	// caddyfile.go's, so these land ahead of gateway_auth)
+	httpcaddyfile.RegisterDirectiveOrder("gateway_account", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("gateway_console", httpcaddyfile.Before, "reverse_proxy")
+}
+
+// parseAccountOption reads the gateway global option's account settings:
+//
+//	registration on|off
+//	invitation_reward <units>
+//	session_lifetime <duration>
+//	account_rate_limit <attempts> <window>
+func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
+	opt := d.Val()
+	args := d.RemainingArgs()
+	switch opt {
+	case "registration":
+		if len(args) != 1 || args[0] != "on" && args[0] != "off" {
+			return d.Errf("registration takes 'on' or 'off'")
+		}
+		a.Registration = args[0] == "on"
+	case "invitation_reward":
+		if len(args) != 1 {
+			return d.Errf("invitation_reward takes one number of quota units (1000000 = 1 USD)")
+		}
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || n < 0 {
+			return d.Errf("invitation_reward must be a whole number of units, 0 or more, not %q", args[0])
+		}
+		a.InvitationReward = n
+	case "session_lifetime":
+		if len(args) != 1 {
+			return d.Errf("session_lifetime takes one duration, e.g. 168h or 7d")
+		}
+		dur, err := caddy.ParseDuration(args[0])
+		if err != nil || dur <= 0 {
+			return d.Errf("session_lifetime must be a positive duration such as 168h or 7d, not %q", args[0])
+		}
+		a.SessionLifetime = caddy.Duration(dur)
+	case "account_rate_limit":
+		if len(args) != 2 {
+			return d.Errf("account_rate_limit takes attempts and a window, e.g. 'account_rate_limit 10 1m'")
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return d.Errf("account_rate_limit: attempts must be a positive integer, not %q", args[0])
+		}
+		dur, err := caddy.ParseDuration(args[1])
+		if err != nil || dur <= 0 {
+			return d.Errf("account_rate_limit: window must be a positive duration, not %q", args[1])
+		}
+		a.AccountRateLimit = &RateLimitConfig{Attempts: n, Window: caddy.Duration(dur)}
+	}
+	return nil
+}
+
+func parseAccount(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	return new(Account), noArgs(h)
+}
+
+func parseConsole(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	return new(Console), noArgs(h)
+}
+
+// noArgs consumes a directive that takes no arguments and no block.
+func noArgs(h httpcaddyfile.Helper) error {
+	h.Next()
+	if h.NextArg() {
+		return h.ArgErr()
+	}
+	return nil
+}

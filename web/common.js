@@ -1,0 +1,152 @@
+// Shared by every console page: calling the account API, showing money and
+// errors, copying to the clipboard. No framework: the pages are small.
+'use strict';
+
+// api calls the gateway's account API with the session cookie and a JSON
+// body. It throws an Error whose message is the gateway's own, so a page
+// can show the person what went wrong and how to fix it.
+async function api(method, path, body) {
+  const init = { method, credentials: 'same-origin', headers: { 'Accept': 'application/json' } };
+  if (method !== 'GET') {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body || {});
+  }
+  let resp;
+  try {
+    resp = await fetch(path, init);
+  } catch (e) {
+    throw new Error('The gateway could not be reached: ' + e.message);
+  }
+  let data = null;
+  try { data = await resp.json(); } catch (e) { /* not JSON: reported below */ }
+  if (!resp.ok) {
+    const msg = data && data.error && data.error.message ? data.error.message : 'the gateway answered ' + resp.status;
+    const err = new Error(msg);
+    err.status = resp.status;
+    throw err;
+  }
+  return data;
+}
+
+// Quota is in units of one millionth of a US dollar.
+const UNITS_PER_USD = 1000000;
+
+// usd shows units exactly: whole cents always, and the sub-cent digits
+// when there are any (a request can cost $0.000034).
+function usd(units) {
+  const n = Math.trunc(Number(units));
+  const abs = Math.abs(n);
+  let frac = String(abs % UNITS_PER_USD).padStart(6, '0').replace(/0+$/, '');
+  frac = frac.padEnd(2, '0');
+  return (n < 0 ? '-$' : '$') + Math.trunc(abs / UNITS_PER_USD) + '.' + frac;
+}
+
+// usdToUnits turns what a person typed ("1.5", "$2", "0.000001") into whole
+// units without floating point, or throws.
+function usdToUnits(text) {
+  const m = /^\s*\$?\s*(\d+)(?:\.(\d{0,6}))?\s*$/.exec(text);
+  if (!m) throw new Error('Write an amount in US dollars, such as 5 or 0.25 (at most 6 decimals).');
+  return Number(m[1]) * UNITS_PER_USD + Number((m[2] || '').padEnd(6, '0'));
+}
+
+// el builds an element; text is always set as text, never parsed as HTML.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+function $(id) { return document.getElementById(id); }
+
+function showError(target, err) {
+  target.textContent = err ? (err.message || String(err)) : '';
+}
+
+// copyText copies and says so next to the control; where the clipboard is
+// refused (plain HTTP on another host) it selects the text instead and says
+// to press Ctrl+C.
+async function copyText(text, feedback, selectNode) {
+  try {
+    await navigator.clipboard.writeText(text);
+    feedback.textContent = 'Copied.';
+  } catch (e) {
+    if (selectNode) {
+      const range = document.createRange();
+      range.selectNodeContents(selectNode);
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+    }
+    feedback.textContent = 'Press Ctrl+C (or ⌘C) to copy the selected text.';
+  }
+}
+
+// runAction disables a button while its action runs and shows any error.
+async function runAction(button, errorNode, fn) {
+  showError(errorNode, null);
+  button.disabled = true;
+  try {
+    await fn();
+  } catch (e) {
+    showError(errorNode, e);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function logout() {
+  try { await api('POST', '/api/user/logout', {}); } finally { location.href = '/'; }
+}
+
+// currentUser is the logged-in user, or null when nobody is.
+async function currentUser() {
+  try {
+    return await api('GET', '/api/user/self');
+  } catch (e) {
+    if (e.status === 401) return null;
+    throw e;
+  }
+}
+
+// pageUser is currentUser for a page starting up: the user, null when
+// nobody is logged in, or undefined after showing why it could not tell.
+async function pageUser() {
+  try {
+    return await currentUser();
+  } catch (e) {
+    showError($('page-error'), e);
+    return undefined;
+  }
+}
+
+// pager loads a listing into tbody a page at a time: load(true) from the
+// start, load(false) the next page, which the "more" button asks for.
+function pager(url, param, tbody, more, errorNode, row) {
+  let cursor = '';
+  return async (fromStart) => {
+    if (fromStart) cursor = '';
+    try {
+      const r = await api('GET', url + (cursor ? '?' + param + '=' + encodeURIComponent(cursor) : ''));
+      const rows = r.data.map(row);
+      if (fromStart) tbody.replaceChildren(...rows); else tbody.append(...rows);
+      cursor = r.next_cursor;
+      more.disabled = !cursor;
+    } catch (e) {
+      showError(errorNode, e);
+    }
+  };
+}
+
+function fmtTime(s) {
+  const d = new Date(s);
+  return isNaN(d) ? '' : d.toLocaleString();
+}
