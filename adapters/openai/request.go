@@ -105,6 +105,14 @@ func effortForBudget(n int64) string {
 // becomes one OpenAI tool message per result.
 func messageToWire(m adapters.Message) ([]chatMessage, error) {
 	switch m.Role {
+	case adapters.RoleSystem:
+		// an instruction at its place in the conversation
+		var text strings.Builder
+		for _, p := range m.Parts {
+			text.WriteString(p.Text)
+		}
+		s := text.String()
+		return []chatMessage{{Role: "system", Content: messageContent{Text: &s}}}, nil
 	case adapters.RoleTool, adapters.RoleUser:
 		var out []chatMessage
 		var parts []contentPart
