@@ -1,0 +1,301 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+)
+
+// responsesSetup is the dialects' three channels, the OpenAI one speaking
+// the Responses API.
+type responsesSetup struct {
+	gw       *gatewaytest.Gateway
+	ant, gem *fakeVendor
+	oai      *gatewaytest.FakeResponses
+}
+
+func startResponses(t *testing.T) *responsesSetup {
+	t.Helper()
+	s := &responsesSetup{
+		ant: newFakeVendor(t, "anthropic", "sk-ant-up"),
+		gem: newFakeVendor(t, "gemini", "AIza-up"),
+		oai: gatewaytest.NewFakeResponses(t, "sk-oai-up"),
+	}
+	s.gw = gatewaytest.Start(t, dialectsCaddyfile, gatewaytest.Vars{"ANT": s.ant.URL, "GEM": s.gem.URL, "OAI": s.oai.URL})
+	return s
+}
+
+// upstreamTurn is what the upstream saw of one turn, in any family.
+type upstreamTurn struct {
+	system, prompt string
+	image          []byte
+	tools, results []string
+	stream         bool
+}
+
+func (s *responsesSetup) turns(model, system string) []upstreamTurn {
+	var out []upstreamTurn
+	switch model {
+	case "gpt-test":
+		for _, r := range s.oai.Seen() {
+			if r.Instructions == system {
+				out = append(out, upstreamTurn{r.Instructions, r.Prompt, r.Image, r.Tools, r.Results, r.Stream})
+			}
+		}
+	default:
+		up := s.ant
+		if model == "gemini-test" {
+			up = s.gem
+		}
+		for _, r := range up.requests() {
+			if r.System == system {
+				out = append(out, upstreamTurn{r.System, r.Prompt, r.Image, r.Tools, r.Results, r.Stream})
+			}
+		}
+	}
+	return out
+}
+
+var weatherTool = responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+	Name:        "get_weather",
+	Description: openai.String("The weather in a city"),
+	Strict:      openai.Bool(true),
+	Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}},
+		"required": []string{"city"}, "additionalProperties": false},
+}}
+
+// responsesCall makes one Responses call, streamed or not. Streamed, it
+// checks the events' sequence numbers and accumulates them with the SDK's
+// accumulator, returning the response it reconstructs.
+func responsesCall(t *testing.T, client *openai.Client, params responses.ResponseNewParams, stream bool) *responses.Response {
+	t.Helper()
+	ctx := context.Background()
+	if !stream {
+		resp, err := client.Responses.New(ctx, params)
+		if err != nil {
+			t.Fatalf("Responses.New: %v", err)
+		}
+		return resp
+	}
+	st := client.Responses.NewStreaming(ctx, params)
+	var acc responses.ResponseAccumulator
+	var seq int64
+	var deltas strings.Builder
+	var types []string
+	for st.Next() {
+		ev := st.Current()
+		types = append(types, ev.Type)
+		if ev.SequenceNumber != seq {
+			t.Errorf("event %d (%s) has sequence_number %d", seq, ev.Type, ev.SequenceNumber)
+		}
+		seq++
+		if ev.Type == "response.output_text.delta" {
+			deltas.WriteString(ev.Delta)
+		}
+		var se responses.ResponsesServerEventUnion
+		if err := json.Unmarshal([]byte(ev.RawJSON()), &se); err != nil {
+			t.Fatalf("event %s: %v", ev.Type, err)
+		}
+		if err := acc.AddEvent(se); err != nil {
+			t.Fatalf("the accumulator refused %s: %v\n%s", ev.Type, err, ev.RawJSON())
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if len(types) < 3 || types[0] != "response.created" || types[1] != "response.in_progress" || types[len(types)-1] != "response.completed" {
+		t.Errorf("event types %v", types)
+	}
+	resp, err := acc.ReconstructedResponse()
+	if err != nil {
+		t.Fatalf("accumulator: %v", err)
+	}
+	if snap := acc.Snapshot(); snap.OutputText() != resp.OutputText() || deltas.String() != resp.OutputText() {
+		t.Errorf("the deltas say %q, the snapshot %q, the final response %q", deltas.String(), snap.OutputText(), resp.OutputText())
+	}
+	return resp
+}
+
+// ids are the parts of a response that differ between two calls.
+var ids = regexp.MustCompile(`"(id|call_id|created_at)":("[^"]*"|\d+)`)
+
+func outputShape(t *testing.T, r *responses.Response) string {
+	t.Helper()
+	var out []json.RawMessage
+	for _, it := range r.Output {
+		out = append(out, json.RawMessage(it.RawJSON()))
+	}
+	b, _ := json.Marshal(out)
+	return ids.ReplaceAllString(string(b), `"$1":"*"`)
+}
+
+// TestResponsesAPI: openai-go's Responses.New and its streaming
+// accumulator against a channel of each family, over a tool round trip:
+// the same final response streamed or not, the upstream sent the whole
+// conversation in its own shape, and each turn billed to the unit.
+func TestResponsesAPI(t *testing.T) {
+	s := startResponses(t)
+	for _, model := range []string{"gpt-test", "claude-test", "gemini-test"} {
+		shapes := map[bool][2]string{}
+		for _, stream := range []bool{false, true} {
+			name := model
+			if stream {
+				name += " streaming"
+			}
+			t.Run(name, func(t *testing.T) {
+				user := strings.ReplaceAll("responses "+name, " ", "-")
+				key := s.gw.AddUser(user, 10_000_000)
+				client := openai.NewClient(option.WithBaseURL(s.gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+				system := systemPrompt + " [" + user + "]"
+				dataURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(testPNG)
+				input := responses.ResponseInputParam{
+					responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+						{OfInputText: &responses.ResponseInputTextParam{Text: userPrompt}},
+						{OfInputImage: &responses.ResponseInputImageParam{ImageURL: openai.String(dataURL), Detail: responses.ResponseInputImageDetailAuto}},
+					}, responses.EasyInputMessageRoleUser),
+				}
+				params := responses.ResponseNewParams{
+					Model:        model,
+					Instructions: openai.String(system),
+					Input:        responses.ResponseNewParamsInputUnion{OfInputItemList: input},
+					Tools:        []responses.ToolUnionParam{weatherTool},
+				}
+				first := responsesCall(t, &client, params, stream)
+				if first.Status != "completed" || first.OutputText() != "Checking." {
+					t.Errorf("turn 1: status %q text %q", first.Status, first.OutputText())
+				}
+				// the assistant's items go back as they came, with the outputs
+				var calls []string
+				for _, it := range first.Output {
+					input = append(input, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(it.RawJSON())))
+					if it.Type == "function_call" {
+						fc := it.AsFunctionCall()
+						calls = append(calls, fc.Name+fc.Arguments)
+						out := responses.ResponseInputItemParamOfFunctionCallOutput(weatherFor(fc.Arguments))
+						out.OfFunctionCallOutput.CallID = openai.String(fc.CallID)
+						input = append(input, out)
+					}
+				}
+				if strings.Join(calls, " ") != `get_weather{"city":"Paris"} get_weather{"city":"Rome"}` {
+					t.Fatalf("turn 1 calls %v", calls)
+				}
+				params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
+				second := responsesCall(t, &client, params, stream)
+				if second.OutputText() != "Weather: 18C, 21C." {
+					t.Errorf("turn 2 text %q", second.OutputText())
+				}
+				shapes[stream] = [2]string{outputShape(t, first), outputShape(t, second)}
+
+				turns := s.turns(model, system)
+				if len(turns) != 2 {
+					t.Fatalf("the upstream saw %d turns, want 2", len(turns))
+				}
+				if turns[0].prompt != userPrompt || !bytes.Equal(turns[0].image, testPNG) || strings.Join(turns[0].tools, ",") != "get_weather" ||
+					turns[0].stream != stream || turns[1].stream != stream {
+					t.Errorf("turn 1 upstream: %+v", turns[0])
+				}
+				if strings.Join(turns[1].results, ",") != "18C,21C" {
+					t.Errorf("turn 2 upstream results %q", turns[1].results)
+				}
+
+				wantUsage := map[string][3]int64{"gpt-test": {gatewaytest.ResponsesInput, gatewaytest.ResponsesCached, gatewaytest.ResponsesOutput},
+					"claude-test": {fakePrompt, fakeCached, fakeCompletion}, "gemini-test": {fakePrompt, fakeCached, fakeCompletion}}[model]
+				for _, r := range []*responses.Response{first, second} {
+					if r.Usage.InputTokens != wantUsage[0] || r.Usage.InputTokensDetails.CachedTokens != wantUsage[1] || r.Usage.OutputTokens != wantUsage[2] {
+						t.Errorf("usage %+v", r.Usage)
+					}
+				}
+				rows := s.gw.WaitUsage(user, 2)
+				for _, r := range rows {
+					if r.PromptTokens != wantUsage[0] || r.CachedTokens != wantUsage[1] || r.CompletionTokens != wantUsage[2] ||
+						r.Cost != wantCost[model] || r.Estimated || r.Status != 200 || r.Stream != stream || r.Endpoint != "/v1/responses" {
+						t.Errorf("usage row %+v", r)
+					}
+				}
+			})
+		}
+		if shapes[false] != shapes[true] {
+			t.Errorf("%s: streamed and non-streamed responses differ:\n%s\n%s", model, shapes[false], shapes[true])
+		}
+	}
+}
+
+// TestResponsesRefusals: what a translated channel cannot honour is a 400
+// naming the field; the same body reaches an OpenAI channel untouched.
+func TestResponsesRefusals(t *testing.T) {
+	s := startResponses(t)
+	key := s.gw.AddUser("refusals", 10_000_000)
+	cases := []struct {
+		body, param, says string
+	}{
+		{`"previous_response_id":"resp_1"`, "previous_response_id", "keeps no conversation state"},
+		{`"store":true`, "store", "keeps no conversation state"},
+		{`"tools":[{"type":"web_search"}]`, "tools", `"web_search" tool`},
+		{`"tools":[{"type":"file_search","vector_store_ids":["vs_1"]}]`, "tools", `"file_search" tool`},
+		{`"tools":[{"type":"namespace","name":"ns","tools":[]}]`, "tools", `"namespace" tool`},
+		{`"background":true`, "background", "background"},
+		{`"include":["web_search_call.results"]`, "include", "web_search_call.results"},
+		{`"input":[{"type":"item_reference","id":"msg_1"}]`, "input[0] (item_reference)", "keeps no conversation state"},
+	}
+	for _, c := range cases {
+		for _, model := range []string{"claude-test", "gemini-test"} {
+			body := `{"model":"` + model + `","input":"hi",` + c.body + `}`
+			if strings.HasPrefix(c.body, `"input"`) {
+				body = `{"model":"` + model + `",` + c.body + `}`
+			}
+			resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(body), nil)
+			var e struct {
+				Error struct{ Message, Param string }
+			}
+			_ = json.Unmarshal(out, &e)
+			if resp.StatusCode != 400 || e.Error.Param != c.param || !strings.Contains(e.Error.Message, c.says) {
+				t.Errorf("%s %s: %d %s", model, c.body, resp.StatusCode, out)
+			}
+		}
+		body := `{"model":"gpt-test","input":"hi",` + c.body + `}`
+		if strings.HasPrefix(c.body, `"input"`) {
+			continue // the fake has no stored items to refer to
+		}
+		resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(body), nil)
+		seen := s.oai.Seen()
+		if resp.StatusCode != 200 || len(seen) == 0 || !bytes.Equal(seen[len(seen)-1].Raw, []byte(body)) {
+			t.Errorf("OpenAI channel, %s: %d %s", c.body, resp.StatusCode, out)
+		}
+	}
+	// caching and telemetry fields are accepted on every family
+	for _, model := range []string{"claude-test", "gemini-test", "gpt-test"} {
+		body := `{"model":"` + model + `","input":"hi","store":false,"prompt_cache_key":"k","client_metadata":{"a":"b"},"include":["reasoning.encrypted_content"],"metadata":{"x":"y"}}`
+		resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(body), nil)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d %s", model, resp.StatusCode, out)
+		}
+	}
+}
+
+// TestResponsesWebSocket: Codex opens GET /v1/responses as a WebSocket
+// first; it gets 426 at once and posts instead.
+func TestResponsesWebSocket(t *testing.T) {
+	s := startResponses(t)
+	key := s.gw.AddUser("socket", 10_000_000)
+	h := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-WebSocket-Version": {"13"},
+		"Sec-WebSocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "OpenAI-Beta": {"responses_websockets=2026-02-04"}}
+	resp, body := s.gw.Do("GET", "/v1/responses", key, nil, h)
+	if resp.StatusCode != http.StatusUpgradeRequired || !strings.Contains(string(body), "POST") {
+		t.Errorf("GET /v1/responses as a socket: %d %s", resp.StatusCode, body)
+	}
+	if len(s.oai.Seen()) != 0 {
+		t.Error("the upgrade reached the upstream")
+	}
+}
