@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,19 +22,26 @@ import (
 // responsesSetup is the dialects' three channels, the OpenAI one speaking
 // the Responses API.
 type responsesSetup struct {
-	gw       *gatewaytest.Gateway
-	ant, gem *fakeVendor
-	oai      *gatewaytest.FakeResponses
+	gw             *gatewaytest.Gateway
+	ant, gem, chat *fakeVendor
+	oai            *gatewaytest.FakeResponses
 }
 
 func startResponses(t *testing.T) *responsesSetup {
 	t.Helper()
 	s := &responsesSetup{
-		ant: newFakeVendor(t, "anthropic", "sk-ant-up"),
-		gem: newFakeVendor(t, "gemini", "AIza-up"),
-		oai: gatewaytest.NewFakeResponses(t, "sk-oai-up"),
+		ant:  newFakeVendor(t, "anthropic", "sk-ant-up"),
+		gem:  newFakeVendor(t, "gemini", "AIza-up"),
+		oai:  gatewaytest.NewFakeResponses(t, "sk-oai-up"),
+		chat: newFakeVendor(t, "openai", "sk-oai-up"),
 	}
-	s.gw = gatewaytest.Start(t, dialectsCaddyfile, gatewaytest.Vars{"ANT": s.ant.URL, "GEM": s.gem.URL, "OAI": s.oai.URL})
+	// one OpenAI upstream: the Responses API and chat completions
+	mux := http.NewServeMux()
+	mux.Handle("/v1/responses", s.oai.Config.Handler)
+	mux.Handle("/", s.chat.Config.Handler)
+	both := httptest.NewServer(mux)
+	t.Cleanup(both.Close)
+	s.gw = gatewaytest.Start(t, dialectsCaddyfile, gatewaytest.Vars{"ANT": s.ant.URL, "GEM": s.gem.URL, "OAI": both.URL})
 	return s
 }
 
