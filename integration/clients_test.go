@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
 // The request bodies in testdata/clients were captured from the real
@@ -149,5 +150,73 @@ func TestCodexRequestsEveryFamily(t *testing.T) {
 		if err := json.Unmarshal([]byte(data[len(data)-1]), &done); err != nil || done.Response.Usage.InputTokens == 0 {
 			t.Errorf("%s: response.completed %s", model, data[len(data)-1])
 		}
+	}
+}
+
+// geminiCLICaddyfile maps Gemini CLI's default models, as the README shows:
+// its main model to a Claude channel, its routing classifier to an OpenAI
+// one.
+const geminiCLICaddyfile = `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite {{DB}}
+		channel claude {
+			type anthropic
+			base_url {{ANT}}
+			key sk-ant-up
+			models claude-test
+			model_map gemini-3.1-pro-preview claude-test
+		}
+		channel gem {
+			type gemini
+			base_url {{GEM}}
+			key AIza-up
+			models gemini-test
+		}
+		channel gpt {
+			type openai
+			base_url {{OAI}}
+			key sk-oai-up
+			models gpt-test
+			model_map gemini-3.5-flash-lite gpt-test
+		}
+		price claude-test free
+		price gemini-test free
+		price gpt-test free
+		price gemini-3.1-pro-preview free
+		price gemini-3.5-flash-lite free
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	route {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+
+// TestGeminiCLIRequestsEveryFamily: Gemini CLI's routing classifier call
+// (JSON output with a schema, topK, thinkingLevel) and its main streamed
+// call (tools) answered by every family, under its own model names when
+// the operator maps them.
+func TestGeminiCLIRequestsEveryFamily(t *testing.T) {
+	ant, gem, oai := newFakeVendor(t, "anthropic", "sk-ant-up"), newFakeVendor(t, "gemini", "AIza-up"), newFakeVendor(t, "openai", "sk-oai-up")
+	gw := gatewaytest.Start(t, geminiCLICaddyfile, gatewaytest.Vars{"ANT": ant.URL, "GEM": gem.URL, "OAI": oai.URL})
+	key := gw.AddUser("gemini-cli", 10_000_000)
+	h := http.Header{"x-goog-api-key": {key}}
+	for _, model := range []string{"gemini-3.1-pro-preview", "gemini-3.5-flash-lite", "claude-test", "gemini-test", "gpt-test"} {
+		resp, out := gw.Do("POST", "/v1beta/models/"+model+":generateContent", "", fixture(t, "gemini-cli-router.json"), h)
+		if resp.StatusCode != 200 || !strings.Contains(string(out), `"candidates"`) {
+			t.Errorf("router call to %s: %d %s", model, resp.StatusCode, out)
+		}
+		resp, out = gw.Do("POST", "/v1beta/models/"+model+":streamGenerateContent?alt=sse", "", fixture(t, "gemini-cli.json"), h)
+		_, data := sseEvents(out)
+		if resp.StatusCode != 200 || len(data) == 0 || !strings.Contains(string(out), "Checking.") {
+			t.Errorf("main call to %s: %d %s", model, resp.StatusCode, out)
+		}
+	}
+	if n := len(gw.WaitUsage("gemini-cli", 10)); n != 10 {
+		t.Errorf("%d usage rows", n)
 	}
 }

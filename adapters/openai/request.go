@@ -34,9 +34,8 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 	if req.Stream {
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	if c.TopK != nil {
-		return nil, adapters.Unsupported("'top_k' cannot be sent to an OpenAI channel: it has no such parameter")
-	}
+	// top_k has no OpenAI counterpart; it is a sampling hint, dropped
+	// rather than refused (Gemini CLI sends topK with every request)
 	if r := c.Reasoning; r != nil && takesReasoning(model) {
 		w.ReasoningEffort = r.Effort
 		if w.ReasoningEffort == "" && r.BudgetTokens > 0 {
