@@ -307,3 +307,33 @@ func TestResponsesWebSocket(t *testing.T) {
 		t.Error("the upgrade reached the upstream")
 	}
 }
+
+// TestUnknownModelBeforeBody: an unknown model is a 404 in the caller's
+// dialect whatever else is wrong with the body (Claude Code tells "no such
+// model" from "bad request" by it).
+func TestUnknownModelBeforeBody(t *testing.T) {
+	s := startResponses(t)
+	key := s.gw.AddUser("unknown", 10_000_000)
+	cases := []struct {
+		path, body string
+		header     http.Header
+		want       string
+	}{
+		// no max_tokens, a bad role: still the model's 404
+		{"/v1/messages", `{"model":"claude-nope","messages":[{"role":"narrator","content":"hi"}]}`, http.Header{"anthropic-version": {"2023-06-01"}}, `"type":"not_found_error"`},
+		{"/v1/responses", `{"model":"gpt-nope","input":[{"type":"bogus"}],"reasoning":{"effort":"extreme"}}`, nil, `"code":"model_not_found"`},
+		{"/v1/chat/completions", `{"model":"gpt-nope","messages":[]}`, nil, `"code":"model_not_found"`},
+		{"/v1beta/models/gemini-nope:generateContent", `{"contents":"not a list"}`, nil, `"status":"NOT_FOUND"`},
+	}
+	for _, c := range cases {
+		resp, out := s.gw.Do("POST", c.path, key, []byte(c.body), c.header)
+		if resp.StatusCode != 404 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: %d %s", c.path, resp.StatusCode, out)
+		}
+	}
+	// a known model with the same mistakes is a 400
+	resp, out := s.gw.Do("POST", "/v1/messages", key, []byte(`{"model":"claude-test","messages":[{"role":"user","content":"hi"}]}`), http.Header{"anthropic-version": {"2023-06-01"}})
+	if resp.StatusCode != 400 || !strings.Contains(string(out), "max_tokens") {
+		t.Errorf("known model: %d %s", resp.StatusCode, out)
+	}
+}
