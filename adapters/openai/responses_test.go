@@ -277,6 +277,9 @@ func TestResponsesStream(t *testing.T) {
 	var x, y any
 	_ = json.Unmarshal(volatile.ReplaceAll(last, []byte(`"$1":0`)), &x)
 	_ = json.Unmarshal(volatile.ReplaceAll(whole, []byte(`"$1":0`)), &y)
+	if x == nil || y == nil {
+		t.Fatalf("final responses %s / %s", last, whole)
+	}
 	if xb, _ := json.Marshal(x); !bytes.Equal(xb, mustJSON(y)) {
 		t.Errorf("streamed final response\n%s\nnon-streamed\n%s", xb, mustJSON(y))
 	}
@@ -295,4 +298,27 @@ func TestResponsesStream(t *testing.T) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// Any body: a 400 or a request, never a panic; a decoded request renders
+// an answer and a stream.
+func FuzzResponsesDecode(f *testing.F) {
+	f.Add([]byte(`{"model":"m","input":"hi"}`))
+	f.Add([]byte(`{"model":"m","input":[{"type":"reasoning","encrypted_content":"gateway:e30"},{"type":"function_call","call_id":"c","name":"n"},{"type":"function_call_output","call_id":"c","output":[]}],"tools":[{"type":"function","name":"n"}]}`))
+	f.Add([]byte(`{"model":"m","instructions":[{"role":"system","content":"x"}],"input":[{"role":"developer","content":[{"type":"input_image","image_url":"data:image/png;base64,AA=="}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := oai.DecodeRequest(adapters.OpResponses, body, post("/v1/responses"))
+		if err != nil {
+			var e *adapters.Error
+			if !errors.As(err, &e) || e.Status != 400 {
+				t.Fatalf("%q: %v", body, err)
+			}
+			return
+		}
+		if _, err := oai.EncodeResponse(req, thinkingAnswer()); err != nil {
+			t.Fatal(err)
+		}
+		enc := oai.NewStreamEncoder(req)
+		enc.Finish(enc.Encode(nil, &adapters.StreamEvent{Type: adapters.EventTextDelta, Text: "x"}))
+	})
 }
