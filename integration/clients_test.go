@@ -220,3 +220,49 @@ func TestGeminiCLIRequestsEveryFamily(t *testing.T) {
 		t.Errorf("%d usage rows", n)
 	}
 }
+
+// TestAppFrameworkRequestsEveryFamily: the Vercel AI SDK's default OpenAI
+// provider (the Responses API: a streamed first turn, and a second turn
+// carrying the function call and its output) and LangChain's ChatOpenAI
+// (chat completions, with tools and streamed) answered by every family.
+func TestAppFrameworkRequestsEveryFamily(t *testing.T) {
+	s := startResponses(t)
+	key := s.gw.AddUser("frameworks", 10_000_000)
+	cases := []struct {
+		fixture, path, want string
+	}{
+		{"ai-sdk.json", "/v1/responses", "Checking."},
+		{"ai-sdk-tools.json", "/v1/responses", "Weather: 18C."},
+		{"langchain.json", "/v1/chat/completions", "Checking."},
+		{"langchain-stream.json", "/v1/chat/completions", "Hello there"},
+	}
+	for _, c := range cases {
+		for _, model := range []string{"claude-test", "gemini-test", "gpt-test"} {
+			resp, out := s.gw.Do("POST", c.path, key, withModel(t, fixture(t, c.fixture), model), nil)
+			text := string(out)
+			if _, data := sseEvents(out); len(data) > 0 {
+				var b strings.Builder
+				for _, d := range data {
+					var ev struct {
+						Type    string `json:"type"`
+						Delta   any    `json:"delta"`
+						Choices []struct {
+							Delta struct{ Content string } `json:"delta"`
+						} `json:"choices"`
+					}
+					_ = json.Unmarshal([]byte(d), &ev)
+					if s, ok := ev.Delta.(string); ok && ev.Type == "response.output_text.delta" {
+						b.WriteString(s)
+					}
+					for _, ch := range ev.Choices {
+						b.WriteString(ch.Delta.Content)
+					}
+				}
+				text = b.String()
+			}
+			if resp.StatusCode != 200 || !strings.Contains(text, c.want) {
+				t.Errorf("%s to %s: %d %s", c.fixture, model, resp.StatusCode, out)
+			}
+		}
+	}
+}
