@@ -292,6 +292,29 @@ func TestResponsesRefusals(t *testing.T) {
 	}
 }
 
+// TestResponsesModelLimits: a key limited to some models lists only those
+// and may call the Responses API with only those, as with chat.
+func TestResponsesModelLimits(t *testing.T) {
+	s := startResponses(t)
+	key := s.gw.AddUser("limited", 10_000_000, "--models", "claude-test")
+	resp, out := s.gw.Do("GET", "/v1/models", key, nil, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(out), `"claude-test"`) || strings.Contains(string(out), "gpt-test") {
+		t.Errorf("models: %d %s", resp.StatusCode, out)
+	}
+	for model, status := range map[string]int{"claude-test": 200, "gpt-test": 403} {
+		resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(`{"model":"`+model+`","input":"hi"}`), nil)
+		if resp.StatusCode != status {
+			t.Errorf("%s: %d %s", model, resp.StatusCode, out)
+		}
+	}
+	rows := s.gw.WaitUsage("limited", 2)
+	for _, r := range rows {
+		if (r.Model == "gpt-test") != (r.Status == 403) || (r.Status == 403 && r.Cost != 0) {
+			t.Errorf("usage row %+v", r)
+		}
+	}
+}
+
 // TestResponsesWebSocket: Codex opens GET /v1/responses as a WebSocket
 // first; it gets 426 at once and posts instead.
 func TestResponsesWebSocket(t *testing.T) {
