@@ -6,7 +6,7 @@ FUZZTIME ?= 3s
 
 export CGO_ENABLED := 1
 
-.PHONY: build run test test-deps lint unit fuzz bench bench-store clean
+.PHONY: build run test test-deps test-clients lint unit fuzz bench bench-store clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -32,6 +32,15 @@ lint:
 # Test artifacts (the console's screenshots) land in bin/artifacts.
 unit:
 	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -count=1 -timeout 20m ./...
+
+# The real Claude Code and Codex CLI against the gateway and fake upstreams
+# of each family. Not part of `make test`: they are about 750 MB from npm.
+CLIENTS := bin/clients
+test-clients: build
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@test -x $(CLIENTS)/node_modules/.bin/codex -a -x $(CLIENTS)/node_modules/.bin/claude || \
+	  (mkdir -p $(CLIENTS) && cd $(CLIENTS) && npm install --no-audit --no-fund @anthropic-ai/claude-code@2.1.197 @openai/codex@0.169.0)
+	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_CLIENTS=$(CURDIR)/$(CLIENTS) $(GO) test -count=1 -run TestRealClients -v ./integration
 
 # Each fuzz target gets FUZZTIME on top of its seed corpus (which plain
 # `go test` already runs). Longer runs by hand:
