@@ -11,13 +11,13 @@ import (
 )
 
 // TestRealClients runs the real Claude Code and Codex CLI against the
-// gateway and fake upstreams of each family. They are large downloads, so
-// the test runs only when GATEWAY_TEST_CLIENTS names a directory where they
-// are installed: `make test-clients` installs them and runs it.
+// gateway and fake upstreams of each family. It runs when
+// GATEWAY_TEST_CLIENTS names the directory where they are installed, as
+// `make test` (through `make clients`) and `make test-clients` do.
 func TestRealClients(t *testing.T) {
 	dir := os.Getenv("GATEWAY_TEST_CLIENTS")
 	if dir == "" {
-		t.Skip("GATEWAY_TEST_CLIENTS is not set: `make test-clients` installs Claude Code and Codex and runs this test")
+		t.Skip("GATEWAY_TEST_CLIENTS is not set: `make clients` installs Claude Code and Codex, and `make test` runs this test with them")
 	}
 	bin := func(name string) string {
 		p := filepath.Join(dir, "node_modules", ".bin", name)
