@@ -93,18 +93,18 @@ func TestClaudeCodeRequestsEveryFamily(t *testing.T) {
 	}
 	// the Anthropic channel got the body as it was sent, betas included;
 	// the others got the mid-conversation instruction as instructions
-	ant := s.ant.requests()
+	ant := s.fakes["claude-test"].Requests()
 	if len(ant) != 1 || !strings.Contains(ant[0].Header.Get("anthropic-beta"), "mid-conversation-system") {
 		t.Errorf("anthropic saw %+v", ant)
 	}
-	for name, reqs := range map[string][]seen{"gemini": s.gem.requests(), "openai": s.chat.requests()} {
+	for name, reqs := range map[string][]gatewaytest.Recorded{"gemini": s.fakes["gemini-test"].Requests(), "openai": s.fakes["gpt-test"].Requests()} {
 		if len(reqs) != 1 || !strings.Contains(reqs[0].System, "Available agent types for the Agent tool") || len(reqs[0].Tools) != 25 {
 			t.Errorf("%s saw system %d bytes, %d tools", name, len(reqs[0].System), len(reqs[0].Tools))
 		}
 	}
 	rows := s.gw.WaitUsage("claude-code", 3)
 	for _, r := range rows {
-		if r.Status != 200 || r.Cost != wantCost[r.Model] || r.Estimated {
+		if r.Status != 200 || r.Cost != costOf(r.Model) || r.Estimated {
 			t.Errorf("usage row %+v", r)
 		}
 	}
@@ -121,7 +121,7 @@ func TestCodexRequestsEveryFamily(t *testing.T) {
 		resp, out := s.gw.Do("POST", "/v1/responses", key, withModel(t, fixture(t, "codex-default.json"), model), nil)
 		switch model {
 		case "gpt-test":
-			seen := s.oai.Seen()
+			seen := s.fakes["gpt-test"].Requests()
 			if resp.StatusCode != 200 || len(seen) != 1 || !bytes.Equal(seen[0].Raw, withModel(t, fixture(t, "codex-default.json"), model)) {
 				t.Errorf("%s: %d %s", model, resp.StatusCode, out)
 			}
@@ -201,8 +201,8 @@ http://127.0.0.1:{{PORT}} {
 // call (tools) answered by every family, under its own model names when
 // the operator maps them.
 func TestGeminiCLIRequestsEveryFamily(t *testing.T) {
-	ant, gem, oai := newFakeVendor(t, "anthropic", "sk-ant-up"), newFakeVendor(t, "gemini", "AIza-up"), newFakeVendor(t, "openai", "sk-oai-up")
-	gw := gatewaytest.Start(t, geminiCLICaddyfile, gatewaytest.Vars{"ANT": ant.URL, "GEM": gem.URL, "OAI": oai.URL})
+	ant, gem, oai := gatewaytest.NewFakeAnthropic(t, "sk-ant-up"), gatewaytest.NewFakeGemini(t, "AIza-up"), gatewaytest.NewFakeOpenAI(t, "sk-oai-up")
+	gw := gatewaytest.Start(t, geminiCLICaddyfile, gatewaytest.Vars{"ANT": ant.BaseURL(), "GEM": gem.BaseURL(), "OAI": oai.BaseURL()})
 	key := gw.AddUser("gemini-cli", 10_000_000)
 	h := http.Header{"x-goog-api-key": {key}}
 	for _, model := range []string{"gemini-3.1-pro-preview", "gemini-3.5-flash-lite", "claude-test", "gemini-test", "gpt-test"} {

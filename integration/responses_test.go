@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,58 +18,34 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// responsesSetup is the dialects' three channels, the OpenAI one speaking
-// the Responses API.
-type responsesSetup struct {
-	gw             *gatewaytest.Gateway
-	ant, gem, chat *fakeVendor
-	oai            *gatewaytest.FakeResponses
-}
-
-func startResponses(t *testing.T) *responsesSetup {
+// startResponses is the dialect matrix's gateway, its OpenAI fake also
+// reporting reasoning tokens.
+func startResponses(t *testing.T) *dialectsSetup {
 	t.Helper()
-	s := &responsesSetup{
-		ant:  newFakeVendor(t, "anthropic", "sk-ant-up"),
-		gem:  newFakeVendor(t, "gemini", "AIza-up"),
-		oai:  gatewaytest.NewFakeResponses(t, "sk-oai-up"),
-		chat: newFakeVendor(t, "openai", "sk-oai-up"),
-	}
-	// one OpenAI upstream: the Responses API and chat completions
-	mux := http.NewServeMux()
-	mux.Handle("/v1/responses", s.oai.Config.Handler)
-	mux.Handle("/", s.chat.Config.Handler)
-	both := httptest.NewServer(mux)
-	t.Cleanup(both.Close)
-	s.gw = gatewaytest.Start(t, dialectsCaddyfile, gatewaytest.Vars{"ANT": s.ant.URL, "GEM": s.gem.URL, "OAI": both.URL})
+	s := startDialects(t)
+	s.fakes["gpt-test"].Set(func(b *gatewaytest.Behavior) { b.ReasoningTokens = fakeReasoning })
 	return s
 }
 
-// upstreamTurn is what the upstream saw of one turn, in any family.
-type upstreamTurn struct {
-	system, prompt string
-	image          []byte
-	tools, results []string
-	stream         bool
+const fakeReasoning = 3
+
+// costOf is what one turn of the matrix costs on the model's channel.
+func costOf(model string) int64 {
+	for _, f := range families {
+		if f.model == model {
+			return f.cost
+		}
+	}
+	return -1
 }
 
-func (s *responsesSetup) turns(model, system string) []upstreamTurn {
-	var out []upstreamTurn
-	switch model {
-	case "gpt-test":
-		for _, r := range s.oai.Seen() {
-			if r.Instructions == system {
-				out = append(out, upstreamTurn{r.Instructions, r.Prompt, r.Image, r.Tools, r.Results, r.Stream})
-			}
-		}
-	default:
-		up := s.ant
-		if model == "gemini-test" {
-			up = s.gem
-		}
-		for _, r := range up.requests() {
-			if r.System == system {
-				out = append(out, upstreamTurn{r.System, r.Prompt, r.Image, r.Tools, r.Results, r.Stream})
-			}
+// turns are the generation requests the model's upstream read for one
+// conversation, told apart by its system prompt.
+func turns(s *dialectsSetup, model, system string) []gatewaytest.Recorded {
+	var out []gatewaytest.Recorded
+	for _, r := range s.fakes[model].Requests() {
+		if r.System == system {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -206,29 +181,29 @@ func TestResponsesAPI(t *testing.T) {
 				}
 				shapes[stream] = [2]string{outputShape(t, first), outputShape(t, second)}
 
-				turns := s.turns(model, system)
-				if len(turns) != 2 {
-					t.Fatalf("the upstream saw %d turns, want 2", len(turns))
+				seen := turns(s, model, system)
+				if len(seen) != 2 {
+					t.Fatalf("the upstream saw %d turns, want 2", len(seen))
 				}
-				if turns[0].prompt != userPrompt || !bytes.Equal(turns[0].image, testPNG) || strings.Join(turns[0].tools, ",") != "get_weather" ||
-					turns[0].stream != stream || turns[1].stream != stream {
-					t.Errorf("turn 1 upstream: %+v", turns[0])
+				if seen[0].Prompt != userPrompt || !bytes.Equal(seen[0].Image, testPNG) || strings.Join(seen[0].Tools, ",") != "get_weather" ||
+					seen[0].Stream != stream || seen[1].Stream != stream {
+					t.Errorf("turn 1 upstream: %+v", seen[0])
 				}
-				if strings.Join(turns[1].results, ",") != "18C,21C" {
-					t.Errorf("turn 2 upstream results %q", turns[1].results)
+				if strings.Join(seen[1].Results, ",") != "18C,21C" {
+					t.Errorf("turn 2 upstream results %q", seen[1].Results)
 				}
 
-				wantUsage := map[string][3]int64{"gpt-test": {gatewaytest.ResponsesInput, gatewaytest.ResponsesCached, gatewaytest.ResponsesOutput},
-					"claude-test": {fakePrompt, fakeCached, fakeCompletion}, "gemini-test": {fakePrompt, fakeCached, fakeCompletion}}[model]
+				reasoning := map[string]int64{"gpt-test": fakeReasoning}[model]
 				for _, r := range []*responses.Response{first, second} {
-					if r.Usage.InputTokens != wantUsage[0] || r.Usage.InputTokensDetails.CachedTokens != wantUsage[1] || r.Usage.OutputTokens != wantUsage[2] {
+					if r.Usage.InputTokens != fakePrompt || r.Usage.InputTokensDetails.CachedTokens != fakeCached || r.Usage.OutputTokens != fakeCompletion ||
+						r.Usage.OutputTokensDetails.ReasoningTokens != reasoning || r.Usage.TotalTokens != fakePrompt+fakeCompletion {
 						t.Errorf("usage %+v", r.Usage)
 					}
 				}
 				rows := s.gw.WaitUsage(user, 2)
 				for _, r := range rows {
-					if r.PromptTokens != wantUsage[0] || r.CachedTokens != wantUsage[1] || r.CompletionTokens != wantUsage[2] ||
-						r.Cost != wantCost[model] || r.Estimated || r.Status != 200 || r.Stream != stream || r.Endpoint != "/v1/responses" {
+					if r.PromptTokens != fakePrompt || r.CachedTokens != fakeCached || r.CompletionTokens != fakeCompletion || r.ReasoningTokens != reasoning ||
+						r.Cost != costOf(model) || r.Estimated || r.Status != 200 || r.Stream != stream || r.Endpoint != "/v1/responses" {
 						t.Errorf("usage row %+v", r)
 					}
 				}
@@ -277,7 +252,7 @@ func TestResponsesRefusals(t *testing.T) {
 			continue // the fake has no stored items to refer to
 		}
 		resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(body), nil)
-		seen := s.oai.Seen()
+		seen := s.fakes["gpt-test"].Requests()
 		if resp.StatusCode != 200 || len(seen) == 0 || !bytes.Equal(seen[len(seen)-1].Raw, []byte(body)) {
 			t.Errorf("OpenAI channel, %s: %d %s", c.body, resp.StatusCode, out)
 		}
@@ -326,7 +301,7 @@ func TestResponsesWebSocket(t *testing.T) {
 	if resp.StatusCode != http.StatusUpgradeRequired || !strings.Contains(string(body), "POST") {
 		t.Errorf("GET /v1/responses as a socket: %d %s", resp.StatusCode, body)
 	}
-	if len(s.oai.Seen()) != 0 {
+	if len(s.fakes["gpt-test"].Requests()) != 0 {
 		t.Error("the upgrade reached the upstream")
 	}
 }
