@@ -335,3 +335,47 @@ func TestUnknownModelBeforeBody(t *testing.T) {
 		t.Errorf("known model: %d %s", resp.StatusCode, out)
 	}
 }
+
+const demoCaddyfile = `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite {{DB}}
+		channel local {
+			type demo {
+				word_delay 1ns
+			}
+			models demo
+		}
+		price demo free
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	route {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+
+// TestDemoAnswersResponses: the local demo model answers the Responses
+// API in its wire format, streamed and not, so `make run` works for
+// Responses clients too.
+func TestDemoAnswersResponses(t *testing.T) {
+	gw := gatewaytest.Start(t, demoCaddyfile, nil)
+	key := gw.AddUser("demo", 1_000_000)
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	params := responses.ResponseNewParams{Model: "demo", Instructions: openai.String("Echo."),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("echo these four words")}}
+	for _, stream := range []bool{false, true} {
+		r := responsesCall(t, &client, params, stream)
+		if r.OutputText() != "echo these four words" || r.Usage.OutputTokens != 4 || r.Usage.InputTokens == 0 || r.Model != "demo" {
+			t.Errorf("stream %v: %q usage %+v model %q", stream, r.OutputText(), r.Usage, r.Model)
+		}
+	}
+	for _, r := range gw.WaitUsage("demo", 2) {
+		if r.Status != 200 || r.CompletionTokens != 4 || r.Estimated || r.Channel != "local" {
+			t.Errorf("usage row %+v", r)
+		}
+	}
+}
