@@ -47,17 +47,8 @@ func TestRealClients(t *testing.T) {
 	// Offered tools, every fake calls get_weather, which neither program
 	// has: each answers the call with an error and the fake then reports
 	// that result, so a whole tool round trip goes through the gateway.
-	for _, model := range []string{"gpt-test", "claude-test", "gemini-test"} {
-		t.Run("claude "+model, func(t *testing.T) {
-			out := run(t, []string{"ANTHROPIC_BASE_URL=" + s.gw.URL, "ANTHROPIC_API_KEY=" + key},
-				bin("claude"), "-p", "What is the weather in Paris and Rome?", "--model", model)
-			if !strings.Contains(out, "Weather:") {
-				t.Errorf("claude -p said %q", out)
-			}
-		})
-		t.Run("codex "+model, func(t *testing.T) {
-			codexHome := t.TempDir()
-			config := `model = "` + model + `"
+	codexConfig := func(model, extra string) string {
+		return `model = "` + model + `"
 model_provider = "gateway"
 web_search = "disabled"
 [features]
@@ -67,18 +58,38 @@ name = "gateway"
 base_url = "` + s.gw.URL + `/v1"
 env_key = "GATEWAY_API_KEY"
 wire_api = "responses"
-`
-			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out := run(t, []string{"CODEX_HOME=" + codexHome, "GATEWAY_API_KEY=" + key},
-				bin("codex"), "exec", "--skip-git-repo-check", "What is the weather in Paris and Rome?")
+` + extra
+	}
+	codex := func(t *testing.T, config string) string {
+		codexHome := t.TempDir()
+		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return run(t, []string{"CODEX_HOME=" + codexHome, "GATEWAY_API_KEY=" + key},
+			bin("codex"), "exec", "--skip-git-repo-check", "What is the weather in Paris and Rome?")
+	}
+	for _, model := range []string{"gpt-test", "claude-test", "gemini-test"} {
+		t.Run("claude "+model, func(t *testing.T) {
+			out := run(t, []string{"ANTHROPIC_BASE_URL=" + s.gw.URL, "ANTHROPIC_API_KEY=" + key},
+				bin("claude"), "-p", "What is the weather in Paris and Rome?", "--model", model)
 			if !strings.Contains(out, "Weather:") {
+				t.Errorf("claude -p said %q", out)
+			}
+		})
+		t.Run("codex "+model, func(t *testing.T) {
+			if out := codex(t, codexConfig(model, "")); !strings.Contains(out, "Weather:") {
 				t.Errorf("codex exec said %q", out)
 			}
 		})
 	}
-	for _, r := range s.gw.WaitUsage("real-clients", 12) {
+	// a provider that offers WebSockets: Codex tries GET /v1/responses as
+	// a socket, gets 426, and posts the turn
+	t.Run("codex websocket first", func(t *testing.T) {
+		if out := codex(t, codexConfig("claude-test", "supports_websockets = true\n")); !strings.Contains(out, "Weather:") {
+			t.Errorf("codex exec said %q", out)
+		}
+	})
+	for _, r := range s.gw.WaitUsage("real-clients", 14) {
 		if r.Status != 200 {
 			t.Errorf("usage row %+v", r)
 		}

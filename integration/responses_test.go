@@ -296,7 +296,7 @@ func TestResponsesWebSocket(t *testing.T) {
 	s := startResponses(t)
 	key := s.gw.AddUser("socket", 10_000_000)
 	h := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-WebSocket-Version": {"13"},
-		"Sec-WebSocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "OpenAI-Beta": {"responses_websockets=2026-02-04"}}
+		"Sec-WebSocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "OpenAI-Beta": {"responses_websockets=2026-02-06"}}
 	resp, body := s.gw.Do("GET", "/v1/responses", key, nil, h)
 	if resp.StatusCode != http.StatusUpgradeRequired || !strings.Contains(string(body), "POST") {
 		t.Errorf("GET /v1/responses as a socket: %d %s", resp.StatusCode, body)
