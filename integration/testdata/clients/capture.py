@@ -16,6 +16,8 @@ class H(BaseHTTPRequestHandler):
         n = next(counter)
         with open(os.path.join(OUT, f"{n:03d}-GET{self.path.replace('/','_')[:60]}.json"), "w") as f:
             json.dump({"headers": dict(self.headers)}, f, indent=1)
+        if self.path.startswith("/v1/responses"):  # UPGRADE426
+            return self._send(426, "application/json", '{"error":{"message":"POST instead","type":"invalid_request_error"}}')
         if self.path.startswith("/v1/models"):
             return self._send(200, "application/json", json.dumps({"object":"list","data":[]}))
         self._send(404, "application/json", '{"error":{"message":"not found","type":"invalid_request_error"}}')
