@@ -3,10 +3,12 @@
 GO       ?= go
 BIN      := bin/caddy
 FUZZTIME ?= 3s
+# the real Claude Code and Codex CLI, for TestRealClients
+CLIENTS  := bin/clients
 
 export CGO_ENABLED := 1
 
-.PHONY: build run test test-deps lint unit fuzz bench bench-store clean
+.PHONY: build run test test-deps clients test-clients lint unit fuzz bench bench-store clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -18,10 +20,17 @@ run: build
 # the real binary), and a short fuzz run of every fuzz target.
 test: test-deps lint build fuzz unit
 
-# gcc for go-sqlite3; Debian's chromium for the console's browser tests
-test-deps:
+# gcc for go-sqlite3; Debian's chromium for the console's browser tests;
+# the real Claude Code and Codex CLI (make clients)
+test-deps: clients
 	@command -v gcc >/dev/null || (apt-get update && apt-get install -y gcc libc6-dev)
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+# Claude Code and Codex CLI from npm, pinned, once (about 640 MB in bin/clients)
+clients:
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@test -x $(CLIENTS)/node_modules/.bin/codex -a -x $(CLIENTS)/node_modules/.bin/claude || \
+	  (mkdir -p $(CLIENTS) && cd $(CLIENTS) && npm install --no-audit --no-fund @anthropic-ai/claude-code@2.1.197 @openai/codex@0.169.0)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -30,8 +39,15 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Test artifacts (the console's screenshots) land in bin/artifacts.
+# TestRealClients runs when the clients are installed (make clients).
 unit:
-	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_ARTIFACTS=$(CURDIR)/bin/artifacts $(GO) test -count=1 -timeout 20m ./...
+	@clients=; if [ -x $(CLIENTS)/node_modules/.bin/codex ]; then clients=GATEWAY_TEST_CLIENTS=$(CURDIR)/$(CLIENTS); fi; \
+	  echo "env GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_ARTIFACTS=$(CURDIR)/bin/artifacts $$clients $(GO) test -count=1 -timeout 20m ./..."; \
+	  env GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_ARTIFACTS=$(CURDIR)/bin/artifacts $$clients $(GO) test -count=1 -timeout 20m ./...
+
+# Only the real clients against the gateway and fake upstreams of each family.
+test-clients: clients build
+	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_CLIENTS=$(CURDIR)/$(CLIENTS) $(GO) test -count=1 -run TestRealClients -v ./integration
 
 # Each fuzz target gets FUZZTIME on top of its seed corpus (which plain
 # `go test` already runs). Longer runs by hand:

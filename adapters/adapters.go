@@ -36,6 +36,10 @@ const (
 	OpResponses     Operation = "responses"
 	OpListModels    Operation = "list_models" // GET a model list
 	OpGetModel      Operation = "get_model"   // GET one model
+	// OpUpgrade is a WebSocket upgrade on a path the gateway serves over
+	// plain HTTP only: the relay answers 426 at once, which tells a client
+	// that tries a socket first (Codex on /v1/responses) to use HTTP.
+	OpUpgrade Operation = "upgrade"
 	// OpUnknown is a path under a dialect's prefix that it does not serve:
 	// the relay answers 404 in that dialect.
 	OpUnknown Operation = "unknown"
@@ -57,10 +61,30 @@ type Request struct {
 	// may need (anthropic-version, anthropic-beta, openai-beta).
 	Header http.Header
 
-	Chat       *ChatRequest       // OpChat, OpCountTokens
+	Chat       *ChatRequest       // OpChat, OpCountTokens, OpResponses
 	Completion *CompletionRequest // OpCompletion
 	Embedding  *EmbeddingRequest  // OpEmbedding
+
+	// Untranslatable lists what the client asked for that has no neutral
+	// form (a stateful option, a hosted tool), each as the 400 that names
+	// it. A same-dialect upstream gets the client's bytes and honours them;
+	// a provider translating the request refuses it with the first.
+	Untranslatable []*Error
 }
+
+// Translatable returns the first thing the request asked for that cannot
+// be translated to another family, or nil.
+func (r *Request) Translatable() error {
+	if len(r.Untranslatable) > 0 {
+		return r.Untranslatable[0]
+	}
+	return nil
+}
+
+// Conversation reports whether the operation carries a neutral ChatRequest
+// that a provider of another family translates: chat, and OpenAI's
+// Responses API.
+func (op Operation) Conversation() bool { return op == OpChat || op == OpResponses }
 
 // ChatRequest is a conversation in neutral form.
 type ChatRequest struct {
@@ -90,6 +114,9 @@ const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
 	RoleTool      = "tool" // a message carrying tool results only
+	// RoleSystem is an instruction given mid-conversation, at its place
+	// among the turns (instructions before the first turn go in System).
+	RoleSystem = "system"
 )
 
 // Message is one turn of the conversation.
@@ -371,4 +398,29 @@ func BearerToken(r *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	return ""
+}
+
+// HoistSystem returns the system instructions with those given
+// mid-conversation (RoleSystem messages) appended, and the messages without
+// them, for a vendor that takes instructions in one place only.
+func (c *ChatRequest) HoistSystem() ([]Part, []Message) {
+	n := 0
+	for _, m := range c.Messages {
+		if m.Role == RoleSystem {
+			n++
+		}
+	}
+	if n == 0 {
+		return c.System, c.Messages
+	}
+	system := append([]Part(nil), c.System...)
+	msgs := make([]Message, 0, len(c.Messages)-n)
+	for _, m := range c.Messages {
+		if m.Role == RoleSystem {
+			system = append(system, m.Parts...)
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	return system, msgs
 }

@@ -56,3 +56,37 @@ func jsonTypeName(e *json.UnmarshalTypeError) string {
 	}
 	return e.Type.String()
 }
+
+// PeekModel reads the top-level "model" string of a JSON body and nothing
+// else; "" when there is none or the body is not JSON.
+func PeekModel(body []byte) string {
+	var m struct {
+		Model json.RawMessage `json:"model"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		// a body broken after its model still names it: scan for the key
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return ""
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return ""
+			}
+			if tok == "model" {
+				m.Model = v
+				break
+			}
+		}
+	}
+	var s string
+	if json.Unmarshal(m.Model, &s) != nil {
+		return ""
+	}
+	return s
+}

@@ -1,5 +1,7 @@
 package adapters
 
+import "net/http"
+
 // Optional interfaces: a dialect or decoder implements them when it can.
 
 // PartialText is implemented by stream decoders that pass frames through
@@ -36,4 +38,13 @@ type Fallback interface {
 // the error for a missing key.
 type CredentialHinter interface {
 	CredentialHint() string
+}
+
+// ModelPeeker is implemented by dialects that can read the model a body
+// names without validating the rest, so the gateway answers an unknown
+// model with 404 whatever else is wrong with the body (clients such as
+// Claude Code tell "no such model" from "bad request" by it). It returns ""
+// when the body names none.
+type ModelPeeker interface {
+	PeekModel(op Operation, body []byte, r *http.Request) string
 }

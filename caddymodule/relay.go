@@ -81,7 +81,12 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	switch rt.op {
 	case adapters.OpListModels, adapters.OpGetModel:
 		return h.serveModels(w, r, rt, id)
-	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens:
+	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens, adapters.OpResponses:
+	case adapters.OpUpgrade:
+		// answered at once, so a client that tries a socket first falls
+		// back to plain HTTP instead of retrying
+		return writeError(w, rt.dialect, adapters.Errorf(http.StatusUpgradeRequired, adapters.ErrInvalidRequest,
+			"%s is served over HTTP only, not as a WebSocket: POST to it instead", r.URL.Path))
 	case adapters.OpUnknown:
 		return writeError(w, rt.dialect, adapters.Errorf(http.StatusNotFound, adapters.ErrInvalidRequest,
 			"unknown endpoint %s %s: see the gateway's README for the paths it serves", r.Method, r.URL.Path))
@@ -101,6 +106,13 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 				"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody))
 		}
 		return x.fail(adapters.BadRequest("the request body could not be read: %v", err))
+	}
+	// an unknown model is a 404 whatever else is wrong with the body
+	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
+		if m := p.PeekModel(rt.op, body, r); m != "" && !a.channels.Has(m) {
+			x.req.Model = m
+			return x.fail(unknownModel(m))
+		}
 	}
 	req, err := rt.dialect.DecodeRequest(rt.op, body, r)
 	if err != nil {
@@ -166,8 +178,7 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.id.Token.Models, ", ")}
 	}
 	if !a.channels.Has(req.Model) {
-		return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
-			Message: "the model " + req.Model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
+		return unknownModel(req.Model)
 	}
 	price, ok := a.prices[req.Model]
 	if !ok {
@@ -181,7 +192,7 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 	// the reservation estimates the prompt from its size (about four bytes
 	// a token) rather than tokenizing it, to keep admission cheap
 	completion := int64(0)
-	if req.Op == adapters.OpChat || req.Op == adapters.OpCompletion {
+	if req.Op.Conversation() || req.Op == adapters.OpCompletion {
 		completion = a.DefaultMaxTokens
 		if req.Chat != nil && req.Chat.MaxTokens != nil && *req.Chat.MaxTokens > 0 {
 			completion = *req.Chat.MaxTokens
@@ -198,6 +209,12 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 	}
 	x.hold = hold
 	return nil
+}
+
+// unknownModel is the 404 for a model no channel serves.
+func unknownModel(model string) *adapters.Error {
+	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
+		Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
 }
 
 // send makes one attempt on one channel. It returns the upstream response

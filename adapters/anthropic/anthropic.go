@@ -104,6 +104,11 @@ func (Adapter) Type() string { return Name }
 // WireDialect implements adapters.Provider.
 func (Adapter) WireDialect() string { return Name }
 
+// PeekModel implements adapters.ModelPeeker.
+func (Adapter) PeekModel(_ adapters.Operation, body []byte, _ *http.Request) string {
+	return adapters.PeekModel(body)
+}
+
 // Route implements adapters.Dialect. /v1/messages and everything under it is
 // Anthropic's; the model list is shared with OpenAI, so it is Anthropic's
 // only when the caller sends anthropic-version, as Anthropic's SDKs do.
@@ -163,6 +168,7 @@ var (
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamEncoder     = (*streamEncoder)(nil)
 	_ adapters.CredentialHinter  = (*Adapter)(nil)
+	_ adapters.ModelPeeker       = (*Adapter)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 	_ caddy.Provisioner          = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler      = (*Adapter)(nil)

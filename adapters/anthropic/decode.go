@@ -151,10 +151,22 @@ func chatToNeutral(w *messagesRequest) (*adapters.ChatRequest, error) {
 			parts, err = userParts(m.Content.Blocks, i, names)
 		case "assistant":
 			parts, err = assistantParts(m.Content.Blocks, i, names)
+		case "system":
+			// a mid-conversation instruction (Claude Code sends them with a
+			// beta flag): an Anthropic channel gets the body as it is, the
+			// others the instruction at its place
+			for j, b := range m.Content.Blocks {
+				if b.Type != "text" {
+					return nil, adapters.BadRequest("messages.%d.content.%d.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'text'", i, j, b.Type)
+				}
+				parts = append(parts, adapters.Part{Type: adapters.PartText, Text: b.Text})
+			}
+			c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleSystem, Parts: parts})
+			continue
 		case "":
 			return nil, adapters.BadRequest("'messages.%d.role' is required", i)
 		default:
-			return nil, adapters.BadRequest("'messages.%d.role' must be \"user\" or \"assistant\", got %q (system instructions go in the top-level 'system')", i, m.Role)
+			return nil, adapters.BadRequest("messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
 		}
 		if err != nil {
 			return nil, err

@@ -16,7 +16,7 @@ import (
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	var path string
 	switch req.Op {
-	case adapters.OpChat:
+	case adapters.OpChat, adapters.OpResponses:
 		path = "/v1/messages"
 	case adapters.OpCountTokens:
 		path = "/v1/messages/count_tokens"
@@ -33,6 +33,8 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 		body = req.Raw
 	case req.Chat == nil:
 		return nil, adapters.Unsupported("%s requests cannot be translated to channel type anthropic", req.Op)
+	case req.Translatable() != nil:
+		return nil, req.Translatable()
 	case req.Op == adapters.OpCountTokens:
 		body, err = EncodeCountTokensRequest(req, up.Model)
 	default:
@@ -86,7 +88,7 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		}
 		// the count travels as prompt tokens; count_tokens is not billed
 		return &adapters.Response{Usage: adapters.Usage{PromptTokens: c.InputTokens}}, nil
-	case adapters.OpChat:
+	case adapters.OpChat, adapters.OpResponses:
 		return DecodeMessage(body)
 	}
 	return nil, adapters.Unsupported("%s answers cannot be translated from channel type anthropic", req.Op)

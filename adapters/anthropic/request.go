@@ -93,7 +93,10 @@ func requestToWire(req *adapters.Request, model string, generate bool, defaultMa
 	} else if budget := thinkingBudget(c.Reasoning); budget > 0 {
 		w.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: budget}
 	}
-	for _, p := range c.System {
+	// instructions given mid-conversation join the others: the vendor
+	// takes them in one place
+	system, turns := c.HoistSystem()
+	for _, p := range system {
 		if p.Type != adapters.PartText {
 			return nil, adapters.Unsupported("a system prompt with %s content cannot be sent to an Anthropic channel", p.Type)
 		}
@@ -138,7 +141,7 @@ func requestToWire(req *adapters.Request, model string, generate bool, defaultMa
 			}
 		}
 	}
-	msgs, err := messagesToWire(c.Messages)
+	msgs, err := messagesToWire(turns)
 	if err != nil {
 		return nil, err
 	}

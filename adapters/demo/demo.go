@@ -139,6 +139,8 @@ func (m model) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	switch {
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		return m.responses(r, body)
 	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
 		return m.chat(r, body)
 	case strings.HasSuffix(r.URL.Path, "/completions"):
@@ -255,6 +257,86 @@ func (m model) chat(r *http.Request, body []byte) (*http.Response, error) {
 		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, ContentLength: -1,
 	}, nil
+}
+
+// responses answers the Responses API in its own wire format, written by
+// the same encoder that answers Responses clients of translated channels.
+func (m model) responses(r *http.Request, body []byte) (*http.Response, error) {
+	req, err := openai.Adapter{}.DecodeRequest(adapters.OpResponses, body, nil)
+	if err != nil {
+		return answer(http.StatusBadRequest, string(openai.Adapter{}.EncodeError(asError(err)))), nil
+	}
+	reply := ""
+	var texts []string
+	for _, p := range req.Chat.System {
+		texts = append(texts, p.Text)
+	}
+	for _, msg := range req.Chat.Messages {
+		var b strings.Builder
+		for _, p := range msg.Parts {
+			b.WriteString(p.Text)
+			if p.ToolResult != nil {
+				for _, rp := range p.ToolResult.Content {
+					b.WriteString(rp.Text)
+				}
+			}
+		}
+		texts = append(texts, b.String())
+		if msg.Role == adapters.RoleUser {
+			reply = b.String()
+		}
+	}
+	if reply == "" {
+		reply = "(the demo model echoes your last message, and there was none)"
+	}
+	prompt := tokenizer.CountChat(req.Model, texts)
+	usage := adapters.Usage{PromptTokens: prompt, CompletionTokens: tokenizer.Count(req.Model, reply)}
+	id := "demo" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if !req.Stream {
+		out, err := openai.EncodeResponsesAnswer(req, &adapters.Response{ID: id, Model: req.Model, StopReason: adapters.StopEnd, Usage: usage,
+			Message: adapters.Message{Role: adapters.RoleAssistant, Parts: []adapters.Part{{Type: adapters.PartText, Text: reply}}}})
+		if err != nil {
+			return nil, err
+		}
+		return answer(http.StatusOK, string(out)), nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		enc := openai.NewResponsesStreamEncoder(req)
+		write := func(b []byte) bool {
+			_, err := pw.Write(b)
+			return err == nil
+		}
+		if !write(enc.Encode(nil, &adapters.StreamEvent{Type: adapters.EventStart, ID: id, Model: req.Model})) {
+			return
+		}
+		for _, w := range splitWords(reply) {
+			select {
+			case <-r.Context().Done():
+				pw.CloseWithError(r.Context().Err())
+				return
+			case <-time.After(m.wordDelay):
+			}
+			if !write(enc.Encode(nil, &adapters.StreamEvent{Type: adapters.EventTextDelta, Text: w})) {
+				return
+			}
+		}
+		enc.Encode(nil, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: adapters.StopEnd})
+		enc.Encode(nil, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: &usage})
+		write(enc.Finish(nil))
+		pw.Close()
+	}()
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, ContentLength: -1,
+	}, nil
+}
+
+func asError(err error) *adapters.Error {
+	if e, ok := err.(*adapters.Error); ok {
+		return e
+	}
+	return adapters.BadRequest("%v", err)
 }
 
 // splitWords keeps each word's following space, so the pieces join back

@@ -123,6 +123,12 @@ func pathModel(r *http.Request) (model, method string) {
 	return "", ""
 }
 
+// PeekModel implements adapters.ModelPeeker: the model is in the path.
+func (Adapter) PeekModel(_ adapters.Operation, _ []byte, r *http.Request) string {
+	model, _ := pathModel(r)
+	return strings.TrimPrefix(model, "models/")
+}
+
 // Credential implements adapters.Dialect: Gen AI SDKs send the key in
 // x-goog-api-key, REST callers often in ?key=; a Bearer token is accepted too.
 func (Adapter) Credential(r *http.Request) string {
@@ -160,6 +166,7 @@ var (
 	_ adapters.Dialect           = (*Adapter)(nil)
 	_ adapters.Provider          = (*Adapter)(nil)
 	_ adapters.ModelEncoder      = (*Adapter)(nil)
+	_ adapters.ModelPeeker       = (*Adapter)(nil)
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamFlusher     = (*streamStep)(nil)

@@ -42,7 +42,7 @@ func callIDMaker(responseID string) func() string {
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	var method string
 	switch req.Op {
-	case adapters.OpChat:
+	case adapters.OpChat, adapters.OpResponses:
 		method = "generateContent"
 		if req.Stream {
 			method = "streamGenerateContent"
@@ -62,6 +62,8 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 		body = req.Raw // the model is in the URL
 	case req.Chat == nil:
 		return nil, adapters.Unsupported("%s requests cannot be translated to channel type gemini", req.Op)
+	case req.Translatable() != nil:
+		return nil, req.Translatable()
 	case req.Op == adapters.OpCountTokens:
 		body, err = EncodeCountTokensRequest(ctx, req, model)
 	default:
@@ -71,7 +73,7 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 		return nil, err
 	}
 	u := strings.TrimRight(up.BaseURL, "/") + "/v1beta/models/" + url.PathEscape(model) + ":" + method
-	if req.Stream && req.Op == adapters.OpChat {
+	if req.Stream && req.Op.Conversation() {
 		u += "?alt=sse"
 	}
 	hr, err := adapters.NewJSONRequest(ctx, u, body, req.Stream)
@@ -129,7 +131,7 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		}
 		// the count travels as prompt tokens; countTokens is not billed
 		return &adapters.Response{Usage: adapters.Usage{PromptTokens: c.TotalTokens}}, nil
-	case adapters.OpChat:
+	case adapters.OpChat, adapters.OpResponses:
 		return DecodeGenerateResponse(body)
 	}
 	return nil, adapters.Unsupported("%s answers cannot be translated from channel type gemini", req.Op)

@@ -101,7 +101,10 @@ func requestToWire(ctx context.Context, req *adapters.Request, generate bool) (*
 		}
 		w.GenerationConfig = g
 	}
-	for _, p := range c.System {
+	// instructions given mid-conversation join the others: the vendor
+	// takes them in one place
+	system, turns := c.HoistSystem()
+	for _, p := range system {
 		if p.Type != adapters.PartText {
 			return nil, adapters.Unsupported("a system prompt with %s content cannot be sent to a Gemini channel", p.Type)
 		}
@@ -137,7 +140,7 @@ func requestToWire(ctx context.Context, req *adapters.Request, generate bool) (*
 			w.ToolConfig = &toolConfig{FunctionCallingConfig: fc}
 		}
 	}
-	contents, err := contentsToWire(ctx, c.Messages)
+	contents, err := contentsToWire(ctx, turns)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,6 @@ var refusals = []adaptertest.Refusal{
 
 	// what other dialects send that OpenAI cannot take
 	{Name: "googleSearch", Dialect: "gemini", Body: `{"contents":[{"parts":[{"text":"hi"}]}],"tools":[{"googleSearch":{}}]}`, Status: 400, Message: "googleSearch"},
-	{Name: "top_k", Dialect: "gemini", Body: `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"topK":40}}`, Status: 400, Message: "'top_k'"},
 	{Name: "document", Dialect: "anthropic", Body: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"x"}}]}]}`, Status: 400, Message: `"document"`},
 	{Name: "count tokens", Dialect: "anthropic", Op: adapters.OpCountTokens, Body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, Status: 400, Message: "count_tokens"},
 }

@@ -39,6 +39,10 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		if len(w.Messages) == 0 {
 			return nil, adapters.BadRequest("'messages' must be a non-empty array of messages")
 		}
+	case adapters.OpResponses:
+		if err := decodeResponses(req, body); err != nil {
+			return nil, err
+		}
 	case adapters.OpCompletion:
 		var w completionRequest
 		if err := adapters.DecodeJSON(body, &w); err != nil {

@@ -14,6 +14,9 @@ func (Adapter) EncodeResponse(req *adapters.Request, resp *adapters.Response) ([
 	if resp.Dialect == Name && resp.Raw != nil {
 		return resp.Raw, nil
 	}
+	if req.Op == adapters.OpResponses {
+		return EncodeResponsesAnswer(req, resp)
+	}
 	if req.Op != adapters.OpChat {
 		return nil, adapters.Unsupported("this endpoint cannot be answered by a channel of another family")
 	}
@@ -152,6 +155,9 @@ func (Adapter) EncodeModel(m adapters.ModelInfo) []byte {
 
 // NewStreamEncoder implements adapters.Dialect.
 func (Adapter) NewStreamEncoder(req *adapters.Request) adapters.StreamEncoder {
+	if req.Op == adapters.OpResponses {
+		return NewResponsesStreamEncoder(req)
+	}
 	return &streamEncoder{req: req, toolIndex: map[int]int{}}
 }
 

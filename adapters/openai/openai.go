@@ -73,6 +73,9 @@ func (Adapter) Route(r *http.Request) (adapters.Operation, bool) {
 		return adapters.OpRerank, true
 	case post && p == "/v1/responses":
 		return adapters.OpResponses, true
+	case r.Method == http.MethodGet && p == "/v1/responses":
+		// Codex opens a WebSocket here first; a 426 sends it to POST at once
+		return adapters.OpUpgrade, true
 	}
 	return adapters.OpUnknown, true
 }
@@ -111,8 +114,10 @@ var (
 	_ adapters.Provider      = (*Adapter)(nil)
 	_ adapters.ModelEncoder  = (*Adapter)(nil)
 	_ adapters.Fallback      = (*Adapter)(nil)
+	_ adapters.ModelPeeker   = (*Adapter)(nil)
 	_ adapters.StreamStep    = (*streamStep)(nil)
 	_ adapters.StreamEncoder = (*streamEncoder)(nil)
+	_ adapters.StreamEncoder = (*responsesEncoder)(nil)
 	_ caddyfile.Unmarshaler  = (*Adapter)(nil)
 	_ caddy.Module           = (*Adapter)(nil)
 )

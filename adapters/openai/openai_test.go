@@ -232,7 +232,6 @@ func TestDecodeRequestKeepsHeader(t *testing.T) {
 // that names it, never dropped.
 func TestEncodeChatRequestRefusals(t *testing.T) {
 	user := adapters.Message{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartText, Text: "hi"}}}
-	topK := int64(40)
 	png := &adapters.Image{MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}
 	tests := []struct {
 		name string
@@ -240,7 +239,6 @@ func TestEncodeChatRequestRefusals(t *testing.T) {
 		want string
 	}{
 		{"no chat", nil, "no conversation"},
-		{"top_k", &adapters.ChatRequest{Messages: []adapters.Message{user}, TopK: &topK}, "'top_k'"},
 		{"built-in tool", &adapters.ChatRequest{Messages: []adapters.Message{user}, Tools: []adapters.Tool{{Type: "googleSearch", Name: "googleSearch"}}}, "googleSearch"},
 		{"document part", &adapters.ChatRequest{Messages: []adapters.Message{{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: "document"}}}}}, `"document"`},
 		{"tool result image", &adapters.ChatRequest{Messages: []adapters.Message{user, {Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartToolResult, ToolResult: &adapters.ToolResult{CallID: "c", Content: []adapters.Part{{Type: adapters.PartImage, Image: png}}}}}}}}, "tool messages take text only"},

@@ -182,7 +182,7 @@ func TestEmbeddingRequest(t *testing.T) {
 // What cannot be sent is refused with a 400 before anything goes out.
 func TestNewRequestRefusals(t *testing.T) {
 	up := &adapters.Upstream{Channel: "oa", BaseURL: "https://api.openai.com", Model: "m"}
-	for _, op := range []adapters.Operation{adapters.OpImage, adapters.OpSpeech, adapters.OpCountTokens, adapters.OpResponses} {
+	for _, op := range []adapters.Operation{adapters.OpImage, adapters.OpSpeech, adapters.OpCountTokens} {
 		_, err := prov.NewRequest(context.Background(), up, &adapters.Request{Op: op, Dialect: openai.Name, Raw: []byte(`{}`)})
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, `"oa"`) {

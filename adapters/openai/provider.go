@@ -17,6 +17,7 @@ var endpoint = map[adapters.Operation]string{
 	adapters.OpChat:       "/v1/chat/completions",
 	adapters.OpCompletion: "/v1/completions",
 	adapters.OpEmbedding:  "/v1/embeddings",
+	adapters.OpResponses:  "/v1/responses",
 }
 
 var includeUsage = json.RawMessage(`{"include_usage":true}`)
@@ -60,7 +61,8 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 	if model != req.Model || req.Op == adapters.OpEmbedding {
 		fields = append(fields, adapters.Field{Key: "model", Value: model})
 	}
-	if req.Stream && !req.IncludeUsage {
+	// a Responses stream always ends with its usage
+	if req.Stream && !req.IncludeUsage && req.Op != adapters.OpResponses {
 		fields = append(fields, adapters.Field{Key: "stream_options", Value: includeUsage})
 	}
 	if len(fields) == 0 {
@@ -71,6 +73,9 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 
 // DecodeResponse implements adapters.Provider.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
+	if req.Dialect == Name && req.Op == adapters.OpResponses {
+		return decodeResponsesBody(body)
+	}
 	if req.Dialect == Name {
 		var u usageOnly
 		if err := json.Unmarshal(body, &u); err != nil {
@@ -170,6 +175,9 @@ func DecodeError(status int, body []byte) *adapters.Error {
 
 // NewStreamDecoder implements adapters.Provider.
 func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
+	if req.Op == adapters.OpResponses {
+		return adapters.NewStreamDecoder(body, responsesStep{}, req.Dialect == Name, Name)
+	}
 	return adapters.NewStreamDecoder(body, &streamStep{}, req.Dialect == Name, Name)
 }
 

@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -32,14 +34,27 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 	if req.Stream {
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	if c.TopK != nil {
-		return nil, adapters.Unsupported("'top_k' cannot be sent to an OpenAI channel: it has no such parameter")
-	}
-	if r := c.Reasoning; r != nil {
+	// top_k has no OpenAI counterpart; it is a sampling hint, dropped
+	// rather than refused (Gemini CLI sends topK with every request)
+	if r := c.Reasoning; r != nil && takesReasoning(model) {
 		w.ReasoningEffort = r.Effort
 		if w.ReasoningEffort == "" && r.BudgetTokens > 0 {
 			w.ReasoningEffort = effortForBudget(r.BudgetTokens)
 		}
+		if w.ReasoningEffort == "max" {
+			w.ReasoningEffort = "high" // Anthropic's top effort
+		}
+	}
+	if limit := maxOutput(model); limit > 0 && w.MaxCompletionTokens != nil && *w.MaxCompletionTokens > limit {
+		// a limit written for another family's model (Claude Code asks
+		// for 32000) is cut to what this one can give, not refused
+		w.MaxCompletionTokens = &limit
+	}
+	if len(w.User) > 64 {
+		// OpenAI takes 64 characters; a longer id (Claude Code's JSON
+		// metadata) goes as a stable digest of itself
+		sum := sha256.Sum256([]byte(w.User))
+		w.User = "sha256-" + hex.EncodeToString(sum[:16])
 	}
 	if rf := c.ResponseFormat; rf != nil {
 		w.ResponseFormat = &responseFormat{Type: rf.Type}
@@ -90,6 +105,38 @@ func orDefault(s, d string) string {
 	return d
 }
 
+// noReasoning lists the model families that refuse reasoning_effort: a
+// translated request's thinking is dropped for them rather than refused.
+var noReasoning = []string{"gpt-4", "gpt-3.5", "chatgpt-4o"}
+
+func takesReasoning(model string) bool {
+	for _, p := range noReasoning {
+		if strings.HasPrefix(model, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxOutputs are the completion limits of OpenAI models whose limit is
+// below what clients of other families ask for, longest prefix first.
+var maxOutputs = []struct {
+	prefix string
+	limit  int64
+}{
+	{"gpt-4o-mini", 16384}, {"gpt-4o", 16384}, {"chatgpt-4o", 16384},
+	{"gpt-4.1", 32768}, {"gpt-4-turbo", 4096}, {"gpt-3.5-turbo", 4096},
+}
+
+func maxOutput(model string) int64 {
+	for _, m := range maxOutputs {
+		if strings.HasPrefix(model, m.prefix) {
+			return m.limit
+		}
+	}
+	return 0
+}
+
 // effortForBudget maps a thinking budget in tokens to OpenAI's effort words.
 func effortForBudget(n int64) string {
 	switch {
@@ -105,6 +152,14 @@ func effortForBudget(n int64) string {
 // becomes one OpenAI tool message per result.
 func messageToWire(m adapters.Message) ([]chatMessage, error) {
 	switch m.Role {
+	case adapters.RoleSystem:
+		// an instruction at its place in the conversation
+		var text strings.Builder
+		for _, p := range m.Parts {
+			text.WriteString(p.Text)
+		}
+		s := text.String()
+		return []chatMessage{{Role: "system", Content: messageContent{Text: &s}}}, nil
 	case adapters.RoleTool, adapters.RoleUser:
 		var out []chatMessage
 		var parts []contentPart

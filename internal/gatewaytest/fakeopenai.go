@@ -19,8 +19,9 @@ import (
 // reference describes it: chat completions (JSON, and SSE chunks ending in
 // data: [DONE], with the usage chunk only when stream_options.include_usage
 // is set; tool calls, with tool messages that must answer every call of the
-// assistant message before them), legacy completions, and embeddings (float
-// or base64 little-endian float32, with dimensions).
+// assistant message before them), legacy completions, embeddings (float
+// or base64 little-endian float32, with dimensions), and the Responses API
+// (fakeresponses.go).
 type FakeOpenAI struct {
 	*httptest.Server
 	Key string // the key it expects as Bearer
@@ -48,6 +49,7 @@ type Behavior struct {
 	PromptTokens     int64         // reported usage, cached tokens included
 	CompletionTokens int64         // reported usage
 	CachedTokens     int64         // reported cached prompt tokens
+	ReasoningTokens  int64         // reported reasoning tokens (FakeOpenAI's Responses API)
 	FailStatus       int           // answer every request with this error status
 	NoUsage          bool          // report no usage at all
 	BreakAfter       int           // streams: drop the connection after this many chunks
@@ -150,6 +152,8 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 		writeJSON(w, resp)
 	case "/v1/embeddings":
 		f.embeddings(w, &cfg, model, body)
+	case "/v1/responses":
+		f.responses(w, &cfg, i, raw)
 	default:
 		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "Invalid URL ("+r.Method+" "+r.URL.Path+")")
 	}
