@@ -62,8 +62,10 @@ func (h *Relay) settle(x *exchange) {
 		RequestID:         x.requestID,
 		UpstreamRequestID: x.upstreamID,
 	}
-	h.app.db.writer.Write(row)
+	// observed before the row is queued, so a committed row implies its
+	// request is in the metrics
 	h.app.metrics.observe(x, u, cost, took)
+	h.app.db.writer.Write(row)
 }
 
 // estimateUsage counts tokens locally for an upstream that reported none.
