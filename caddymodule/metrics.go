@@ -196,6 +196,14 @@ func newRelayMetrics(reg prometheus.Registerer, cfg *MetricsConfig, a *App) (*re
 		}
 		m.channels[cc.Name] = cs
 		m.channelOrder = append(m.channelOrder, cs)
+		failing := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "gateway_channel_consecutive_failures",
+			Help:        "Failed attempts (connection errors, 408, 429, 5xx) on a channel since its last success.",
+			ConstLabels: prometheus.Labels{"channel": cc.Name},
+		}, func() float64 { return float64(cs.failing.Load()) })
+		if err := reg.Register(failing); err != nil {
+			return nil, err
+		}
 		addRoute(cc.Name, typ, otherModel)
 		for _, model := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
 			models[model] = true
@@ -330,8 +338,9 @@ func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took t
 	}
 }
 
-// attemptFailed records a failed attempt on a channel; next says whether
-// another channel is tried after it.
+// attemptFailed records an attempt on a channel that failed in a way
+// another channel might not (see retryable); next says whether another
+// channel is tried after it.
 func (m *relayMetrics) attemptFailed(channel string, status int, next bool) {
 	if m == nil {
 		return

@@ -129,8 +129,8 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		if e != nil {
 			e = channelError(e, ch.Name)
 			lastErr = e
-			a.metrics.attemptFailed(ch.Name, e.Status, retryable(e.Status) && i+1 < len(plan))
 			if retryable(e.Status) {
+				a.metrics.attemptFailed(ch.Name, e.Status, i+1 < len(plan))
 				h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
 				continue
 			}

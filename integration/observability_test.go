@@ -178,6 +178,8 @@ func TestMetricsCountKnownTraffic(t *testing.T) {
 			"gen_ai_provider_name", "openai", "gen_ai_request_model", "gpt-4o-mini"): 2,
 		series("gen_ai_server_time_per_output_token_seconds_count", "channel", "primary", "gen_ai_operation_name", "chat",
 			"gen_ai_provider_name", "openai", "gen_ai_request_model", "gpt-4o-mini"): 2,
+		series("gateway_channel_consecutive_failures", "channel", "primary"): 1,
+		series("gateway_channel_consecutive_failures", "channel", "backup"):  0,
 		"gateway_reserved_units":    0,
 		"gateway_usage_queue_depth": 0,
 	}
