@@ -468,7 +468,7 @@ func TestRetentionDeletesInBatchesWhileServing(t *testing.T) {
 	seed(old, 100*24*time.Hour)
 	seed(kept, 89*24*time.Hour)
 	oldDay := now.Add(-101 * 24 * time.Hour)
-	daysBefore, err := st.DailyUsage(ctx, frank.ID, oldDay)
+	daysBefore, err := st.DailyUsageByModel(ctx, frank.ID, oldDay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func TestRetentionDeletesInBatchesWhileServing(t *testing.T) {
 		t.Fatalf("rows left: %d past the window, %d seeded within it, %d served; want 0, %d, %d", older, seededKept, fresh, kept, served.Load())
 	}
 	// spend history survives: the deleted rows' days are intact
-	daysAfter, err := st.DailyUsage(ctx, frank.ID, oldDay)
+	daysAfter, err := st.DailyUsageByModel(ctx, frank.ID, oldDay)
 	if err != nil {
 		t.Fatal(err)
 	}
