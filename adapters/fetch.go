@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -126,6 +127,24 @@ func newFetchClient() *http.Client {
 // link-local and other non-public addresses, also after redirects. Errors
 // are *Error 400s that say what was wrong with the URL.
 func FetchImage(ctx context.Context, rawURL string) (*Image, error) {
+	img, err := fetchImage(ctx, rawURL)
+	if err != nil {
+		imageFetchesFailed.Add(1)
+	} else {
+		imageFetchesOK.Add(1)
+	}
+	return img, err
+}
+
+// Image fetches by outcome, process-wide, for the gateway's metrics.
+var imageFetchesOK, imageFetchesFailed atomic.Uint64
+
+// ImageFetches reports how many FetchImage calls succeeded and failed.
+func ImageFetches() (ok, failed uint64) {
+	return imageFetchesOK.Load(), imageFetchesFailed.Load()
+}
+
+func fetchImage(ctx context.Context, rawURL string) (*Image, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, BadRequest("image URL %q must be an absolute http(s) URL", shorten(rawURL))

@@ -97,6 +97,19 @@ func (l *Ledger) Available(userID int64) (int64, bool) {
 	return a.remaining - a.unflushed - a.reserved, true
 }
 
+// Reserved is the quota held by requests in flight, over every user.
+func (l *Ledger) Reserved() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sum int64
+	for k, a := range l.accounts {
+		if !k.token {
+			sum += a.reserved
+		}
+	}
+	return sum
+}
+
 // Settle ends a hold with the real cost, which now counts as unflushed until
 // the writer commits it.
 func (l *Ledger) Settle(h Hold, cost int64) {

@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,6 +27,36 @@ type Writer struct {
 	mu     sync.RWMutex
 	closed bool
 	done   chan struct{}
+
+	// what health checks and metrics read, written only by commit
+	writeErrors  atomic.Uint64
+	failingSince atomic.Int64 // unix nanoseconds; 0 while commits succeed
+	onCommit     atomic.Pointer[func(time.Duration, int, error)]
+}
+
+// QueueDepth is how many rows wait to be committed, of QueueCap at most.
+func (w *Writer) QueueDepth() int { return len(w.queue) }
+
+// QueueCap is how many rows the queue holds before Write waits.
+func (w *Writer) QueueCap() int { return cap(w.queue) }
+
+// WriteErrors counts commit attempts that failed.
+func (w *Writer) WriteErrors() uint64 { return w.writeErrors.Load() }
+
+// FailingSince is when the current run of failed commits began; ok is
+// false while the last commit succeeded.
+func (w *Writer) FailingSince() (since time.Time, ok bool) {
+	ns := w.failingSince.Load()
+	if ns == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
+}
+
+// OnCommit sets a function told of every commit attempt: how long it took,
+// how many rows it held and whether it failed. It replaces any before it.
+func (w *Writer) OnCommit(f func(took time.Duration, rows int, err error)) {
+	w.onCommit.Store(&f)
 }
 
 // NewWriter starts a writer.
@@ -105,10 +136,17 @@ func (w *Writer) run() {
 func (w *Writer) commit(batch []*store.UsageLog, tries int) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		start := time.Now()
 		err := w.st.SettleBatch(context.Background(), batch)
+		if f := w.onCommit.Load(); f != nil {
+			(*f)(time.Since(start), len(batch), err)
+		}
 		if err == nil {
+			w.failingSince.Store(0)
 			break
 		}
+		w.writeErrors.Add(1)
+		w.failingSince.CompareAndSwap(0, start.UnixNano())
 		if tries >= 0 && attempt >= tries {
 			for _, r := range batch {
 				w.log.Error("usage row could not be written", zap.Error(err), zap.Any("row", r))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -46,6 +47,13 @@ func TestWriterNeverDropsARow(t *testing.T) {
 	ledger := billing.NewLedger()
 	tok := &store.Token{ID: 0}
 	w := billing.NewWriter(fs, ledger, zap.NewNop())
+	var attempts, failedAttempts atomic.Int32
+	w.OnCommit(func(_ time.Duration, _ int, err error) {
+		attempts.Add(1)
+		if err != nil {
+			failedAttempts.Add(1)
+		}
+	})
 
 	const n = 2000
 	var wg sync.WaitGroup
@@ -80,6 +88,12 @@ func TestWriterNeverDropsARow(t *testing.T) {
 	// group commit: far fewer transactions than rows
 	if b := fs.batches.Load(); b > n/10 {
 		t.Fatalf("%d batches for %d rows", b, n)
+	}
+	// the two failures were counted and are over
+	if _, failing := w.FailingSince(); failing || w.WriteErrors() != 2 || failedAttempts.Load() != 2 ||
+		attempts.Load() != fs.batches.Load()+2 || w.QueueDepth() != 0 {
+		t.Fatalf("write errors %d, failing %v, attempts seen %d of which failed %d, batches %d, queue %d",
+			w.WriteErrors(), failing, attempts.Load(), failedAttempts.Load(), fs.batches.Load(), w.QueueDepth())
 	}
 	// after Close a row is still written, at once
 	w.Write(&store.UsageLog{UserID: u.ID, Model: "late", Status: 200})

@@ -84,6 +84,9 @@ func TestAdaptErrors(t *testing.T) {
 		{"bad session lifetime", "session_lifetime forever", "session_lifetime must be a positive duration"},
 		{"rate limit without window", "account_rate_limit 5", "account_rate_limit takes attempts and a window"},
 		{"zero attempts", "account_rate_limit 0 1m", "attempts must be a positive integer"},
+		{"bad retention", "usage_retention soon", "not a duration such as 90d"},
+		{"bad retention batch", "usage_retention 90d {\n batch_size 0\n}", "batch_size must be a positive integer"},
+		{"unknown metrics option", "metrics {\n per_key\n}", `unrecognized option "per_key"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

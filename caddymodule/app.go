@@ -46,6 +46,10 @@ type App struct {
 	// DefaultMaxTokens is the completion allowance reserved for a request
 	// that sets no max_tokens. Default 1024.
 	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
+	// Metrics sets the breakdown of the gateway's metrics.
+	Metrics *MetricsConfig `json:"metrics,omitempty"`
+	// Retention bounds how long usage rows are kept; off by default.
+	Retention *RetentionConfig `json:"retention,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -70,6 +74,10 @@ type App struct {
 	client   *http.Client            // shared by every networked channel
 	clients  map[string]*http.Client // by channel name
 	log      *zap.Logger
+
+	// this configuration's metrics and retention worker
+	metrics   *relayMetrics
+	retention *retention
 }
 
 // DatabaseConfig names a store driver and its data source.
@@ -177,6 +185,16 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.db = db
+	reg := ctx.GetMetricsRegistry()
+	if err := register(reg, db.metrics.collectors...); err != nil {
+		return fmt.Errorf("registering the database's metrics: %w", err)
+	}
+	if a.metrics, err = newRelayMetrics(reg, a.Metrics, a); err != nil {
+		return fmt.Errorf("registering the gateway's metrics: %w", err)
+	}
+	if a.Retention != nil && a.Retention.Usage > 0 {
+		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
+	}
 	return nil
 }
 
@@ -372,14 +390,24 @@ func mapKeys(m map[string]string) []string {
 	return out
 }
 
-// Start implements caddy.App. The background work belongs to the shared
-// database, which outlives a reload, so there is nothing to start here.
-func (a *App) Start() error { return nil }
+// Start implements caddy.App. It starts the configuration's own workers
+// (usage retention); the shared database's work outlives a reload.
+func (a *App) Start() error {
+	if a.retention != nil {
+		a.retention.start()
+	}
+	return nil
+}
 
-// Stop implements caddy.App. In-flight requests may still be finishing on
-// the old configuration; the shared database drains when its last user is
-// cleaned up.
-func (a *App) Stop() error { return nil }
+// Stop implements caddy.App. It drains the configuration's workers.
+// In-flight requests may still be finishing on the old configuration; the
+// shared database drains when its last user is cleaned up.
+func (a *App) Stop() error {
+	if a.retention != nil {
+		a.retention.stop()
+	}
+	return nil
+}
 
 // Cleanup releases the app's hold on the shared database and its idle
 // upstream connections.

@@ -88,6 +88,7 @@ func (a *App) routeOf(r *http.Request) route {
 }
 
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	assignRequestID(w, r)
 	rt := h.app.routeOf(r)
 	key := rt.dialect.Credential(r)
 	// a key is removed wherever any dialect reads one, so it reaches no

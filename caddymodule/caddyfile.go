@@ -18,6 +18,8 @@ func init() {
 	httpcaddyfile.RegisterGlobalOption("gateway", parseGlobalOption)
 	httpcaddyfile.RegisterHandlerDirective("gateway_auth", parseAuth)
 	httpcaddyfile.RegisterHandlerDirective("gateway_relay", parseRelay)
+	httpcaddyfile.RegisterHandlerDirective("gateway_health", parseHealth)
+	httpcaddyfile.RegisterDirectiveOrder("gateway_health", httpcaddyfile.Before, "reverse_proxy")
 	// outside a route block, authenticate and relay where a proxy would go
 	httpcaddyfile.RegisterDirectiveOrder("gateway_auth", httpcaddyfile.Before, "reverse_proxy")
 	httpcaddyfile.RegisterDirectiveOrder("gateway_relay", httpcaddyfile.Before, "reverse_proxy")
@@ -35,6 +37,14 @@ func init() {
 //		invitation_reward <units>
 //		session_lifetime <duration>
 //		account_rate_limit <attempts> <window>
+//		metrics {
+//			per_user
+//		}
+//		usage_retention <duration> {
+//			interval <duration>
+//			batch_size <n>
+//			pause <duration>
+//		}
 //		channel <name> {
 //			type <type>
 //			base_url <url>
@@ -118,6 +128,21 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit":
 			if err := a.parseAccountOption(d); err != nil {
 				return err
+			}
+		case "metrics":
+			mc, err := parseMetrics(d)
+			if err != nil {
+				return err
+			}
+			a.Metrics = mc
+		case "usage_retention":
+			rc, err := parseRetention(d)
+			if err != nil {
+				return err
+			}
+			a.Retention = nil
+			if rc.Usage > 0 {
+				a.Retention = rc
 			}
 		case "channel":
 			ch, err := parseChannel(d)
@@ -313,4 +338,90 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is out of range", s)
 	}
 	return int64(n), nil
+}
+
+// parseMetrics reads `metrics { per_user }`.
+func parseMetrics(d *caddyfile.Dispenser) (*MetricsConfig, error) {
+	mc := &MetricsConfig{}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "per_user":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			mc.PerUser = true
+		default:
+			return nil, d.Errf("metrics: unrecognized option %q (known: per_user)", d.Val())
+		}
+	}
+	return mc, nil
+}
+
+// parseRetention reads `usage_retention <duration> [{ interval <duration>
+// batch_size <n> pause <duration> }]`; "off" or 0 keeps every row.
+func parseRetention(d *caddyfile.Dispenser) (*RetentionConfig, error) {
+	rc := &RetentionConfig{}
+	if !d.NextArg() {
+		return nil, d.Errf("usage_retention needs how long to keep usage rows, e.g. 'usage_retention 90d'")
+	}
+	if d.Val() != "off" {
+		dur, err := caddy.ParseDuration(d.Val())
+		if err != nil || dur < 0 {
+			return nil, d.Errf("usage_retention: %q is not a duration such as 90d or 2160h", d.Val())
+		}
+		rc.Usage = caddy.Duration(dur)
+	}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if !d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		switch opt {
+		case "interval", "pause":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("usage_retention: %s must be a positive duration, not %q", opt, v)
+			}
+			if opt == "interval" {
+				rc.Interval = caddy.Duration(dur)
+			} else {
+				rc.Pause = caddy.Duration(dur)
+			}
+		case "batch_size":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return nil, d.Errf("usage_retention: batch_size must be a positive integer, not %q", v)
+			}
+			rc.BatchSize = n
+		default:
+			return nil, d.Errf("usage_retention: unrecognized option %q", opt)
+		}
+	}
+	return rc, nil
+}
+
+// parseHealth reads `gateway_health [ready|live]`.
+func parseHealth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	h.Next()
+	hc := new(Health)
+	if h.NextArg() {
+		hc.Check = h.Val()
+		if hc.Check != "ready" && hc.Check != "live" {
+			return nil, h.Errf("gateway_health takes ready or live, not %q", hc.Check)
+		}
+	}
+	if h.NextArg() {
+		return nil, h.ArgErr()
+	}
+	return hc, nil
 }

@@ -22,7 +22,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "<user|token|redeem> <add|show|passwd> [flags]",
+		Usage: "<user|token|redeem|usage> <add|show|passwd|export> [flags]",
 		Short: "Manages the model gateway's users, keys and redemption codes",
 		Long: `
 Manages the model gateway's database directly: users, API keys (tokens) and
@@ -38,7 +38,9 @@ It is safe to run while the gateway is serving.`,
 			token.AddCommand(tokenAddCommand(), tokenListCommand(), tokenStatusCommand("disable", store.TokenDisabled), tokenStatusCommand("enable", store.TokenEnabled))
 			redeem := &cobra.Command{Use: "redeem", Short: "Manages redemption codes"}
 			redeem.AddCommand(redeemAddCommand())
-			cmd.AddCommand(user, token, redeem)
+			usage := &cobra.Command{Use: "usage", Short: "Exports usage rows"}
+			usage.AddCommand(usageExportCommand())
+			cmd.AddCommand(user, token, redeem, usage)
 		},
 	})
 }

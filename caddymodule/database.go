@@ -31,6 +31,10 @@ type database struct {
 	log    *zap.Logger
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+
+	// metrics and health last as long as the entry, across reloads
+	metrics *databaseMetrics
+	health  storeHealth
 }
 
 func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (*database, error) {
@@ -47,6 +51,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (
 		db := &database{key: key, store: st, ledger: billing.NewLedger(), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
 		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"))
+		db.metrics = newDatabaseMetrics(db)
 		ctx, cancel := context.WithCancel(context.Background())
 		db.stop = cancel
 		db.wg.Add(1)
@@ -61,9 +66,11 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (
 }
 
 // maintain keeps the ledger in step with changes other processes make to
-// the store and drops cache entries nobody uses.
+// the store, drops cache entries nobody uses and checks that the store
+// takes writes, for the health handler.
 func (db *database) maintain(ctx context.Context, every time.Duration) {
 	defer db.wg.Done()
+	db.probe(ctx)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -73,6 +80,7 @@ func (db *database) maintain(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			db.ledger.Refresh(ctx, db.store, every, 10*time.Minute)
 			db.keys.Sweep()
+			db.probe(ctx)
 		}
 	}
 }

@@ -39,6 +39,7 @@ func (h *Relay) settle(x *exchange) {
 		cost = x.price.Cost(u)
 	}
 	h.app.db.ledger.Settle(x.hold, cost)
+	took := time.Since(x.start)
 	row := &store.UsageLog{
 		CreatedAt:        x.start,
 		UserID:           x.id.User.ID,
@@ -54,10 +55,16 @@ func (h *Relay) settle(x *exchange) {
 		Status:           x.status,
 		Estimated:        u.Estimated,
 		Stream:           req.Stream,
-		LatencyMS:        time.Since(x.start).Milliseconds(),
+		LatencyMS:        took.Milliseconds(),
 		TTFBMS:           x.ttfb.Milliseconds(),
 		Error:            x.errMsg,
+
+		RequestID:         x.requestID,
+		UpstreamRequestID: x.upstreamID,
 	}
+	// observed before the row is queued, so a committed row implies its
+	// request is in the metrics
+	h.app.metrics.observe(x, u, cost, took)
 	h.app.db.writer.Write(row)
 }
 

@@ -65,6 +65,9 @@ type exchange struct {
 	usage   adapters.Usage
 	status  int
 	errMsg  string
+	// requestID is the gateway's id for the request, upstreamID the
+	// upstream's own for its last attempt
+	requestID, upstreamID string
 	// text is the completion text seen, for counting when the upstream
 	// reports no usage.
 	text strings.Builder
@@ -96,7 +99,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	}
 
 	// every request past authentication gets a usage row, refused ones too
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}}
+	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
 	defer h.settle(x)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.MaxRequestBody))
 	if err != nil {
@@ -132,13 +135,14 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		}
 	}
 	var lastErr *adapters.Error
-	for _, ch := range plan {
+	for i, ch := range plan {
 		prov := a.providers[ch.Name]
 		resp, e := h.send(x, ch, prov)
 		if e != nil {
 			e = channelError(e, ch.Name)
 			lastErr = e
 			if retryable(e.Status) {
+				a.metrics.attemptFailed(ch.Name, e.Status, i+1 < len(plan))
 				h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
 				continue
 			}
@@ -226,6 +230,9 @@ func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (
 		return nil, asError(err)
 	}
 	resp, err := h.app.clients[ch.Name].Do(hr)
+	if err == nil {
+		x.upstreamID = upstreamRequestID(resp.Header)
+	}
 	if err != nil {
 		if x.r.Context().Err() != nil {
 			return nil, adapters.ClientClosed()

@@ -32,6 +32,16 @@ type Cache struct {
 	mu      sync.Mutex
 	entries map[string]*entry
 	flight  singleflight.Group
+	// counted under mu, which Lookup holds anyway
+	hits, misses uint64
+}
+
+// Stats returns how many lookups were answered from the cache and how many
+// had to read the store.
+func (c *Cache) Stats() (hits, misses uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits, c.misses
 }
 
 type entry struct {
@@ -56,6 +66,7 @@ func (c *Cache) Lookup(ctx context.Context, key string) (*Identity, error) {
 	c.mu.Lock()
 	e, ok := c.entries[h]
 	if ok && now.Sub(e.loadedAt) < c.Expire {
+		c.hits++
 		e.usedAt = now
 		if now.Sub(e.loadedAt) > c.Fresh && !e.loading {
 			e.loading = true
@@ -68,6 +79,7 @@ func (c *Cache) Lookup(ctx context.Context, key string) (*Identity, error) {
 		}
 		return id, nil
 	}
+	c.misses++
 	c.mu.Unlock()
 	// concurrent first requests with one key share one read, which does
 	// not die with whichever client asked first

@@ -128,6 +128,25 @@ type UsageLog struct {
 	LatencyMS        int64     `json:"latency_ms"`
 	TTFBMS           int64     `json:"ttfb_ms"`
 	Error            string    `json:"error"`
+	// RequestID is the gateway's id for the request (X-Request-Id);
+	// UpstreamRequestID the upstream's own, as its answer gave it.
+	RequestID         string `json:"request_id"`
+	UpstreamRequestID string `json:"upstream_request_id"`
+}
+
+// UsageDay is one UTC day's usage of one model by one user, with tokens:
+// DailySpend's detail. Days are written with the usage rows and kept when
+// retention deletes the rows.
+type UsageDay struct {
+	Day              time.Time `json:"day"` // midnight UTC
+	UserID           int64     `json:"user_id"`
+	Model            string    `json:"model"`
+	Requests         int64     `json:"requests"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	CachedTokens     int64     `json:"cached_tokens"`
+	ReasoningTokens  int64     `json:"reasoning_tokens"`
+	Cost             int64     `json:"cost"`
 }
 
 // Task is a long-running generation job (video, music) polled upstream.
@@ -249,6 +268,18 @@ type Store interface {
 	// days without spend are absent.
 	DailySpend(ctx context.Context, userID int64, since time.Time) ([]DailySpend, error)
 	CountUsage(ctx context.Context) (int64, error)
+	// UsageSince returns up to limit rows created at or after since with an
+	// id above afterID, in id order: pages for a streamed export.
+	UsageSince(ctx context.Context, since time.Time, afterID int64, limit int) ([]*UsageLog, error)
+	// DeleteUsageBefore deletes up to limit rows created before cutoff, the
+	// oldest first, in one short transaction, and says how many it deleted.
+	// Their days stay in DailySpend and DailyUsageByModel.
+	DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+	// DailyUsageByModel returns the per-day totals of a user (every user
+	// when userID is 0) for each model from since on, oldest first.
+	DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*UsageDay, error)
+	// Ping checks that the store can take a write right now.
+	Ping(ctx context.Context) error
 
 	// Tasks.
 	CreateTask(ctx context.Context, t *Task) error

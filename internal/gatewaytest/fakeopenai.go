@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -62,6 +63,9 @@ type Recorded struct {
 	Header http.Header
 	Body   map[string]any
 	Raw    []byte
+	// RequestID is the id the fake sent back in x-request-id, as OpenAI
+	// does, for matching a usage row to the upstream's records.
+	RequestID string
 
 	// What the fakes read of a generation request.
 	Model      string
@@ -73,6 +77,9 @@ type Recorded struct {
 	Results    []string // tool results answering the previous turn, in order
 	Signatures []string // thought signatures on function calls sent back (Gemini)
 }
+
+// fakeRequestIDs numbers the ids the fakes send back, unique in the process.
+var fakeRequestIDs atomic.Int64
 
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
@@ -99,7 +106,9 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
-	cfg, i := f.record(Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
+	reqID := fmt.Sprintf("req_fake_%d", fakeRequestIDs.Add(1))
+	cfg, i := f.record(Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw, RequestID: reqID})
+	w.Header().Set("X-Request-Id", reqID)
 
 	if !f.azure && r.Header.Get("Authorization") != "Bearer "+f.Key { // FakeAzure checked api-key
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")

@@ -328,3 +328,36 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Metrics scrapes the admin endpoint's /metrics and returns every sample,
+// keyed by its series as exposed: name{label="value",...} with the labels
+// sorted by name, as the text format writes them.
+func (g *Gateway) Metrics() map[string]float64 {
+	g.t.Helper()
+	resp, err := http.Get("http://" + g.Admin + "/metrics")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		g.t.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	out := map[string]float64{}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[i+1:], &v); err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out
+}

@@ -15,7 +15,7 @@ import (
 
 const usageColumns = `id, created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -28,7 +28,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error)
+		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID)
 	if err != nil {
 		return nil, err
 	}
@@ -63,12 +63,14 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	tokens := make(map[int64]int64)
 	ids := make([]int64, len(logs))
 	ts := now()
+	modelDays := modelTotals{}
 
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
 			model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
-			reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
+			request_id, upstream_request_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -81,7 +83,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 			res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
 				l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 				l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-				l.LatencyMS, l.TTFBMS, l.Error)
+				l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID)
 			if err != nil {
 				return fmt.Errorf("insert usage row %d: %w", i, err)
 			}
@@ -108,6 +110,10 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 			if l.TokenID != 0 && l.Cost != 0 {
 				tokens[l.TokenID] += l.Cost
 			}
+			modelDays.add(createdAt, l)
+		}
+		if err := modelDays.write(ctx, tx); err != nil {
+			return err
 		}
 
 		// Updated in id order: the PostgreSQL store, locking rows as it
@@ -268,4 +274,141 @@ func (s *Store) CountUsage(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count usage: %w", err)
 	}
 	return n, nil
+}
+
+type dayKey struct {
+	day    int64
+	userID int64
+	model  string
+}
+
+// modelTotals sums a batch per day, user and model, so a batch costs one
+// upsert per group rather than one per row.
+type modelTotals map[dayKey]*store.UsageDay
+
+func (d modelTotals) add(at time.Time, l *store.UsageLog) {
+	k := dayKey{at.UnixMilli() / msPerDay, l.UserID, l.Model}
+	t := d[k]
+	if t == nil {
+		t = &store.UsageDay{}
+		d[k] = t
+	}
+	t.Requests++
+	t.PromptTokens += l.PromptTokens
+	t.CompletionTokens += l.CompletionTokens
+	t.CachedTokens += l.CachedTokens
+	t.ReasoningTokens += l.ReasoningTokens
+	t.Cost += l.Cost
+}
+
+func (d modelTotals) write(ctx context.Context, tx *sql.Tx) error {
+	up, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily_models (day, user_id, model, requests,
+		prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (day, user_id, model) DO UPDATE SET
+		requests = requests + excluded.requests,
+		prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+		completion_tokens = completion_tokens + excluded.completion_tokens,
+		cached_tokens = cached_tokens + excluded.cached_tokens,
+		reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+		cost = cost + excluded.cost`)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	for k, t := range d {
+		if _, err := up.ExecContext(ctx, k.day, k.userID, k.model, t.Requests, t.PromptTokens,
+			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost); err != nil {
+			return fmt.Errorf("daily usage of user %d: %w", k.userID, err)
+		}
+	}
+	return nil
+}
+
+// UsageSince returns a page of rows created at or after since, in id order.
+// Keyset pages keep every read short, however many rows an export streams.
+func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, limit int) ([]*store.UsageLog, error) {
+	if limit <= 0 {
+		limit = defaultUsageLimit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_logs
+		WHERE id > ? AND created_at >= ? ORDER BY id LIMIT ?`, afterID, since.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("usage since: %w", err)
+	}
+	defer rows.Close()
+	var logs []*store.UsageLog
+	for rows.Next() {
+		l, err := scanUsage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("usage since: %w", err)
+		}
+		logs = append(logs, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage since: %w", err)
+	}
+	return logs, nil
+}
+
+// DeleteUsageBefore deletes one batch of the oldest rows before cutoff. The
+// batch is chosen through the created_at index, so the write lock is held
+// for about as long as deleting limit rows takes, not for a table scan.
+func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	if limit <= 0 {
+		return 0, errors.New("delete usage: the batch size must be positive")
+	}
+	res, err := s.w.ExecContext(ctx, `DELETE FROM usage_logs WHERE id IN (
+		SELECT id FROM usage_logs WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
+		cutoff.UnixMilli(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete usage before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("delete usage: %w", err)
+	}
+	return n, nil
+}
+
+// DailyUsageByModel returns a user's (or everyone's) daily totals per
+// model from since on.
+func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
+	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
+		reasoning_tokens, cost FROM usage_daily_models WHERE day >= ?`
+	args := []any{since.UnixMilli() / msPerDay}
+	if userID != 0 {
+		q += ` AND user_id = ?`
+		args = append(args, userID)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY day, user_id, model`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("daily usage: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.UsageDay
+	for rows.Next() {
+		var d store.UsageDay
+		var day int64
+		if err := rows.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
+			&d.CachedTokens, &d.ReasoningTokens, &d.Cost); err != nil {
+			return nil, fmt.Errorf("daily usage: %w", err)
+		}
+		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		out = append(out, &d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("daily usage: %w", err)
+	}
+	return out, nil
+}
+
+// Ping takes and releases the write lock (the writer's transactions begin
+// IMMEDIATE): it fails when another process holds the lock past the busy
+// timeout, or the file cannot be locked for writing.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.inTx(ctx, func(*sql.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
 }

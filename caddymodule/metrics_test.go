@@ -1,0 +1,72 @@
+package caddymodule
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// testMetrics builds the relay's metrics for one channel of the openai
+// adapter serving gpt-4o-mini, in a registry of their own.
+func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *exchange) {
+	info, err := caddy.GetModule("gateway.adapters.openai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := info.New()
+	a := &App{
+		Channels:  []*ChannelConfig{{Name: "primary", Models: []string{"gpt-4o-mini"}}},
+		providers: map[string]adapters.Provider{"primary": prov.(adapters.Provider)},
+		dialects:  []adapters.Dialect{prov.(adapters.Dialect)},
+	}
+	m, err := newRelayMetrics(prometheus.NewPedanticRegistry(), cfg, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &exchange{
+		r:       httptest.NewRequest("POST", "/v1/chat/completions", nil),
+		dialect: a.dialects[0],
+		id:      &keys.Identity{User: &store.User{ID: 7}, Token: &store.Token{ID: 9}},
+		req:     &adapters.Request{Op: adapters.OpChat, Model: "gpt-4o-mini", Stream: true},
+		channel: "primary",
+		status:  200,
+		ttfb:    time.Millisecond,
+	}
+	return m, x
+}
+
+// TestObserveAllocatesNothing: once a series exists, recording a request
+// allocates nothing, on success and on failure alike.
+func TestObserveAllocatesNothing(t *testing.T) {
+	m, x := testMetrics(t, nil)
+	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20, CachedTokens: 4}
+	for _, status := range []int{200, 502} {
+		x.status = status
+		m.observe(x, u, 14, 5*time.Millisecond) // creates the series
+		if n := testing.AllocsPerRun(1000, func() { m.observe(x, u, 14, 5*time.Millisecond) }); n != 0 {
+			t.Errorf("status %d: %v allocations per request, want 0", status, n)
+		}
+	}
+	x.req.Model = "someone-made-this-up"
+	if rs := m.route(x.channel, x.req.Model); rs.model != otherModel {
+		t.Fatalf("an unconfigured model got its own series %q", rs.model)
+	}
+}
+
+func BenchmarkObserve(b *testing.B) {
+	m, x := testMetrics(b, nil)
+	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.observe(x, u, 14, 5*time.Millisecond)
+		}
+	})
+}

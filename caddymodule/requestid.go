@@ -1,0 +1,88 @@
+package caddymodule
+
+import (
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+// requestIDHeader carries a request's id in, and always out.
+const requestIDHeader = "X-Request-Id"
+
+// requestIDVar is the request variable holding the id, so it is also the
+// placeholder {http.vars.gateway.request_id}.
+const requestIDVar = "gateway.request_id"
+
+// upstreamRequestIDHeaders are where upstreams put their own request id,
+// in the order they are looked for.
+var upstreamRequestIDHeaders = []string{"X-Request-Id", "Request-Id", "X-Goog-Request-Id", "Apim-Request-Id", "X-Amzn-Requestid"}
+
+// assignRequestID gives the request its id: the caller's X-Request-Id when
+// it is well formed, else a new one. The id goes back in the response
+// header, into the access log and, through the request variable, onto the
+// usage row.
+func assignRequestID(w http.ResponseWriter, r *http.Request) string {
+	id := r.Header.Get(requestIDHeader)
+	if !wellFormedRequestID(id) {
+		id = newRequestID()
+		r.Header.Set(requestIDHeader, id)
+	}
+	w.Header().Set(requestIDHeader, id)
+	caddyhttp.SetVar(r.Context(), requestIDVar, id)
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(zap.String("request_id", id))
+	}
+	return id
+}
+
+// requestIDOf is the id assignRequestID gave the request.
+func requestIDOf(r *http.Request) string {
+	id, _ := caddyhttp.GetVar(r.Context(), requestIDVar).(string)
+	return id
+}
+
+// wellFormedRequestID accepts 1 to 128 characters that are safe in a
+// header, a log line and a CSV cell: letters, digits and - _ . : + = / @.
+func wellFormedRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-', c == '_', c == '.', c == ':', c == '+', c == '=', c == '/', c == '@':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// newRequestID is 128 random bits in hex. Ids need to be unique, not
+// secret, so the fast per-thread generator serves.
+func newRequestID() string {
+	var b [16]byte
+	hi, lo := rand.Uint64(), rand.Uint64()
+	for i := range 8 {
+		b[i], b[8+i] = byte(hi>>(8*i)), byte(lo>>(8*i))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// upstreamRequestID finds the upstream's own id for the request, so a usage
+// row can be matched against the vendor's records.
+func upstreamRequestID(h http.Header) string {
+	for _, name := range upstreamRequestIDHeaders {
+		if v := h.Get(name); v != "" {
+			if len(v) > 256 {
+				v = v[:256]
+			}
+			return v
+		}
+	}
+	return ""
+}
