@@ -45,6 +45,11 @@ func init() {
 //			batch_size <n>
 //			pause <duration>
 //		}
+//		health {
+//			consecutive_failures <n>
+//			base_ejection <duration>
+//			max_ejection <duration>
+//		}
 //		channel <name> {
 //			type <type>
 //			base_url <url>
@@ -53,7 +58,12 @@ func init() {
 //			model_map <asked> <upstream>
 //			priority <n>
 //			weight <n>
-//			version <vendor api version>
+//			dial_timeout <duration>
+//			response_header_timeout <duration>
+//			stream_idle_timeout <duration>
+//			timeout <duration>
+//			max_response_body <size>
+//			max_stream_event <size>
 //		}
 //		price <model> free
 //		price <model> {
@@ -144,6 +154,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if rc.Usage > 0 {
 				a.Retention = rc
 			}
+		case "health":
+			hc, err := parseHealthPolicy(d)
+			if err != nil {
+				return err
+			}
+			a.Health = hc
 		case "channel":
 			ch, err := parseChannel(d)
 			if err != nil {
@@ -164,6 +180,46 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseHealthPolicy reads `health { consecutive_failures <n> base_ejection
+// <d> max_ejection <d> }`.
+func parseHealthPolicy(d *caddyfile.Dispenser) (*HealthConfig, error) {
+	hc := &HealthConfig{}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if !d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		switch opt {
+		case "consecutive_failures":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return nil, d.Errf("health: consecutive_failures must be a positive integer, not %q", v)
+			}
+			hc.ConsecutiveFailures = n
+		case "base_ejection", "max_ejection":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("health: %s must be a duration above zero such as 30s, not %q", opt, v)
+			}
+			if opt == "base_ejection" {
+				hc.BaseEjection = caddy.Duration(dur)
+			} else {
+				hc.MaxEjection = caddy.Duration(dur)
+			}
+		default:
+			return nil, d.Errf("health: unrecognized option %q", opt)
+		}
+	}
+	return hc, nil
 }
 
 func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
@@ -222,6 +278,29 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 					ch.Priority = n
 				} else {
 					ch.Weight = n
+				}
+			}
+		case "dial_timeout", "response_header_timeout", "stream_idle_timeout", "timeout":
+			var v string
+			if v, err = one(); err == nil {
+				dur, perr := caddy.ParseDuration(v)
+				if perr != nil || dur <= 0 {
+					return nil, d.Errf("channel %s: %s must be a duration above zero such as 30s, not %q", ch.Name, opt, v)
+				}
+				*map[string]*caddy.Duration{"dial_timeout": &ch.DialTimeout, "response_header_timeout": &ch.ResponseHeaderTimeout,
+					"stream_idle_timeout": &ch.StreamIdleTimeout, "timeout": &ch.Timeout}[opt] = caddy.Duration(dur)
+			}
+		case "max_response_body", "max_stream_event":
+			var v string
+			if v, err = one(); err == nil {
+				size, perr := parseSize(v)
+				if perr != nil {
+					return nil, d.Errf("channel %s: %s: %v", ch.Name, opt, perr)
+				}
+				if opt == "max_response_body" {
+					ch.MaxResponseBody = size
+				} else {
+					ch.MaxStreamEvent = size
 				}
 			}
 		case "version":

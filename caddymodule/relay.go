@@ -134,32 +134,49 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			return h.countLocally(x)
 		}
 	}
-	var lastErr *adapters.Error
+	var last *failure
 	for i, ch := range plan {
-		prov := a.providers[ch.Name]
-		resp, e := h.send(x, ch, prov)
-		if e != nil {
-			e = channelError(e, ch.Name)
-			lastErr = e
-			if retryable(e.Status) {
-				a.metrics.attemptFailed(ch.Name, e.Status, i+1 < len(plan))
-				h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
-				continue
-			}
-			return x.fail(e)
+		if i > 0 && x.r.Context().Err() != nil {
+			return x.fail(adapters.ClientClosed()) // failovers stop when the client has gone
 		}
+		prov := a.providers[ch.Name]
+		b := a.bounds[ch.Name]
+		at := newAttempt(x.r.Context(), b, req.Stream)
+		resp, f := h.send(x, at, ch, prov)
+		var dec adapters.StreamDecoder
+		var first *adapters.StreamEvent
+		if f == nil && req.Stream {
+			dec, first, f = h.openStream(x, at, ch, b, prov, resp)
+		}
+		if f != nil {
+			at.end()
+			if f.err.Status == adapters.StatusClientClosed {
+				return x.fail(f.err)
+			}
+			if !f.channel {
+				return x.fail(f.err)
+			}
+			last = f
+			a.metrics.attemptFailed(ch.Name, f.err.Status, i+1 < len(plan))
+			if ch.Failed(a.health, time.Now(), f.retryAfter) {
+				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
+			}
+			if ce := h.log.Check(zap.WarnLevel, "channel failed; trying the next"); ce != nil {
+				ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message))
+			}
+			continue
+		}
+		ch.Succeeded()
 		x.channel = ch.Name
 		if req.Stream {
-			return h.relayStream(x, prov, resp)
+			return h.relayStream(x, at, ch, b, dec, first)
 		}
-		return h.relayBody(x, prov, resp)
+		return h.relayBody(x, at, ch, b, prov, resp)
 	}
-	if lastErr == nil {
-		lastErr = adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model)
-	} else if lastErr.Status < 500 && lastErr.Status != http.StatusTooManyRequests {
-		lastErr.Status = http.StatusBadGateway
+	if last == nil {
+		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
 	}
-	return x.fail(lastErr)
+	return x.fail(last.err)
 }
 
 // sameDialect keeps the channels whose upstream speaks the dialect.
@@ -222,12 +239,12 @@ func unknownModel(model string) *adapters.Error {
 }
 
 // send makes one attempt on one channel. It returns the upstream response
-// when its status is 2xx, and otherwise an error in neutral form.
-func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (*http.Response, *adapters.Error) {
+// when its status is 2xx, and otherwise why not.
+func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *failure) {
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
-	hr, err := prov.NewRequest(x.r.Context(), up, x.req)
+	hr, err := prov.NewRequest(at.ctx, up, x.req)
 	if err != nil {
-		return nil, asError(err)
+		return nil, &failure{err: asError(err)}
 	}
 	resp, err := h.app.clients[ch.Name].Do(hr)
 	if err == nil {
@@ -235,18 +252,39 @@ func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (
 	}
 	if err != nil {
 		if x.r.Context().Err() != nil {
-			return nil, adapters.ClientClosed()
+			return nil, &failure{err: adapters.ClientClosed()}
 		}
-		h.log.Warn("upstream request failed", zap.String("channel", ch.Name), zap.Error(err))
-		return nil, adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not be reached", ch.Name)
+		return nil, h.transportFailure(ch, at, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		e := prov.DecodeError(resp.StatusCode, b)
-		return nil, e
+		return nil, h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
 	}
 	return resp, nil
+}
+
+// openStream reads a stream's first event before the client's headers go
+// out, so an upstream that fails at once (an overloaded error as its first
+// event, a stream that stays silent or ends) fails over like a status error.
+func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *failure) {
+	dec := prov.NewStreamDecoder(x.req, resp.Body)
+	if l, ok := dec.(adapters.EventLimiter); ok {
+		l.SetMaxEvent(b.maxStreamEvent)
+	}
+	at.alive()
+	first, err := dec.Next()
+	if err == nil {
+		return dec, first, nil
+	}
+	resp.Body.Close()
+	if r, ok := dec.(adapters.Releaser); ok {
+		r.Release()
+	}
+	if x.r.Context().Err() != nil {
+		return nil, nil, &failure{err: adapters.ClientClosed()}
+	}
+	return nil, nil, h.streamFailure(ch, at, b, err)
 }
 
 // Interface guards.

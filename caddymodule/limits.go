@@ -1,0 +1,177 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddy-model-gateway/gateway/routing"
+)
+
+// Defaults of a channel's bounds (see ChannelConfig).
+const (
+	defaultDialTimeout           = 10 * time.Second
+	defaultResponseHeaderTimeout = 60 * time.Second
+	defaultStreamIdleTimeout     = 120 * time.Second
+	defaultTimeout               = 10 * time.Minute
+	defaultMaxResponseBody       = 64 << 20 // image answers are large
+	defaultMaxStreamEvent        = 32 << 20
+)
+
+// HealthConfig is `health { ... }`: when a failing channel is set aside.
+type HealthConfig struct {
+	// ConsecutiveFailures ejects a channel after this many failures in a
+	// row (connect errors, timeouts, 5xx, 408, 429, refused credentials).
+	// Default 5.
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
+	// BaseEjection times the number of its ejections is how long an
+	// ejected channel is skipped. Default 30s.
+	BaseEjection caddy.Duration `json:"base_ejection,omitempty"`
+	// MaxEjection caps an ejection, also one set by a Retry-After. Default 5m.
+	MaxEjection caddy.Duration `json:"max_ejection,omitempty"`
+}
+
+func (hc *HealthConfig) policy() routing.HealthPolicy {
+	p := routing.DefaultHealthPolicy
+	if hc == nil {
+		return p
+	}
+	if hc.ConsecutiveFailures > 0 {
+		p.ConsecutiveFailures = hc.ConsecutiveFailures
+	}
+	if hc.BaseEjection > 0 {
+		p.BaseEjection = time.Duration(hc.BaseEjection)
+	}
+	if hc.MaxEjection > 0 {
+		p.MaxEjection = time.Duration(hc.MaxEjection)
+	}
+	return p
+}
+
+// channelBounds are a channel's limits in force, defaults filled in.
+type channelBounds struct {
+	dial, responseHeader, streamIdle, timeout time.Duration
+	maxResponseBody                           int64
+	maxStreamEvent                            int
+}
+
+func (cc *ChannelConfig) bounds() channelBounds {
+	b := channelBounds{
+		dial: defaultDialTimeout, responseHeader: defaultResponseHeaderTimeout,
+		streamIdle: defaultStreamIdleTimeout, timeout: defaultTimeout,
+		maxResponseBody: defaultMaxResponseBody, maxStreamEvent: defaultMaxStreamEvent,
+	}
+	if cc.DialTimeout > 0 {
+		b.dial = time.Duration(cc.DialTimeout)
+	}
+	if cc.ResponseHeaderTimeout > 0 {
+		b.responseHeader = time.Duration(cc.ResponseHeaderTimeout)
+	}
+	if cc.StreamIdleTimeout > 0 {
+		b.streamIdle = time.Duration(cc.StreamIdleTimeout)
+	}
+	if cc.Timeout > 0 {
+		b.timeout = time.Duration(cc.Timeout)
+	}
+	if cc.MaxResponseBody > 0 {
+		b.maxResponseBody = cc.MaxResponseBody
+	}
+	if cc.MaxStreamEvent > 0 {
+		b.maxStreamEvent = int(min(cc.MaxStreamEvent, 1<<30))
+	}
+	return b
+}
+
+// transportKey is what makes two channels' transports differ; channels
+// that agree share one connection pool.
+type transportKey struct{ dial, responseHeader time.Duration }
+
+// clientFor returns the HTTP client for a channel's timeouts. No client
+// follows a redirect: the key would travel to whatever host it names.
+func (a *App) clientFor(b channelBounds) *http.Client {
+	k := transportKey{b.dial, b.responseHeader}
+	if c, ok := a.transports[k]; ok {
+		return c
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: b.dial, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   min(b.dial, 10*time.Second),
+		ResponseHeaderTimeout: b.responseHeader,
+		ExpectContinueTimeout: time.Second,
+		// small buffers: thousands of streams stay open at once, and the
+		// SSE reader above the connection buffers again anyway
+		WriteBufferSize: 1 << 10,
+		ReadBufferSize:  2 << 10,
+	}
+	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
+	a.transports[k] = c
+	return c
+}
+
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Causes of an attempt's end that the relay tells apart.
+var (
+	errStreamIdle = errors.New("stream idle timeout")
+	errTimeout    = errors.New("upstream timeout")
+)
+
+// attempt is one try on one channel: its context ends with the client,
+// with the channel's whole-answer timeout (non-streamed requests), or
+// when a stream stays silent for longer than its idle timeout.
+type attempt struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	idle   time.Duration // 0: a non-streamed request, timed as a whole
+}
+
+// A stream's idle timer starts with its headers (response_header_timeout
+// bounds the wait for them); a non-streamed answer's timer at once.
+func newAttempt(parent context.Context, b channelBounds, stream bool) *attempt {
+	ctx, cancel := context.WithCancelCause(parent)
+	at := &attempt{ctx: ctx, cancel: cancel}
+	if stream {
+		at.idle = b.streamIdle
+	} else {
+		at.timer = time.AfterFunc(b.timeout, func() { cancel(errTimeout) })
+	}
+	return at
+}
+
+// alive (re)starts a stream's idle timer, at its headers and after each
+// event.
+func (at *attempt) alive() {
+	if at.idle <= 0 {
+		return
+	}
+	if at.timer == nil {
+		at.timer = time.AfterFunc(at.idle, func() { at.cancel(errStreamIdle) })
+		return
+	}
+	at.timer.Reset(at.idle)
+}
+
+// cause is why the attempt's context ended, nil while it has not.
+func (at *attempt) cause() error {
+	if at.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(at.ctx)
+}
+
+func (at *attempt) end() {
+	if at.timer != nil {
+		at.timer.Stop()
+	}
+	at.cancel(context.Canceled)
+}
