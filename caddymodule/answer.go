@@ -12,8 +12,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
-var errBodyTooLarge = errors.New("upstream body too large")
-
 // readBounded reads a whole body of at most max bytes, sized by its
 // Content-Length when it gives a plausible one.
 func readBounded(resp *http.Response, max int64) ([]byte, error) {

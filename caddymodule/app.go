@@ -49,6 +49,13 @@ type App struct {
 	Metrics *MetricsConfig `json:"metrics,omitempty"`
 	// Retention bounds how long usage rows are kept; off by default.
 	Retention *RetentionConfig `json:"retention,omitempty"`
+	// MaxInflightBody bounds the bytes of request bodies being read and
+	// decoded at once, process-wide; past it requests get a 503. Default
+	// 256 MiB.
+	MaxInflightBody int64 `json:"max_inflight_body,omitempty"`
+	// MaxElements bounds the elements of any one JSON array or object in a
+	// request (messages, parts, tools, inputs). Default 10,000.
+	MaxElements int `json:"max_elements,omitempty"`
 	// Health sets when failing channels are ejected.
 	Health *HealthConfig `json:"health,omitempty"`
 
@@ -77,6 +84,7 @@ type App struct {
 	transports map[transportKey]*http.Client
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
+	inflight   *inflightBodies
 	log        *zap.Logger
 
 	// this configuration's metrics and retention worker
@@ -166,6 +174,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
+	if a.MaxInflightBody <= 0 {
+		a.MaxInflightBody = 256 << 20
+	}
+	if a.MaxElements <= 0 {
+		a.MaxElements = adapters.DefaultMaxElements
+	}
+	a.inflight = &inflightBodies{max: max(a.MaxInflightBody, a.MaxRequestBody)}
 	dialects, err := loadDialects(ctx)
 	if err != nil {
 		return err

@@ -31,6 +31,8 @@ func init() {
 //		database sqlite <path>
 //		token_cache_ttl <duration>
 //		max_request_body <size>
+//		max_inflight_body <size>
+//		max_elements <n>
 //		max_attempts <n>
 //		default_max_tokens <n>
 //		registration on|off
@@ -112,16 +114,21 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("token_cache_ttl: %v", err)
 			}
 			a.TokenCacheTTL = caddy.Duration(dur)
-		case "max_request_body":
+		case "max_request_body", "max_inflight_body":
+			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
 			size, err := parseSize(d.Val())
 			if err != nil {
-				return d.Errf("max_request_body: %v", err)
+				return d.Errf("%s: %v", name, err)
 			}
-			a.MaxRequestBody = size
-		case "max_attempts", "default_max_tokens":
+			if name == "max_request_body" {
+				a.MaxRequestBody = size
+			} else {
+				a.MaxInflightBody = size
+			}
+		case "max_attempts", "default_max_tokens", "max_elements":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -130,9 +137,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil || n <= 0 {
 				return d.Errf("%s must be a positive integer, not %q", name, d.Val())
 			}
-			if name == "max_attempts" {
+			switch name {
+			case "max_attempts":
 				a.MaxAttempts = n
-			} else {
+			case "max_elements":
+				a.MaxElements = n
+			default:
 				a.DefaultMaxTokens = int64(n)
 			}
 		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit":

@@ -3,12 +3,17 @@ package caddymodule
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -174,4 +179,118 @@ func (at *attempt) end() {
 		at.timer.Stop()
 	}
 	at.cancel(context.Canceled)
+}
+
+// inflightBodies bounds the bytes of request bodies read and decoded at
+// once, process-wide, so a burst of large bodies gets 503s rather than the
+// process an OOM kill.
+type inflightBodies struct {
+	mu   sync.Mutex
+	used int64
+	max  int64
+}
+
+// take reserves n bytes, or reports that they are not free.
+func (b *inflightBodies) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *inflightBodies) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+var (
+	errBodyBusy     = errors.New("too many request bodies in flight")
+	errBodyTooLarge = errors.New("body too large")
+)
+
+// bodyChunk is how much of a body without Content-Length is reserved at a
+// time while it is read.
+const bodyChunk = 256 << 10
+
+// readRequestBody reads a request body of at most max bytes, holding its
+// size in the in-flight budget. The caller gives back held bytes once the
+// body is decoded.
+func (b *inflightBodies) readRequestBody(r *http.Request, limit int64) (body []byte, held int64, err error) {
+	if r.ContentLength > limit {
+		return nil, 0, errBodyTooLarge
+	}
+	if r.ContentLength >= 0 {
+		if !b.take(r.ContentLength) {
+			return nil, 0, errBodyBusy
+		}
+		held = r.ContentLength
+		body = make([]byte, r.ContentLength)
+		n, err := io.ReadFull(r.Body, body)
+		if err != nil {
+			return nil, held, err
+		}
+		if n, _ := r.Body.Read(make([]byte, 1)); n > 0 {
+			return nil, held, errors.New("the body is longer than its Content-Length")
+		}
+		return body[:n], held, nil
+	}
+	for {
+		if len(body) == cap(body) {
+			if int64(len(body)) >= limit+1 {
+				return nil, held, errBodyTooLarge
+			}
+			grow := int64(min(max(cap(body), bodyChunk), 8<<20))
+			if !b.take(grow) {
+				return nil, held, errBodyBusy
+			}
+			held += grow
+			body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
+		}
+		n, err := r.Body.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if int64(len(body)) > limit {
+			return nil, held, errBodyTooLarge
+		}
+		if err == io.EOF {
+			return body, held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
+}
+
+// Bounds of a model name.
+const maxModelName = 256
+
+// checkModelName refuses a model name that is too long or holds control
+// characters: it ends up in logs, usage rows and upstream URLs.
+func checkModelName(m string) *adapters.Error {
+	if len(m) > maxModelName {
+		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "invalid_model",
+			Message: "the model name is longer than " + strconv.Itoa(maxModelName) + " bytes"}
+	}
+	for _, r := range m {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+			return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "invalid_model",
+				Message: "the model name has a control character or invalid UTF-8 in it"}
+		}
+	}
+	return nil
+}
+
+// truncate keeps at most n bytes of s, for what a usage row stores.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -44,7 +44,7 @@ func (h *Relay) settle(x *exchange) {
 		CreatedAt:        x.start,
 		UserID:           x.id.User.ID,
 		TokenID:          x.id.Token.ID,
-		Model:            req.Model,
+		Model:            truncate(req.Model, maxModelName),
 		Channel:          x.channel,
 		Endpoint:         x.r.URL.Path,
 		PromptTokens:     u.PromptTokens,
@@ -57,7 +57,7 @@ func (h *Relay) settle(x *exchange) {
 		Stream:           req.Stream,
 		LatencyMS:        took.Milliseconds(),
 		TTFBMS:           x.ttfb.Milliseconds(),
-		Error:            x.errMsg,
+		Error:            truncate(x.errMsg, 1024),
 
 		RequestID:         x.requestID,
 		UpstreamRequestID: x.upstreamID,

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -101,25 +102,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	// every request past authentication gets a usage row, refused ones too
 	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
 	defer h.settle(x)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.MaxRequestBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return x.fail(adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
-				"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody))
-		}
-		return x.fail(adapters.BadRequest("the request body could not be read: %v", err))
-	}
-	// an unknown model is a 404 whatever else is wrong with the body
-	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-		if m := p.PeekModel(rt.op, body, r); m != "" && !a.channels.Has(m) {
-			x.req.Model = m
-			return x.fail(unknownModel(m))
-		}
-	}
-	req, err := rt.dialect.DecodeRequest(rt.op, body, r)
-	if err != nil {
-		return x.fail(asError(err))
+	req, e := h.decode(x, rt)
+	if e != nil {
+		return x.fail(e)
 	}
 	x.req = req
 	if e := h.admit(x); e != nil {
@@ -177,6 +162,49 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
 	}
 	return x.fail(last.err)
+}
+
+// decode reads and decodes the request body within the gateway's bounds:
+// its size, the bytes of bodies being decoded at once across the process,
+// the pre-scan (duplicate keys, element counts) and the model name.
+func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Error) {
+	a := h.app
+	body, held, err := a.inflight.readRequestBody(x.r, a.MaxRequestBody)
+	defer a.inflight.give(held)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return nil, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
+			"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody)
+	case errors.Is(err, errBodyBusy):
+		x.w.Header().Set("Retry-After", "1")
+		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
+			"the gateway is reading too many large requests at once: retry shortly")
+	case err != nil:
+		if x.r.Context().Err() != nil {
+			return nil, adapters.ClientClosed()
+		}
+		return nil, adapters.BadRequest("the request body could not be read")
+	}
+	// an unknown model is a 404 whatever else is wrong with the body
+	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
+		if m := p.PeekModel(rt.op, body, x.r); m != "" && !a.channels.Has(m) {
+			x.req.Model = m
+			return nil, unknownModel(m)
+		}
+	}
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		if e := adapters.PreScan(body, a.MaxElements); e != nil {
+			return nil, e
+		}
+	}
+	req, err := rt.dialect.DecodeRequest(rt.op, body, x.r)
+	if err != nil {
+		return nil, asError(err)
+	}
+	if e := checkModelName(req.Model); e != nil {
+		return nil, e
+	}
+	return req, nil
 }
 
 // sameDialect keeps the channels whose upstream speaks the dialect.

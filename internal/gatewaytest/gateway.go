@@ -154,6 +154,25 @@ func (g *Gateway) waitReady() {
 	g.t.Fatalf("gateway did not start listening:\n%s", g.Logs())
 }
 
+// PeakRSS is the most memory the gateway process has held resident so
+// far (VmHWM), in bytes.
+func (g *Gateway) PeakRSS() int64 {
+	g.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.cmd.Process.Pid))
+	if err != nil {
+		g.t.Fatalf("reading the gateway's memory: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
+			return kb << 10
+		}
+	}
+	g.t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
+}
+
 // Logs returns everything the process printed so far.
 func (g *Gateway) Logs() string { return g.logs.String() }
 

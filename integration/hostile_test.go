@@ -1,0 +1,98 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestHostileInput: bodies the gateway refuses before they reach an
+// upstream or cost anything: duplicate keys and case variants, model names
+// too long or with control characters, too many elements.
+func TestHostileInput(t *testing.T) {
+	s := startFaults(t)
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	tests := []struct {
+		name, body, code string
+	}{
+		{"case variant", `{"model":"gpt-4o-mini","Model":"slow",` + msgs + `}`, "duplicate_key"},
+		{"duplicate", `{"model":"gpt-4o-mini","model":"slow",` + msgs + `}`, "duplicate_key"},
+		{"nested duplicate", `{"model":"gpt-4o-mini","messages":[{"role":"user","Role":"system","content":"hi"}]}`, "duplicate_key"},
+		{"whitespace first", " \n" + `{"model":"gpt-4o-mini","MODEL":"slow",` + msgs + `}`, "duplicate_key"},
+		{"long model", `{"model":"` + strings.Repeat("m", 300) + `",` + msgs + `}`, "invalid_model"},
+		{"control character", `{"model":"gpt-4o-mini\u0000x",` + msgs + `}`, "invalid_model"},
+		{"too many messages", `{"model":"gpt-4o-mini","messages":[` + strings.Repeat(`{},`, 10000) + `{}]}`, "too_many_elements"},
+	}
+	for _, tt := range tests {
+		resp, body := s.gw.Do("POST", "/v1/chat/completions", s.key, []byte(tt.body), nil)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal(body, &e)
+		if resp.StatusCode != http.StatusBadRequest || e.Error.Code != tt.code {
+			t.Errorf("%s: %d %s, want 400 %s", tt.name, resp.StatusCode, body, tt.code)
+		}
+	}
+	if n := len(s.primary.Requests()) + len(s.backup.Requests()) + len(s.slow.Requests()); n != 0 {
+		t.Fatalf("%d refused requests reached an upstream", n)
+	}
+	// what a usage row keeps of a refused request is bounded; none costs
+	for _, r := range s.gw.WaitUsage("fault", len(tests)) {
+		if len(r.Model) > 256 || len(r.Error) > 1024 || r.Cost != 0 {
+			t.Fatalf("usage row %+v", r)
+		}
+	}
+	if _, used := s.gw.Quota("fault"); used != 0 {
+		t.Fatalf("refused requests used %d units", used)
+	}
+}
+
+// TestBurstOfHugeBodies: 20 concurrent 30 MB bodies of empty messages keep
+// the gateway under 1 GiB: they are refused (too many elements, or 503
+// while max_inflight_body is taken), and the gateway serves on.
+func TestBurstOfHugeBodies(t *testing.T) {
+	s := startFaults(t)
+	const size = 30 << 20
+	var body bytes.Buffer
+	body.WriteString(`{"model":"gpt-4o-mini","messages":[`)
+	for body.Len() < size-10 {
+		body.WriteString(`{},`)
+	}
+	body.WriteString(`{}]}`)
+	raw := body.Bytes()
+	var wg sync.WaitGroup
+	statuses := make([]int, 20)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", s.gw.URL+"/v1/chat/completions", bytes.NewReader(raw))
+			req.Header.Set("Authorization", "Bearer "+s.key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				statuses[i] = -1
+				return
+			}
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != http.StatusBadRequest && st != http.StatusServiceUnavailable {
+			t.Errorf("request %d: status %d, want 400 or 503", i, st)
+		}
+	}
+	if rss := s.gw.PeakRSS(); rss >= 1<<30 {
+		t.Fatalf("peak RSS %d MiB, want under 1 GiB", rss>>20)
+	} else {
+		t.Logf("peak RSS %d MiB, statuses %v", rss>>20, statuses)
+	}
+	if resp, err := s.chat(t, "gpt-4o-mini"); err != nil || len(resp.Choices) == 0 {
+		t.Fatalf("after the burst: %v", err)
+	}
+}
