@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -129,9 +131,15 @@ func bootstrapRoot(st store.Store, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("creating the root user: %w", err)
 	}
-	log.Warn("created the root user on an empty database; this password is shown only once: change it with 'caddy gateway user passwd --username root'",
-		zap.String("username", "root"), zap.String("password", password))
+	// the password goes to the terminal, apart from the structured log,
+	// which log shippers carry to aggregators
+	log.Warn("created the root user on an empty database; its password is printed once on stderr, apart from this log: change it with 'caddy gateway user passwd --username root'",
+		zap.String("username", "root"))
+	fmt.Fprintf(rootPasswordOut, "\n  The gateway created its root user. Username: root  Password: %s\n  This is shown only once; change it with: caddy gateway user passwd --username root\n\n", password)
 	return nil
 }
+
+// rootPasswordOut is where the new root password is printed.
+var rootPasswordOut io.Writer = os.Stderr
 
 var _ caddy.Destructor = (*database)(nil)

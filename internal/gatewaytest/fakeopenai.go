@@ -104,6 +104,7 @@ var fakeRequestIDs atomic.Int64
 
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
+	Secret(key)
 	f := &FakeOpenAI{Key: key}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))

@@ -107,6 +107,7 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
 	g.writeConfig(caddyfile, vars)
 	g.logs = &syncBuffer{}
+	recordLogs(t.Name(), g.logs)
 	g.cmd = exec.Command(Binary(t), "run", "--config", g.Config, "--adapter", "caddyfile")
 	g.cmd.Dir = dir
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
@@ -235,7 +236,9 @@ func (g *Gateway) AddUser(name string, quota int64, tokenArgs ...string) string 
 // AddToken creates a key for an existing user.
 func (g *Gateway) AddToken(user string, args ...string) string {
 	g.t.Helper()
-	return strings.TrimSpace(g.CLI(append([]string{"token", "add", "--username", user}, args...)...))
+	key := strings.TrimSpace(g.CLI(append([]string{"token", "add", "--username", user}, args...)...))
+	Secret(key)
+	return key
 }
 
 // Store opens the gateway's database through the store interface, for
