@@ -25,14 +25,16 @@ import (
 var databases = caddy.NewUsagePool()
 
 type database struct {
-	key    string
-	store  store.Store
-	keys   *keys.Cache
-	ledger *billing.Ledger
-	writer *billing.Writer
-	log    *zap.Logger
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	key   string
+	store store.Store
+	keys  *keys.Cache
+	// authFailures counts failed authentications by client address
+	authFailures *keys.LRU
+	ledger       *billing.Ledger
+	writer       *billing.Writer
+	log          *zap.Logger
+	stop         context.CancelFunc
+	wg           sync.WaitGroup
 
 	// metrics and health last as long as the entry, across reloads
 	metrics *databaseMetrics
@@ -52,6 +54,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (
 		}
 		db := &database{key: key, store: st, ledger: billing.NewLedger(), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
+		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"))
 		db.metrics = newDatabaseMetrics(db)
 		ctx, cancel := context.WithCancel(context.Background())

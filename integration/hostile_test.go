@@ -96,3 +96,20 @@ func TestBurstOfHugeBodies(t *testing.T) {
 		t.Fatalf("after the burst: %v", err)
 	}
 }
+
+// TestRepeatedAuthFailuresSlowed: an address that keeps sending invalid
+// keys is answered 429 with Retry-After, before any key lookup.
+func TestRepeatedAuthFailuresSlowed(t *testing.T) {
+	s := startFaults(t)
+	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`)
+	for i := range 20 {
+		resp, _ := s.gw.Do("POST", "/v1/chat/completions", "sk-guess-"+strings.Repeat("x", i), body, nil)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: status %d, want 401", i, resp.StatusCode)
+		}
+	}
+	resp, b := s.gw.Do("POST", "/v1/chat/completions", "sk-guess-again", body, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "too_many_failed_authentications") {
+		t.Fatalf("after 20 failures: %d %s", resp.StatusCode, b)
+	}
+}
