@@ -113,3 +113,17 @@ func TestRepeatedAuthFailuresSlowed(t *testing.T) {
 		t.Fatalf("after 20 failures: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestCountTokensLongRun: counting a megabyte of one letter locally
+// answers (before, BPE on one megabyte-long piece took minutes).
+func TestCountTokensLongRun(t *testing.T) {
+	s := startFaults(t)
+	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("a", 1<<20) + `"}]}`)
+	resp, b := s.gw.Do("POST", "/v1/messages/count_tokens", s.key, body, http.Header{"Anthropic-Version": {"2023-06-01"}})
+	var out struct {
+		InputTokens int64 `json:"input_tokens"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.InputTokens < (1<<20)/64 {
+		t.Fatalf("%d %.300s", resp.StatusCode, b)
+	}
+}
