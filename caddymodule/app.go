@@ -56,6 +56,13 @@ type App struct {
 	// MaxElements bounds the elements of any one JSON array or object in a
 	// request (messages, parts, tools, inputs). Default 10,000.
 	MaxElements int `json:"max_elements,omitempty"`
+	// MaxFetchedImages bounds the images one request gives by URL, which
+	// the gateway fetches for upstreams that take only inline images.
+	// Default 16.
+	MaxFetchedImages int `json:"max_fetched_images,omitempty"`
+	// MaxFetchedBytes bounds the bytes of one request's fetched images
+	// together. Default 64 MiB.
+	MaxFetchedBytes int64 `json:"max_fetched_bytes,omitempty"`
 	// Health sets when failing channels are ejected.
 	Health *HealthConfig `json:"health,omitempty"`
 
@@ -85,6 +92,7 @@ type App struct {
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
 	inflight   *inflightBodies
+	fetch      *adapters.FetchPolicy
 	log        *zap.Logger
 
 	// this configuration's metrics and retention worker
@@ -181,6 +189,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.MaxElements = adapters.DefaultMaxElements
 	}
 	a.inflight = &inflightBodies{max: max(a.MaxInflightBody, a.MaxRequestBody)}
+	if a.MaxFetchedImages <= 0 {
+		a.MaxFetchedImages = 16
+	}
+	if a.MaxFetchedBytes <= 0 {
+		a.MaxFetchedBytes = 64 << 20
+	}
+	// image fetches at once, process-wide
+	a.fetch = adapters.NewFetchPolicy(a.MaxFetchedImages, a.MaxFetchedBytes, 64)
 	dialects, err := loadDialects(ctx)
 	if err != nil {
 		return err

@@ -33,6 +33,8 @@ func init() {
 //		max_request_body <size>
 //		max_inflight_body <size>
 //		max_elements <n>
+//		max_fetched_images <n>
+//		max_fetched_bytes <size>
 //		max_attempts <n>
 //		default_max_tokens <n>
 //		registration on|off
@@ -114,7 +116,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("token_cache_ttl: %v", err)
 			}
 			a.TokenCacheTTL = caddy.Duration(dur)
-		case "max_request_body", "max_inflight_body":
+		case "max_request_body", "max_inflight_body", "max_fetched_bytes":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -123,12 +125,15 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return d.Errf("%s: %v", name, err)
 			}
-			if name == "max_request_body" {
+			switch name {
+			case "max_request_body":
 				a.MaxRequestBody = size
-			} else {
+			case "max_inflight_body":
 				a.MaxInflightBody = size
+			default:
+				a.MaxFetchedBytes = size
 			}
-		case "max_attempts", "default_max_tokens", "max_elements":
+		case "max_attempts", "default_max_tokens", "max_elements", "max_fetched_images":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -142,6 +147,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxAttempts = n
 			case "max_elements":
 				a.MaxElements = n
+			case "max_fetched_images":
+				a.MaxFetchedImages = n
 			default:
 				a.DefaultMaxTokens = int64(n)
 			}

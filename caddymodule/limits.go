@@ -294,3 +294,28 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// imageURLs counts the images a chat request gives by URL, which an
+// upstream that takes only inline images makes the gateway fetch.
+func imageURLs(req *adapters.Request) int {
+	if req.Chat == nil {
+		return 0
+	}
+	n := 0
+	count := func(parts []adapters.Part) {
+		for _, p := range parts {
+			if p.Type == adapters.PartImage && p.Image != nil && p.Image.URL != "" {
+				n++
+			}
+		}
+	}
+	for _, m := range req.Chat.Messages {
+		count(m.Parts)
+		for _, p := range m.Parts {
+			if p.ToolResult != nil {
+				count(p.ToolResult.Content)
+			}
+		}
+	}
+	return n
+}

@@ -204,6 +204,13 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 	if e := checkModelName(req.Model); e != nil {
 		return nil, e
 	}
+	if n := imageURLs(req); n > 0 {
+		if n > a.MaxFetchedImages {
+			return nil, adapters.BadRequest("the request gives %d images by URL, more than the gateway's limit of %d: send the others inline as base64", n, a.MaxFetchedImages)
+		}
+		// each image is fetched once for the request, not once per channel tried
+		x.r = x.r.WithContext(adapters.WithImageFetcher(x.r.Context(), a.fetch.NewFetcher()))
+	}
 	return req, nil
 }
 

@@ -3,7 +3,9 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -125,5 +127,36 @@ func TestCountTokensLongRun(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.InputTokens < (1<<20)/64 {
 		t.Fatalf("%d %.300s", resp.StatusCode, b)
+	}
+}
+
+// TestImageURLsBounded: image URLs for an upstream that takes inline
+// images only: more than max_fetched_images is refused before any fetch,
+// and a URL on a non-public address is refused in words that do not say
+// what answered.
+func TestImageURLsBounded(t *testing.T) {
+	s := startFaults(t)
+	hits := 0
+	img := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer img.Close()
+	part := func(u string) string { return `{"type":"image_url","image_url":{"url":"` + u + `"}}` }
+	chat := func(parts ...string) (int, string) {
+		body := `{"model":"gem","messages":[{"role":"user","content":[{"type":"text","text":"look"},` + strings.Join(parts, ",") + `]}]}`
+		resp, b := s.gw.Do("POST", "/v1/chat/completions", s.key, []byte(body), nil)
+		return resp.StatusCode, string(b)
+	}
+	many := make([]string, 17)
+	for i := range many {
+		many[i] = part(fmt.Sprintf("https://images.example/%d.png", i))
+	}
+	if st, b := chat(many...); st != http.StatusBadRequest || !strings.Contains(b, "more than the gateway's limit of 16") {
+		t.Fatalf("17 image URLs: %d %s", st, b)
+	}
+	st, b := chat(part(img.URL + "/secret.png"))
+	if st != http.StatusBadRequest || !strings.Contains(b, "image_fetch_failed") || strings.Contains(b, "loopback") || hits != 0 {
+		t.Fatalf("a loopback image URL: %d %s (image server hit %d times)", st, b, hits)
+	}
+	if n := len(s.gem.Requests()); n != 0 {
+		t.Fatalf("the upstream got %d requests", n)
 	}
 }
