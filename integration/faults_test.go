@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -357,5 +358,29 @@ func TestWholeAnswerTimeout(t *testing.T) {
 	var e *openai.Error
 	if !errors.As(err, &e) || e.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("err = %v, want a 504", err)
+	}
+}
+
+// TestClientGoneStopsFailover: when the client hangs up while a channel
+// is being tried, no other channel is tried for it.
+func TestClientGoneStopsFailover(t *testing.T) {
+	s := startFaults(t)
+	s.primary.Set(func(b *gatewaytest.Behavior) { b.HangBeforeHeaders = true })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.client.Chat.Completions.New(ctx, chatParams("gpt-4o-mini", "hi"))
+		done <- err
+	}()
+	for len(s.primary.Requests()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if r := s.gw.WaitUsage("fault", 1)[0]; r.Status != 499 {
+		t.Fatalf("usage row = %+v, want status 499", r)
+	}
+	if n := len(s.backup.Requests()); n != 0 {
+		t.Fatalf("the backup got %d requests after the client left", n)
 	}
 }
