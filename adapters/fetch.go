@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,8 +52,9 @@ var blockedPrefixes6 = []netip.Prefix{
 	netip.MustParsePrefix("::ffff:0:0:0/96"),
 }
 
-// allowedFetchPorts are the only ports a fetch connects to.
-var allowedFetchPorts = map[string]bool{"80": true, "443": true}
+// defaultFetchPorts are the only ports a fetch connects to unless its
+// FetchPolicy names others.
+var defaultFetchPorts = []int{80, 443}
 
 // nat64 is the well-known NAT64 prefix, whose last four bytes are an IPv4
 // address that must pass the same checks.
@@ -100,13 +103,17 @@ func checkFetchAddr(ip netip.Addr) error {
 // dialControl runs on every connection the fetch client opens, after name
 // resolution and before connecting, so it sees the address actually used:
 // redirects and DNS rebinding cannot get past it.
-func dialControl(network, address string, _ syscall.RawConn) error {
+func dialControl(ctx context.Context, network, address string, _ syscall.RawConn) error {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errBlockedAddress, err)
 	}
-	if !allowedFetchPorts[port] && !allowLoopbackFetch {
-		return fmt.Errorf("%w: port %s is not 80 or 443", errBlockedAddress, port)
+	ports := defaultFetchPorts
+	if f, ok := ctx.Value(fetcherKey{}).(*ImageFetcher); ok && len(f.policy.Ports) > 0 {
+		ports = f.policy.Ports
+	}
+	if n, err := strconv.Atoi(port); (err != nil || !slices.Contains(ports, n)) && !allowLoopbackFetch {
+		return fmt.Errorf("%w: port %s is not one of %v", errBlockedAddress, port, ports)
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
@@ -118,7 +125,8 @@ func dialControl(network, address string, _ syscall.RawConn) error {
 var fetchClient = newFetchClient()
 
 func newFetchClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: dialControl}
+	// the dial's context carries the request's values (its ImageFetcher)
+	dialer := &net.Dialer{Timeout: 5 * time.Second, ControlContext: dialControl}
 	return &http.Client{
 		Transport: &http.Transport{
 			// no proxy: a proxy would connect on our behalf, past the check
@@ -238,7 +246,9 @@ type fetchResult struct {
 type FetchPolicy struct {
 	MaxImages int   // per request
 	MaxBytes  int64 // per request, all images together
-	slots     chan struct{}
+	// Ports a fetch may connect to; empty: 80 and 443.
+	Ports []int
+	slots chan struct{}
 }
 
 // NewFetchPolicy allows concurrent fetches at once across the process.

@@ -70,14 +70,25 @@ func TestCheckFetchAddr(t *testing.T) {
 }
 
 func TestDialControl(t *testing.T) {
-	if err := dialControl("tcp", "93.184.216.34:443", nil); err != nil {
+	ctx := context.Background()
+	if err := dialControl(ctx, "tcp", "93.184.216.34:443", nil); err != nil {
 		t.Fatalf("public address refused: %v", err)
 	}
 	for _, addr := range []string{"127.0.0.1:80", "[::1]:443", "10.1.2.3:80", "[fe80::1%eth0]:80", "localhost:80", "nonsense",
 		"93.184.216.34:22", "93.184.216.34:8080", "[2606:4700:4700::1111]:6379"} {
-		if err := dialControl("tcp", addr, nil); err == nil {
+		if err := dialControl(ctx, "tcp", addr, nil); err == nil {
 			t.Errorf("%s allowed", addr)
 		}
+	}
+	// a policy that names other ports allows those instead
+	p := NewFetchPolicy(16, 1<<20, 4)
+	p.Ports = []int{8443}
+	ctx = WithImageFetcher(ctx, p.NewFetcher())
+	if err := dialControl(ctx, "tcp", "93.184.216.34:8443", nil); err != nil {
+		t.Errorf("a configured port refused: %v", err)
+	}
+	if err := dialControl(ctx, "tcp", "93.184.216.34:443", nil); err == nil {
+		t.Error("443 allowed though the policy names only 8443")
 	}
 }
 

@@ -63,6 +63,9 @@ type App struct {
 	// MaxFetchedBytes bounds the bytes of one request's fetched images
 	// together. Default 64 MiB.
 	MaxFetchedBytes int64 `json:"max_fetched_bytes,omitempty"`
+	// ImageFetchPorts are the ports fetched image URLs may use. Default 80
+	// and 443.
+	ImageFetchPorts []int `json:"image_fetch_ports,omitempty"`
 	// Health sets when failing channels are ejected.
 	Health *HealthConfig `json:"health,omitempty"`
 
@@ -197,6 +200,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	// image fetches at once, process-wide
 	a.fetch = adapters.NewFetchPolicy(a.MaxFetchedImages, a.MaxFetchedBytes, 64)
+	a.fetch.Ports = a.ImageFetchPorts
 	dialects, err := loadDialects(ctx)
 	if err != nil {
 		return err

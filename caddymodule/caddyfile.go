@@ -35,6 +35,7 @@ func init() {
 //		max_elements <n>
 //		max_fetched_images <n>
 //		max_fetched_bytes <size>
+//		image_fetch_ports <port>...
 //		max_attempts <n>
 //		default_max_tokens <n>
 //		registration on|off
@@ -170,6 +171,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Retention = nil
 			if rc.Usage > 0 {
 				a.Retention = rc
+			}
+		case "image_fetch_ports":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			for _, v := range args {
+				p, err := strconv.Atoi(v)
+				if err != nil || p <= 0 || p > 65535 {
+					return d.Errf("image_fetch_ports: %q is not a port", v)
+				}
+				a.ImageFetchPorts = append(a.ImageFetchPorts, p)
 			}
 		case "health":
 			hc, err := parseHealthPolicy(d)
