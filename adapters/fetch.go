@@ -221,7 +221,7 @@ func fetchImage(ctx context.Context, rawURL string) (*Image, error) {
 
 // notFetched is every fetch failure's one answer.
 func notFetched(rawURL string) *Error {
-	e := BadRequest("the image at %q could not be used: give a public http(s) URL (port 80 or 443) of an image of at most %d bytes, or send the image inline as base64",
+	e := BadRequest("the image at %q could not be used: give a public http(s) URL of an image of at most %d bytes, or send the image inline as base64",
 		shorten(rawURL), MaxImageBytes)
 	e.Code = "image_fetch_failed"
 	return e
