@@ -188,6 +188,9 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 	// an unknown model is a 404 whatever else is wrong with the body
 	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
 		if m := p.PeekModel(rt.op, body, x.r); m != "" && !a.channels.Has(m) {
+			if e := checkModelName(m); e != nil {
+				return nil, e // not echoed back, nor kept
+			}
 			x.req.Model = m
 			return nil, unknownModel(m)
 		}
