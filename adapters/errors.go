@@ -34,7 +34,25 @@ type Error struct {
 	Code    string
 	Message string
 	Param   string
+	// Fault says whose fault an upstream error is when its status alone
+	// does not (a 400 for a revoked key, a 402 for the channel's unpaid
+	// bill). Each vendor's DecodeError sets it; the relay fails over on
+	// FaultChannel and never shows the upstream's words to the client.
+	Fault Fault
 }
+
+// Fault is whose fault an upstream error is.
+type Fault int
+
+// Faults.
+const (
+	// FaultByStatus: the status says (4xx the request's, 5xx the upstream's).
+	FaultByStatus Fault = iota
+	// FaultChannel: the upstream refused the channel itself, its key, its
+	// account or its quota; the client's request was fine and another
+	// channel may serve it.
+	FaultChannel
+)
 
 func (e *Error) Error() string { return e.Message }
 

@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -37,6 +40,21 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("240.0.0.0/4"),
 }
+
+// blockedPrefixes6 are IPv6 ranges that reach private or embedded IPv4
+// space, or are deprecated: site-local, local-use NAT64, IPv4-compatible,
+// 6to4 and IPv4-translated (::ffff:0:a.b.c.d).
+var blockedPrefixes6 = []netip.Prefix{
+	netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
+}
+
+// defaultFetchPorts are the only ports a fetch connects to unless its
+// FetchPolicy names others.
+var defaultFetchPorts = []int{80, 443}
 
 // nat64 is the well-known NAT64 prefix, whose last four bytes are an IPv4
 // address that must pass the same checks.
@@ -70,11 +88,13 @@ func checkFetchAddr(ip netip.Addr) error {
 	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
 		return fmt.Errorf("%w: %s is a multicast address", errBlockedAddress, ip)
 	}
-	if ip.Is4() {
-		for _, p := range blockedPrefixes {
-			if p.Contains(ip) {
-				return fmt.Errorf("%w: %s is in the reserved range %s", errBlockedAddress, ip, p)
-			}
+	prefixes := blockedPrefixes
+	if ip.Is6() {
+		prefixes = blockedPrefixes6
+	}
+	for _, p := range prefixes {
+		if p.Contains(ip) {
+			return fmt.Errorf("%w: %s is in the reserved range %s", errBlockedAddress, ip, p)
 		}
 	}
 	return nil
@@ -83,10 +103,17 @@ func checkFetchAddr(ip netip.Addr) error {
 // dialControl runs on every connection the fetch client opens, after name
 // resolution and before connecting, so it sees the address actually used:
 // redirects and DNS rebinding cannot get past it.
-func dialControl(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
+func dialControl(ctx context.Context, network, address string, _ syscall.RawConn) error {
+	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errBlockedAddress, err)
+	}
+	ports := defaultFetchPorts
+	if f, ok := ctx.Value(fetcherKey{}).(*ImageFetcher); ok && len(f.policy.Ports) > 0 {
+		ports = f.policy.Ports
+	}
+	if n, err := strconv.Atoi(port); (err != nil || !slices.Contains(ports, n)) && !allowLoopbackFetch {
+		return fmt.Errorf("%w: port %s is not one of %v", errBlockedAddress, port, ports)
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
@@ -98,7 +125,8 @@ func dialControl(network, address string, _ syscall.RawConn) error {
 var fetchClient = newFetchClient()
 
 func newFetchClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: dialControl}
+	// the dial's context carries the request's values (its ImageFetcher)
+	dialer := &net.Dialer{Timeout: 5 * time.Second, ControlContext: dialControl}
 	return &http.Client{
 		Transport: &http.Transport{
 			// no proxy: a proxy would connect on our behalf, past the check
@@ -124,10 +152,22 @@ func newFetchClient() *http.Client {
 // FetchImage downloads an image a client gave by URL, for an upstream that
 // only takes inline bytes. It is bounded in size (MaxImageBytes) and time
 // (ImageFetchTimeout) and refuses to connect to loopback, private,
-// link-local and other non-public addresses, also after redirects. Errors
-// are *Error 400s that say what was wrong with the URL.
+// link-local and other non-public addresses, or to ports other than 80 and
+// 443, also after redirects. Within a request whose context carries an
+// ImageFetcher, each URL is fetched once however many channels are tried,
+// and the request's count and bytes of images are bounded.
+//
+// Errors are *Error 400s. Past a malformed URL they all say the same: a
+// client must not learn from them what answered, with what status, or how
+// fast (the gateway would be a port scanner for the networks it sits in).
 func FetchImage(ctx context.Context, rawURL string) (*Image, error) {
-	img, err := fetchImage(ctx, rawURL)
+	var img *Image
+	var err error
+	if f, ok := ctx.Value(fetcherKey{}).(*ImageFetcher); ok {
+		img, err = f.fetch(ctx, rawURL)
+	} else {
+		img, err = fetchImage(ctx, rawURL)
+	}
 	if err != nil {
 		imageFetchesFailed.Add(1)
 	} else {
@@ -153,59 +193,112 @@ func fetchImage(ctx context.Context, rawURL string) (*Image, error) {
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, BadRequest("image URL %q is invalid: %v", shorten(rawURL), err)
+		return nil, BadRequest("image URL %q must be an absolute http(s) URL", shorten(rawURL))
 	}
 	hr.Header.Set("Accept", "image/*")
 	hr.Header.Set("User-Agent", "caddy-model-gateway image fetch")
 	resp, err := fetchClient.Do(hr)
 	if err != nil {
-		switch {
-		case errors.Is(err, errBlockedAddress):
-			return nil, BadRequest("image URL %q was not fetched: it points to a non-public address (%v); give a public URL or send the image inline as base64", shorten(rawURL), unwrapBlocked(err))
-		case errors.Is(err, context.DeadlineExceeded):
-			return nil, BadRequest("image URL %q did not answer within %s; send the image inline as base64", shorten(rawURL), ImageFetchTimeout)
-		}
-		return nil, BadRequest("image URL %q could not be fetched: %v", shorten(rawURL), unwrapURLError(err))
+		return nil, notFetched(rawURL)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, BadRequest("image URL %q answered HTTP %d", shorten(rawURL), resp.StatusCode)
-	}
-	if resp.ContentLength > MaxImageBytes {
-		return nil, BadRequest("image at %q is %d bytes, more than the %d allowed", shorten(rawURL), resp.ContentLength, MaxImageBytes)
+	if resp.StatusCode != http.StatusOK || resp.ContentLength > MaxImageBytes {
+		return nil, notFetched(rawURL)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxImageBytes+1))
-	if err != nil {
-		return nil, BadRequest("image URL %q could not be read: %v", shorten(rawURL), unwrapURLError(err))
-	}
-	if int64(len(data)) > MaxImageBytes {
-		return nil, BadRequest("image at %q is more than the %d bytes allowed", shorten(rawURL), MaxImageBytes)
+	if err != nil || int64(len(data)) > MaxImageBytes {
+		return nil, notFetched(rawURL)
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if !strings.HasPrefix(mediaType, "image/") {
 		mediaType, _, _ = mime.ParseMediaType(http.DetectContentType(data))
 	}
 	if !strings.HasPrefix(mediaType, "image/") {
-		return nil, BadRequest("URL %q is not an image (it is %s)", shorten(rawURL), mediaType)
+		return nil, notFetched(rawURL)
 	}
 	return &Image{URL: "", MediaType: mediaType, Data: data}, nil
 }
 
-func unwrapBlocked(err error) error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if strings.HasPrefix(e.Error(), errBlockedAddress.Error()) {
-			return e
-		}
-	}
-	return err
+// notFetched is every fetch failure's one answer.
+func notFetched(rawURL string) *Error {
+	e := BadRequest("the image at %q could not be used: give a public http(s) URL of an image of at most %d bytes, or send the image inline as base64",
+		shorten(rawURL), MaxImageBytes)
+	e.Code = "image_fetch_failed"
+	return e
 }
 
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+// ImageFetcher fetches the images of one request: each URL once, however
+// many channels are tried, at most max images and maxBytes in all, and
+// through the process-wide slots of its FetchPolicy.
+type ImageFetcher struct {
+	policy *FetchPolicy
+	mu     sync.Mutex
+	done   map[string]fetchResult
+	bytes  int64
+}
+
+type fetchResult struct {
+	img *Image
+	err error
+}
+
+// FetchPolicy bounds image fetching process-wide: the gateway makes one.
+type FetchPolicy struct {
+	MaxImages int   // per request
+	MaxBytes  int64 // per request, all images together
+	// Ports a fetch may connect to; empty: 80 and 443.
+	Ports []int
+	slots chan struct{}
+}
+
+// NewFetchPolicy allows concurrent fetches at once across the process.
+func NewFetchPolicy(maxImages int, maxBytes int64, concurrent int) *FetchPolicy {
+	return &FetchPolicy{MaxImages: maxImages, MaxBytes: maxBytes, slots: make(chan struct{}, concurrent)}
+}
+
+// NewFetcher returns the fetcher of one request.
+func (p *FetchPolicy) NewFetcher() *ImageFetcher {
+	return &ImageFetcher{policy: p}
+}
+
+type fetcherKey struct{}
+
+// WithImageFetcher returns ctx carrying f, which FetchImage then uses.
+func WithImageFetcher(ctx context.Context, f *ImageFetcher) context.Context {
+	return context.WithValue(ctx, fetcherKey{}, f)
+}
+
+func (f *ImageFetcher) fetch(ctx context.Context, rawURL string) (*Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock() // one fetch at a time per request
+	if r, ok := f.done[rawURL]; ok {
+		return r.img, r.err
 	}
-	return err
+	if len(f.done) >= f.policy.MaxImages {
+		return nil, BadRequest("the request gives more than %d images by URL: send the others inline as base64", f.policy.MaxImages)
+	}
+	select {
+	case f.policy.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	img, err := fetchImage(ctx, rawURL)
+	<-f.policy.slots
+	if err == nil {
+		if f.bytes+int64(len(img.Data)) > f.policy.MaxBytes {
+			img, err = nil, BadRequest("the request's images given by URL add up to more than %d bytes: send fewer or smaller images", f.policy.MaxBytes)
+		} else {
+			f.bytes += int64(len(img.Data))
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // not cached: the request is over anyway
+	}
+	if f.done == nil {
+		f.done = map[string]fetchResult{}
+	}
+	f.done[rawURL] = fetchResult{img, err}
+	return img, err
 }
 
 // shorten keeps error messages readable when a client sends a huge URL.

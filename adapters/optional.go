@@ -26,6 +26,13 @@ type Releaser interface {
 	Release()
 }
 
+// EventLimiter is implemented by stream decoders that can bound one
+// upstream event's size: past n bytes Next returns ErrEventTooLarge rather
+// than buffering on. The relay sets each channel's max_stream_event.
+type EventLimiter interface {
+	SetMaxEvent(n int)
+}
+
 // Fallback is implemented by a dialect that claims every path under its
 // prefix that no other dialect claimed (OpenAI's /v1/): the gateway asks it
 // last.

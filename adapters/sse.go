@@ -3,6 +3,7 @@ package adapters
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"sync"
 )
@@ -23,7 +24,16 @@ type SSEReader struct {
 	frame []byte
 	data  []byte
 	ev    SSEEvent
+	// max bounds one event's frame in bytes; 0: unbounded.
+	max int
 }
+
+// ErrEventTooLarge is returned by SSEReader.Next for an event longer than
+// the reader's limit; the stream cannot go on after it.
+var ErrEventTooLarge = errors.New("stream event too large")
+
+// SetMaxEvent bounds one event's frame to n bytes (0: unbounded).
+func (s *SSEReader) SetMaxEvent(n int) { s.max = n }
 
 // sseReaders recycles readers and their buffers between streams.
 var sseReaders = sync.Pool{New: func() any {
@@ -46,7 +56,7 @@ func (s *SSEReader) Release() {
 		return // an outsized stream: let its buffers go
 	}
 	s.br.Reset(nil)
-	s.frame, s.data, s.ev = s.frame[:0], s.data[:0], SSEEvent{}
+	s.frame, s.data, s.ev, s.max = s.frame[:0], s.data[:0], SSEEvent{}, 0
 	sseReaders.Put(s)
 }
 
@@ -68,10 +78,16 @@ func (s *SSEReader) Next() (*SSEEvent, error) {
 				// a line longer than the buffer: gather it whole
 				buf := append([]byte(nil), line...)
 				for err == bufio.ErrBufferFull {
+					if s.max > 0 && len(s.frame)+len(buf) > s.max {
+						return nil, ErrEventTooLarge
+					}
 					line, err = s.br.ReadSlice('\n')
 					buf = append(buf, line...)
 				}
 				line = buf
+			}
+			if s.max > 0 && len(s.frame)+len(line) > s.max {
+				return nil, ErrEventTooLarge
 			}
 			if len(line) == 0 && err != nil {
 				if len(s.frame) > 0 && (hasData || name != "") {

@@ -187,6 +187,9 @@ func (d *sseDecoder) PartialText() string {
 	return string(text)
 }
 
+// SetMaxEvent implements EventLimiter.
+func (d *sseDecoder) SetMaxEvent(n int) { d.sse.SetMaxEvent(n) }
+
 // Pending implements Pending.
 func (d *sseDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
 
@@ -202,4 +205,5 @@ var (
 	_ PartialText   = (*sseDecoder)(nil)
 	_ Pending       = (*sseDecoder)(nil)
 	_ Releaser      = (*sseDecoder)(nil)
+	_ EventLimiter  = (*sseDecoder)(nil)
 )

@@ -6,20 +6,69 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/routing"
 )
 
-// relayBody answers a non-streamed request.
-func (h *Relay) relayBody(x *exchange, prov adapters.Provider, resp *http.Response) error {
+// readBounded reads a whole body of at most max bytes, sized by its
+// Content-Length when it gives a plausible one.
+func readBounded(resp *http.Response, max int64) ([]byte, error) {
+	if resp.ContentLength > max {
+		return nil, errBodyTooLarge
+	}
+	var buf []byte
+	if resp.ContentLength > 0 && !resp.Uncompressed {
+		buf = make([]byte, 0, resp.ContentLength+1)
+	} else {
+		buf = make([]byte, 0, 4<<10)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return nil, errBodyTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// relayBody answers a non-streamed request. The body is read whole, up to
+// the channel's max_response_body (counted after decompression) and within
+// its timeout.
+func (h *Relay) relayBody(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
+	defer at.end()
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := readBounded(resp, b.maxResponseBody)
 	x.ttfb = time.Since(x.start)
-	if err != nil {
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer broke off: %v", err))
+	switch {
+	case x.r.Context().Err() != nil:
+		return x.fail(adapters.ClientClosed())
+	case errors.Is(at.cause(), errTimeout):
+		h.log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.timeout))
+		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
+			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
+	case errors.Is(err, errBodyTooLarge):
+		h.log.Warn("upstream answer too large", zap.String("channel", ch.Name), zap.Int64("max_response_body", b.maxResponseBody))
+		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))
+	case err != nil:
+		h.log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
+		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
 	}
 	out, err := prov.DecodeResponse(x.req, body)
 	if err != nil {
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer could not be read: %v", err))
+		h.log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
+		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
 	}
 	x.usage = out.Usage
 	if !x.usage.Known() {
@@ -38,18 +87,19 @@ func (h *Relay) relayBody(x *exchange, prov adapters.Provider, resp *http.Respon
 	x.w.Header().Set("Content-Type", ct)
 	x.status = http.StatusOK
 	x.w.WriteHeader(http.StatusOK)
-	_, err = x.w.Write(encoded)
-	return err
+	_, _ = x.w.Write(encoded) // a write error is the client gone
+	return nil
 }
 
-// relayStream relays a stream event by event, flushing each as it comes.
-// Once the first byte is out, an upstream failure ends the stream with an
-// error event in the caller's dialect: never a clean end, which SDKs would
-// take for a finished answer.
-func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Response) error {
-	defer resp.Body.Close()
+// relayStream relays a stream event by event, flushing each as it comes;
+// first is the event openStream already read. Once the first byte is out,
+// an upstream failure (a break, an event past max_stream_event, a silence
+// past stream_idle_timeout) ends the stream with an error event in the
+// caller's dialect: never a clean end, which SDKs would take for a
+// finished answer.
+func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
+	defer at.end()
 	enc := x.dialect.NewStreamEncoder(x.req)
-	dec := prov.NewStreamDecoder(x.req, resp.Body)
 	rc := http.NewResponseController(x.w)
 	hdr := x.w.Header()
 	hdr.Set("Content-Type", enc.ContentType())
@@ -57,13 +107,12 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 	hdr.Set("X-Accel-Buffering", "no")
 	x.status = http.StatusOK
 	x.w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
 
 	pending, _ := dec.(adapters.Pending)
-	unflushed := false
+	unflushed := true // the headers
 	buf := make([]byte, 0, 512)
+	ev, err := first, error(nil)
 	for {
-		ev, err := dec.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				buf = enc.Finish(buf[:0])
@@ -76,13 +125,11 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
-			e := asError(err)
-			if e.Status == 0 || e.Status < 400 {
-				e.Status = http.StatusBadGateway
+			f := h.streamFailure(ch, at, b, err)
+			if f.channel {
+				ch.Failed(h.app.health, time.Now(), 0)
 			}
-			if _, ok := err.(*adapters.Error); !ok {
-				e = adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream stream broke off before its end: %v", err)
-			}
+			e := f.err
 			x.status, x.errMsg = e.Status, e.Message
 			buf = enc.Error(buf[:0], e)
 			if _, werr := x.w.Write(buf); werr == nil {
@@ -90,6 +137,7 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 			}
 			break
 		}
+		at.alive()
 		if x.ttfb == 0 {
 			x.ttfb = time.Since(x.start)
 		}
@@ -102,14 +150,15 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 			}
 			unflushed = true
 		}
-		if !unflushed || (pending != nil && pending.Pending()) {
-			continue // the next event is already here: one flush for both
+		if unflushed && (pending == nil || !pending.Pending()) {
+			// nothing more is here yet: flush (else one flush for both)
+			if err := rc.Flush(); err != nil {
+				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+				break
+			}
+			unflushed = false
 		}
-		if err := rc.Flush(); err != nil {
-			x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
-			break
-		}
-		unflushed = false
+		ev, err = dec.Next()
 	}
 	if !x.usage.Known() {
 		if pt, ok := dec.(adapters.PartialText); ok {

@@ -8,7 +8,6 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -50,6 +49,25 @@ type App struct {
 	Metrics *MetricsConfig `json:"metrics,omitempty"`
 	// Retention bounds how long usage rows are kept; off by default.
 	Retention *RetentionConfig `json:"retention,omitempty"`
+	// MaxInflightBody bounds the bytes of request bodies being read and
+	// decoded at once, process-wide; past it requests get a 503. Default
+	// 256 MiB.
+	MaxInflightBody int64 `json:"max_inflight_body,omitempty"`
+	// MaxElements bounds the elements of any one JSON array or object in a
+	// request (messages, parts, tools, inputs). Default 10,000.
+	MaxElements int `json:"max_elements,omitempty"`
+	// MaxFetchedImages bounds the images one request gives by URL, which
+	// the gateway fetches for upstreams that take only inline images.
+	// Default 16.
+	MaxFetchedImages int `json:"max_fetched_images,omitempty"`
+	// MaxFetchedBytes bounds the bytes of one request's fetched images
+	// together. Default 64 MiB.
+	MaxFetchedBytes int64 `json:"max_fetched_bytes,omitempty"`
+	// ImageFetchPorts are the ports fetched image URLs may use. Default 80
+	// and 443.
+	ImageFetchPorts []int `json:"image_fetch_ports,omitempty"`
+	// Health sets when failing channels are ejected.
+	Health *HealthConfig `json:"health,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -71,9 +89,14 @@ type App struct {
 	providers map[string]adapters.Provider
 	// dialects in routing order
 	dialects []adapters.Dialect
-	client   *http.Client            // shared by every networked channel
 	clients  map[string]*http.Client // by channel name
-	log      *zap.Logger
+	// transports by timeouts, shared by the channels that agree on them
+	transports map[transportKey]*http.Client
+	bounds     map[string]channelBounds // by channel name
+	health     routing.HealthPolicy
+	inflight   *inflightBodies
+	fetch      *adapters.FetchPolicy
+	log        *zap.Logger
 
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
@@ -104,6 +127,23 @@ type ChannelConfig struct {
 	// Version is refused with a message: it moved into the adapter's own
 	// options ("adapter": {"type": "anthropic", "version": "..."}).
 	Version string `json:"version,omitempty"`
+
+	// DialTimeout bounds connecting to the upstream. Default 10s.
+	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
+	// ResponseHeaderTimeout bounds the wait for the upstream's status
+	// line; on expiry the next channel is tried. Default 60s.
+	ResponseHeaderTimeout caddy.Duration `json:"response_header_timeout,omitempty"`
+	// StreamIdleTimeout is the longest silence between two stream events;
+	// on expiry the stream ends with an error event. Default 120s.
+	StreamIdleTimeout caddy.Duration `json:"stream_idle_timeout,omitempty"`
+	// Timeout bounds a whole non-streamed answer. Default 10m.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// MaxResponseBody bounds a non-streamed answer, after decompression;
+	// a larger one is a 502. Default 64 MiB.
+	MaxResponseBody int64 `json:"max_response_body,omitempty"`
+	// MaxStreamEvent bounds one stream event; a larger one ends the
+	// stream with an error event. Default 32 MiB.
+	MaxStreamEvent int64 `json:"max_stream_event,omitempty"`
 
 	adapter string // the adapter's name, while the Caddyfile is parsed
 }
@@ -145,6 +185,22 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
+	if a.MaxInflightBody <= 0 {
+		a.MaxInflightBody = 256 << 20
+	}
+	if a.MaxElements <= 0 {
+		a.MaxElements = adapters.DefaultMaxElements
+	}
+	a.inflight = &inflightBodies{max: max(a.MaxInflightBody, a.MaxRequestBody)}
+	if a.MaxFetchedImages <= 0 {
+		a.MaxFetchedImages = 16
+	}
+	if a.MaxFetchedBytes <= 0 {
+		a.MaxFetchedBytes = 64 << 20
+	}
+	// image fetches at once, process-wide
+	a.fetch = adapters.NewFetchPolicy(a.MaxFetchedImages, a.MaxFetchedBytes, 64)
+	a.fetch.Ports = a.ImageFetchPorts
 	dialects, err := loadDialects(ctx)
 	if err != nil {
 		return err
@@ -153,20 +209,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionPrices(); err != nil {
 		return err
 	}
-	a.client = &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		// small buffers: thousands of streams stay open at once, and the
-		// SSE reader above the connection buffers again anyway
-		WriteBufferSize: 1 << 10,
-		ReadBufferSize:  2 << 10,
-	}}
+	a.health = a.Health.policy()
 	if err := a.provisionChannels(ctx, repl); err != nil {
 		return err
 	}
@@ -289,6 +332,8 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.providers = map[string]adapters.Provider{}
 	a.clients = map[string]*http.Client{}
+	a.transports = map[transportKey]*http.Client{}
+	a.bounds = map[string]channelBounds{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -343,7 +388,9 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 			}
 		}
 		a.providers[cc.Name] = prov
-		a.clients[cc.Name] = a.client
+		b := cc.bounds()
+		a.bounds[cc.Name] = b
+		a.clients[cc.Name] = a.clientFor(b)
 		if t, ok := prov.(adapters.Transporter); ok {
 			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
 		}
@@ -412,8 +459,8 @@ func (a *App) Stop() error {
 // Cleanup releases the app's hold on the shared database and its idle
 // upstream connections.
 func (a *App) Cleanup() error {
-	if a.client != nil {
-		a.client.CloseIdleConnections()
+	for _, c := range a.transports {
+		c.CloseIdleConnections()
 	}
 	if a.db != nil {
 		return a.db.release()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -106,8 +107,15 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
 	}
+	client := clientAddress(r)
+	if h.app.db.authFailures.Peek(client, time.Now(), authFailureWindow) >= maxAuthFailures {
+		w.Header().Set("Retry-After", strconv.Itoa(int(authFailureWindow.Seconds())))
+		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
+			Message: "too many requests with an invalid API key came from your address: wait a minute, then retry with a valid key"})
+	}
 	id, err := h.app.db.keys.Lookup(r.Context(), key)
 	if errors.Is(err, keys.ErrUnknownKey) {
+		h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
 			Message: "the API key is not valid: check that you copied the whole sk-... key the gateway issued"})
 	}
@@ -138,6 +146,13 @@ func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Ha
 	}
 	return next.ServeHTTP(w, r)
 }
+
+// Failed authentications a client address may make per window before it
+// is answered 429 without a key lookup.
+const (
+	maxAuthFailures   = 20
+	authFailureWindow = time.Minute
+)
 
 func credentialHint(d adapters.Dialect) string {
 	if h, ok := d.(adapters.CredentialHinter); ok {

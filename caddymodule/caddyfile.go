@@ -31,6 +31,11 @@ func init() {
 //		database sqlite <path>
 //		token_cache_ttl <duration>
 //		max_request_body <size>
+//		max_inflight_body <size>
+//		max_elements <n>
+//		max_fetched_images <n>
+//		max_fetched_bytes <size>
+//		image_fetch_ports <port>...
 //		max_attempts <n>
 //		default_max_tokens <n>
 //		registration on|off
@@ -45,6 +50,11 @@ func init() {
 //			batch_size <n>
 //			pause <duration>
 //		}
+//		health {
+//			consecutive_failures <n>
+//			base_ejection <duration>
+//			max_ejection <duration>
+//		}
 //		channel <name> {
 //			type <type>
 //			base_url <url>
@@ -53,7 +63,12 @@ func init() {
 //			model_map <asked> <upstream>
 //			priority <n>
 //			weight <n>
-//			version <vendor api version>
+//			dial_timeout <duration>
+//			response_header_timeout <duration>
+//			stream_idle_timeout <duration>
+//			timeout <duration>
+//			max_response_body <size>
+//			max_stream_event <size>
 //		}
 //		price <model> free
 //		price <model> {
@@ -102,16 +117,24 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("token_cache_ttl: %v", err)
 			}
 			a.TokenCacheTTL = caddy.Duration(dur)
-		case "max_request_body":
+		case "max_request_body", "max_inflight_body", "max_fetched_bytes":
+			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
 			size, err := parseSize(d.Val())
 			if err != nil {
-				return d.Errf("max_request_body: %v", err)
+				return d.Errf("%s: %v", name, err)
 			}
-			a.MaxRequestBody = size
-		case "max_attempts", "default_max_tokens":
+			switch name {
+			case "max_request_body":
+				a.MaxRequestBody = size
+			case "max_inflight_body":
+				a.MaxInflightBody = size
+			default:
+				a.MaxFetchedBytes = size
+			}
+		case "max_attempts", "default_max_tokens", "max_elements", "max_fetched_images":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -120,9 +143,14 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil || n <= 0 {
 				return d.Errf("%s must be a positive integer, not %q", name, d.Val())
 			}
-			if name == "max_attempts" {
+			switch name {
+			case "max_attempts":
 				a.MaxAttempts = n
-			} else {
+			case "max_elements":
+				a.MaxElements = n
+			case "max_fetched_images":
+				a.MaxFetchedImages = n
+			default:
 				a.DefaultMaxTokens = int64(n)
 			}
 		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit":
@@ -144,6 +172,24 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if rc.Usage > 0 {
 				a.Retention = rc
 			}
+		case "image_fetch_ports":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			for _, v := range args {
+				p, err := strconv.Atoi(v)
+				if err != nil || p <= 0 || p > 65535 {
+					return d.Errf("image_fetch_ports: %q is not a port", v)
+				}
+				a.ImageFetchPorts = append(a.ImageFetchPorts, p)
+			}
+		case "health":
+			hc, err := parseHealthPolicy(d)
+			if err != nil {
+				return err
+			}
+			a.Health = hc
 		case "channel":
 			ch, err := parseChannel(d)
 			if err != nil {
@@ -164,6 +210,46 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseHealthPolicy reads `health { consecutive_failures <n> base_ejection
+// <d> max_ejection <d> }`.
+func parseHealthPolicy(d *caddyfile.Dispenser) (*HealthConfig, error) {
+	hc := &HealthConfig{}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if !d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		switch opt {
+		case "consecutive_failures":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return nil, d.Errf("health: consecutive_failures must be a positive integer, not %q", v)
+			}
+			hc.ConsecutiveFailures = n
+		case "base_ejection", "max_ejection":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("health: %s must be a duration above zero such as 30s, not %q", opt, v)
+			}
+			if opt == "base_ejection" {
+				hc.BaseEjection = caddy.Duration(dur)
+			} else {
+				hc.MaxEjection = caddy.Duration(dur)
+			}
+		default:
+			return nil, d.Errf("health: unrecognized option %q", opt)
+		}
+	}
+	return hc, nil
 }
 
 func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
@@ -222,6 +308,29 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 					ch.Priority = n
 				} else {
 					ch.Weight = n
+				}
+			}
+		case "dial_timeout", "response_header_timeout", "stream_idle_timeout", "timeout":
+			var v string
+			if v, err = one(); err == nil {
+				dur, perr := caddy.ParseDuration(v)
+				if perr != nil || dur <= 0 {
+					return nil, d.Errf("channel %s: %s must be a duration above zero such as 30s, not %q", ch.Name, opt, v)
+				}
+				*map[string]*caddy.Duration{"dial_timeout": &ch.DialTimeout, "response_header_timeout": &ch.ResponseHeaderTimeout,
+					"stream_idle_timeout": &ch.StreamIdleTimeout, "timeout": &ch.Timeout}[opt] = caddy.Duration(dur)
+			}
+		case "max_response_body", "max_stream_event":
+			var v string
+			if v, err = one(); err == nil {
+				size, perr := parseSize(v)
+				if perr != nil {
+					return nil, d.Errf("channel %s: %s: %v", ch.Name, opt, perr)
+				}
+				if opt == "max_response_body" {
+					ch.MaxResponseBody = size
+				} else {
+					ch.MaxStreamEvent = size
 				}
 			}
 		case "version":

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -23,14 +25,16 @@ import (
 var databases = caddy.NewUsagePool()
 
 type database struct {
-	key    string
-	store  store.Store
-	keys   *keys.Cache
-	ledger *billing.Ledger
-	writer *billing.Writer
-	log    *zap.Logger
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	key   string
+	store store.Store
+	keys  *keys.Cache
+	// authFailures counts failed authentications by client address
+	authFailures *keys.LRU
+	ledger       *billing.Ledger
+	writer       *billing.Writer
+	log          *zap.Logger
+	stop         context.CancelFunc
+	wg           sync.WaitGroup
 
 	// metrics and health last as long as the entry, across reloads
 	metrics *databaseMetrics
@@ -50,6 +54,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (
 		}
 		db := &database{key: key, store: st, ledger: billing.NewLedger(), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
+		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"))
 		db.metrics = newDatabaseMetrics(db)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -129,9 +134,15 @@ func bootstrapRoot(st store.Store, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("creating the root user: %w", err)
 	}
-	log.Warn("created the root user on an empty database; this password is shown only once: change it with 'caddy gateway user passwd --username root'",
-		zap.String("username", "root"), zap.String("password", password))
+	// the password goes to the terminal, apart from the structured log,
+	// which log shippers carry to aggregators
+	log.Warn("created the root user on an empty database; its password is printed once on stderr, apart from this log: change it with 'caddy gateway user passwd --username root'",
+		zap.String("username", "root"))
+	fmt.Fprintf(rootPasswordOut, "\n  The gateway created its root user. Username: root  Password: %s\n  This is shown only once; change it with: caddy gateway user passwd --username root\n\n", password)
 	return nil
 }
+
+// rootPasswordOut is where the new root password is printed.
+var rootPasswordOut io.Writer = os.Stderr
 
 var _ caddy.Destructor = (*database)(nil)

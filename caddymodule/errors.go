@@ -19,28 +19,6 @@ func (x *exchange) fail(e *adapters.Error) error {
 	return writeError(x.w, x.dialect, e)
 }
 
-// retryable statuses send the request to the next channel: the upstream is
-// down, overloaded or rate limited (or refused the channel itself, which
-// channelError made a 502), and another channel may not be.
-func retryable(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
-}
-
-// channelError rewrites an upstream refusal of the channel itself: the
-// client's key was fine, so it must not see a 401, nor the upstream's
-// message, which can quote part of the channel's key.
-func channelError(e *adapters.Error, channel string) *adapters.Error {
-	switch e.Status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
-			"the upstream refused channel %q's credentials (HTTP %d): the gateway's operator must fix its key", channel, e.Status)
-	case http.StatusNotFound:
-		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
-			"the upstream of channel %q does not know this model or endpoint (HTTP 404): the gateway's operator must fix its model list", channel)
-	}
-	return e
-}
-
 // asError turns any error into a neutral one.
 func asError(err error) *adapters.Error {
 	var e *adapters.Error
@@ -70,6 +48,8 @@ func writeError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) er
 		h.Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(e.Status)
-	_, err := w.Write(d.EncodeError(e))
-	return err
+	// a client that cannot be written to has gone: nothing to tell Caddy,
+	// which would log the request with its headers
+	_, _ = w.Write(d.EncodeError(e))
+	return nil
 }

@@ -21,8 +21,8 @@ func (h *Relay) countLocally(x *exchange) error {
 	x.status = http.StatusOK
 	x.w.Header().Set("Content-Type", "application/json")
 	x.w.WriteHeader(http.StatusOK)
-	_, err := x.w.Write(body)
-	return err
+	_, _ = x.w.Write(body) // a write error is the client gone
+	return nil
 }
 
 // settle charges what the request used, by the upstream's counts or, when
@@ -44,7 +44,7 @@ func (h *Relay) settle(x *exchange) {
 		CreatedAt:        x.start,
 		UserID:           x.id.User.ID,
 		TokenID:          x.id.Token.ID,
-		Model:            req.Model,
+		Model:            truncate(req.Model, maxModelName),
 		Channel:          x.channel,
 		Endpoint:         x.r.URL.Path,
 		PromptTokens:     u.PromptTokens,
@@ -57,7 +57,7 @@ func (h *Relay) settle(x *exchange) {
 		Stream:           req.Stream,
 		LatencyMS:        took.Milliseconds(),
 		TTFBMS:           x.ttfb.Milliseconds(),
-		Error:            x.errMsg,
+		Error:            truncate(x.errMsg, 1024),
 
 		RequestID:         x.requestID,
 		UpstreamRequestID: x.upstreamID,

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -101,25 +102,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	// every request past authentication gets a usage row, refused ones too
 	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
 	defer h.settle(x)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.MaxRequestBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return x.fail(adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
-				"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody))
-		}
-		return x.fail(adapters.BadRequest("the request body could not be read: %v", err))
-	}
-	// an unknown model is a 404 whatever else is wrong with the body
-	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-		if m := p.PeekModel(rt.op, body, r); m != "" && !a.channels.Has(m) {
-			x.req.Model = m
-			return x.fail(unknownModel(m))
-		}
-	}
-	req, err := rt.dialect.DecodeRequest(rt.op, body, r)
-	if err != nil {
-		return x.fail(asError(err))
+	req, e := h.decode(x, rt)
+	if e != nil {
+		return x.fail(e)
 	}
 	x.req = req
 	if e := h.admit(x); e != nil {
@@ -134,32 +119,102 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			return h.countLocally(x)
 		}
 	}
-	var lastErr *adapters.Error
+	var last *failure
 	for i, ch := range plan {
-		prov := a.providers[ch.Name]
-		resp, e := h.send(x, ch, prov)
-		if e != nil {
-			e = channelError(e, ch.Name)
-			lastErr = e
-			if retryable(e.Status) {
-				a.metrics.attemptFailed(ch.Name, e.Status, i+1 < len(plan))
-				h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
-				continue
-			}
-			return x.fail(e)
+		if i > 0 && x.r.Context().Err() != nil {
+			return x.fail(adapters.ClientClosed()) // failovers stop when the client has gone
 		}
+		prov := a.providers[ch.Name]
+		b := a.bounds[ch.Name]
+		at := newAttempt(x.r.Context(), b, req.Stream)
+		resp, f := h.send(x, at, ch, prov)
+		var dec adapters.StreamDecoder
+		var first *adapters.StreamEvent
+		if f == nil && req.Stream {
+			dec, first, f = h.openStream(x, at, ch, b, prov, resp)
+		}
+		if f != nil {
+			at.end()
+			if f.err.Status == adapters.StatusClientClosed {
+				return x.fail(f.err)
+			}
+			if !f.channel {
+				return x.fail(f.err)
+			}
+			last = f
+			a.metrics.attemptFailed(ch.Name, f.err.Status, i+1 < len(plan))
+			if ch.Failed(a.health, time.Now(), f.retryAfter) {
+				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
+			}
+			if ce := h.log.Check(zap.WarnLevel, "channel failed; trying the next"); ce != nil {
+				ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message))
+			}
+			continue
+		}
+		ch.Succeeded()
 		x.channel = ch.Name
 		if req.Stream {
-			return h.relayStream(x, prov, resp)
+			return h.relayStream(x, at, ch, b, dec, first)
 		}
-		return h.relayBody(x, prov, resp)
+		return h.relayBody(x, at, ch, b, prov, resp)
 	}
-	if lastErr == nil {
-		lastErr = adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model)
-	} else if lastErr.Status < 500 && lastErr.Status != http.StatusTooManyRequests {
-		lastErr.Status = http.StatusBadGateway
+	if last == nil {
+		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
 	}
-	return x.fail(lastErr)
+	return x.fail(last.err)
+}
+
+// decode reads and decodes the request body within the gateway's bounds:
+// its size, the bytes of bodies being decoded at once across the process,
+// the pre-scan (duplicate keys, element counts) and the model name.
+func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Error) {
+	a := h.app
+	body, held, err := a.inflight.readRequestBody(x.r, a.MaxRequestBody)
+	defer a.inflight.give(held)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return nil, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
+			"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody)
+	case errors.Is(err, errBodyBusy):
+		x.w.Header().Set("Retry-After", "1")
+		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
+			"the gateway is reading too many large requests at once: retry shortly")
+	case err != nil:
+		if x.r.Context().Err() != nil {
+			return nil, adapters.ClientClosed()
+		}
+		return nil, adapters.BadRequest("the request body could not be read")
+	}
+	// an unknown model is a 404 whatever else is wrong with the body
+	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
+		if m := p.PeekModel(rt.op, body, x.r); m != "" && !a.channels.Has(m) {
+			if e := checkModelName(m); e != nil {
+				return nil, e // not echoed back, nor kept
+			}
+			x.req.Model = m
+			return nil, unknownModel(m)
+		}
+	}
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		if e := adapters.PreScan(body, a.MaxElements); e != nil {
+			return nil, e
+		}
+	}
+	req, err := rt.dialect.DecodeRequest(rt.op, body, x.r)
+	if err != nil {
+		return nil, asError(err)
+	}
+	if e := checkModelName(req.Model); e != nil {
+		return nil, e
+	}
+	if n := imageURLs(req); n > 0 {
+		if n > a.MaxFetchedImages {
+			return nil, adapters.BadRequest("the request gives %d images by URL, more than the gateway's limit of %d: send the others inline as base64", n, a.MaxFetchedImages)
+		}
+		// each image is fetched once for the request, not once per channel tried
+		x.r = x.r.WithContext(adapters.WithImageFetcher(x.r.Context(), a.fetch.NewFetcher()))
+	}
+	return req, nil
 }
 
 // sameDialect keeps the channels whose upstream speaks the dialect.
@@ -222,12 +277,12 @@ func unknownModel(model string) *adapters.Error {
 }
 
 // send makes one attempt on one channel. It returns the upstream response
-// when its status is 2xx, and otherwise an error in neutral form.
-func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (*http.Response, *adapters.Error) {
+// when its status is 2xx, and otherwise why not.
+func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *failure) {
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
-	hr, err := prov.NewRequest(x.r.Context(), up, x.req)
+	hr, err := prov.NewRequest(at.ctx, up, x.req)
 	if err != nil {
-		return nil, asError(err)
+		return nil, &failure{err: asError(err)}
 	}
 	resp, err := h.app.clients[ch.Name].Do(hr)
 	if err == nil {
@@ -235,18 +290,39 @@ func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (
 	}
 	if err != nil {
 		if x.r.Context().Err() != nil {
-			return nil, adapters.ClientClosed()
+			return nil, &failure{err: adapters.ClientClosed()}
 		}
-		h.log.Warn("upstream request failed", zap.String("channel", ch.Name), zap.Error(err))
-		return nil, adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not be reached", ch.Name)
+		return nil, h.transportFailure(ch, at, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		e := prov.DecodeError(resp.StatusCode, b)
-		return nil, e
+		return nil, h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
 	}
 	return resp, nil
+}
+
+// openStream reads a stream's first event before the client's headers go
+// out, so an upstream that fails at once (an overloaded error as its first
+// event, a stream that stays silent or ends) fails over like a status error.
+func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *failure) {
+	dec := prov.NewStreamDecoder(x.req, resp.Body)
+	if l, ok := dec.(adapters.EventLimiter); ok {
+		l.SetMaxEvent(b.maxStreamEvent)
+	}
+	at.alive()
+	first, err := dec.Next()
+	if err == nil {
+		return dec, first, nil
+	}
+	resp.Body.Close()
+	if r, ok := dec.(adapters.Releaser); ok {
+		r.Release()
+	}
+	if x.r.Context().Err() != nil {
+		return nil, nil, &failure{err: adapters.ClientClosed()}
+	}
+	return nil, nil, h.streamFailure(ch, at, b, err)
 }
 
 // Interface guards.

@@ -94,3 +94,7 @@ func (s *openaiSetup) client(key string, opts ...option.RequestOption) *openai.C
 	c := openai.NewClient(append([]option.RequestOption{option.WithBaseURL(s.gw.URL + "/v1/"), option.WithAPIKey(key)}, opts...)...)
 	return &c
 }
+
+// TestMain fails the run if any gateway started by these tests logged a
+// key that the tests issued or configured.
+func TestMain(m *testing.M) { gatewaytest.Main(m) }

@@ -20,8 +20,9 @@ type Identity struct {
 // Cache maps key hashes to identities. An entry older than Fresh is
 // reloaded in the background while the cached one keeps serving, so
 // disabling a token takes effect within about Fresh; an entry unused for
-// Expire is dropped. Unknown keys are remembered briefly too, so a client
-// retrying a wrong key does not reach the database every time.
+// Expire is dropped. Unknown keys are remembered for Expire too, in a
+// bounded LRU (a client sending random keys cannot grow it without end),
+// so a client retrying a wrong key does not reach the database every time.
 type Cache struct {
 	st     store.Store
 	Fresh  time.Duration
@@ -30,7 +31,8 @@ type Cache struct {
 	OnLoad func(*Identity)
 
 	mu      sync.Mutex
-	entries map[string]*entry
+	entries map[string]*entry // known keys
+	unknown *LRU              // hashes of keys the store does not have
 	flight  singleflight.Group
 	// counted under mu, which Lookup holds anyway
 	hits, misses uint64
@@ -44,6 +46,9 @@ func (c *Cache) Stats() (hits, misses uint64) {
 	return c.hits, c.misses
 }
 
+// MaxUnknownKeys bounds how many unknown keys a Cache remembers.
+const MaxUnknownKeys = 10000
+
 type entry struct {
 	id       *Identity // nil: the key is unknown
 	loadedAt time.Time
@@ -53,7 +58,7 @@ type entry struct {
 
 // NewCache returns a cache over st.
 func NewCache(st store.Store, fresh time.Duration) *Cache {
-	return &Cache{st: st, Fresh: fresh, Expire: time.Minute, entries: map[string]*entry{}}
+	return &Cache{st: st, Fresh: fresh, Expire: time.Minute, entries: map[string]*entry{}, unknown: NewLRU(MaxUnknownKeys)}
 }
 
 // ErrUnknownKey is returned for a key the store does not have.
@@ -63,6 +68,9 @@ var ErrUnknownKey = errors.New("unknown key")
 func (c *Cache) Lookup(ctx context.Context, key string) (*Identity, error) {
 	h := Hash(key)
 	now := time.Now()
+	if c.unknown.Seen(h, now, c.Expire) {
+		return nil, ErrUnknownKey
+	}
 	c.mu.Lock()
 	e, ok := c.entries[h]
 	if ok && now.Sub(e.loadedAt) < c.Expire {
@@ -89,13 +97,17 @@ func (c *Cache) Lookup(ctx context.Context, key string) (*Identity, error) {
 		return c.load(ctx, h)
 	})
 	id, _ := v.(*Identity)
-	if err != nil && !errors.Is(err, ErrUnknownKey) {
+	if errors.Is(err, ErrUnknownKey) {
+		c.unknown.Add(h, now)
+		return nil, err
+	}
+	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	c.entries[h] = &entry{id: id, loadedAt: now, usedAt: now}
 	c.mu.Unlock()
-	return id, err
+	return id, nil
 }
 
 func (c *Cache) reload(h string) {
@@ -139,6 +151,7 @@ func (c *Cache) load(ctx context.Context, h string) (*Identity, error) {
 
 // Forget drops a key hash, for changes this process made itself.
 func (c *Cache) Forget(keyHash string) {
+	c.unknown.Remove(keyHash)
 	c.mu.Lock()
 	delete(c.entries, keyHash)
 	c.mu.Unlock()

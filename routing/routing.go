@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync/atomic"
+	"time"
 )
 
 // Channel is one configured upstream.
@@ -21,7 +22,8 @@ type Channel struct {
 	Priority int
 	Weight   int
 
-	next atomic.Uint64 // key rotation
+	next   atomic.Uint64 // key rotation
+	health health
 }
 
 // Key returns the channel's next key, round robin.
@@ -44,6 +46,7 @@ func (c *Channel) UpstreamModel(model string) string {
 // request without locks.
 type Set struct {
 	byModel map[string][]tier // tiers in descending priority
+	all     []*Channel        // in configuration order
 	models  []string
 	owner   map[string]string // model -> type of its first channel
 }
@@ -56,7 +59,7 @@ type tier struct {
 // NewSet indexes channels by the models they serve (their models and the
 // asked names of their model map).
 func NewSet(channels []*Channel) *Set {
-	s := &Set{byModel: map[string][]tier{}, owner: map[string]string{}}
+	s := &Set{byModel: map[string][]tier{}, owner: map[string]string{}, all: channels}
 	grouped := map[string]map[int][]*Channel{}
 	for _, c := range channels {
 		if c.Weight <= 0 {
@@ -109,7 +112,9 @@ func (s *Set) Has(model string) bool { return len(s.byModel[model]) > 0 }
 
 // Plan returns the order in which to try the model's channels: by priority,
 // and within a priority a weighted random order, so load spreads by weight
-// and a failed channel's share falls to the others. At most max channels.
+// and a failed channel's share falls to the others. Ejected channels are
+// left out unless every one is ejected (see HealthPolicy). At most max
+// channels.
 func (s *Set) Plan(model string, max int) []*Channel {
 	tiers := s.byModel[model]
 	var out []*Channel
@@ -119,9 +124,10 @@ func (s *Set) Plan(model string, max int) []*Channel {
 		} else {
 			out = append(out, weightedOrder(t)...)
 		}
-		if len(out) >= max {
-			return out[:max]
-		}
+	}
+	out = healthy(out, time.Now())
+	if len(out) > max {
+		return out[:max]
 	}
 	return out
 }

@@ -7,6 +7,7 @@ package tokenizer
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -57,7 +58,50 @@ func Count(model, text string) int64 {
 	if err != nil {
 		return int64(len(text)+3) / 4
 	}
-	return int64(len(enc.EncodeOrdinary(text)))
+	// BPE merges are quadratic in a piece's length, so a long run without
+	// spaces (a megabyte of one letter) is counted in slices of maxRun
+	// bytes: a count a little above the exact one, in linear time
+	var n int64
+	for len(text) > 0 {
+		plain, run, rest := nextLongRun(text)
+		if plain != "" {
+			n += int64(len(enc.EncodeOrdinary(plain)))
+		}
+		for len(run) > 0 {
+			cut := min(maxRun, len(run))
+			for cut < len(run) && !utf8.RuneStart(run[cut]) {
+				cut++
+			}
+			n += int64(len(enc.EncodeOrdinary(run[:cut])))
+			run = run[cut:]
+		}
+		text = rest
+	}
+	return n
+}
+
+// maxRun is the longest run of non-space bytes encoded in one piece.
+const maxRun = 64
+
+// nextLongRun splits text into what comes before its first run of more
+// than maxRun bytes of one kind (spaces, or anything else: both are single
+// pieces to the encoder), that run, and the rest.
+func nextLongRun(text string) (plain, run, rest string) {
+	start, space := 0, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		sp := c == ' ' || c == '\n' || c == '\t' || c == '\r'
+		if i == 0 || sp != space {
+			if i-start > maxRun {
+				return text[:start], text[start:i], text[i:]
+			}
+			start, space = i, sp
+		}
+	}
+	if len(text)-start > maxRun {
+		return text[:start], text[start:], ""
+	}
+	return text, "", ""
 }
 
 // Per-message overhead of OpenAI's chat format: every message is wrapped in

@@ -1,6 +1,9 @@
 package tokenizer
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCount(t *testing.T) {
 	tests := []struct {
@@ -40,5 +43,26 @@ func TestCountChat(t *testing.T) {
 	// two messages of two tokens each: 2*(3+2) + 3
 	if got := CountChat("gpt-4o", []string{"hello world", "hello world"}); got != 13 {
 		t.Fatalf("CountChat = %d, want 13", got)
+	}
+}
+
+// TestLongRunIsLinear: a megabyte of one letter is counted without the
+// quadratic cost of one huge BPE piece (the test binary's timeout is the
+// bound: this took minutes before), and a count of about a token per few
+// bytes comes back; short text counts exactly as before.
+func TestLongRunIsLinear(t *testing.T) {
+	n := Count("gpt-4o", strings.Repeat("a", 1<<20))
+	if n < (1<<20)/64 || n > 1<<20 {
+		t.Fatalf("1 MB of one letter counted as %d tokens", n)
+	}
+	if got := Count("gpt-4o", "hello world"); got != 2 {
+		t.Fatalf("hello world = %d tokens, want 2", got)
+	}
+	if n := Count("gpt-4o", "a"+strings.Repeat(" ", 1<<20)+"b"); n < 2 || n > 1<<20 {
+		t.Fatalf("a megabyte of spaces counted as %d tokens", n)
+	}
+	long := strings.Repeat("x", 100) + " tail"
+	if got := Count("gpt-4o", long); got <= Count("gpt-4o", " tail") {
+		t.Fatalf("a long run then text = %d", got)
 	}
 }

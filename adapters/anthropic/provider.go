@@ -142,9 +142,16 @@ func DecodeError(status int, body []byte) *adapters.Error {
 	if json.Unmarshal(body, &w) == nil && w.Error != nil && w.Error.Message != "" {
 		e.Message = w.Error.Message
 		e.Type = errorTypeFromWire(w.Error.Type, status)
-		return e
+		if w.Error.Type == "billing_error" {
+			e.Fault = adapters.FaultChannel
+		}
+	} else {
+		e.Message = fmt.Sprintf("upstream answered HTTP %d", status)
 	}
-	e.Message = fmt.Sprintf("upstream answered HTTP %d", status)
+	// 402: the channel's account has no credit left
+	if status == http.StatusPaymentRequired {
+		e.Fault = adapters.FaultChannel
+	}
 	return e
 }
 

@@ -198,8 +198,12 @@ func DecodeError(status int, body []byte) *adapters.Error {
 	if d := errorDetailOf(body); d != nil && d.Message != "" {
 		e.Message, e.Code = d.Message, d.Status
 		e.Type = errorType(d.Status, status)
-		if bytes.Contains(d.Details, []byte("API_KEY_INVALID")) {
-			e.Type = adapters.ErrAuthentication
+		// Gemini refuses a bad or expired key with a 400 whose reason is
+		// in the details; a project without billing or quota says so the
+		// same way: the channel's fault, not the request's
+		if bytes.Contains(d.Details, []byte("API_KEY_INVALID")) || bytes.Contains(d.Details, []byte("API_KEY_EXPIRED")) ||
+			bytes.Contains(d.Details, []byte("BILLING_DISABLED")) || bytes.Contains(d.Details, []byte("CONSUMER_SUSPENDED")) {
+			e.Type, e.Fault = adapters.ErrAuthentication, adapters.FaultChannel
 		}
 		return e
 	}

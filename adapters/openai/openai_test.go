@@ -267,7 +267,7 @@ func TestDecodeError(t *testing.T) {
 		{400, `{"error":{"message":"Unrecognized request argument supplied: foo","type":"invalid_request_error","param":"foo","code":null}}`,
 			adapters.Error{Status: 400, Type: "invalid_request_error", Param: "foo", Message: "Unrecognized request argument supplied: foo"}},
 		{429, `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
-			adapters.Error{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota."}},
+			adapters.Error{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota.", Fault: adapters.FaultChannel}},
 		// a compatible server's numeric code and missing type
 		{503, `{"error":{"message":"busy","code":503}}`, adapters.Error{Status: 503, Type: "overloaded_error", Message: "busy"}},
 		// not the envelope

@@ -167,6 +167,11 @@ func DecodeError(status int, body []byte) *adapters.Error {
 		if w.Error.Param != nil {
 			e.Param = *w.Error.Param
 		}
+		// a 429 insufficient_quota is the channel's account out of
+		// credit, not the client sending too fast
+		if e.Code == "insufficient_quota" || w.Error.Type == "insufficient_quota" {
+			e.Fault = adapters.FaultChannel
+		}
 		return e
 	}
 	e.Message = fmt.Sprintf("upstream answered HTTP %d", status)

@@ -28,6 +28,7 @@ var _ Fake = (*FakeAnthropic)(nil)
 
 // NewFakeAnthropic starts a fake that expects key.
 func NewFakeAnthropic(t testing.TB, key string) *FakeAnthropic {
+	Secret(key)
 	f := &FakeAnthropic{Key: key}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))

@@ -23,6 +23,7 @@ var _ Fake = (*FakeAzure)(nil)
 
 // NewFakeAzure starts a fake resource that expects key in api-key.
 func NewFakeAzure(t testing.TB, key string) *FakeAzure {
+	Secret(key)
 	inner := &FakeOpenAI{Key: key, azure: true}
 	inner.b = defaultBehavior()
 	f := &FakeAzure{FakeOpenAI: inner}

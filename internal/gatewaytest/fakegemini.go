@@ -29,6 +29,7 @@ var _ Fake = (*FakeGemini)(nil)
 
 // NewFakeGemini starts a fake that expects key.
 func NewFakeGemini(t testing.TB, key string) *FakeGemini {
+	Secret(key)
 	f := &FakeGemini{Key: key}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))

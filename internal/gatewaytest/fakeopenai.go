@@ -55,6 +55,27 @@ type Behavior struct {
 	NoUsage          bool          // report no usage at all
 	BreakAfter       int           // streams: drop the connection after this many chunks
 	ChunkDelay       time.Duration // streams: pause before each chunk
+
+	// Faults, for the gateway's timeouts, limits and failover.
+	FailBody   string      // with FailStatus: this body instead of OpenAI's 5xx error
+	FailHeader http.Header // with FailStatus: extra headers (Retry-After)
+	// HangBeforeHeaders holds every request without answering until the
+	// gateway hangs up.
+	HangBeforeHeaders bool
+	// HangAfter: streams stop sending after this many chunks and hold the
+	// connection open until the gateway hangs up.
+	HangAfter int
+	// FirstEvent: streams send this as their first and only data event
+	// (an error chunk) and end.
+	FirstEvent string
+	// RedirectTo answers every request with a 307 to this URL.
+	RedirectTo string
+	// HugeBody answers non-streamed requests with a 200 JSON body this
+	// many bytes long, sent without Content-Length.
+	HugeBody int64
+	// LongEvent: streams send, after the role chunk, one data line this
+	// many bytes long.
+	LongEvent int
 }
 
 // Recorded is a request a fake received, and what it read from it.
@@ -83,6 +104,7 @@ var fakeRequestIDs atomic.Int64
 
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
+	Secret(key)
 	f := &FakeOpenAI{Key: key}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -110,13 +132,41 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 	cfg, i := f.record(Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw, RequestID: reqID})
 	w.Header().Set("X-Request-Id", reqID)
 
-	if !f.azure && r.Header.Get("Authorization") != "Bearer "+f.Key { // FakeAzure checked api-key
+	// FakeAzure checked api-key; otherwise the key where any vendor puts
+	// it, so the fake can play the others' errors too
+	if !f.azure && r.Header.Get("Authorization") != "Bearer "+f.Key && r.Header.Get("X-Api-Key") != f.Key && r.Header.Get("X-Goog-Api-Key") != f.Key {
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")
 		return
 	}
+	if cfg.HangBeforeHeaders {
+		<-r.Context().Done()
+		f.mu.Lock()
+		f.cancelled++
+		f.mu.Unlock()
+		return
+	}
+	if cfg.RedirectTo != "" {
+		http.Redirect(w, r, cfg.RedirectTo, http.StatusTemporaryRedirect)
+		return
+	}
 	if cfg.FailStatus != 0 {
+		if cfg.FailBody != "" {
+			for k, v := range cfg.FailHeader {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(cfg.FailStatus)
+			io.WriteString(w, cfg.FailBody)
+			return
+		}
 		writeOpenAIError(w, cfg.FailStatus, "server_error", "The server had an error while processing your request.")
 		return
+	}
+	if cfg.HugeBody > 0 {
+		if stream, _ := body["stream"].(bool); !stream {
+			writeHuge(w, cfg.HugeBody)
+			return
+		}
 	}
 	if body == nil {
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "We could not parse the JSON body of your request.")
@@ -280,8 +330,28 @@ func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavio
 		includeUsage, _ = so["include_usage"].(bool)
 	}
 	created := time.Now().Unix()
+	if cfg.FirstEvent != "" {
+		fmt.Fprintf(w, "data: %s\n\n", cfg.FirstEvent)
+		fl.Flush()
+		return
+	}
 	n := 0
 	send := func(choices []any, usage any) bool {
+		if cfg.HangAfter > 0 && n >= cfg.HangAfter {
+			<-r.Context().Done()
+			f.mu.Lock()
+			f.cancelled++
+			f.mu.Unlock()
+			return false
+		}
+		if cfg.LongEvent > 0 && n == 1 {
+			// one line longer than the gateway takes
+			line := bytes.Repeat([]byte("x"), cfg.LongEvent)
+			w.Write([]byte("data: {\"pad\":\""))
+			w.Write(line)
+			w.Write([]byte("\"}\n\n"))
+			fl.Flush()
+		}
 		if cfg.BreakAfter > 0 && n >= cfg.BreakAfter {
 			// drop the connection mid-stream, as a crashed upstream would
 			if hj, ok := w.(http.Hijacker); ok {
@@ -399,6 +469,28 @@ func (f *FakeOpenAI) embeddings(w http.ResponseWriter, cfg *Behavior, model stri
 		resp["usage"] = map[string]any{"prompt_tokens": cfg.PromptTokens, "total_tokens": cfg.PromptTokens}
 	}
 	writeJSON(w, resp)
+}
+
+// writeHuge sends a chat completion padded to n bytes, a chunk at a time.
+func writeHuge(w http.ResponseWriter, n int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	head := []byte(`{"id":"chatcmpl-huge","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`)
+	tail := []byte(`"}}]}`)
+	if _, err := w.Write(head); err != nil {
+		return
+	}
+	chunk := bytes.Repeat([]byte("a"), 64<<10)
+	for left := n - int64(len(head)+len(tail)); left > 0; left -= int64(len(chunk)) {
+		c := chunk
+		if left < int64(len(c)) {
+			c = c[:left]
+		}
+		if _, err := w.Write(c); err != nil {
+			return // the gateway hung up
+		}
+	}
+	w.Write(tail)
 }
 
 // FakeVector is the embedding the fake returns for input i, component j.

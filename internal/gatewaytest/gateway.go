@@ -107,6 +107,7 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
 	g.writeConfig(caddyfile, vars)
 	g.logs = &syncBuffer{}
+	recordLogs(t.Name(), g.logs)
 	g.cmd = exec.Command(Binary(t), "run", "--config", g.Config, "--adapter", "caddyfile")
 	g.cmd.Dir = dir
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
@@ -152,6 +153,25 @@ func (g *Gateway) waitReady() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	g.t.Fatalf("gateway did not start listening:\n%s", g.Logs())
+}
+
+// PeakRSS is the most memory the gateway process has held resident so
+// far (VmHWM), in bytes.
+func (g *Gateway) PeakRSS() int64 {
+	g.t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.cmd.Process.Pid))
+	if err != nil {
+		g.t.Fatalf("reading the gateway's memory: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
+			return kb << 10
+		}
+	}
+	g.t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
 }
 
 // Logs returns everything the process printed so far.
@@ -216,7 +236,9 @@ func (g *Gateway) AddUser(name string, quota int64, tokenArgs ...string) string 
 // AddToken creates a key for an existing user.
 func (g *Gateway) AddToken(user string, args ...string) string {
 	g.t.Helper()
-	return strings.TrimSpace(g.CLI(append([]string{"token", "add", "--username", user}, args...)...))
+	key := strings.TrimSpace(g.CLI(append([]string{"token", "add", "--username", user}, args...)...))
+	Secret(key)
+	return key
 }
 
 // Store opens the gateway's database through the store interface, for

@@ -1,0 +1,125 @@
+package routing
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HealthPolicy is when a failing channel is set aside, in the manner of
+// Envoy's outlier detection: after ConsecutiveFailures failures in a row a
+// channel is ejected for BaseEjection times the number of times it has been
+// ejected, at most MaxEjection. A success resets the failure count.
+type HealthPolicy struct {
+	ConsecutiveFailures int
+	BaseEjection        time.Duration
+	MaxEjection         time.Duration
+}
+
+// DefaultHealthPolicy is the policy of a gateway that configures none.
+var DefaultHealthPolicy = HealthPolicy{ConsecutiveFailures: 5, BaseEjection: 30 * time.Second, MaxEjection: 5 * time.Minute}
+
+// health is one channel's state. Every plan reads until, so it is atomic;
+// the rest changes only on an upstream's answer, under the mutex.
+type health struct {
+	until       atomic.Int64 // ejected until, Unix nanoseconds; 0: never
+	mu          sync.Mutex
+	failures    int // consecutive
+	ejections   int // times ejected so far
+	lastFailure time.Time
+}
+
+// ChannelState is a channel's health as shown to operators.
+type ChannelState struct {
+	Name                string    `json:"name"`
+	Type                string    `json:"type"`
+	Models              []string  `json:"models"`
+	Ejected             bool      `json:"ejected"`
+	EjectedUntil        time.Time `json:"ejected_until,omitzero"`
+	Ejections           int       `json:"ejections"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	LastFailure         time.Time `json:"last_failure,omitzero"`
+}
+
+// Ejected reports whether the channel is set aside at now.
+func (c *Channel) Ejected(now time.Time) bool {
+	return now.UnixNano() < c.health.until.Load()
+}
+
+// Succeeded records an answer from the upstream: the failure count restarts.
+func (c *Channel) Succeeded() {
+	h := &c.health
+	h.mu.Lock()
+	h.failures = 0
+	h.mu.Unlock()
+}
+
+// Failed records a failure of the channel (it could not be reached, timed
+// out, answered 5xx, 408 or 429, or refused its credentials) and reports
+// whether it is now ejected. A retryAfter above zero (an upstream's 429
+// Retry-After) ejects it for that long at once.
+func (c *Channel) Failed(p HealthPolicy, now time.Time, retryAfter time.Duration) (ejected bool) {
+	h := &c.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastFailure = now
+	h.failures++
+	if retryAfter > 0 {
+		h.ejections++
+		h.failures = 0
+		h.until.Store(now.Add(min(retryAfter, p.MaxEjection)).UnixNano())
+		return true
+	}
+	if p.ConsecutiveFailures <= 0 || h.failures < p.ConsecutiveFailures || now.UnixNano() < h.until.Load() {
+		return false
+	}
+	h.ejections++
+	h.failures = 0
+	h.until.Store(now.Add(min(p.BaseEjection*time.Duration(h.ejections), p.MaxEjection)).UnixNano())
+	return true
+}
+
+// State returns the channel's health for display.
+func (c *Channel) State(now time.Time) ChannelState {
+	h := &c.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := ChannelState{Name: c.Name, Type: c.Type, Models: c.Models, Ejections: h.ejections,
+		ConsecutiveFailures: h.failures, LastFailure: h.lastFailure}
+	if until := h.until.Load(); now.UnixNano() < until {
+		s.Ejected, s.EjectedUntil = true, time.Unix(0, until).UTC()
+	}
+	return s
+}
+
+// States returns every channel's health, in configuration order.
+func (s *Set) States() []ChannelState {
+	now := time.Now()
+	out := make([]ChannelState, len(s.all))
+	for i, c := range s.all {
+		out[i] = c.State(now)
+	}
+	return out
+}
+
+// healthy drops ejected channels from a plan, unless all of them are
+// ejected: then the plan is tried anyway, since refusing outright helps
+// nobody and one of them may have recovered.
+func healthy(plan []*Channel, now time.Time) []*Channel {
+	ejected := 0
+	for _, c := range plan {
+		if c.Ejected(now) {
+			ejected++
+		}
+	}
+	if ejected == 0 || ejected == len(plan) {
+		return plan
+	}
+	out := plan[:0]
+	for _, c := range plan {
+		if !c.Ejected(now) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
