@@ -98,6 +98,22 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	return int64(q) + p.Request
 }
 
+// MaxTokens is the most tokens one count of one request may claim. An
+// upstream reporting more is wrong (no model's context comes near it), and
+// its counts are clamped here rather than trusted into the balance.
+const MaxTokens = 100_000_000
+
+// Clamp bounds every count of u to [0, MaxTokens].
+func Clamp(u adapters.Usage) adapters.Usage {
+	c := func(n *int64) { *n = min(max(*n, 0), MaxTokens) }
+	c(&u.PromptTokens)
+	c(&u.CompletionTokens)
+	c(&u.CachedTokens)
+	c(&u.CacheWriteTokens)
+	c(&u.ReasoningTokens)
+	return u
+}
+
 // Reservation is what a request holds before it runs: its prompt estimate
 // at the input price plus its completion allowance at the output price.
 func (p *Price) Reservation(promptTokens, completionTokens int64) int64 {

@@ -50,6 +50,10 @@ type App struct {
 	Metrics *MetricsConfig `json:"metrics,omitempty"`
 	// Retention bounds how long usage rows are kept; off by default.
 	Retention *RetentionConfig `json:"retention,omitempty"`
+	// Limits are the default rate limits of every key.
+	Limits *LimitsConfig `json:"limits,omitempty"`
+	// Usage tunes how usage rows are recorded.
+	Usage *UsageConfig `json:"usage,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -180,7 +184,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			dbc.DSN = repl.ReplaceAll(a.Database.DSN, "")
 		}
 	}
-	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL))
+	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), a.Usage.writerConfig(repl))
 	if err != nil {
 		return err
 	}

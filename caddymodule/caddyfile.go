@@ -44,6 +44,17 @@ func init() {
 //			interval <duration>
 //			batch_size <n>
 //			pause <duration>
+//		limits {
+//			rpm <n>
+//			tpm <n>
+//			max_parallel <n>
+//		}
+//		usage {
+//			journal <path>
+//			queue_size <n>
+//			linger <duration>
+//			retry_interval <duration>
+//			commit_timeout <duration>
 //		}
 //		channel <name> {
 //			type <type>
@@ -144,6 +155,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if rc.Usage > 0 {
 				a.Retention = rc
 			}
+		case "limits":
+			lc, err := parseLimits(d)
+			if err != nil {
+				return err
+			}
+			a.Limits = lc
+		case "usage":
+			uc, err := parseUsage(d)
+			if err != nil {
+				return err
+			}
+			a.Usage = uc
 		case "channel":
 			ch, err := parseChannel(d)
 			if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +24,22 @@ import (
 // reservations in flight and queued usage rows carry over untouched.
 var databases = caddy.NewUsagePool()
 
+// closing holds, per database key, a channel closed when the database's
+// last user has drained and closed it. A reload that comes back to a
+// database still draining waits for it, so two ledgers never admit against
+// one balance.
+var (
+	closingMu sync.Mutex
+	closing   = map[string]chan struct{}{}
+)
+
 type database struct {
 	key    string
 	store  store.Store
 	keys   *keys.Cache
-	ledger *billing.Ledger
-	writer *billing.Writer
+	ledger  *billing.Ledger
+	limiter *billing.Limiter
+	writer  *billing.Writer
 	log    *zap.Logger
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -37,8 +49,18 @@ type database struct {
 	health  storeHealth
 }
 
-func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (*database, error) {
-	key := cfg.Driver + ":" + cfg.DSN
+func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
+	key := databaseKey(cfg)
+	closingMu.Lock()
+	wait := closing[key]
+	closingMu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-time.After(time.Minute):
+			return nil, fmt.Errorf("the %s database %q is still draining from the previous configuration", cfg.Driver, cfg.DSN)
+		}
+	}
 	val, _, err := databases.LoadOrNew(key, func() (caddy.Destructor, error) {
 		st, err := store.Open(cfg.Driver, cfg.DSN)
 		if err != nil {
@@ -48,9 +70,12 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (
 			st.Close()
 			return nil, err
 		}
-		db := &database{key: key, store: st, ledger: billing.NewLedger(), log: log}
+		db := &database{key: key, store: st, ledger: billing.NewLedger(), limiter: billing.NewLimiter(), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
-		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"))
+		if wcfg.Journal == "" {
+			wcfg.Journal = defaultJournal(cfg)
+		}
+		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"), wcfg)
 		db.metrics = newDatabaseMetrics(db)
 		ctx, cancel := context.WithCancel(context.Background())
 		db.stop = cancel
@@ -81,6 +106,7 @@ func (db *database) maintain(ctx context.Context, every time.Duration) {
 			db.ledger.Refresh(ctx, db.store, every, 10*time.Minute)
 			db.keys.Sweep()
 			db.probe(ctx)
+			db.limiter.Sweep(time.Now())
 		}
 	}
 }
@@ -91,12 +117,54 @@ func (db *database) release() error {
 }
 
 // Destruct runs when the last app using the database is cleaned up: it
-// commits every queued usage row, then closes the store.
+// records every queued usage row, then closes the store.
 func (db *database) Destruct() error {
+	done := make(chan struct{})
+	closingMu.Lock()
+	closing[db.key] = done
+	closingMu.Unlock()
+	defer func() {
+		closingMu.Lock()
+		if closing[db.key] == done {
+			delete(closing, db.key)
+		}
+		closingMu.Unlock()
+		close(done)
+	}()
 	db.stop()
 	db.wg.Wait()
 	db.writer.Close()
 	return db.store.Close()
+}
+
+// databaseKey names a database once however its path is written, so two
+// spellings of one SQLite file share one ledger.
+func databaseKey(cfg DatabaseConfig) string {
+	dsn := cfg.DSN
+	if cfg.Driver == "sqlite" && dsn != ":memory:" && !strings.HasPrefix(dsn, "file:") {
+		if abs, err := filepath.Abs(dsn); err == nil {
+			dsn = abs
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				dsn = real
+			}
+		}
+	}
+	return cfg.Driver + ":" + dsn
+}
+
+// defaultJournal is where unwritten usage rows go: beside a SQLite file,
+// else under ./data.
+func defaultJournal(cfg DatabaseConfig) string {
+	if cfg.Driver == "sqlite" && cfg.DSN != ":memory:" {
+		p := strings.TrimPrefix(cfg.DSN, "file:")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		if p != "" {
+			return p + ".usage-journal"
+		}
+	}
+	return filepath.Join("data", "usage-journal")
 }
 
 // bootstrapRoot creates the root user on an empty database and prints its

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tokenizer"
 )
@@ -33,6 +34,8 @@ func (h *Relay) settle(x *exchange) {
 	if !u.Known() && x.channel != "" && req.Op != adapters.OpCountTokens {
 		u = estimateUsage(req, x.text.String())
 	}
+	u = billing.Clamp(u)
+	x.ticket.Done(time.Now(), u.PromptTokens+u.CompletionTokens)
 	cost := int64(0)
 	// counting tokens is free, whoever counts
 	if x.price != nil && x.channel != "" && req.Op != adapters.OpCountTokens {
@@ -65,7 +68,11 @@ func (h *Relay) settle(x *exchange) {
 	// observed before the row is queued, so a committed row implies its
 	// request is in the metrics
 	h.app.metrics.observe(x, u, cost, took)
-	h.app.db.writer.Write(row)
+	if x.slot {
+		h.app.db.writer.Write(row)
+	} else {
+		h.app.db.writer.WriteUnadmitted(row)
+	}
 }
 
 // estimateUsage counts tokens locally for an upstream that reported none.

@@ -59,6 +59,8 @@ type exchange struct {
 	req     *adapters.Request
 	price   *billing.Price
 	hold    billing.Hold
+	ticket  billing.Ticket // rate limits held
+	slot    bool           // a usage queue slot is taken for the row
 	start   time.Time
 	ttfb    time.Duration
 	channel string
@@ -190,6 +192,9 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
 	}
 	x.price = price
+	if e := h.admitLimits(x); e != nil {
+		return e
+	}
 	if req.Op == adapters.OpCountTokens {
 		return nil
 	}
@@ -203,6 +208,9 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 		}
 	}
 	amount := price.Reservation(int64(len(req.Raw)/4), completion)
+	if e := h.admitUsage(x, amount > 0); e != nil {
+		return e
+	}
 	hold, ok := a.db.ledger.Admit(x.id.User, x.id.Token, amount)
 	if !ok {
 		if avail, _ := a.db.ledger.Available(x.id.User.ID); avail <= 0 {

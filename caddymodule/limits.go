@@ -1,0 +1,190 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// LimitsConfig is the gateway-wide default rate limits of every key; a
+// token or user can carry its own (caddy gateway token set --rpm ...).
+// Zero means no limit.
+type LimitsConfig struct {
+	RPM         int64 `json:"rpm,omitempty"`
+	TPM         int64 `json:"tpm,omitempty"`
+	MaxParallel int64 `json:"max_parallel,omitempty"`
+}
+
+func (lc *LimitsConfig) limits() store.Limits {
+	if lc == nil {
+		return store.Limits{}
+	}
+	return store.Limits{RPM: lc.RPM, TPM: lc.TPM, MaxParallel: lc.MaxParallel}
+}
+
+// UsageConfig tunes the usage writer. The writer belongs to the database
+// and outlives reloads: the first configuration to open a database sets it.
+type UsageConfig struct {
+	// Journal is the append-only file usage rows go to while the database
+	// refuses writes. Default: beside the SQLite file, <db>.usage-journal.
+	Journal string `json:"journal,omitempty"`
+	// QueueSize bounds usage rows not yet recorded; a request that finds
+	// it full is answered 503 at once. Default 16384.
+	QueueSize int `json:"queue_size,omitempty"`
+	// Linger is how long a batch waits for more rows. Default 5ms; kill -9
+	// loses at most the rows of the last linger and commit.
+	Linger caddy.Duration `json:"linger,omitempty"`
+	// RetryInterval is how often a database that refused writes is tried
+	// again. Default 1s.
+	RetryInterval caddy.Duration `json:"retry_interval,omitempty"`
+	// CommitTimeout bounds one commit. Default 10s.
+	CommitTimeout caddy.Duration `json:"commit_timeout,omitempty"`
+}
+
+func (uc *UsageConfig) writerConfig(repl *caddy.Replacer) billing.WriterConfig {
+	if uc == nil {
+		return billing.WriterConfig{}
+	}
+	return billing.WriterConfig{
+		Journal:       repl.ReplaceAll(uc.Journal, ""),
+		QueueSize:     uc.QueueSize,
+		Linger:        time.Duration(uc.Linger),
+		RetryInterval: time.Duration(uc.RetryInterval),
+		CommitTimeout: time.Duration(uc.CommitTimeout),
+	}
+}
+
+// admitLimits takes the request's rate limits, for every request, free or
+// priced. Over a limit: 429 with Retry-After and nothing that tells an SDK
+// not to retry.
+func (h *Relay) admitLimits(x *exchange) *adapters.Error {
+	def := h.app.Limits.limits()
+	tl := billing.Effective(x.id.Token.Limits, def)
+	ul := x.id.User.Limits
+	t, refused := h.app.db.limiter.Admit(time.Now(), x.id.Token.ID, tl, x.id.User.ID, ul)
+	if refused != nil {
+		secs := int64((refused.RetryAfter + time.Second - 1) / time.Second)
+		x.w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "rate_limit_exceeded",
+			Message: fmt.Sprintf("rate limit reached: this %s may make %s; try again in %d seconds", refused.Of, describeLimit(refused), max(secs, 1))}
+	}
+	x.ticket = t
+	return nil
+}
+
+func describeLimit(r *billing.Refusal) string {
+	switch r.Limit {
+	case "rpm":
+		return fmt.Sprintf("%d requests a minute", r.Value)
+	case "tpm":
+		return fmt.Sprintf("%d tokens a minute", r.Value)
+	}
+	return fmt.Sprintf("%d requests at once", r.Value)
+}
+
+// admitUsage takes a slot in the usage writer's queue: a request that
+// could not be recorded is not relayed.
+func (h *Relay) admitUsage(x *exchange, priced bool) *adapters.Error {
+	err := h.app.db.writer.Admit(priced)
+	if err == nil {
+		x.slot = true
+		return nil
+	}
+	x.w.Header().Set("Retry-After", "1")
+	msg := "billing is unavailable: the gateway cannot record usage right now, so it relays no priced request; try again shortly"
+	if errors.Is(err, billing.ErrQueueFull) {
+		msg = "the gateway is overloaded: its usage queue is full; try again shortly"
+	}
+	return &adapters.Error{Status: http.StatusServiceUnavailable, Type: adapters.ErrOverloaded, Code: "billing_unavailable", Message: msg}
+}
+
+// parseLimits reads `limits { rpm <n> tpm <n> max_parallel <n> }`.
+func parseLimits(d *caddyfile.Dispenser) (*LimitsConfig, error) {
+	lc := &LimitsConfig{}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if !d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		n, err := strconv.ParseInt(d.Val(), 10, 64)
+		if err != nil || n < 0 {
+			return nil, d.Errf("limits: %s must be a whole number, 0 for no limit, not %q", opt, d.Val())
+		}
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		switch opt {
+		case "rpm":
+			lc.RPM = n
+		case "tpm":
+			lc.TPM = n
+		case "max_parallel":
+			lc.MaxParallel = n
+		default:
+			return nil, d.Errf("limits: unrecognized option %q (rpm, tpm, max_parallel)", opt)
+		}
+	}
+	return lc, nil
+}
+
+// parseUsage reads `usage { journal <path> queue_size <n> linger <d>
+// retry_interval <d> commit_timeout <d> }`.
+func parseUsage(d *caddyfile.Dispenser) (*UsageConfig, error) {
+	uc := &UsageConfig{}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if !d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		dur := func(into *caddy.Duration) error {
+			t, err := caddy.ParseDuration(v)
+			if err != nil || t <= 0 {
+				return d.Errf("usage: %s must be a positive duration, not %q", opt, v)
+			}
+			*into = caddy.Duration(t)
+			return nil
+		}
+		var err error
+		switch opt {
+		case "journal":
+			uc.Journal = v
+		case "queue_size":
+			n, convErr := strconv.Atoi(v)
+			if convErr != nil || n <= 0 {
+				return nil, d.Errf("usage: queue_size must be a positive integer, not %q", v)
+			}
+			uc.QueueSize = n
+		case "linger":
+			err = dur(&uc.Linger)
+		case "retry_interval":
+			err = dur(&uc.RetryInterval)
+		case "commit_timeout":
+			err = dur(&uc.CommitTimeout)
+		default:
+			return nil, d.Errf("usage: unrecognized option %q", opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return uc, nil
+}
