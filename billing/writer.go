@@ -95,10 +95,10 @@ type Writer struct {
 
 	pmu       sync.Mutex // the state below; held by one persist at a time
 	journal   *Journal
-	degraded  bool                // the store refused: rows go to the journal
-	held      []*store.UsageLog   // rows neither store nor journal took
-	stuck     atomic.Bool         // len(held) > 0, for Admit
-	journaled atomic.Bool         // degraded, for health
+	degraded  bool                  // the store refused: rows go to the journal
+	held      []*store.UsageLog     // rows neither store nor journal took
+	stuck     atomic.Bool           // len(held) > 0, for Admit
+	journaled atomic.Bool           // degraded, for health
 	lastErr   atomic.Pointer[error] // why, for logs and health
 
 	// what health checks and metrics read, written only by commit

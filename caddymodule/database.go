@@ -34,15 +34,15 @@ var (
 )
 
 type database struct {
-	key    string
-	store  store.Store
-	keys   *keys.Cache
+	key     string
+	store   store.Store
+	keys    *keys.Cache
 	ledger  *billing.Ledger
 	limiter *billing.Limiter
 	writer  *billing.Writer
-	log    *zap.Logger
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	log     *zap.Logger
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
 
 	// metrics and health last as long as the entry, across reloads
 	metrics *databaseMetrics
