@@ -48,3 +48,16 @@ type CredentialHinter interface {
 type ModelPeeker interface {
 	PeekModel(op Operation, body []byte, r *http.Request) string
 }
+
+// PricedFields is implemented by providers whose vendor charges more than
+// the model's flat price for some fields a passthrough body may carry (a
+// faster service tier, server-side tools such as web search, betas for a
+// longer context or a longer-lived cache). The gateway refuses a request
+// that carries one unless the channel allows it (allow_fields, allow_betas),
+// so none is relayed unnoticed at the flat price.
+type PricedFields interface {
+	// PricedFields names the price-changing body fields and beta flags
+	// req carries; nothing for a request translated from another dialect,
+	// which cannot carry them.
+	PricedFields(req *Request) (fields, betas []string)
+}

@@ -133,6 +133,18 @@ func subSat(a, b int64) int64 {
 	return addSat(a, -b)
 }
 
+// Room is what the user and token may still hold, loading them as Admit
+// does: the smaller of the two when the token has a limit of its own.
+func (l *Ledger) Room(u *store.User, t *store.Token) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	room := l.load(accountKey{false, u.ID}, u.Quota, true).available()
+	if ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0); ta.limited {
+		room = min(room, ta.available())
+	}
+	return room
+}
+
 // Available reports what a user may still spend, for errors and display.
 func (l *Ledger) Available(userID int64) (int64, bool) {
 	l.mu.Lock()

@@ -50,6 +50,10 @@ type App struct {
 	Metrics *MetricsConfig `json:"metrics,omitempty"`
 	// Retention bounds how long usage rows are kept; off by default.
 	Retention *RetentionConfig `json:"retention,omitempty"`
+	// PartTokens is what each image, audio or file part of a prompt
+	// reserves. Default 1600, the most tokens Anthropic documents for one
+	// image (OpenAI's high-detail and Gemini's tiled images cost less).
+	PartTokens int64 `json:"part_tokens,omitempty"`
 	// Limits are the default rate limits of every key.
 	Limits *LimitsConfig `json:"limits,omitempty"`
 	// Usage tunes how usage rows are recorded.
@@ -77,6 +81,7 @@ type App struct {
 	dialects []adapters.Dialect
 	client   *http.Client            // shared by every networked channel
 	clients  map[string]*http.Client // by channel name
+	allowed  map[string]allowance    // by channel name
 	log      *zap.Logger
 
 	// this configuration's metrics and retention worker
@@ -105,6 +110,12 @@ type ChannelConfig struct {
 	ModelMap map[string]string `json:"model_map,omitempty"`
 	Priority int               `json:"priority,omitempty"`
 	Weight   int               `json:"weight,omitempty"`
+	// AllowFields and AllowBetas are the price-changing passthrough body
+	// fields (service_tier, tools.web_search, ...) and vendor beta flags
+	// the channel relays: the operator accepts the vendor's price for them
+	// and prices the model accordingly. Others are refused with a 400.
+	AllowFields []string `json:"allow_fields,omitempty"`
+	AllowBetas  []string `json:"allow_betas,omitempty"`
 	// Version is refused with a message: it moved into the adapter's own
 	// options ("adapter": {"type": "anthropic", "version": "..."}).
 	Version string `json:"version,omitempty"`
@@ -123,6 +134,9 @@ type PriceConfig struct {
 	CacheWrite  string `json:"cache_write,omitempty"`
 	// Request is USD per request.
 	Request string `json:"request,omitempty"`
+	// MaxOutput is the model's maximum output in tokens (the vendor's
+	// documented limit): a request without max_tokens reserves it.
+	MaxOutput int64 `json:"max_output,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -148,6 +162,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
+	}
+	if a.PartTokens <= 0 {
+		a.PartTokens = 1600
 	}
 	dialects, err := loadDialects(ctx)
 	if err != nil {
@@ -251,7 +268,10 @@ func (a *App) provisionPrices() error {
 }
 
 func (pc *PriceConfig) price() (*billing.Price, error) {
-	p := &billing.Price{Free: pc.Free}
+	if pc.MaxOutput < 0 {
+		return nil, fmt.Errorf("max_output must not be negative")
+	}
+	p := &billing.Price{Free: pc.Free, MaxOutput: pc.MaxOutput}
 	parse := func(name, s string) (int64, error) {
 		if s == "" {
 			return 0, nil
@@ -293,6 +313,7 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.providers = map[string]adapters.Provider{}
 	a.clients = map[string]*http.Client{}
+	a.allowed = map[string]allowance{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -347,6 +368,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 			}
 		}
 		a.providers[cc.Name] = prov
+		a.allowed[cc.Name] = newAllowance(cc)
 		a.clients[cc.Name] = a.client
 		if t, ok := prov.(adapters.Transporter); ok {
 			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}

@@ -44,6 +44,7 @@ func init() {
 //			interval <duration>
 //			batch_size <n>
 //			pause <duration>
+//		part_tokens <n>
 //		limits {
 //			rpm <n>
 //			tpm <n>
@@ -64,7 +65,8 @@ func init() {
 //			model_map <asked> <upstream>
 //			priority <n>
 //			weight <n>
-//			version <vendor api version>
+//			allow_fields <field>...
+//			allow_betas <beta>...
 //		}
 //		price <model> free
 //		price <model> {
@@ -73,6 +75,7 @@ func init() {
 //			cached_input <usd per 1M tokens>
 //			cache_write <usd per 1M tokens>
 //			request <usd per request>
+//			max_output <tokens>
 //			free
 //		}
 //	}
@@ -122,7 +125,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_request_body: %v", err)
 			}
 			a.MaxRequestBody = size
-		case "max_attempts", "default_max_tokens":
+		case "max_attempts", "default_max_tokens", "part_tokens":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -131,9 +134,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil || n <= 0 {
 				return d.Errf("%s must be a positive integer, not %q", name, d.Val())
 			}
-			if name == "max_attempts" {
+			switch name {
+			case "max_attempts":
 				a.MaxAttempts = n
-			} else {
+			case "part_tokens":
+				a.PartTokens = int64(n)
+			default:
 				a.DefaultMaxTokens = int64(n)
 			}
 		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit":
@@ -247,6 +253,10 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 					ch.Weight = n
 				}
 			}
+		case "allow_fields":
+			ch.AllowFields = append(ch.AllowFields, args...)
+		case "allow_betas":
+			ch.AllowBetas = append(ch.AllowBetas, args...)
 		case "version":
 			typ := "<type>"
 			if ch.adapter != "" {
@@ -325,6 +335,13 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.CacheWrite = v
 		case "request":
 			pc.Request = v
+		case "max_output":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return "", nil, d.Errf("price %s: max_output must be a positive number of tokens, not %q", model, v)
+			}
+			pc.MaxOutput = n
+			continue
 		default:
 			return "", nil, d.Errf("price %s: unrecognized option %q", model, opt)
 		}

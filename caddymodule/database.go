@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -47,7 +48,14 @@ type database struct {
 	// metrics and health last as long as the entry, across reloads
 	metrics *databaseMetrics
 	health  storeHealth
+	// active counts requests between admission and their usage row: the
+	// store is not closed under them
+	active atomic.Int64
 }
+
+// enter and leave bracket a request's use of the database.
+func (db *database) enter() { db.active.Add(1) }
+func (db *database) leave() { db.active.Add(-1) }
 
 func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
 	key := databaseKey(cfg)
@@ -116,13 +124,31 @@ func (db *database) release() error {
 	return err
 }
 
-// Destruct runs when the last app using the database is cleaned up: it
-// records every queued usage row, then closes the store.
+// Destruct runs when the last app using the database is cleaned up: once
+// the requests still running on it have finished (on a reload, Caddy cleans
+// the old configuration up while its requests drain), it records every
+// queued usage row, then closes the store. On a reload that happens in the
+// background; when the process exits, before it does.
 func (db *database) Destruct() error {
 	done := make(chan struct{})
 	closingMu.Lock()
 	closing[db.key] = done
 	closingMu.Unlock()
+	if caddy.Exiting() {
+		return db.close(done)
+	}
+	go func() {
+		if err := db.close(done); err != nil {
+			db.log.Error("closing the database", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+func (db *database) close(done chan struct{}) error {
+	for db.active.Load() > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
 	defer func() {
 		closingMu.Lock()
 		if closing[db.key] == done {

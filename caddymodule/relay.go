@@ -100,6 +100,10 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			"%s %s is not served by this gateway yet", r.Method, r.URL.Path))
 	}
 
+	// the database stays open until this request's row is queued
+	db := a.db
+	db.enter()
+	defer db.leave()
 	// every request past authentication gets a usage row, refused ones too
 	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
 	defer h.settle(x)
@@ -198,16 +202,10 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 	if req.Op == adapters.OpCountTokens {
 		return nil
 	}
-	// the reservation estimates the prompt from its size (about four bytes
-	// a token) rather than tokenizing it, to keep admission cheap
-	completion := int64(0)
-	if req.Op.Conversation() || req.Op == adapters.OpCompletion {
-		completion = a.DefaultMaxTokens
-		if req.Chat != nil && req.Chat.MaxTokens != nil && *req.Chat.MaxTokens > 0 {
-			completion = *req.Chat.MaxTokens
-		}
+	amount, e := h.reservation(x)
+	if e != nil {
+		return e
 	}
-	amount := price.Reservation(int64(len(req.Raw)/4), completion)
 	if e := h.admitUsage(x, amount > 0); e != nil {
 		return e
 	}
@@ -232,6 +230,9 @@ func unknownModel(model string) *adapters.Error {
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise an error in neutral form.
 func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (*http.Response, *adapters.Error) {
+	if e := h.app.allowed[ch.Name].check(ch.Name, prov, x.req); e != nil {
+		return nil, e
+	}
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
 	hr, err := prov.NewRequest(x.r.Context(), up, x.req)
 	if err != nil {
@@ -243,6 +244,8 @@ func (h *Relay) send(x *exchange, ch *routing.Channel, prov adapters.Provider) (
 	}
 	if err != nil {
 		if x.r.Context().Err() != nil {
+			// the upstream may have started on it: its prompt is billed
+			x.channel = ch.Name
 			return nil, adapters.ClientClosed()
 		}
 		h.log.Warn("upstream request failed", zap.String("channel", ch.Name), zap.Error(err))
