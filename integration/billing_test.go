@@ -300,7 +300,10 @@ func TestJournalUnwritableRefusesPricedRequests(t *testing.T) {
 func TestUsageQueueFullAnswers503(t *testing.T) {
 	s := startBilling(t, "{{DB}}", "usage {\n queue_size 2\n }")
 	key := s.gw.AddUser("otto", 100_000_000)
-	s.up.Set(func(b *gatewaytest.Behavior) { b.Reply = "one two three four five six"; b.ChunkDelay = 50 * time.Millisecond })
+	s.up.Set(func(b *gatewaytest.Behavior) {
+		b.Reply = "one two three four five six"
+		b.ChunkDelay = 50 * time.Millisecond
+	})
 	var streams []*http.Response
 	for i := 0; i < 2; i++ {
 		req, _ := http.NewRequest("POST", s.gw.URL+"/v1/chat/completions",

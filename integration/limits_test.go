@@ -80,7 +80,10 @@ func TestMaxParallelPerUser(t *testing.T) {
 	if u := s.gw.User("pam"); u.Limits.MaxParallel != 2 {
 		t.Fatalf("limits = %+v", u.Limits)
 	}
-	s.up.Set(func(b *gatewaytest.Behavior) { b.Reply = "one two three four five"; b.ChunkDelay = 40 * time.Millisecond })
+	s.up.Set(func(b *gatewaytest.Behavior) {
+		b.Reply = "one two three four five"
+		b.ChunkDelay = 40 * time.Millisecond
+	})
 	var streams []*http.Response
 	for _, k := range []string{k1, k2} {
 		req, _ := http.NewRequest("POST", s.gw.URL+"/v1/chat/completions",
