@@ -111,9 +111,12 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 		}
 		unflushed = false
 	}
-	if !x.usage.Known() {
+	// a stream cut before its end is billed on what was generated: the
+	// text after the last usage the upstream reported counts too
+	x.cut = x.status != http.StatusOK
+	if !x.usage.Known() || x.cut {
 		if pt, ok := dec.(adapters.PartialText); ok {
-			x.text.WriteString(pt.PartialText())
+			x.tail = pt.PartialText()
 		}
 	}
 	if r, ok := dec.(adapters.Releaser); ok {

@@ -31,8 +31,8 @@ func (h *Relay) countLocally(x *exchange) error {
 func (h *Relay) settle(x *exchange) {
 	req := x.req
 	u := x.usage
-	if !u.Known() && x.channel != "" && req.Op != adapters.OpCountTokens {
-		u = estimateUsage(req, x.text.String())
+	if x.channel != "" && req.Op != adapters.OpCountTokens {
+		u = billedUsage(x)
 	}
 	u = billing.Clamp(u)
 	x.ticket.Done(time.Now(), u.PromptTokens+u.CompletionTokens)
@@ -73,6 +73,33 @@ func (h *Relay) settle(x *exchange) {
 	} else {
 		h.app.db.writer.WriteUnadmitted(row)
 	}
+}
+
+// billedUsage is what a relayed request is billed on: the upstream's
+// counts, or when it reported none, the local tokenizer's. A stream cut
+// before its end event (the client left, the upstream broke) reported at
+// most partial usage (Gemini repeats a growing usageMetadata on every
+// chunk), so it is billed the larger of that usage, plus what was
+// generated after it, and a local count of everything generated,
+// reasoning included.
+func billedUsage(x *exchange) adapters.Usage {
+	u := x.usage
+	if !u.Known() {
+		return estimateUsage(x.req, x.text.String()+x.tail)
+	}
+	if !x.cut {
+		return u
+	}
+	local := estimateUsage(x.req, x.text.String()+x.tail)
+	after := tokenizer.Count(x.req.Model, x.tail)
+	if c := u.CompletionTokens + after; c > local.CompletionTokens {
+		local.CompletionTokens = c
+	}
+	local.PromptTokens = max(local.PromptTokens, u.PromptTokens)
+	local.CachedTokens, local.CacheWriteTokens = u.CachedTokens, u.CacheWriteTokens
+	local.ReasoningTokens = u.ReasoningTokens
+	local.Estimated = local.CompletionTokens != u.CompletionTokens || local.PromptTokens != u.PromptTokens
+	return local
 }
 
 // estimateUsage counts tokens locally for an upstream that reported none.

@@ -73,6 +73,11 @@ type exchange struct {
 	// text is the completion text seen, for counting when the upstream
 	// reports no usage.
 	text strings.Builder
+	// tail is the text relayed after the last usage the upstream reported
+	// (passthrough streams), and cut is true for a stream that ended
+	// before its end event: see billedUsage.
+	tail string
+	cut  bool
 }
 
 func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {

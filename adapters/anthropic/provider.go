@@ -201,7 +201,8 @@ func eventName(ev *adapters.SSEEvent) string {
 	return t.Type
 }
 
-// Probe implements adapters.StreamStep: message_delta carries the usage.
+// Probe implements adapters.StreamStep: message_start carries the prompt's
+// usage, message_delta the final counts.
 func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
 	switch eventName(ev) {
 	case "error":
@@ -209,9 +210,13 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 	case "message_stop":
 		return nil, adapters.StreamEnds, nil
 	case "message_start":
+		// reported now too, so a stream cut before message_delta is
+		// billed at least what Anthropic said it had taken in
 		var e streamEvent
 		if json.Unmarshal(ev.Data, &e) == nil && e.Message != nil {
 			s.totals.merge(e.Message.Usage)
+			u := s.totals.neutral()
+			return &u, adapters.StreamGoesOn, nil
 		}
 	case "message_delta":
 		var e streamEvent
