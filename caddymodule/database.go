@@ -170,8 +170,11 @@ func databaseKey(cfg DatabaseConfig) string {
 	if cfg.Driver == "sqlite" && dsn != ":memory:" && !strings.HasPrefix(dsn, "file:") {
 		if abs, err := filepath.Abs(dsn); err == nil {
 			dsn = abs
+			// the file may not exist yet: resolve its directory then
 			if real, err := filepath.EvalSymlinks(abs); err == nil {
 				dsn = real
+			} else if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+				dsn = filepath.Join(dir, filepath.Base(abs))
 			}
 		}
 	}
