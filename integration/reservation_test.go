@@ -169,6 +169,14 @@ func TestRequestWithoutLimitSendsTheReservedAllowance(t *testing.T) {
 		}
 	}
 
+	// legacy completions: the allowance is max_tokens
+	if r := post(t, gw, "/v1/completions", rich, `{"model":"gpt-x","prompt":"hi"}`, nil); r.status != 200 {
+		t.Fatalf("completions: %d %s", r.status, r.body)
+	}
+	if got := num(up.last()["max_tokens"]); got != 16384 {
+		t.Fatalf("completions: the upstream got max_tokens %d, want 16384", got)
+	}
+
 	// a user whose quota covers fewer tokens than max_output gets what it
 	// covers: (quota - prompt estimate at 1 unit a token) / 2 units a token
 	const quota = 10_000
