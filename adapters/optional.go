@@ -12,6 +12,14 @@ type PartialText interface {
 	PartialText() string
 }
 
+// UsageSoFar is implemented by stream steps (and so by their decoders)
+// that know usage the upstream sent before the event that reports it
+// (Anthropic's message_start): the relay bills a stream cut before its
+// end at least that.
+type UsageSoFar interface {
+	UsageSoFar() *Usage
+}
+
 // Pending is implemented by stream decoders that can tell whether another
 // event has already arrived, so the relay flushes once per burst of events
 // that came together instead of once per event, without ever holding an

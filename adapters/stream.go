@@ -174,6 +174,14 @@ func (d *sseDecoder) releaseSeen() {
 	d.seen = nil
 }
 
+// UsageSoFar implements UsageSoFar when the step does.
+func (d *sseDecoder) UsageSoFar() *Usage {
+	if s, ok := d.step.(UsageSoFar); ok {
+		return s.UsageSoFar()
+	}
+	return nil
+}
+
 // PartialText implements PartialText: the text of the relayed events seen
 // since the last usage, parsed only now that it is needed.
 func (d *sseDecoder) PartialText() string {

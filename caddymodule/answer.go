@@ -114,6 +114,11 @@ func (h *Relay) relayStream(x *exchange, prov adapters.Provider, resp *http.Resp
 	// a stream cut before its end is billed on what was generated: the
 	// text after the last usage the upstream reported counts too
 	x.cut = x.status != http.StatusOK
+	if us, ok := dec.(adapters.UsageSoFar); ok && x.cut && !x.usage.Known() {
+		if u := us.UsageSoFar(); u != nil {
+			x.usage = *u
+		}
+	}
 	if !x.usage.Known() || x.cut {
 		if pt, ok := dec.(adapters.PartialText); ok {
 			x.tail = pt.PartialText()

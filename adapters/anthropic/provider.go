@@ -201,8 +201,7 @@ func eventName(ev *adapters.SSEEvent) string {
 	return t.Type
 }
 
-// Probe implements adapters.StreamStep: message_start carries the prompt's
-// usage, message_delta the final counts.
+// Probe implements adapters.StreamStep: message_delta carries the usage.
 func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
 	switch eventName(ev) {
 	case "error":
@@ -210,13 +209,9 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 	case "message_stop":
 		return nil, adapters.StreamEnds, nil
 	case "message_start":
-		// reported now too, so a stream cut before message_delta is
-		// billed at least what Anthropic said it had taken in
 		var e streamEvent
 		if json.Unmarshal(ev.Data, &e) == nil && e.Message != nil {
 			s.totals.merge(e.Message.Usage)
-			u := s.totals.neutral()
-			return &u, adapters.StreamGoesOn, nil
 		}
 	case "message_delta":
 		var e streamEvent
@@ -227,6 +222,17 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 		return &u, adapters.StreamGoesOn, nil
 	}
 	return nil, adapters.StreamGoesOn, nil
+}
+
+// UsageSoFar implements adapters.UsageSoFar: message_start's counts before
+// message_delta has come, so a stream cut in between is billed at least
+// what Anthropic said it had taken in.
+func (s *streamStep) UsageSoFar() *adapters.Usage {
+	u := s.totals.neutral()
+	if !u.Known() {
+		return nil
+	}
+	return &u
 }
 
 // DeltaText implements adapters.StreamStep.
