@@ -13,7 +13,8 @@ const maxChoices = 128
 // the input price and its output allowance, once per choice, at the output
 // price. A request without an output limit of its own gets one, sent on to
 // the upstream as its limit: the model's max_output (default_max_tokens
-// for a model without one), lowered to what the caller's quota covers.
+// for a priced model without one), lowered to what the caller's quota
+// covers. A free model without max_output keeps the channel's default.
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
 	prompt := promptEstimate(req, a.PartTokens)
@@ -26,6 +27,10 @@ func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	}
 	want := price.MaxOutput
 	if want <= 0 {
+		if price.Free {
+			// nothing to bound: the channel's own default stands
+			return 0, nil
+		}
 		want = a.DefaultMaxTokens
 	}
 	room := a.db.ledger.Room(x.id.User, x.id.Token)
