@@ -2,13 +2,17 @@
 # `make test` installs what the tests need and runs them all.
 GO       ?= go
 BIN      := bin/caddy
+RACE_BIN := bin/caddy-race
+# integration tests run a second time against the -race build: the ones
+# that drive concurrency through billing, reloads and shutdown
+RACE_TESTS ?= TestDialectsMatrix|TestDatabaseLockedMidLoad|TestReloadChangesDatabaseUnderLoad|TestSIGTERMWithStreamsInFlight|TestRateLimitsHoldExactly|TestDisconnect
 FUZZTIME ?= 3s
 # the real Claude Code and Codex CLI, for TestRealClients
 CLIENTS  := bin/clients
 
 export CGO_ENABLED := 1
 
-.PHONY: build run test test-deps clients test-clients lint unit fuzz bench bench-store clean
+.PHONY: build run test test-deps clients test-clients lint unit race fuzz bench bench-store clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -18,7 +22,7 @@ run: build
 
 # Everything CI runs: formatting, vet, every test (integration tests start
 # the real binary), and a short fuzz run of every fuzz target.
-test: test-deps lint build fuzz unit
+test: test-deps lint build fuzz unit race
 
 # gcc for go-sqlite3; Debian's chromium for the console's browser tests;
 # the real Claude Code and Codex CLI (make clients)
@@ -48,6 +52,13 @@ unit:
 # Only the real clients against the gateway and fake upstreams of each family.
 test-clients: clients build
 	GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) GATEWAY_TEST_CLIENTS=$(CURDIR)/$(CLIENTS) $(GO) test -count=1 -run TestRealClients -v ./integration
+
+# The gateway built with -race, and the tests that exercise it hardest run
+# against it: the harness fails a test whose gateway printed DATA RACE.
+race:
+	$(GO) build -race -o $(RACE_BIN) ./cmd/caddy
+	$(GO) test -race -count=1 ./billing/ ./keys/
+	GATEWAY_TEST_BINARY=$(CURDIR)/$(RACE_BIN) $(GO) test -count=1 -timeout 20m -run '$(RACE_TESTS)' ./integration/
 
 # Each fuzz target gets FUZZTIME on top of its seed corpus (which plain
 # `go test` already runs). Longer runs by hand:

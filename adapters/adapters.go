@@ -57,6 +57,13 @@ type Request struct {
 	IncludeUsage bool
 	// Raw is the body exactly as the client sent it, for passthrough.
 	Raw []byte
+	// OutputAllowance is the output limit the gateway reserved for a
+	// request whose client set none: the model's maximum output, lowered to
+	// what the caller's quota covers. A provider sends it as its vendor's
+	// output limit (max_completion_tokens, max_tokens, maxOutputTokens) when
+	// the request carries none, so the upstream cannot produce more than was
+	// reserved. Zero: the provider's own default.
+	OutputAllowance int64
 	// Header holds the client's request headers that a same-dialect upstream
 	// may need (anthropic-version, anthropic-beta, openai-beta).
 	Header http.Header
@@ -218,6 +225,11 @@ type Reasoning struct {
 // CompletionRequest is a legacy text completion.
 type CompletionRequest struct {
 	Prompt []string
+	// MaxTokens is the client's output limit per choice; nil when unset.
+	MaxTokens *int64
+	// Choices is how many completions are generated (the larger of n and
+	// best_of); nil when unset.
+	Choices *int64
 }
 
 // EmbeddingRequest asks for vectors.

@@ -12,6 +12,14 @@ type PartialText interface {
 	PartialText() string
 }
 
+// UsageSoFar is implemented by stream steps (and so by their decoders)
+// that know usage the upstream sent before the event that reports it
+// (Anthropic's message_start): the relay bills a stream cut before its
+// end at least that.
+type UsageSoFar interface {
+	UsageSoFar() *Usage
+}
+
 // Pending is implemented by stream decoders that can tell whether another
 // event has already arrived, so the relay flushes once per burst of events
 // that came together instead of once per event, without ever holding an
@@ -54,4 +62,17 @@ type CredentialHinter interface {
 // when the body names none.
 type ModelPeeker interface {
 	PeekModel(op Operation, body []byte, r *http.Request) string
+}
+
+// PricedFields is implemented by providers whose vendor charges more than
+// the model's flat price for some fields a passthrough body may carry (a
+// faster service tier, server-side tools such as web search, betas for a
+// longer context or a longer-lived cache). The gateway refuses a request
+// that carries one unless the channel allows it (allow_fields, allow_betas),
+// so none is relayed unnoticed at the flat price.
+type PricedFields interface {
+	// PricedFields names the price-changing body fields and beta flags
+	// req carries; nothing for a request translated from another dialect,
+	// which cannot carry them.
+	PricedFields(req *Request) (fields, betas []string)
 }

@@ -71,11 +71,11 @@ type sseDecoder struct {
 	pending     []*StreamEvent
 	queue       []*StreamEvent // pending's backing array, reused
 	ev          StreamEvent
-	// seen keeps the data of relayed events until one reports usage, so a
-	// stream cut off before it can still be counted; it is parsed only
-	// then, and nearly every stream throws it away.
-	seen     *seenData
-	sawUsage bool
+	// seen keeps the data of relayed events since the last one that
+	// reported usage, so a stream cut off before its final usage can still
+	// be counted; it is parsed only then, and nearly every stream throws
+	// it away.
+	seen *seenData
 }
 
 // seenData is the data of relayed events, ends[i] closing event i.
@@ -120,9 +120,12 @@ func (d *sseDecoder) Next() (*StreamEvent, error) {
 			}
 			d.ev = StreamEvent{Type: EventPassthrough, Raw: sse.Raw, Dialect: d.dialect}
 			if usage != nil {
-				d.ev.Type, d.ev.Usage, d.sawUsage = EventUsage, usage, true
+				d.ev.Type, d.ev.Usage = EventUsage, usage
 				d.releaseSeen()
-			} else if !d.sawUsage {
+			} else {
+				// kept since the last usage too: a vendor that reports
+				// usage before the end (Anthropic's message_start, Gemini's
+				// every chunk) is billed that plus what came after it
 				d.keep(sse.Data)
 			}
 			return &d.ev, nil
@@ -169,6 +172,14 @@ func (d *sseDecoder) releaseSeen() {
 		seenPool.Put(d.seen)
 	}
 	d.seen = nil
+}
+
+// UsageSoFar implements UsageSoFar when the step does.
+func (d *sseDecoder) UsageSoFar() *Usage {
+	if s, ok := d.step.(UsageSoFar); ok {
+		return s.UsageSoFar()
+	}
+	return nil
 }
 
 // PartialText implements PartialText: the text of the relayed events seen

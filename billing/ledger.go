@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -38,6 +39,9 @@ type account struct {
 	syncedAt time.Time
 	usedAt   time.Time
 	limited  bool // tokens only: false when the token has no limit of its own
+	// loaded is false for an account known only by what it owes (rows
+	// journaled by an earlier run) until the store's balance is read.
+	loaded bool
 }
 
 // NewLedger returns an empty ledger.
@@ -65,8 +69,8 @@ func (l *Ledger) Admit(u *store.User, t *store.Token, amount int64) (Hold, bool)
 		return Hold{}, false
 	}
 	now := time.Now()
-	ua.reserved += amount
-	ta.reserved += amount
+	ua.reserved = addSat(ua.reserved, amount)
+	ta.reserved = addSat(ta.reserved, amount)
 	ua.usedAt, ta.usedAt = now, now
 	return h, true
 }
@@ -74,16 +78,71 @@ func (l *Ledger) Admit(u *store.User, t *store.Token, amount int64) (Hold, bool)
 func (l *Ledger) load(k accountKey, remaining int64, limited bool) *account {
 	a, ok := l.accounts[k]
 	if !ok {
-		a = &account{remaining: remaining, limited: limited, syncedAt: time.Now()}
+		a = &account{}
 		l.accounts[k] = a
 	}
+	if !a.loaded {
+		a.remaining, a.limited, a.syncedAt, a.loaded = remaining, limited, time.Now(), true
+	}
 	return a
+}
+
+// Owe counts a cost recorded but not yet in the store (a journaled row
+// from an earlier run) as unflushed, before the account is even loaded.
+func (l *Ledger) Owe(userID, tokenID, cost int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range []accountKey{{false, userID}, {true, tokenID}} {
+		a, ok := l.accounts[k]
+		if !ok {
+			a = &account{usedAt: time.Now()}
+			l.accounts[k] = a
+		}
+		a.unflushed = addSat(a.unflushed, cost)
+	}
+}
+
+// available is remaining - unflushed - reserved, saturating instead of
+// wrapping, so no absurd balance admits a request.
+func (a *account) available() int64 {
+	return subSat(subSat(a.remaining, a.unflushed), a.reserved)
 }
 
 // fits is true when amount can be held. A request that costs nothing (a
 // free model) always fits, even on an empty balance.
 func (a *account) fits(amount int64) bool {
-	return amount == 0 || a.remaining-a.unflushed-a.reserved >= amount
+	return amount == 0 || a.available() >= amount
+}
+
+// addSat and subSat are checked int64 arithmetic that saturates.
+func addSat(a, b int64) int64 {
+	c := a + b
+	if (c > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return c
+}
+
+func subSat(a, b int64) int64 {
+	if b == math.MinInt64 {
+		return addSat(addSat(a, math.MaxInt64), 1)
+	}
+	return addSat(a, -b)
+}
+
+// Room is what the user and token may still hold, loading them as Admit
+// does: the smaller of the two when the token has a limit of its own.
+func (l *Ledger) Room(u *store.User, t *store.Token) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	room := l.load(accountKey{false, u.ID}, u.Quota, true).available()
+	if ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0); ta.limited {
+		room = min(room, ta.available())
+	}
+	return room
 }
 
 // Available reports what a user may still spend, for errors and display.
@@ -94,7 +153,7 @@ func (l *Ledger) Available(userID int64) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return a.remaining - a.unflushed - a.reserved, true
+	return a.available(), true
 }
 
 // Reserved is the quota held by requests in flight, over every user.
@@ -117,8 +176,8 @@ func (l *Ledger) Settle(h Hold, cost int64) {
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {
 		if a, ok := l.accounts[k]; ok {
-			a.reserved -= h.Amount
-			a.unflushed += cost
+			a.reserved = subSat(a.reserved, h.Amount)
+			a.unflushed = addSat(a.unflushed, cost)
 		}
 	}
 }
@@ -131,8 +190,8 @@ func (l *Ledger) Committed(userCosts, tokenCosts map[int64]int64) {
 	apply := func(token bool, costs map[int64]int64) {
 		for id, c := range costs {
 			if a, ok := l.accounts[accountKey{token, id}]; ok {
-				a.unflushed -= c
-				a.remaining -= c
+				a.unflushed = subSat(a.unflushed, c)
+				a.remaining = subSat(a.remaining, c)
 				a.commits++
 			}
 		}
@@ -147,7 +206,7 @@ func (l *Ledger) Credit(userID, amount int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a, ok := l.accounts[accountKey{false, userID}]; ok {
-		a.remaining += amount
+		a.remaining = addSat(a.remaining, amount)
 	}
 }
 
@@ -191,7 +250,7 @@ func (l *Ledger) sync(s Stamp, k accountKey, remaining int64, limited bool) {
 		return
 	}
 	// unflushed costs are not in the store yet: keep counting them
-	a.remaining, a.limited, a.syncedAt = remaining, limited, time.Now()
+	a.remaining, a.limited, a.syncedAt, a.loaded = remaining, limited, time.Now(), true
 }
 
 // Refresh re-reads from the store every account last synced longer than

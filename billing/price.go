@@ -32,6 +32,9 @@ type Price struct {
 	CacheWrite  *int64 `json:"cache_write,omitempty"`
 	// Request is a flat charge per request, in quota units.
 	Request int64 `json:"request,omitempty"`
+	// MaxOutput is the most tokens the model writes in one answer: what a
+	// request without a limit of its own reserves (and is limited to).
+	MaxOutput int64 `json:"max_output,omitempty"`
 }
 
 // ParseUSD reads a decimal USD amount ("0.15", "2", "0.000001") into quota
@@ -96,6 +99,65 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 		return math.MaxInt64
 	}
 	return int64(q) + p.Request
+}
+
+// MaxTokens is the most tokens one count of one request may claim. An
+// upstream reporting more is wrong (no model's context comes near it), and
+// its counts are clamped here rather than trusted into the balance.
+const MaxTokens = 100_000_000
+
+// Clamp bounds every count of u to [0, MaxTokens].
+func Clamp(u adapters.Usage) adapters.Usage {
+	c := func(n *int64) { *n = min(max(*n, 0), MaxTokens) }
+	c(&u.PromptTokens)
+	c(&u.CompletionTokens)
+	c(&u.CachedTokens)
+	c(&u.CacheWriteTokens)
+	c(&u.ReasoningTokens)
+	return u
+}
+
+// Affordable is the largest completion allowance, at most want tokens for
+// each of choices answers, whose reservation with the prompt estimate fits
+// in available:
+//
+//	max c <= want with Reservation(prompt, c*choices) <= available
+//
+// 0 when not even the prompt fits. A free model affords want.
+func (p *Price) Affordable(prompt, want, choices, available int64) int64 {
+	if p == nil || p.Free || p.Output <= 0 {
+		return want
+	}
+	if choices < 1 {
+		choices = 1
+	}
+	budget := available - max(p.Request, 0)
+	if budget <= 0 || prompt < 0 {
+		return 0
+	}
+	// (budget*1e6 - prompt*input) / (output*choices), in 128 bits
+	bh, bl := bits.Mul64(uint64(budget), 1_000_000)
+	if prompt > 0 && p.Input > 0 {
+		ph, pl := bits.Mul64(uint64(prompt), uint64(p.Input))
+		var borrow uint64
+		bl, borrow = bits.Sub64(bl, pl, 0)
+		bh, borrow = bits.Sub64(bh, ph, borrow)
+		if borrow != 0 {
+			return 0
+		}
+	}
+	dh, dl := bits.Mul64(uint64(p.Output), uint64(choices))
+	if dh != 0 {
+		return 0 // a divisor beyond 64 bits: nothing affordable
+	}
+	if bh >= dl {
+		return want // the quotient exceeds 64 bits
+	}
+	q, _ := bits.Div64(bh, bl, dl)
+	if q > uint64(want) {
+		return want
+	}
+	return int64(q)
 }
 
 // Reservation is what a request holds before it runs: its prompt estimate

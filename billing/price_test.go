@@ -63,3 +63,36 @@ func TestCost(t *testing.T) {
 		t.Errorf("per-request price charged %d, want 7", got)
 	}
 }
+
+// Affordable is the largest allowance whose reservation fits, exactly.
+func TestAffordable(t *testing.T) {
+	p := &Price{Input: 1_000_000, Output: 2_000_000, Request: 5} // 1 and 2 units a token
+	for _, c := range []struct{ prompt, want, choices, avail, out int64 }{
+		{10, 16384, 1, 1_000_000, 16384},          // plenty
+		{10, 16384, 1, 10_005, (10_000 - 10) / 2}, // lowered
+		{10, 16384, 3, 10_005, (10_000 - 10) / 6}, // three choices
+		{10, 16384, 1, 15, 0},                     // not even the prompt and flat fee
+		{0, 100, 1, -5, 0},
+	} {
+		got := p.Affordable(c.prompt, c.want, c.choices, c.avail)
+		if got != c.out {
+			t.Errorf("%+v: %d", c, got)
+		}
+		if got > 0 && p.Reservation(c.prompt, got*c.choices) > c.avail {
+			t.Errorf("%+v: reservation %d exceeds %d", c, p.Reservation(c.prompt, got*c.choices), c.avail)
+		}
+		if got > 0 && got < c.want && p.Reservation(c.prompt, (got+1)*c.choices) <= c.avail {
+			t.Errorf("%+v: %d is not the largest", c, got)
+		}
+	}
+	if got := (&Price{Free: true}).Affordable(10, 500, 1, 0); got != 500 {
+		t.Errorf("free: %d", got)
+	}
+}
+
+func TestClamp(t *testing.T) {
+	u := Clamp(adapters.Usage{PromptTokens: -3, CompletionTokens: 1 << 60, ReasoningTokens: 7})
+	if u.PromptTokens != 0 || u.CompletionTokens != MaxTokens || u.ReasoningTokens != 7 {
+		t.Fatalf("%+v", u)
+	}
+}

@@ -2,6 +2,10 @@ package billing
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,22 +15,91 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
+// Errors Admit returns; the relay answers both with 503 and Retry-After.
+var (
+	// ErrQueueFull: every slot of the writer's queue holds a row not yet
+	// recorded, so a new request could not be recorded without waiting.
+	ErrQueueFull = errors.New("usage queue full")
+	// ErrUnavailable: neither the store nor the journal takes rows, so a
+	// priced request could not be billed.
+	ErrUnavailable = errors.New("billing unavailable")
+)
+
+// WriterConfig tunes a Writer; zero fields take the defaults.
+type WriterConfig struct {
+	// Journal is the path of the append-only file rows go to while the
+	// store refuses writes. Without one, rows wait in memory.
+	Journal string
+	// QueueSize bounds the rows admitted but not yet recorded (committed
+	// or journaled). Default 16384.
+	QueueSize int
+	// MaxBatch bounds the rows of one transaction. Default 1024.
+	MaxBatch int
+	// Linger is how long the first row of a batch waits for company.
+	// Default 5ms.
+	Linger time.Duration
+	// RetryInterval is how often a store that refused writes is tried
+	// again. Default 1s.
+	RetryInterval time.Duration
+	// CommitTimeout bounds one commit. Default 10s.
+	CommitTimeout time.Duration
+}
+
+func (c *WriterConfig) defaults() {
+	if c.QueueSize <= 0 {
+		c.QueueSize = 1 << 14
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 1024
+	}
+	if c.Linger <= 0 {
+		c.Linger = 5 * time.Millisecond
+	}
+	if c.RetryInterval <= 0 {
+		c.RetryInterval = time.Second
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 10 * time.Second
+	}
+}
+
 // Writer commits usage rows, and with them the costs they charge, through
 // one goroutine that groups whatever has queued into a single transaction.
 // Under load a batch holds hundreds of rows, so the store sees a few commits
-// a second however many requests are served. It never drops a row: when the
-// queue is full, Write waits; when a commit fails, the batch is retried.
+// a second however many requests are served.
+//
+// Every row is recorded exactly once, and nothing waits for it:
+//
+//	slots taken = rows queued + rows held in memory <= QueueSize
+//
+// A request takes a slot at admission (Admit) and its row gives it back
+// once committed to the store or synced to the journal, so Write never
+// blocks. When the store refuses a batch it goes to the journal, and so does
+// every later batch until the journal has been replayed into the store (one
+// order, no row in both). When the journal refuses too, rows are held in
+// memory, still holding their slots, and priced requests are refused until
+// one of the two takes writes again.
 type Writer struct {
-	st       store.Store
-	ledger   *Ledger
-	log      *zap.Logger
-	queue    chan *store.UsageLog
-	maxBatch int
-	linger   time.Duration
+	st     store.Store
+	ledger *Ledger
+	log    *zap.Logger
+	cfg    WriterConfig
+	queue  chan *store.UsageLog
+	slots  atomic.Int64
+	prefix string
+	seq    atomic.Uint64
 
-	mu     sync.RWMutex
+	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
 	done   chan struct{}
+
+	pmu       sync.Mutex // the state below; held by one persist at a time
+	journal   *Journal
+	degraded  bool                  // the store refused: rows go to the journal
+	held      []*store.UsageLog     // rows neither store nor journal took
+	stuck     atomic.Bool           // len(held) > 0, for Admit
+	journaled atomic.Bool           // degraded, for health
+	lastErr   atomic.Pointer[error] // why, for logs and health
 
 	// what health checks and metrics read, written only by commit
 	writeErrors  atomic.Uint64
@@ -34,11 +107,12 @@ type Writer struct {
 	onCommit     atomic.Pointer[func(time.Duration, int, error)]
 }
 
-// QueueDepth is how many rows wait to be committed, of QueueCap at most.
-func (w *Writer) QueueDepth() int { return len(w.queue) }
+// QueueDepth is how many rows are admitted and not yet recorded, of
+// QueueCap at most.
+func (w *Writer) QueueDepth() int { return int(w.slots.Load()) }
 
-// QueueCap is how many rows the queue holds before Write waits.
-func (w *Writer) QueueCap() int { return cap(w.queue) }
+// QueueCap is how many rows may be admitted and not yet recorded.
+func (w *Writer) QueueCap() int { return w.cfg.QueueSize }
 
 // WriteErrors counts commit attempts that failed.
 func (w *Writer) WriteErrors() uint64 { return w.writeErrors.Load() }
@@ -59,37 +133,94 @@ func (w *Writer) OnCommit(f func(took time.Duration, rows int, err error)) {
 	w.onCommit.Store(&f)
 }
 
-// NewWriter starts a writer.
-func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger) *Writer {
+// NewWriter starts a writer. If the journal holds rows from an earlier run,
+// they are replayed first; if the store refuses them, they stay journaled
+// and their costs count as unflushed in the ledger until it takes them.
+func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger, cfg WriterConfig) *Writer {
+	cfg.defaults()
+	var p [6]byte
+	_, _ = rand.Read(p[:])
 	w := &Writer{
-		st:       st,
-		ledger:   ledger,
-		log:      log,
-		queue:    make(chan *store.UsageLog, 1<<14),
-		maxBatch: 1024,
-		linger:   5 * time.Millisecond,
-		done:     make(chan struct{}),
+		st:     st,
+		ledger: ledger,
+		log:    log,
+		cfg:    cfg,
+		queue:  make(chan *store.UsageLog, cfg.QueueSize),
+		prefix: hex.EncodeToString(p[:]) + "-",
+		done:   make(chan struct{}),
+	}
+	if cfg.Journal != "" {
+		w.journal = OpenJournal(cfg.Journal)
+		if rows, bad, err := w.journal.Rows(); err != nil || len(rows) > 0 || bad > 0 {
+			w.degraded = true
+			w.journaled.Store(true)
+			if !w.replay() {
+				// still journaled: count those costs against their owners
+				for _, r := range rows {
+					ledger.Owe(r.UserID, r.TokenID, r.Cost)
+				}
+			}
+		}
 	}
 	go w.run()
 	return w
 }
 
-// Write queues a row; its Cost is charged when the row is committed. After
-// Close it commits the row at once, so a request that outlives the writer
-// still gets recorded.
+// Admit takes a queue slot for a request's row. It fails with ErrQueueFull
+// when every slot is taken, and, for a priced request, with ErrUnavailable
+// while rows can be neither committed nor journaled. A request admitted
+// must Write exactly one row.
+func (w *Writer) Admit(priced bool) error {
+	if priced && w.stuck.Load() {
+		return ErrUnavailable
+	}
+	if w.slots.Add(1) > int64(w.cfg.QueueSize) {
+		w.slots.Add(-1)
+		return ErrQueueFull
+	}
+	return nil
+}
+
+// Write queues the row of an admitted request; its Cost is charged when
+// the row is committed. It never blocks. After Close it records the row at
+// once, so a request that outlives the writer still gets recorded.
 func (w *Writer) Write(row *store.UsageLog) {
+	if row.Key == "" {
+		row.Key = w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
+	}
 	w.mu.RLock()
 	if !w.closed {
-		w.queue <- row
+		w.queue <- row // a slot was taken for it: the send never waits
 		w.mu.RUnlock()
 		return
 	}
 	w.mu.RUnlock()
-	w.commit([]*store.UsageLog{row}, 5)
+	w.persist([]*store.UsageLog{row})
+	w.retry()
 }
 
-// Close stops accepting rows into the queue, commits everything queued and
-// returns when it is written.
+// WriteUnadmitted records the row of a request refused before it took a
+// slot (bad input, a limit), if a slot is free; otherwise the row is logged
+// in full, since it charges nothing.
+func (w *Writer) WriteUnadmitted(row *store.UsageLog) {
+	if w.slots.Add(1) > int64(w.cfg.QueueSize) {
+		w.slots.Add(-1)
+		w.log.Warn("usage queue full: row of a refused request logged instead", zap.Any("row", row))
+		return
+	}
+	w.Write(row)
+}
+
+// Degraded reports whether rows are being journaled or held, and why.
+func (w *Writer) Degraded() (journaled, stuck bool, reason error) {
+	if p := w.lastErr.Load(); p != nil {
+		reason = *p
+	}
+	return w.journaled.Load(), w.stuck.Load(), reason
+}
+
+// Close stops accepting rows into the queue, records everything queued and
+// returns when it is written (or, if nothing takes it, logged).
 func (w *Writer) Close() {
 	w.mu.Lock()
 	if w.closed {
@@ -101,20 +232,42 @@ func (w *Writer) Close() {
 	close(w.queue)
 	w.mu.Unlock()
 	<-w.done
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	for _, r := range w.held {
+		w.log.Error("usage row could be neither committed nor journaled", zap.Any("row", r))
+	}
+	if w.journal != nil {
+		_ = w.journal.Close()
+	}
 }
 
 func (w *Writer) run() {
 	defer close(w.done)
-	batch := make([]*store.UsageLog, 0, w.maxBatch)
+	batch := make([]*store.UsageLog, 0, w.cfg.MaxBatch)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	for row := range w.queue {
+	tick := time.NewTicker(w.cfg.RetryInterval)
+	defer tick.Stop()
+	for {
+		var row *store.UsageLog
+		select {
+		case r, ok := <-w.queue:
+			if !ok {
+				w.retry()
+				return
+			}
+			row = r
+		case <-tick.C:
+			w.retry()
+			continue
+		}
 		// wait a moment for more rows, so that even a light load commits
 		// many rows a transaction instead of one
 		batch = append(batch[:0], row)
-		linger.Reset(w.linger)
+		linger.Reset(w.cfg.Linger)
 	fill:
-		for len(batch) < w.maxBatch {
+		for len(batch) < w.cfg.MaxBatch {
 			select {
 			case r, ok := <-w.queue:
 				if !ok {
@@ -126,46 +279,142 @@ func (w *Writer) run() {
 			}
 		}
 		linger.Stop()
-		w.commit(batch, -1)
+		w.persist(batch)
 	}
 }
 
-// commit writes a batch, retrying with backoff; tries < 0 retries until it
-// succeeds. Rows that still cannot be written are logged in full, so an
-// operator can replay them.
-func (w *Writer) commit(batch []*store.UsageLog, tries int) {
-	backoff := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		start := time.Now()
-		err := w.st.SettleBatch(context.Background(), batch)
-		if f := w.onCommit.Load(); f != nil {
-			(*f)(time.Since(start), len(batch), err)
-		}
+// persist records a batch: in the store, or while the store refuses, in
+// the journal, or while both refuse, in memory.
+func (w *Writer) persist(batch []*store.UsageLog) {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	if !w.degraded {
+		err := w.commit(batch)
 		if err == nil {
-			w.failingSince.Store(0)
-			break
-		}
-		w.writeErrors.Add(1)
-		w.failingSince.CompareAndSwap(0, start.UnixNano())
-		if tries >= 0 && attempt >= tries {
-			for _, r := range batch {
-				w.log.Error("usage row could not be written", zap.Error(err), zap.Any("row", r))
-			}
+			w.slots.Add(-int64(len(batch)))
 			return
 		}
-		w.log.Warn("writing usage rows failed; retrying", zap.Int("rows", len(batch)), zap.Int("attempt", attempt), zap.Error(err))
-		time.Sleep(backoff)
-		if backoff < 2*time.Second {
-			backoff *= 2
+		w.fail(err)
+		w.log.Error("the store refused usage rows: journaling them until it takes writes again",
+			zap.Int("rows", len(batch)), zap.Error(err))
+		w.degraded = true
+		w.journaled.Store(true)
+	}
+	w.hold(batch)
+}
+
+// hold journals rows, or keeps them in memory when the journal fails.
+// Called with pmu held.
+func (w *Writer) hold(batch []*store.UsageLog) {
+	rows := append(w.held, batch...)
+	if w.journal != nil {
+		err := w.journal.Append(rows)
+		if err == nil {
+			w.held = nil
+			w.stuck.Store(false)
+			w.slots.Add(-int64(len(rows)))
+			return
+		}
+		w.fail(err)
+		if !w.stuck.Load() {
+			w.log.Error("the usage journal refused rows too: refusing priced requests until the store or the journal takes writes",
+				zap.Int("rows", len(rows)), zap.Error(err))
 		}
 	}
+	w.held = rows
+	w.stuck.Store(true)
+}
+
+// retry tries again what failed: rows held in memory go to the journal,
+// the journal is replayed into the store, and rows the journal still
+// refuses go to the store directly once it takes writes.
+func (w *Writer) retry() {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	if len(w.held) > 0 && w.journal != nil {
+		held := w.held
+		w.held = nil
+		w.hold(held)
+	}
+	if w.degraded && !w.replay() {
+		return
+	}
+	if len(w.held) > 0 {
+		if err := w.commit(w.held); err != nil {
+			w.fail(err)
+			return
+		}
+		w.slots.Add(-int64(len(w.held)))
+		w.held = nil
+		w.stuck.Store(false)
+	}
+}
+
+// replay commits the journal to the store and empties it; false if the
+// store still refuses. Called with pmu held (or before run starts).
+func (w *Writer) replay() bool {
+	if w.journal == nil {
+		w.degraded = false
+		w.journaled.Store(false)
+		return true
+	}
+	rows, bad, err := w.journal.Rows()
+	if err != nil {
+		w.fail(err)
+		return false
+	}
+	for start := 0; start < len(rows); start += w.cfg.MaxBatch {
+		end := min(start+w.cfg.MaxBatch, len(rows))
+		if err := w.commit(rows[start:end]); err != nil {
+			w.fail(err)
+			return false
+		}
+	}
+	if err := w.journal.Clear(); err != nil {
+		w.fail(err)
+		return false
+	}
+	if len(rows) > 0 || bad > 0 {
+		w.log.Info("usage journal replayed into the store", zap.Int("rows", len(rows)), zap.Int("unreadable_lines", bad))
+	}
+	w.degraded = false
+	w.journaled.Store(false)
+	w.lastErr.Store(nil)
+	return true
+}
+
+// commit writes a batch to the store and tells the ledger what it charged:
+// only the rows actually written, since a replayed row may have been.
+func (w *Writer) commit(batch []*store.UsageLog) error {
+	for _, r := range batch {
+		r.ID = 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.CommitTimeout)
+	defer cancel()
+	start := time.Now()
+	err := w.st.SettleBatch(ctx, batch)
+	if f := w.onCommit.Load(); f != nil {
+		(*f)(time.Since(start), len(batch), err)
+	}
+	if err != nil {
+		w.writeErrors.Add(1)
+		w.failingSince.CompareAndSwap(0, start.UnixNano())
+		return err
+	}
+	w.failingSince.Store(0)
 	users := make(map[int64]int64)
 	tokens := make(map[int64]int64)
 	for _, r := range batch {
-		users[r.UserID] += r.Cost
+		if r.ID == 0 {
+			continue // stored before
+		}
+		users[r.UserID] = addSat(users[r.UserID], r.Cost)
 		if r.TokenID != 0 {
-			tokens[r.TokenID] += r.Cost
+			tokens[r.TokenID] = addSat(tokens[r.TokenID], r.Cost)
 		}
 	}
 	w.ledger.Committed(users, tokens)
+	return nil
 }
+
+func (w *Writer) fail(err error) { w.lastErr.Store(&err) }

@@ -3,6 +3,8 @@ package billing_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -46,7 +48,8 @@ func TestWriterNeverDropsARow(t *testing.T) {
 	fs.failures.Store(2)
 	ledger := billing.NewLedger()
 	tok := &store.Token{ID: 0}
-	w := billing.NewWriter(fs, ledger, zap.NewNop())
+	w := billing.NewWriter(fs, ledger, zap.NewNop(), billing.WriterConfig{
+		Journal: filepath.Join(t.TempDir(), "journal"), RetryInterval: 10 * time.Millisecond})
 	var attempts, failedAttempts atomic.Int32
 	w.OnCommit(func(_ time.Duration, _ int, err error) {
 		attempts.Add(1)
@@ -68,11 +71,18 @@ func TestWriterNeverDropsARow(t *testing.T) {
 					return
 				}
 				ledger.Settle(h, 3)
+				if err := w.Admit(true); err != nil {
+					t.Error(err)
+					return
+				}
 				w.Write(&store.UsageLog{UserID: u.ID, Model: "m", Cost: 3, Status: 200})
 			}
 		}()
 	}
 	wg.Wait()
+	// the failed batches went to the journal; it is replayed once the
+	// store takes writes (or, failing that, at the next start)
+	waitFor(t, "the journal's replay", func() bool { j, _, _ := w.Degraded(); return !j })
 	w.Close()
 
 	if c, _ := st.CountUsage(ctx); c != n {
@@ -85,7 +95,8 @@ func TestWriterNeverDropsARow(t *testing.T) {
 	if avail, _ := ledger.Available(u.ID); avail != 1_000_000-3*n {
 		t.Fatalf("ledger says %d available, want %d", avail, 1_000_000-3*n)
 	}
-	// group commit: far fewer transactions than rows
+	// group commit: far fewer transactions than rows (the journal's
+	// replay commits in batches too)
 	if b := fs.batches.Load(); b > n/10 {
 		t.Fatalf("%d batches for %d rows", b, n)
 	}
@@ -99,5 +110,204 @@ func TestWriterNeverDropsARow(t *testing.T) {
 	w.Write(&store.UsageLog{UserID: u.ID, Model: "late", Status: 200})
 	if c, _ := st.CountUsage(ctx); c != n+1 {
 		t.Fatalf("a row written after Close was lost: %d rows", c)
+	}
+}
+
+// switchStore refuses writes while down is set.
+type switchStore struct {
+	store.Store
+	down    atomic.Bool
+	batches atomic.Int32
+}
+
+func (s *switchStore) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
+	if s.down.Load() {
+		return errors.New("database is locked")
+	}
+	s.batches.Add(1)
+	return s.Store.SettleBatch(ctx, logs)
+}
+
+func newUserStore(t *testing.T, quota int64) (*sqlite.Store, *store.User) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u := &store.User{Username: "u", PasswordHash: "x", Quota: quota}
+	if err := st.CreateUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return st.(*sqlite.Store), u
+}
+
+// spend admits, settles and writes n rows of cost each, as the relay does.
+func spend(t *testing.T, w *billing.Writer, l *billing.Ledger, u *store.User, n int, cost int64) {
+	t.Helper()
+	tok := &store.Token{}
+	for i := 0; i < n; i++ {
+		if err := w.Admit(cost > 0); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+		h, ok := l.Admit(u, tok, cost)
+		if !ok {
+			t.Fatalf("row %d: ledger refused", i)
+		}
+		l.Settle(h, cost)
+		w.Write(&store.UsageLog{UserID: u.ID, Model: "m", Cost: cost, Status: 200})
+	}
+}
+
+// waitFor polls cond; the writer works in the background.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestWriterJournalsWhileTheStoreRefuses(t *testing.T) {
+	st, u := newUserStore(t, 1_000_000)
+	ss := &switchStore{Store: st}
+	ledger := billing.NewLedger()
+	journal := filepath.Join(t.TempDir(), "journal")
+	w := billing.NewWriter(ss, ledger, zap.NewNop(), billing.WriterConfig{Journal: journal, RetryInterval: 5 * time.Millisecond})
+	ctx := context.Background()
+
+	spend(t, w, ledger, u, 10, 7)
+	waitFor(t, "the first rows", func() bool { c, _ := st.CountUsage(ctx); return c == 10 })
+	ss.down.Store(true)
+	spend(t, w, ledger, u, 20, 7)
+	waitFor(t, "rows in the journal", func() bool {
+		rows, _, _ := billing.OpenJournal(journal).Rows()
+		return len(rows) == 20
+	})
+	if j, _, _ := w.Degraded(); !j {
+		t.Fatal("the writer does not say it is journaling")
+	}
+	// journaled costs still count against the balance
+	if avail, _ := ledger.Available(u.ID); avail != 1_000_000-30*7 {
+		t.Fatalf("available while journaling = %d", avail)
+	}
+	ss.down.Store(false)
+	spend(t, w, ledger, u, 5, 7)
+	w.Close()
+	if c, _ := st.CountUsage(ctx); c != 35 {
+		t.Fatalf("%d rows, want 35", c)
+	}
+	got, _ := st.UserByID(ctx, u.ID)
+	if got.Quota != 1_000_000-35*7 || got.UsedQuota != 35*7 || got.RequestCount != 35 {
+		t.Fatalf("user = %+v", got)
+	}
+	if avail, _ := ledger.Available(u.ID); avail != 1_000_000-35*7 {
+		t.Fatalf("ledger available = %d", avail)
+	}
+	if rows, _, _ := billing.OpenJournal(journal).Rows(); len(rows) != 0 {
+		t.Fatalf("journal not emptied: %d rows", len(rows))
+	}
+}
+
+// A journal left by a run that died after committing part of it (or all
+// of it, before emptying it) is replayed at start: every row once.
+func TestWriterReplaysAJournalOnceAtStart(t *testing.T) {
+	st, u := newUserStore(t, 1_000_000)
+	ctx := context.Background()
+	journal := filepath.Join(t.TempDir(), "journal")
+	var rows []*store.UsageLog
+	for i := 0; i < 6; i++ {
+		rows = append(rows, &store.UsageLog{Key: fmt.Sprintf("run1-%d", i), UserID: u.ID, Cost: 11, Status: 200})
+	}
+	// rows 0-2 reached the store before the crash
+	if err := st.SettleBatch(ctx, rows[:3]); err != nil {
+		t.Fatal(err)
+	}
+	j := billing.OpenJournal(journal)
+	if err := j.Append(rows); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	// a torn last line, as a crash mid-write leaves it
+	f, _ := os.OpenFile(journal, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"key":"run1-9","user_id":1,"co`)
+	f.Close()
+
+	w := billing.NewWriter(st, billing.NewLedger(), zap.NewNop(), billing.WriterConfig{Journal: journal})
+	w.Close()
+	if c, _ := st.CountUsage(ctx); c != 6 {
+		t.Fatalf("%d rows, want 6", c)
+	}
+	got, _ := st.UserByID(ctx, u.ID)
+	if got.Quota != 1_000_000-66 || got.RequestCount != 6 {
+		t.Fatalf("user = %+v", got)
+	}
+}
+
+// With the journal refusing too (its disk full: /dev/full), priced
+// requests are refused, free ones go on, and nothing admitted is lost.
+func TestWriterRefusesPricedWorkWhenNothingTakesRows(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	st, u := newUserStore(t, 1_000_000)
+	ss := &switchStore{Store: st}
+	ledger := billing.NewLedger()
+	journal := filepath.Join(t.TempDir(), "journal")
+	if err := os.Symlink("/dev/full", journal); err != nil {
+		t.Fatal(err)
+	}
+	w := billing.NewWriter(ss, ledger, zap.NewNop(), billing.WriterConfig{Journal: journal, RetryInterval: 5 * time.Millisecond})
+	ss.down.Store(true)
+	spend(t, w, ledger, u, 3, 5)
+	waitFor(t, "billing to stop", func() bool { return errors.Is(w.Admit(true), billing.ErrUnavailable) })
+	spend(t, w, ledger, u, 2, 0) // free models keep working
+	ss.down.Store(false)
+	waitFor(t, "billing to resume", func() bool {
+		err := w.Admit(true)
+		if err == nil {
+			w.Write(&store.UsageLog{UserID: u.ID, Status: 200})
+		}
+		return err == nil
+	})
+	w.Close()
+	ctx := context.Background()
+	if c, _ := st.CountUsage(ctx); c != 6 {
+		t.Fatalf("%d rows, want 6", c)
+	}
+	if got, _ := st.UserByID(ctx, u.ID); got.Quota != 1_000_000-15 {
+		t.Fatalf("user = %+v", got)
+	}
+}
+
+func TestWriterQueueIsBounded(t *testing.T) {
+	st, u := newUserStore(t, 0)
+	ss := &switchStore{Store: st}
+	ss.down.Store(true)
+	// no journal: rows wait in memory, holding their slots
+	w := billing.NewWriter(ss, billing.NewLedger(), zap.NewNop(), billing.WriterConfig{QueueSize: 3, RetryInterval: 5 * time.Millisecond})
+	for i := 0; i < 3; i++ {
+		if err := w.Admit(false); err != nil {
+			t.Fatal(err)
+		}
+		w.Write(&store.UsageLog{UserID: u.ID, Status: 200})
+	}
+	if err := w.Admit(false); !errors.Is(err, billing.ErrQueueFull) {
+		t.Fatalf("fourth admission: %v, want queue full", err)
+	}
+	ss.down.Store(false)
+	waitFor(t, "the queue to drain", func() bool {
+		err := w.Admit(false)
+		if err == nil {
+			w.Write(&store.UsageLog{UserID: u.ID, Status: 200})
+		}
+		return err == nil
+	})
+	w.Close()
+	if c, _ := st.CountUsage(context.Background()); c != 4 {
+		t.Fatalf("%d rows, want 4", c)
 	}
 }

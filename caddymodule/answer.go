@@ -160,9 +160,17 @@ func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b cha
 		}
 		ev, err = dec.Next()
 	}
-	if !x.usage.Known() {
+	// a stream cut before its end is billed on what was generated: the
+	// text after the last usage the upstream reported counts too
+	x.cut = x.status != http.StatusOK
+	if us, ok := dec.(adapters.UsageSoFar); ok && x.cut && !x.usage.Known() {
+		if u := us.UsageSoFar(); u != nil {
+			x.usage = *u
+		}
+	}
+	if !x.usage.Known() || x.cut {
 		if pt, ok := dec.(adapters.PartialText); ok {
-			x.text.WriteString(pt.PartialText())
+			x.tail = pt.PartialText()
 		}
 	}
 	if r, ok := dec.(adapters.Releaser); ok {

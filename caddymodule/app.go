@@ -68,6 +68,14 @@ type App struct {
 	ImageFetchPorts []int `json:"image_fetch_ports,omitempty"`
 	// Health sets when failing channels are ejected.
 	Health *HealthConfig `json:"health,omitempty"`
+	// PartTokens is what each image, audio or file part of a prompt
+	// reserves. Default 1600, the most tokens Anthropic documents for one
+	// image (OpenAI's high-detail and Gemini's tiled images cost less).
+	PartTokens int64 `json:"part_tokens,omitempty"`
+	// Limits are the default rate limits of every key.
+	Limits *LimitsConfig `json:"limits,omitempty"`
+	// Usage tunes how usage rows are recorded.
+	Usage *UsageConfig `json:"usage,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -97,6 +105,7 @@ type App struct {
 	inflight   *inflightBodies
 	fetch      *adapters.FetchPolicy
 	log        *zap.Logger
+	allowed    map[string]allowance // by channel name
 
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
@@ -124,6 +133,12 @@ type ChannelConfig struct {
 	ModelMap map[string]string `json:"model_map,omitempty"`
 	Priority int               `json:"priority,omitempty"`
 	Weight   int               `json:"weight,omitempty"`
+	// AllowFields and AllowBetas are the price-changing passthrough body
+	// fields (service_tier, tools.web_search, ...) and vendor beta flags
+	// the channel relays: the operator accepts the vendor's price for them
+	// and prices the model accordingly. Others are refused with a 400.
+	AllowFields []string `json:"allow_fields,omitempty"`
+	AllowBetas  []string `json:"allow_betas,omitempty"`
 	// Version is refused with a message: it moved into the adapter's own
 	// options ("adapter": {"type": "anthropic", "version": "..."}).
 	Version string `json:"version,omitempty"`
@@ -159,6 +174,9 @@ type PriceConfig struct {
 	CacheWrite  string `json:"cache_write,omitempty"`
 	// Request is USD per request.
 	Request string `json:"request,omitempty"`
+	// MaxOutput is the model's maximum output in tokens (the vendor's
+	// documented limit): a request without max_tokens reserves it.
+	MaxOutput int64 `json:"max_output,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -201,6 +219,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	// image fetches at once, process-wide
 	a.fetch = adapters.NewFetchPolicy(a.MaxFetchedImages, a.MaxFetchedBytes, 64)
 	a.fetch.Ports = a.ImageFetchPorts
+	if a.PartTokens <= 0 {
+		a.PartTokens = 1600
+	}
 	dialects, err := loadDialects(ctx)
 	if err != nil {
 		return err
@@ -223,7 +244,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			dbc.DSN = repl.ReplaceAll(a.Database.DSN, "")
 		}
 	}
-	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL))
+	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), a.Usage.writerConfig(repl))
 	if err != nil {
 		return err
 	}
@@ -290,7 +311,10 @@ func (a *App) provisionPrices() error {
 }
 
 func (pc *PriceConfig) price() (*billing.Price, error) {
-	p := &billing.Price{Free: pc.Free}
+	if pc.MaxOutput < 0 {
+		return nil, fmt.Errorf("max_output must not be negative")
+	}
+	p := &billing.Price{Free: pc.Free, MaxOutput: pc.MaxOutput}
 	parse := func(name, s string) (int64, error) {
 		if s == "" {
 			return 0, nil
@@ -334,6 +358,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.clients = map[string]*http.Client{}
 	a.transports = map[transportKey]*http.Client{}
 	a.bounds = map[string]channelBounds{}
+	a.allowed = map[string]allowance{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -391,6 +416,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 		b := cc.bounds()
 		a.bounds[cc.Name] = b
 		a.clients[cc.Name] = a.clientFor(b)
+		a.allowed[cc.Name] = newAllowance(cc)
 		if t, ok := prov.(adapters.Transporter); ok {
 			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
 		}

@@ -49,6 +49,18 @@ func init() {
 //			interval <duration>
 //			batch_size <n>
 //			pause <duration>
+//		part_tokens <n>
+//		limits {
+//			rpm <n>
+//			tpm <n>
+//			max_parallel <n>
+//		}
+//		usage {
+//			journal <path>
+//			queue_size <n>
+//			linger <duration>
+//			retry_interval <duration>
+//			commit_timeout <duration>
 //		}
 //		health {
 //			consecutive_failures <n>
@@ -69,6 +81,8 @@ func init() {
 //			timeout <duration>
 //			max_response_body <size>
 //			max_stream_event <size>
+//			allow_fields <field>...
+//			allow_betas <beta>...
 //		}
 //		price <model> free
 //		price <model> {
@@ -77,6 +91,7 @@ func init() {
 //			cached_input <usd per 1M tokens>
 //			cache_write <usd per 1M tokens>
 //			request <usd per request>
+//			max_output <tokens>
 //			free
 //		}
 //	}
@@ -134,7 +149,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.MaxFetchedBytes = size
 			}
-		case "max_attempts", "default_max_tokens", "max_elements", "max_fetched_images":
+		case "max_attempts", "default_max_tokens", "max_elements", "max_fetched_images", "part_tokens":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -150,6 +165,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxElements = n
 			case "max_fetched_images":
 				a.MaxFetchedImages = n
+			case "part_tokens":
+				a.PartTokens = int64(n)
 			default:
 				a.DefaultMaxTokens = int64(n)
 			}
@@ -190,6 +207,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Health = hc
+		case "limits":
+			lc, err := parseLimits(d)
+			if err != nil {
+				return err
+			}
+			a.Limits = lc
+		case "usage":
+			uc, err := parseUsage(d)
+			if err != nil {
+				return err
+			}
+			a.Usage = uc
 		case "channel":
 			ch, err := parseChannel(d)
 			if err != nil {
@@ -333,6 +362,10 @@ func parseChannel(d *caddyfile.Dispenser) (*ChannelConfig, error) {
 					ch.MaxStreamEvent = size
 				}
 			}
+		case "allow_fields":
+			ch.AllowFields = append(ch.AllowFields, args...)
+		case "allow_betas":
+			ch.AllowBetas = append(ch.AllowBetas, args...)
 		case "version":
 			typ := "<type>"
 			if ch.adapter != "" {
@@ -411,6 +444,13 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.CacheWrite = v
 		case "request":
 			pc.Request = v
+		case "max_output":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return "", nil, d.Errf("price %s: max_output must be a positive number of tokens, not %q", model, v)
+			}
+			pc.MaxOutput = n
+			continue
 		default:
 			return "", nil, d.Errf("price %s: unrecognized option %q", model, opt)
 		}

@@ -33,9 +33,9 @@ It is safe to run while the gateway is serving.`,
 			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database")
 			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
 			user := &cobra.Command{Use: "user", Short: "Manages users"}
-			user.AddCommand(userAddCommand(), userShowCommand(), userPasswdCommand())
+			user.AddCommand(userAddCommand(), userShowCommand(), userPasswdCommand(), userSetCommand())
 			token := &cobra.Command{Use: "token", Short: "Manages API keys"}
-			token.AddCommand(tokenAddCommand(), tokenListCommand(), tokenStatusCommand("disable", store.TokenDisabled), tokenStatusCommand("enable", store.TokenEnabled))
+			token.AddCommand(tokenAddCommand(), tokenListCommand(), tokenSetCommand(), tokenStatusCommand("disable", store.TokenDisabled), tokenStatusCommand("enable", store.TokenEnabled))
 			redeem := &cobra.Command{Use: "redeem", Short: "Manages redemption codes"}
 			redeem.AddCommand(redeemAddCommand())
 			usage := &cobra.Command{Use: "usage", Short: "Exports usage rows"}
@@ -115,7 +115,7 @@ func withStore(run func(ctx context.Context, cmd *cobra.Command, st store.Store)
 
 func userAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --username <name> --password <password> [--role user|admin|root] [--quota <units>]",
+		Use:   "add --username <name> --password <password> [--role user|admin|root] [--quota <units>] [--rpm N] [--tpm N] [--max-parallel N]",
 		Short: "Creates a user",
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			var n account.NewUser
@@ -123,17 +123,28 @@ func userAddCommand() *cobra.Command {
 			n.Password, _ = cmd.Flags().GetString("password")
 			n.Role, _ = cmd.Flags().GetString("role")
 			n.Quota, _ = cmd.Flags().GetInt64("quota")
+			limits, err := readLimits(cmd, store.Limits{})
+			if err != nil {
+				return err
+			}
 			u, err := account.CreateUser(ctx, st, n)
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, viewUser(u))
+			if limits != (store.Limits{}) {
+				if err := st.SetUserLimits(ctx, u.ID, limits); err != nil {
+					return err
+				}
+				u.Limits = limits
+			}
+			return printJSON(cmd, viewUserLimits(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
 	c.Flags().String("password", "", "password (8 characters or more)")
 	c.Flags().String("role", store.RoleUser, "user, admin or root")
 	c.Flags().Int64("quota", 0, "starting quota in units (1,000,000 = 1 USD)")
+	limitFlags(c)
 	return c
 }
 
@@ -190,7 +201,7 @@ func userPasswdCommand() *cobra.Command {
 
 func tokenAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h]",
+		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h] [--rpm N] [--tpm N] [--max-parallel N]",
 		Short: "Creates an API key and prints it, alone, on stdout",
 		Long:  "Creates an API key for a user. The key is printed once and stored only as a hash.",
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
@@ -214,9 +225,18 @@ func tokenAddCommand() *cobra.Command {
 				}
 				spec.ExpiresAt = time.Now().Add(d)
 			}
-			key, _, err := account.CreateToken(ctx, st, u.ID, spec)
+			limits, err := readLimits(cmd, store.Limits{})
 			if err != nil {
 				return err
+			}
+			key, t, err := account.CreateToken(ctx, st, u.ID, spec)
+			if err != nil {
+				return err
+			}
+			if limits != (store.Limits{}) {
+				if err := st.SetTokenLimits(ctx, t.ID, limits); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
 			return nil
@@ -227,6 +247,7 @@ func tokenAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
 	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	limitFlags(c)
 	return c
 }
 
@@ -296,6 +317,7 @@ func redeemAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "units each code adds (1,000,000 = 1 USD)")
 	c.Flags().Int("count", 1, "how many codes")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	limitFlags(c)
 	return c
 }
 

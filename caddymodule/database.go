@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -24,6 +27,15 @@ import (
 // reservations in flight and queued usage rows carry over untouched.
 var databases = caddy.NewUsagePool()
 
+// closing holds, per database key, a channel closed when the database's
+// last user has drained and closed it. A reload that comes back to a
+// database still draining waits for it, so two ledgers never admit against
+// one balance.
+var (
+	closingMu sync.Mutex
+	closing   = map[string]chan struct{}{}
+)
+
 type database struct {
 	key   string
 	store store.Store
@@ -31,6 +43,7 @@ type database struct {
 	// authFailures counts failed authentications by client address
 	authFailures *keys.LRU
 	ledger       *billing.Ledger
+	limiter      *billing.Limiter
 	writer       *billing.Writer
 	log          *zap.Logger
 	stop         context.CancelFunc
@@ -39,10 +52,27 @@ type database struct {
 	// metrics and health last as long as the entry, across reloads
 	metrics *databaseMetrics
 	health  storeHealth
+	// active counts requests between admission and their usage row: the
+	// store is not closed under them
+	active atomic.Int64
 }
 
-func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (*database, error) {
-	key := cfg.Driver + ":" + cfg.DSN
+// enter and leave bracket a request's use of the database.
+func (db *database) enter() { db.active.Add(1) }
+func (db *database) leave() { db.active.Add(-1) }
+
+func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
+	key := databaseKey(cfg)
+	closingMu.Lock()
+	wait := closing[key]
+	closingMu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-time.After(time.Minute):
+			return nil, fmt.Errorf("the %s database %q is still draining from the previous configuration", cfg.Driver, cfg.DSN)
+		}
+	}
 	val, _, err := databases.LoadOrNew(key, func() (caddy.Destructor, error) {
 		st, err := store.Open(cfg.Driver, cfg.DSN)
 		if err != nil {
@@ -52,10 +82,13 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration) (
 			st.Close()
 			return nil, err
 		}
-		db := &database{key: key, store: st, ledger: billing.NewLedger(), log: log}
+		db := &database{key: key, store: st, ledger: billing.NewLedger(), limiter: billing.NewLimiter(), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
-		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"))
+		if wcfg.Journal == "" {
+			wcfg.Journal = defaultJournal(cfg)
+		}
+		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"), wcfg)
 		db.metrics = newDatabaseMetrics(db)
 		ctx, cancel := context.WithCancel(context.Background())
 		db.stop = cancel
@@ -86,6 +119,7 @@ func (db *database) maintain(ctx context.Context, every time.Duration) {
 			db.ledger.Refresh(ctx, db.store, every, 10*time.Minute)
 			db.keys.Sweep()
 			db.probe(ctx)
+			db.limiter.Sweep(time.Now())
 		}
 	}
 }
@@ -95,13 +129,76 @@ func (db *database) release() error {
 	return err
 }
 
-// Destruct runs when the last app using the database is cleaned up: it
-// commits every queued usage row, then closes the store.
+// Destruct runs when the last app using the database is cleaned up: once
+// the requests still running on it have finished (on a reload, Caddy cleans
+// the old configuration up while its requests drain), it records every
+// queued usage row, then closes the store. On a reload that happens in the
+// background; when the process exits, before it does.
 func (db *database) Destruct() error {
+	done := make(chan struct{})
+	closingMu.Lock()
+	closing[db.key] = done
+	closingMu.Unlock()
+	if caddy.Exiting() {
+		return db.close(done)
+	}
+	go func() {
+		if err := db.close(done); err != nil {
+			db.log.Error("closing the database", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+func (db *database) close(done chan struct{}) error {
+	for db.active.Load() > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer func() {
+		closingMu.Lock()
+		if closing[db.key] == done {
+			delete(closing, db.key)
+		}
+		closingMu.Unlock()
+		close(done)
+	}()
 	db.stop()
 	db.wg.Wait()
 	db.writer.Close()
 	return db.store.Close()
+}
+
+// databaseKey names a database once however its path is written, so two
+// spellings of one SQLite file share one ledger.
+func databaseKey(cfg DatabaseConfig) string {
+	dsn := cfg.DSN
+	if cfg.Driver == "sqlite" && dsn != ":memory:" && !strings.HasPrefix(dsn, "file:") {
+		if abs, err := filepath.Abs(dsn); err == nil {
+			dsn = abs
+			// the file may not exist yet: resolve its directory then
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				dsn = real
+			} else if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+				dsn = filepath.Join(dir, filepath.Base(abs))
+			}
+		}
+	}
+	return cfg.Driver + ":" + dsn
+}
+
+// defaultJournal is where unwritten usage rows go: beside a SQLite file,
+// else under ./data.
+func defaultJournal(cfg DatabaseConfig) string {
+	if cfg.Driver == "sqlite" && cfg.DSN != ":memory:" {
+		p := strings.TrimPrefix(cfg.DSN, "file:")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		if p != "" {
+			return p + ".usage-journal"
+		}
+	}
+	return filepath.Join("data", "usage-journal")
 }
 
 // bootstrapRoot creates the root user on an empty database and prints its

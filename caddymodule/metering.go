@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tokenizer"
 )
@@ -30,9 +31,11 @@ func (h *Relay) countLocally(x *exchange) error {
 func (h *Relay) settle(x *exchange) {
 	req := x.req
 	u := x.usage
-	if !u.Known() && x.channel != "" && req.Op != adapters.OpCountTokens {
-		u = estimateUsage(req, x.text.String())
+	if x.channel != "" && req.Op != adapters.OpCountTokens {
+		u = billedUsage(x)
 	}
+	u = billing.Clamp(u)
+	x.ticket.Done(time.Now(), u.PromptTokens+u.CompletionTokens)
 	cost := int64(0)
 	// counting tokens is free, whoever counts
 	if x.price != nil && x.channel != "" && req.Op != adapters.OpCountTokens {
@@ -65,7 +68,38 @@ func (h *Relay) settle(x *exchange) {
 	// observed before the row is queued, so a committed row implies its
 	// request is in the metrics
 	h.app.metrics.observe(x, u, cost, took)
-	h.app.db.writer.Write(row)
+	if x.slot {
+		h.app.db.writer.Write(row)
+	} else {
+		h.app.db.writer.WriteUnadmitted(row)
+	}
+}
+
+// billedUsage is what a relayed request is billed on: the upstream's
+// counts, or when it reported none, the local tokenizer's. A stream cut
+// before its end event (the client left, the upstream broke) reported at
+// most partial usage (Gemini repeats a growing usageMetadata on every
+// chunk), so it is billed the larger of that usage, plus what was
+// generated after it, and a local count of everything generated,
+// reasoning included.
+func billedUsage(x *exchange) adapters.Usage {
+	u := x.usage
+	if !u.Known() {
+		return estimateUsage(x.req, x.text.String()+x.tail)
+	}
+	if !x.cut {
+		return u
+	}
+	local := estimateUsage(x.req, x.text.String()+x.tail)
+	after := tokenizer.Count(x.req.Model, x.tail)
+	if c := u.CompletionTokens + after; c > local.CompletionTokens {
+		local.CompletionTokens = c
+	}
+	local.PromptTokens = max(local.PromptTokens, u.PromptTokens)
+	local.CachedTokens, local.CacheWriteTokens = u.CachedTokens, u.CacheWriteTokens
+	local.ReasoningTokens = u.ReasoningTokens
+	local.Estimated = local.CompletionTokens != u.CompletionTokens || local.PromptTokens != u.PromptTokens
+	return local
 }
 
 // estimateUsage counts tokens locally for an upstream that reported none.

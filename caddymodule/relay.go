@@ -60,6 +60,8 @@ type exchange struct {
 	req     *adapters.Request
 	price   *billing.Price
 	hold    billing.Hold
+	ticket  billing.Ticket // rate limits held
+	slot    bool           // a usage queue slot is taken for the row
 	start   time.Time
 	ttfb    time.Duration
 	channel string
@@ -72,6 +74,11 @@ type exchange struct {
 	// text is the completion text seen, for counting when the upstream
 	// reports no usage.
 	text strings.Builder
+	// tail is the text relayed after the last usage the upstream reported
+	// (passthrough streams), and cut is true for a stream that ended
+	// before its end event: see billedUsage.
+	tail string
+	cut  bool
 }
 
 func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
@@ -99,6 +106,10 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			"%s %s is not served by this gateway yet", r.Method, r.URL.Path))
 	}
 
+	// the database stays open until this request's row is queued
+	db := a.db
+	db.enter()
+	defer db.leave()
 	// every request past authentication gets a usage row, refused ones too
 	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
 	defer h.settle(x)
@@ -245,19 +256,19 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
 	}
 	x.price = price
+	if e := h.admitLimits(x); e != nil {
+		return e
+	}
 	if req.Op == adapters.OpCountTokens {
 		return nil
 	}
-	// the reservation estimates the prompt from its size (about four bytes
-	// a token) rather than tokenizing it, to keep admission cheap
-	completion := int64(0)
-	if req.Op.Conversation() || req.Op == adapters.OpCompletion {
-		completion = a.DefaultMaxTokens
-		if req.Chat != nil && req.Chat.MaxTokens != nil && *req.Chat.MaxTokens > 0 {
-			completion = *req.Chat.MaxTokens
-		}
+	amount, e := h.reservation(x)
+	if e != nil {
+		return e
 	}
-	amount := price.Reservation(int64(len(req.Raw)/4), completion)
+	if e := h.admitUsage(x, amount > 0); e != nil {
+		return e
+	}
 	hold, ok := a.db.ledger.Admit(x.id.User, x.id.Token, amount)
 	if !ok {
 		if avail, _ := a.db.ledger.Available(x.id.User.ID); avail <= 0 {
@@ -279,6 +290,9 @@ func unknownModel(model string) *adapters.Error {
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
 func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *failure) {
+	if e := h.app.allowed[ch.Name].check(ch.Name, prov, x.req); e != nil {
+		return nil, &failure{err: e}
+	}
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
 	hr, err := prov.NewRequest(at.ctx, up, x.req)
 	if err != nil {
@@ -290,6 +304,8 @@ func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapter
 	}
 	if err != nil {
 		if x.r.Context().Err() != nil {
+			// the upstream may have started on it: its prompt is billed
+			x.channel = ch.Name
 			return nil, &failure{err: adapters.ClientClosed()}
 		}
 		return nil, h.transportFailure(ch, at, err)

@@ -335,12 +335,14 @@ func TestAccountRegistrationClosedByDefault(t *testing.T) {
 
 func TestAccountTopup(t *testing.T) {
 	g := startAccounts(t, "on", 1000)
-	c := loggedIn(t, g, "bob", 100, "user")
+	// no quota at all: a request without max_tokens is given what the
+	// quota covers, so only an empty balance is refused outright
+	c := loggedIn(t, g, "bob", 0, "user")
 	codes := makeCodes(t, g, 4, 2_000_000)
 
 	key := g.AddToken("bob")
 	if s := chatOnce(t, g, key, "hello"); s != http.StatusTooManyRequests {
-		t.Fatalf("with 100 units a request gets %d, want 429", s)
+		t.Fatalf("with no quota a request gets %d, want 429", s)
 	}
 	a := c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[0]})
 	// the new quota is spendable at once
@@ -351,8 +353,8 @@ func TestAccountTopup(t *testing.T) {
 		t.Fatalf("topup answered %s, want {}", a.body)
 	}
 	g.WaitUsage("bob", 2)
-	if got := c.self(); got.Quota+got.UsedQuota != 2_000_100 || got.UsedQuota == 0 {
-		t.Fatalf("after topup and a request: quota %d, used %d; want them to sum to 2000100", got.Quota, got.UsedQuota)
+	if got := c.self(); got.Quota+got.UsedQuota != 2_000_000 || got.UsedQuota == 0 {
+		t.Fatalf("after topup and a request: quota %d, used %d; want them to sum to 2000000", got.Quota, got.UsedQuota)
 	}
 
 	// disable one code, expire another (through the store: the API refuses
@@ -385,7 +387,7 @@ func TestAccountTopup(t *testing.T) {
 	c.do(http.MethodPost, "/api/user/topup", map[string]string{"key": ""}).apiErr(t, 400, "invalid_request")
 	c.do(http.MethodPost, "/api/user/topup", map[string]string{"code": codes[2]}).apiErr(t, 400, "invalid_json")
 	newClient(t, g).do(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[2]}).apiErr(t, 401, "not_logged_in")
-	if got := c.self(); got.Quota+got.UsedQuota != 2_000_100 {
+	if got := c.self(); got.Quota+got.UsedQuota != 2_000_000 {
 		t.Fatalf("quota after refusals = %d (used %d)", got.Quota, got.UsedQuota)
 	}
 }

@@ -47,18 +47,28 @@ const (
 // User is an account that owns tokens and a quota balance. Quota is in units
 // of 1/1,000,000 USD.
 type User struct {
-	ID              int64     `json:"id"`
-	Username        string    `json:"username"`
-	PasswordHash    string    `json:"-"`
-	Role            string    `json:"role"`
-	Status          string    `json:"status"`     // enabled or disabled
-	Quota           int64     `json:"quota"`      // remaining balance
-	UsedQuota       int64     `json:"used_quota"` // charged so far
-	RequestCount    int64     `json:"request_count"`
-	InviteCode      string    `json:"invite_code"`      // this user's own code to invite others
-	InvitedBy       int64     `json:"invited_by"`       // inviter's user id, 0 if none
-	InvitationQuota int64     `json:"invitation_quota"` // rewards earned by inviting, not yet transferred
-	CreatedAt       time.Time `json:"created_at"`
+	ID              int64  `json:"id"`
+	Username        string `json:"username"`
+	PasswordHash    string `json:"-"`
+	Role            string `json:"role"`
+	Status          string `json:"status"`     // enabled or disabled
+	Quota           int64  `json:"quota"`      // remaining balance
+	UsedQuota       int64  `json:"used_quota"` // charged so far
+	RequestCount    int64  `json:"request_count"`
+	InviteCode      string `json:"invite_code"`      // this user's own code to invite others
+	InvitedBy       int64  `json:"invited_by"`       // inviter's user id, 0 if none
+	InvitationQuota int64  `json:"invitation_quota"` // rewards earned by inviting, not yet transferred
+	// Limits are the user's own rate limits, over all of their keys.
+	Limits    Limits    `json:"limits"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Limits are rate limits; a zero field means the gateway-wide default
+// applies (and a zero default means no limit).
+type Limits struct {
+	RPM         int64 `json:"rpm,omitempty"`          // requests a minute
+	TPM         int64 `json:"tpm,omitempty"`          // tokens a minute, prompt and completion
+	MaxParallel int64 `json:"max_parallel,omitempty"` // requests at once
 }
 
 // Token is an API key. The key itself is never stored: only its SHA-256
@@ -76,7 +86,9 @@ type Token struct {
 	QuotaLimit int64 `json:"quota_limit"`
 	UsedQuota  int64 `json:"used_quota"`
 	// Models is the allow-list; empty means every model.
-	Models    []string  `json:"models"`
+	Models []string `json:"models"`
+	// Limits are the key's own rate limits.
+	Limits    Limits    `json:"limits"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -110,7 +122,11 @@ type Session struct {
 
 // UsageLog is one row per relayed request, successful or not.
 type UsageLog struct {
-	ID               int64     `json:"id"`
+	ID int64 `json:"id"`
+	// Key is unique to the request: a row whose key is already stored is
+	// not written or charged again, so replaying a journal is idempotent.
+	// Empty for rows that need no such guard.
+	Key              string    `json:"key,omitempty"`
 	CreatedAt        time.Time `json:"created_at"`
 	UserID           int64     `json:"user_id"`
 	TokenID          int64     `json:"token_id"`
@@ -236,12 +252,16 @@ type Store interface {
 	UpdateToken(ctx context.Context, t *Token) error
 	// DeleteToken removes a token of userID's; ErrNotFound if there is none.
 	DeleteToken(ctx context.Context, userID, id int64) error
+	// SetTokenLimits and SetUserLimits replace the rate limits.
+	SetTokenLimits(ctx context.Context, id int64, l Limits) error
+	SetUserLimits(ctx context.Context, userID int64, l Limits) error
 
 	// Quota movement. Reservations live in the gateway's memory (the
 	// caddymodule ledger); the store only sees settled costs. SettleBatch
 	// writes every row and charges each row's Cost to its user (quota down,
 	// used quota and request count up) and token (used quota up), all in one
-	// transaction, so a batch is either wholly applied or not at all.
+	// transaction, so a batch is either wholly applied or not at all. A row
+	// whose Key is already stored is skipped with its charge.
 	SettleBatch(ctx context.Context, logs []*UsageLog) error
 
 	// Redemption codes.

@@ -231,6 +231,17 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 	return nil, adapters.StreamGoesOn, nil
 }
 
+// UsageSoFar implements adapters.UsageSoFar: message_start's counts before
+// message_delta has come, so a stream cut in between is billed at least
+// what Anthropic said it had taken in.
+func (s *streamStep) UsageSoFar() *adapters.Usage {
+	u := s.totals.neutral()
+	if !u.Known() {
+		return nil
+	}
+	return &u
+}
+
 // DeltaText implements adapters.StreamStep.
 func (s *streamStep) DeltaText(data []byte) string {
 	var e streamEvent

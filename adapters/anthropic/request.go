@@ -24,10 +24,19 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 	return encodeChat(req, model, DefaultMaxTokens)
 }
 
+// allowance is the max_tokens of a request whose client set none: what
+// the gateway reserved, else the channel's default.
+func allowance(req *adapters.Request, channelDefault int64) int64 {
+	if req.OutputAllowance > 0 {
+		return req.OutputAllowance
+	}
+	return channelDefault
+}
+
 // encodeChat is EncodeChatRequest with the allowance a request without a
 // limit gets.
 func encodeChat(req *adapters.Request, model string, defaultMax int64) ([]byte, error) {
-	w, err := requestToWire(req, model, true, defaultMax)
+	w, err := requestToWire(req, model, true, allowance(req, defaultMax))
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,10 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	switch {
 	case req.Dialect == Name && req.Op == adapters.OpCountTokens && model != req.Model:
 		body, err = renameCountModel(req.Raw, model)
+	case req.Dialect == Name && req.Op == adapters.OpChat && req.OutputAllowance > 0 && (req.Chat == nil || req.Chat.MaxTokens == nil):
+		// the model is in the URL; the allowance the gateway reserved
+		// becomes the upstream's limit
+		body, err = setMaxOutput(req.Raw, req.OutputAllowance)
 	case req.Dialect == Name:
 		body = req.Raw // the model is in the URL
 	case req.Chat == nil:
@@ -84,6 +88,30 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 		hr.Header.Set("x-goog-api-key", up.Key)
 	}
 	return hr, nil
+}
+
+// setMaxOutput sets generationConfig.maxOutputTokens in a passthrough
+// body, keeping every other byte.
+func setMaxOutput(raw []byte, n int64) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, adapters.BadRequest("the request body is not a JSON object")
+	}
+	key := "generationConfig"
+	if _, ok := top[key]; !ok {
+		if _, ok := top["generation_config"]; ok {
+			key = "generation_config"
+		}
+	}
+	gc := top[key]
+	if len(bytes.TrimSpace(gc)) == 0 || bytes.Equal(bytes.TrimSpace(gc), []byte("null")) {
+		gc = json.RawMessage("{}")
+	}
+	gc, err := adapters.SetFields(gc, adapters.Field{Key: "maxOutputTokens", Value: n})
+	if err != nil {
+		return nil, err
+	}
+	return adapters.SetFields(raw, adapters.Field{Key: key, Value: json.RawMessage(gc)})
 }
 
 // renameCountModel changes the model a countTokens body names inside

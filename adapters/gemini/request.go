@@ -95,7 +95,7 @@ func requestToWire(ctx context.Context, req *adapters.Request, generate bool) (*
 	}
 	w := &generateRequest{}
 	if generate {
-		g, err := generationToWire(c)
+		g, err := generationToWire(c, req.OutputAllowance)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func requestToWire(ctx context.Context, req *adapters.Request, generate bool) (*
 	return w, nil
 }
 
-func generationToWire(c *adapters.ChatRequest) (*generationConfig, error) {
+func generationToWire(c *adapters.ChatRequest, allowance int64) (*generationConfig, error) {
 	if c.N != nil && *c.N > 1 {
 		return nil, adapters.Unsupported("'n' = %d cannot be sent to a Gemini channel through the gateway: it returns one answer per request", *c.N)
 	}
@@ -163,6 +163,9 @@ func generationToWire(c *adapters.ChatRequest) (*generationConfig, error) {
 		Seed:             c.Seed,
 		PresencePenalty:  c.PresencePenalty,
 		FrequencyPenalty: c.FrequencyPenalty,
+	}
+	if g.MaxOutputTokens == nil && allowance > 0 {
+		g.MaxOutputTokens = &allowance
 	}
 	if c.TopK != nil {
 		k := float64(*c.TopK)

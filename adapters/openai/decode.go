@@ -54,7 +54,10 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		}
 		req.Model, req.Stream = w.Model, w.Stream
 		req.IncludeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
-		req.Completion = &adapters.CompletionRequest{Prompt: prompt}
+		req.Completion = &adapters.CompletionRequest{Prompt: prompt, MaxTokens: w.MaxTokens, Choices: w.N}
+		if w.BestOf != nil && (w.N == nil || *w.BestOf > *w.N) {
+			req.Completion.Choices = w.BestOf
+		}
 	case adapters.OpEmbedding:
 		var w embeddingRequest
 		if err := adapters.DecodeJSON(body, &w); err != nil {

@@ -65,6 +65,17 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 	if req.Stream && !req.IncludeUsage && req.Op != adapters.OpResponses {
 		fields = append(fields, adapters.Field{Key: "stream_options", Value: includeUsage})
 	}
+	// the allowance the gateway reserved is the upstream's limit too (a
+	// Responses body is relayed unchanged: its allowance is reserved but
+	// not yet sent as max_output_tokens)
+	if req.OutputAllowance > 0 {
+		switch {
+		case req.Op == adapters.OpChat && req.Chat != nil && req.Chat.MaxTokens == nil:
+			fields = append(fields, adapters.Field{Key: "max_completion_tokens", Value: req.OutputAllowance})
+		case req.Op == adapters.OpCompletion && req.Completion != nil && req.Completion.MaxTokens == nil:
+			fields = append(fields, adapters.Field{Key: "max_tokens", Value: req.OutputAllowance})
+		}
+	}
 	if len(fields) == 0 {
 		return req.Raw, nil
 	}

@@ -34,6 +34,9 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 	if req.Stream {
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
+	if w.MaxCompletionTokens == nil && req.OutputAllowance > 0 {
+		w.MaxCompletionTokens = &req.OutputAllowance
+	}
 	// top_k has no OpenAI counterpart; it is a sampling hint, dropped
 	// rather than refused (Gemini CLI sends topK with every request)
 	if r := c.Reasoning; r != nil && takesReasoning(model) {

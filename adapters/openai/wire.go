@@ -197,6 +197,8 @@ type completionRequest struct {
 	Stream        bool            `json:"stream,omitempty"`
 	StreamOptions *streamOptions  `json:"stream_options,omitempty"`
 	MaxTokens     *int64          `json:"max_tokens,omitempty"`
+	N             *int64          `json:"n,omitempty"`
+	BestOf        *int64          `json:"best_of,omitempty"`
 }
 
 type completionResponse struct {

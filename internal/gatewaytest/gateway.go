@@ -7,6 +7,7 @@ package gatewaytest
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"net/http"
@@ -108,12 +109,7 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	g.writeConfig(caddyfile, vars)
 	g.logs = &syncBuffer{}
 	recordLogs(t.Name(), g.logs)
-	g.cmd = exec.Command(Binary(t), "run", "--config", g.Config, "--adapter", "caddyfile")
-	g.cmd.Dir = dir
-	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	g.run()
 	t.Cleanup(func() {
 		g.Stop()
 		// a binary built with -race reports races here
@@ -128,12 +124,83 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	return g
 }
 
+func (g *Gateway) run() {
+	g.cmd = exec.Command(Binary(g.t), "run", "--config", g.Config, "--adapter", "caddyfile")
+	g.cmd.Dir = g.Dir
+	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
+	if err := g.cmd.Start(); err != nil {
+		g.t.Fatal(err)
+	}
+	g.stopped = false
+}
+
+// Kill ends the gateway with SIGKILL: no drain, no cleanup.
+func (g *Gateway) Kill() {
+	g.t.Helper()
+	if g.stopped {
+		return
+	}
+	g.stopped = true
+	_ = g.cmd.Process.Kill()
+	_ = g.cmd.Wait()
+}
+
+// Restart starts the gateway again, with the same configuration and
+// directory, after Stop or Kill.
+func (g *Gateway) Restart() {
+	g.t.Helper()
+	if !g.stopped {
+		g.Stop()
+	}
+	g.run()
+	g.waitReady()
+}
+
+// Signal sends sig to the gateway process.
+func (g *Gateway) Signal(sig os.Signal) {
+	_ = g.cmd.Process.Signal(sig)
+}
+
+// Wait waits for the process to exit (after a signal) and marks it stopped.
+func (g *Gateway) Wait() {
+	_ = g.cmd.Wait()
+	g.stopped = true
+}
+
+// LockDatabase takes SQLite's write lock on the gateway's database from a
+// connection of the test process (BEGIN IMMEDIATE), as another program
+// holding a long transaction would: the gateway's writes fail busy until
+// the returned function releases it.
+func (g *Gateway) LockDatabase(path string) (unlock func()) {
+	g.t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_txlock=immediate&_busy_timeout=10000")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	tx, err := db.Begin()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			_ = tx.Rollback()
+			_ = db.Close()
+		})
+	}
+	g.t.Cleanup(unlock)
+	return unlock
+}
+
 func (g *Gateway) writeConfig(caddyfile string, vars Vars) {
-	r := []string{"{{PORT}}", fmt.Sprint(g.Port), "{{ADMIN}}", g.Admin, "{{DB}}", g.DBPath}
+	// the test's vars first, so that one may name {{DB}} or {{PORT}}
+	var r []string
 	for k, v := range vars {
 		r = append(r, "{{"+k+"}}", v)
 	}
 	body := strings.NewReplacer(r...).Replace(caddyfile)
+	body = strings.NewReplacer("{{PORT}}", fmt.Sprint(g.Port), "{{ADMIN}}", g.Admin, "{{DB}}", g.DBPath).Replace(body)
 	if err := os.WriteFile(g.Config, []byte(body), 0o600); err != nil {
 		g.t.Fatal(err)
 	}
@@ -245,13 +312,23 @@ func (g *Gateway) AddToken(user string, args ...string) string {
 // inspection; the gateway keeps serving meanwhile.
 func (g *Gateway) Store() store.Store {
 	g.t.Helper()
-	st, err := store.Open("sqlite", g.DBPath)
+	return OpenStore(g.t, g.DBPath)
+}
+
+// OpenStore opens a SQLite database through the store interface until the
+// test ends.
+func OpenStore(t testing.TB, path string) store.Store {
+	t.Helper()
+	st, err := store.Open("sqlite", path)
 	if err != nil {
-		g.t.Fatal(err)
+		t.Fatal(err)
 	}
-	g.t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// User is a user as stored.
+type User = store.User
 
 // UsageRow is what tests read back of a usage row.
 type UsageRow = store.UsageLog

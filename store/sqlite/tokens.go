@@ -11,7 +11,7 @@ import (
 )
 
 const tokenColumns = `id, user_id, name, key_hash, key_prefix, status, expires_at,
-	quota_limit, used_quota, models, created_at`
+	quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at`
 
 func scanToken(sc scanner) (*store.Token, error) {
 	var (
@@ -20,7 +20,7 @@ func scanToken(sc scanner) (*store.Token, error) {
 		models               string
 	)
 	err := sc.Scan(&t.ID, &t.UserID, &t.Name, &t.KeyHash, &t.KeyPrefix, &t.Status, &expiresAt,
-		&t.QuotaLimit, &t.UsedQuota, &models, &createdAt)
+		&t.QuotaLimit, &t.UsedQuota, &models, &t.Limits.RPM, &t.Limits.TPM, &t.Limits.MaxParallel, &createdAt)
 	if err != nil {
 		return nil, err
 	}
@@ -71,10 +71,10 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 		return fmt.Errorf("create token: %w", err)
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
-		status, expires_at, quota_limit, used_quota, models, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.UserID, t.Name, t.KeyHash, t.KeyPrefix, t.Status, millis(t.ExpiresAt),
-		t.QuotaLimit, t.UsedQuota, models, millis(t.CreatedAt))
+		t.QuotaLimit, t.UsedQuota, models, t.Limits.RPM, t.Limits.TPM, t.Limits.MaxParallel, millis(t.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("create token for user %d: %w", t.UserID, sqlErr(err))
 	}
@@ -169,6 +169,16 @@ func (s *Store) DeleteToken(ctx context.Context, userID, id int64) error {
 	res, err := s.w.ExecContext(ctx, `DELETE FROM tokens WHERE id = ? AND user_id = ?`, id, userID)
 	if err != nil {
 		return fmt.Errorf("delete token %d: %w", id, err)
+	}
+	return mustAffect(res, fmt.Sprintf("token %d", id))
+}
+
+// SetTokenLimits replaces a token's rate limits, or returns store.ErrNotFound.
+func (s *Store) SetTokenLimits(ctx context.Context, id int64, l store.Limits) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE tokens SET rpm = ?, tpm = ?, max_parallel = ? WHERE id = ?`,
+		l.RPM, l.TPM, l.MaxParallel, id)
+	if err != nil {
+		return fmt.Errorf("set limits of token %d: %w", id, err)
 	}
 	return mustAffect(res, fmt.Sprintf("token %d", id))
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +14,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const usageColumns = `id, created_at, user_id, token_id, model, channel, endpoint,
+const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
 	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id`
 
@@ -26,7 +27,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 		createdAt         sql.NullInt64
 		estimated, stream int
 	)
-	err := sc.Scan(&l.ID, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
+	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
 		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID)
 	if err != nil {
@@ -66,11 +67,14 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	modelDays := modelTotals{}
 
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// a keyed row already stored (a journal replayed twice) is skipped,
+		// and with it its charge
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
 			model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 			reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-			request_id, upstream_request_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			request_id, upstream_request_id, row_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (row_key) DO NOTHING`)
 		if err != nil {
 			return err
 		}
@@ -83,9 +87,14 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 			res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
 				l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 				l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-				l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID)
+				l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key))
 			if err != nil {
 				return fmt.Errorf("insert usage row %d: %w", i, err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("insert usage row %d: %w", i, err)
+			} else if n == 0 {
+				continue // written before
 			}
 			if ids[i], err = res.LastInsertId(); err != nil {
 				return fmt.Errorf("insert usage row %d: %w", i, err)
@@ -96,7 +105,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 					c = &charge{}
 					users[l.UserID] = c
 				}
-				c.cost += l.Cost
+				c.cost = addSat(c.cost, l.Cost)
 				c.requests++
 				k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
 				d := days[k]
@@ -104,11 +113,11 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 					d = &charge{}
 					days[k] = d
 				}
-				d.cost += l.Cost
+				d.cost = addSat(d.cost, l.Cost)
 				d.requests++
 			}
 			if l.TokenID != 0 && l.Cost != 0 {
-				tokens[l.TokenID] += l.Cost
+				tokens[l.TokenID] = addSat(tokens[l.TokenID], l.Cost)
 			}
 			modelDays.add(createdAt, l)
 		}
@@ -118,15 +127,20 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 		// Updated in id order: the PostgreSQL store, locking rows as it
 		// goes, cannot then deadlock two concurrent batches.
-		upUser, err := tx.PrepareContext(ctx, `UPDATE users SET quota = quota - ?,
-			used_quota = used_quota + ?, request_count = request_count + ? WHERE id = ?`)
+		// Each sum saturates rather than overflow: SQLite would turn an
+		// overflowing column into a REAL, and the user into one no int64
+		// read can load.
+		upUser, err := tx.PrepareContext(ctx, `UPDATE users SET
+			quota = CASE WHEN typeof(quota - ?1) = 'integer' THEN quota - ?1 ELSE -9223372036854775808 END,
+			used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END,
+			request_count = request_count + ?2 WHERE id = ?3`)
 		if err != nil {
 			return err
 		}
 		defer upUser.Close()
 		for _, id := range sortedKeys(users) {
 			c := users[id]
-			if _, err := upUser.ExecContext(ctx, c.cost, c.cost, c.requests, id); err != nil {
+			if _, err := upUser.ExecContext(ctx, c.cost, c.requests, id); err != nil {
 				return fmt.Errorf("charge user %d: %w", id, err)
 			}
 		}
@@ -153,8 +167,9 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 		if len(tokens) == 0 {
 			return nil
 		}
-		upToken, err := tx.PrepareContext(ctx,
-			`UPDATE tokens SET used_quota = used_quota + ? WHERE id = ?`)
+		upToken, err := tx.PrepareContext(ctx, `UPDATE tokens SET
+			used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END
+			WHERE id = ?2`)
 		if err != nil {
 			return err
 		}
@@ -176,6 +191,14 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 		}
 	}
 	return nil
+}
+
+// addSat adds two non-negative costs, saturating at the int64 maximum.
+func addSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func sortedKeys[V any](m map[int64]V) []int64 {

@@ -10,7 +10,7 @@ import (
 )
 
 const userColumns = `id, username, password_hash, role, status, quota, used_quota,
-	request_count, invite_code, invited_by, invitation_quota, created_at`
+	request_count, invite_code, invited_by, invitation_quota, rpm, tpm, max_parallel, created_at`
 
 func scanUser(sc scanner) (*store.User, error) {
 	var (
@@ -19,7 +19,8 @@ func scanUser(sc scanner) (*store.User, error) {
 		createdAt  sql.NullInt64
 	)
 	err := sc.Scan(&u.ID, &u.Username, &u.PasswordHash, &u.Role, &u.Status, &u.Quota,
-		&u.UsedQuota, &u.RequestCount, &inviteCode, &u.InvitedBy, &u.InvitationQuota, &createdAt)
+		&u.UsedQuota, &u.RequestCount, &inviteCode, &u.InvitedBy, &u.InvitationQuota,
+		&u.Limits.RPM, &u.Limits.TPM, &u.Limits.MaxParallel, &createdAt)
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +61,12 @@ func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
 		u.CreatedAt = now()
 	}
 	res, err := ex.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
-		quota, used_quota, request_count, invite_code, invited_by, invitation_quota, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		quota, used_quota, request_count, invite_code, invited_by, invitation_quota,
+		rpm, tpm, max_parallel, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
-		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota, millis(u.CreatedAt))
+		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota,
+		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, millis(u.CreatedAt))
 	if err != nil {
 		return 0, sqlErr(err)
 	}
@@ -123,11 +126,30 @@ func (s *Store) UpdatePassword(ctx context.Context, userID int64, hash string) e
 }
 
 // AddQuota adds delta, which may be negative, to a user's balance in one
-// statement, so concurrent calls never lose an update.
+// statement, so concurrent calls never lose an update. A sum beyond a 64-bit
+// integer is refused: SQLite would store it as a REAL, which no later read
+// into an int64 could take.
 func (s *Store) AddQuota(ctx context.Context, userID int64, delta int64) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE users SET quota = quota + ? WHERE id = ?`, delta, userID)
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET quota = quota + ?
+		WHERE id = ? AND typeof(quota + ?) = 'integer'`, delta, userID, delta)
 	if err != nil {
 		return fmt.Errorf("add quota to user %d: %w", userID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		if _, err := s.UserByID(ctx, userID); err != nil {
+			return err
+		}
+		return fmt.Errorf("add %d to the quota of user %d: the balance would overflow", delta, userID)
+	}
+	return err
+}
+
+// SetUserLimits replaces a user's rate limits.
+func (s *Store) SetUserLimits(ctx context.Context, userID int64, l store.Limits) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET rpm = ?, tpm = ?, max_parallel = ? WHERE id = ?`,
+		l.RPM, l.TPM, l.MaxParallel, userID)
+	if err != nil {
+		return fmt.Errorf("set limits of user %d: %w", userID, err)
 	}
 	return mustAffect(res, fmt.Sprintf("user %d", userID))
 }

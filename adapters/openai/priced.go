@@ -1,0 +1,33 @@
+package openai
+
+import (
+	"encoding/json"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
+
+// PricedFields implements adapters.PricedFields: a service tier other than
+// the default (priority costs more) and web search in chat completions.
+func (Adapter) PricedFields(req *adapters.Request) (fields, betas []string) {
+	if req.Dialect != Name || len(req.Raw) == 0 {
+		return nil, nil
+	}
+	var w struct {
+		ServiceTier      string          `json:"service_tier"`
+		WebSearchOptions json.RawMessage `json:"web_search_options"`
+	}
+	if json.Unmarshal(req.Raw, &w) != nil {
+		return nil, nil
+	}
+	switch w.ServiceTier {
+	case "", "auto", "default":
+	default:
+		fields = append(fields, "service_tier")
+	}
+	if len(w.WebSearchOptions) > 0 && string(w.WebSearchOptions) != "null" {
+		fields = append(fields, "web_search_options")
+	}
+	return fields, nil
+}
+
+var _ adapters.PricedFields = Adapter{}

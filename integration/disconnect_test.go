@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+	"github.com/caddy-model-gateway/gateway/tokenizer"
+)
+
+// thinker streams a reasoning answer, a word an event, and never ends it:
+// it waits for the gateway to hang up. The Anthropic form reports usage
+// at message_start (prompt 500 tokens, 1 output token so far), as
+// Anthropic does; the OpenAI form reports none before the end.
+func thinker(t *testing.T, words []string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		send := func(event, data string) {
+			if event != "" {
+				fmt.Fprintf(w, "event: %s\n", event)
+			}
+			fmt.Fprintf(w, "data: %s\n\n", data)
+			fl.Flush()
+		}
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+			send("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":500,"output_tokens":1}}}`)
+			send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`)
+			for _, wd := range words {
+				send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"`+wd+` "}}`)
+			}
+		} else {
+			send("", `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
+			for _, wd := range words {
+				send("", `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"`+wd+` "},"finish_reason":null}]}`)
+			}
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// readThenLeave reads n lines of a stream, then hangs up.
+func readThenLeave(t *testing.T, gw *gatewaytest.Gateway, path, key, body string, header http.Header, n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", gw.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for i := 0; i < n && sc.Scan(); i++ {
+	}
+	cancel()
+	resp.Body.Close()
+}
+
+// TestDisconnectBeforeUsageBillsReasoning: a client that leaves a
+// reasoning stream before its usage chunk is billed at least the usage
+// the upstream reported when it came, else the local count of everything
+// generated, reasoning included.
+func TestDisconnectBeforeUsageBillsReasoning(t *testing.T) {
+	words := strings.Fields(strings.Repeat("let me think about this carefully ", 8))
+	up := thinker(t, words)
+	gw := gatewaytest.Start(t, reservationCaddyfile, gatewaytest.Vars{"UP": up.URL})
+	key := gw.AddUser("dora", 1_000_000_000)
+	reasoning := tokenizer.Count("gpt-x", strings.Join(words, " ")+" ")
+
+	// OpenAI: no usage came; the local count of the reasoning is billed
+	readThenLeave(t, gw, "/v1/chat/completions", key,
+		`{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"think"}]}`, nil, 2*(len(words)+1))
+	r := gw.WaitUsage("dora", 1)[0]
+	if !r.Estimated || r.CompletionTokens < reasoning || r.PromptTokens == 0 || r.Cost < r.PromptTokens+2*r.CompletionTokens {
+		t.Fatalf("no usage came: row %+v; want at least %d completion tokens of reasoning", r, reasoning)
+	}
+
+	// Anthropic: message_start said 500 prompt tokens and 1 output token;
+	// the thinking after it counts too
+	readThenLeave(t, gw, "/v1/messages", key,
+		`{"model":"claude-x","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"think"}]}`,
+		http.Header{"Anthropic-Version": {"2023-06-01"}}, 3*(len(words)+2))
+	r = gw.WaitUsage("dora", 2)[1]
+	if r.PromptTokens < 500 || r.CompletionTokens < reasoning || r.Cost < 500+2*int64(reasoning) {
+		t.Fatalf("usage came at the start: row %+v; want at least 500 prompt and %d completion tokens", r, reasoning)
+	}
+	_, used := gw.Quota("dora")
+	rows := gw.WaitUsage("dora", 2)
+	if used != rows[0].Cost+rows[1].Cost {
+		t.Fatalf("used %d, rows cost %d + %d", used, rows[0].Cost, rows[1].Cost)
+	}
+}
