@@ -19,11 +19,12 @@ import (
 	"time"
 )
 
-// Limits of FetchImage. Variables so a deployment or a test can change them.
-var (
-	MaxImageBytes     int64 = 20 << 20
-	ImageFetchTimeout       = 15 * time.Second
-	maxImageRedirects       = 5
+// Limits of one image fetch. A FetchPolicy may lower the size for its
+// requests (MaxImageBytes).
+const (
+	DefaultMaxImageBytes int64 = 20 << 20
+	imageFetchTimeout          = 15 * time.Second
+	maxImageRedirects          = 5
 )
 
 // allowLoopbackFetch lets tests fetch from an httptest server on 127.0.0.1;
@@ -150,8 +151,8 @@ func newFetchClient() *http.Client {
 }
 
 // FetchImage downloads an image a client gave by URL, for an upstream that
-// only takes inline bytes. It is bounded in size (MaxImageBytes) and time
-// (ImageFetchTimeout) and refuses to connect to loopback, private,
+// only takes inline bytes. It is bounded in size (DefaultMaxImageBytes, or
+// the request's FetchPolicy's MaxImageBytes) and time and refuses to connect to loopback, private,
 // link-local and other non-public addresses, or to ports other than 80 and
 // 443, also after redirects. Within a request whose context carries an
 // ImageFetcher, each URL is fetched once however many channels are tried,
@@ -166,7 +167,7 @@ func FetchImage(ctx context.Context, rawURL string) (*Image, error) {
 	if f, ok := ctx.Value(fetcherKey{}).(*ImageFetcher); ok {
 		img, err = f.fetch(ctx, rawURL)
 	} else {
-		img, err = fetchImage(ctx, rawURL)
+		img, err = fetchImage(ctx, rawURL, DefaultMaxImageBytes)
 	}
 	if err != nil {
 		imageFetchesFailed.Add(1)
@@ -184,12 +185,12 @@ func ImageFetches() (ok, failed uint64) {
 	return imageFetchesOK.Load(), imageFetchesFailed.Load()
 }
 
-func fetchImage(ctx context.Context, rawURL string) (*Image, error) {
+func fetchImage(ctx context.Context, rawURL string, limit int64) (*Image, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, BadRequest("image URL %q must be an absolute http(s) URL", shorten(rawURL))
 	}
-	ctx, cancel := context.WithTimeout(ctx, ImageFetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, imageFetchTimeout)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -199,30 +200,30 @@ func fetchImage(ctx context.Context, rawURL string) (*Image, error) {
 	hr.Header.Set("User-Agent", "caddy-model-gateway image fetch")
 	resp, err := fetchClient.Do(hr)
 	if err != nil {
-		return nil, notFetched(rawURL)
+		return nil, notFetched(rawURL, limit)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.ContentLength > MaxImageBytes {
-		return nil, notFetched(rawURL)
+	if resp.StatusCode != http.StatusOK || resp.ContentLength > limit {
+		return nil, notFetched(rawURL, limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxImageBytes+1))
-	if err != nil || int64(len(data)) > MaxImageBytes {
-		return nil, notFetched(rawURL)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil || int64(len(data)) > limit {
+		return nil, notFetched(rawURL, limit)
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if !strings.HasPrefix(mediaType, "image/") {
 		mediaType, _, _ = mime.ParseMediaType(http.DetectContentType(data))
 	}
 	if !strings.HasPrefix(mediaType, "image/") {
-		return nil, notFetched(rawURL)
+		return nil, notFetched(rawURL, limit)
 	}
 	return &Image{URL: "", MediaType: mediaType, Data: data}, nil
 }
 
 // notFetched is every fetch failure's one answer.
-func notFetched(rawURL string) *Error {
+func notFetched(rawURL string, limit int64) *Error {
 	e := BadRequest("the image at %q could not be used: give a public http(s) URL of an image of at most %d bytes, or send the image inline as base64",
-		shorten(rawURL), MaxImageBytes)
+		shorten(rawURL), limit)
 	e.Code = "image_fetch_failed"
 	return e
 }
@@ -246,6 +247,8 @@ type fetchResult struct {
 type FetchPolicy struct {
 	MaxImages int   // per request
 	MaxBytes  int64 // per request, all images together
+	// MaxImageBytes bounds one image; 0: DefaultMaxImageBytes.
+	MaxImageBytes int64
 	// Ports a fetch may connect to; empty: 80 and 443.
 	Ports []int
 	slots chan struct{}
@@ -282,7 +285,11 @@ func (f *ImageFetcher) fetch(ctx context.Context, rawURL string) (*Image, error)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	img, err := fetchImage(ctx, rawURL)
+	limit := f.policy.MaxImageBytes
+	if limit <= 0 {
+		limit = DefaultMaxImageBytes
+	}
+	img, err := fetchImage(ctx, rawURL, limit)
 	<-f.policy.slots
 	if err == nil {
 		if f.bytes+int64(len(img.Data)) > f.policy.MaxBytes {

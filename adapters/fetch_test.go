@@ -148,12 +148,13 @@ func TestFetchImage(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	old := MaxImageBytes
-	MaxImageBytes = 1024
-	defer func() { MaxImageBytes = old }()
-
+	// a policy's per-image limit, so /big need not be 20 MiB
+	policy := &FetchPolicy{MaxImages: 100, MaxBytes: 1 << 20, MaxImageBytes: 1024, slots: make(chan struct{}, 1)}
+	fetch := func(u string) (*Image, error) {
+		return FetchImage(WithImageFetcher(context.Background(), policy.NewFetcher()), u)
+	}
 	for _, path := range []string{"/typed.png", "/sniffed", "/hop"} {
-		img, err := FetchImage(context.Background(), srv.URL+path)
+		img, err := fetch(srv.URL + path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -164,7 +165,7 @@ func TestFetchImage(t *testing.T) {
 	// every refusal says the same: nothing about what answered, or how
 	var first string
 	for _, path := range []string{"/html", "/big", "/missing", "/private", "/metadata", "/loop"} {
-		_, err := FetchImage(context.Background(), srv.URL+path)
+		_, err := fetch(srv.URL + path)
 		var e *Error
 		if !errors.As(err, &e) || e.Status != 400 || e.Code != "image_fetch_failed" {
 			t.Fatalf("%s: got %v, want a 400 image_fetch_failed", path, err)
