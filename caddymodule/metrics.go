@@ -204,6 +204,21 @@ func newRelayMetrics(reg prometheus.Registerer, cfg *MetricsConfig, a *App) (*re
 		if err := reg.Register(failing); err != nil {
 			return nil, err
 		}
+		if ch := a.channels.Channel(cc.Name); ch != nil {
+			up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "gateway_channel_up",
+				Help:        "1 while a channel takes requests, 0 while it is ejected for failing (GET /gateway/channels on the admin endpoint says until when).",
+				ConstLabels: prometheus.Labels{"channel": cc.Name},
+			}, func() float64 {
+				if ch.Ejected(time.Now()) {
+					return 0
+				}
+				return 1
+			})
+			if err := reg.Register(up); err != nil {
+				return nil, err
+			}
+		}
 		addRoute(cc.Name, typ, otherModel)
 		for _, model := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
 			models[model] = true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -25,6 +26,7 @@ func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *exchange) {
 		Channels:  []*ChannelConfig{{Name: "primary", Models: []string{"gpt-4o-mini"}}},
 		providers: map[string]adapters.Provider{"primary": prov.(adapters.Provider)},
 		dialects:  []adapters.Dialect{prov.(adapters.Dialect)},
+		channels:  routing.NewSet([]*routing.Channel{{Name: "primary", Type: "openai", Models: []string{"gpt-4o-mini"}}}),
 	}
 	m, err := newRelayMetrics(prometheus.NewPedanticRegistry(), cfg, a)
 	if err != nil {

@@ -294,6 +294,10 @@ func TestRetryAfterEjects(t *testing.T) {
 	if st := channelStates(t, s.gw); st["primary"]["ejected"] != true {
 		t.Fatalf("primary not ejected: %v", st["primary"])
 	}
+	m := s.gw.Metrics()
+	if up, down := m[`gateway_channel_up{channel="backup"}`], m[`gateway_channel_up{channel="primary"}`]; up != 1 || down != 0 {
+		t.Fatalf("gateway_channel_up: backup %v, primary %v; want 1 and 0", up, down)
+	}
 	// every channel ejected: they are tried anyway, and the client is told
 	// in the gateway's words
 	s.backup.Set(func(b *gatewaytest.Behavior) {

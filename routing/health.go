@@ -92,6 +92,16 @@ func (c *Channel) State(now time.Time) ChannelState {
 	return s
 }
 
+// Channel returns the channel of that name, or nil.
+func (s *Set) Channel(name string) *Channel {
+	for _, c := range s.all {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
 // States returns every channel's health, in configuration order.
 func (s *Set) States() []ChannelState {
 	now := time.Now()
