@@ -76,3 +76,36 @@ func SetFields(raw []byte, fields ...Field) ([]byte, error) {
 	}
 	return append(out, '}'), nil
 }
+
+// AppendFields returns raw (a JSON object) with members added before its
+// closing brace, without reading the rest: for members the caller knows
+// are absent (the decoded request lacked them and no spelling of their key
+// occurs in raw). It is SetFields' cheap case on the hot path.
+func AppendFields(raw []byte, fields ...Field) ([]byte, error) {
+	end := bytes.LastIndexByte(raw, '}')
+	start := bytes.IndexByte(raw, '{')
+	if start < 0 || end < start || len(bytes.TrimSpace(raw[end+1:])) != 0 {
+		return nil, fmt.Errorf("body is not a JSON object")
+	}
+	empty := len(bytes.TrimSpace(raw[start+1:end])) == 0
+	out := make([]byte, 0, len(raw)+32*len(fields))
+	out = append(out, raw[:end]...)
+	for _, f := range fields {
+		v, ok := f.Value.(json.RawMessage)
+		if !ok {
+			var err error
+			if v, err = json.Marshal(f.Value); err != nil {
+				return nil, fmt.Errorf("encoding %s: %w", f.Key, err)
+			}
+		}
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		k, _ := json.Marshal(f.Key)
+		out = append(out, k...)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, raw[end:]...), nil
+}

@@ -31,3 +31,22 @@ func TestSetFields(t *testing.T) {
 		t.Fatal("array accepted as object")
 	}
 }
+
+func TestAppendFields(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"model":"m","messages":[]}`, `{"model":"m","messages":[],"a":1,"b":{"x":true}}`},
+		{`{}`, `{"a":1,"b":{"x":true}}`},
+		{" {\n} \n", " {\n\"a\":1,\"b\":{\"x\":true}} \n"},
+	}
+	for _, tt := range tests {
+		got, err := AppendFields([]byte(tt.in), Field{Key: "a", Value: 1}, Field{Key: "b", Value: json.RawMessage(`{"x":true}`)})
+		if err != nil || string(got) != tt.want || !json.Valid(got) {
+			t.Errorf("AppendFields(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{`[1]`, `{"a":1} x`, ``, `"{"`} {
+		if _, err := AppendFields([]byte(bad), Field{Key: "a", Value: 1}); err == nil {
+			t.Errorf("AppendFields(%q) accepted", bad)
+		}
+	}
+}

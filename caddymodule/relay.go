@@ -196,23 +196,28 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 		}
 		return nil, adapters.BadRequest("the request body could not be read")
 	}
-	// an unknown model is a 404 whatever else is wrong with the body
-	if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-		if m := p.PeekModel(rt.op, body, x.r); m != "" && !a.channels.Has(m) {
-			if e := checkModelName(m); e != nil {
-				return nil, e // not echoed back, nor kept
-			}
-			x.req.Model = m
-			return nil, unknownModel(m)
-		}
-	}
+	var req *adapters.Request
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
 		if e := adapters.PreScan(body, a.MaxElements); e != nil {
-			return nil, e
+			err = e // (a nil *Error is never stored in err)
 		}
 	}
-	req, err := rt.dialect.DecodeRequest(rt.op, body, x.r)
+	if err == nil {
+		req, err = rt.dialect.DecodeRequest(rt.op, body, x.r)
+	}
 	if err != nil {
+		// an unknown model is a 404 whatever else is wrong with the body;
+		// a body that decodes has its model checked at admission, so only
+		// a refused one is peeked at
+		if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
+			if m := p.PeekModel(rt.op, body, x.r); m != "" && !a.channels.Has(m) {
+				if e := checkModelName(m); e != nil {
+					return nil, e // not echoed back, nor kept
+				}
+				x.req.Model = m
+				return nil, unknownModel(m)
+			}
+		}
 		return nil, asError(err)
 	}
 	if e := checkModelName(req.Model); e != nil {

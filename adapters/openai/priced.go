@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -10,6 +11,11 @@ import (
 // the default (priority costs more) and web search in chat completions.
 func (Adapter) PricedFields(req *adapters.Request) (fields, betas []string) {
 	if req.Dialect != Name || len(req.Raw) == 0 {
+		return nil, nil
+	}
+	// most bodies name neither field: skip the parse unless a key could be
+	// one of them, spelled out or escaped
+	if !bytes.Contains(req.Raw, []byte("tier")) && !bytes.Contains(req.Raw, []byte("web_search")) && !bytes.Contains(req.Raw, []byte(`\u`)) {
 		return nil, nil
 	}
 	var w struct {

@@ -58,12 +58,14 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 	var fields []adapters.Field
 	// embeddings may name the model in the path (/v1/engines/{model}/...),
 	// so the body's model is always set to the one resolved and billed
-	if model != req.Model || req.Op == adapters.OpEmbedding {
+	replace := model != req.Model || req.Op == adapters.OpEmbedding
+	if replace {
 		fields = append(fields, adapters.Field{Key: "model", Value: model})
 	}
 	// a Responses stream always ends with its usage
 	if req.Stream && !req.IncludeUsage && req.Op != adapters.OpResponses {
 		fields = append(fields, adapters.Field{Key: "stream_options", Value: includeUsage})
+		replace = replace || bytes.Contains(req.Raw, []byte("stream_options"))
 	}
 	// the allowance the gateway reserved is the upstream's limit too (a
 	// Responses body is relayed unchanged: its allowance is reserved but
@@ -72,14 +74,20 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 		switch {
 		case req.Op == adapters.OpChat && req.Chat != nil && req.Chat.MaxTokens == nil:
 			fields = append(fields, adapters.Field{Key: "max_completion_tokens", Value: req.OutputAllowance})
+			replace = replace || bytes.Contains(req.Raw, []byte("max_completion_tokens"))
 		case req.Op == adapters.OpCompletion && req.Completion != nil && req.Completion.MaxTokens == nil:
 			fields = append(fields, adapters.Field{Key: "max_tokens", Value: req.OutputAllowance})
+			replace = replace || bytes.Contains(req.Raw, []byte("max_tokens"))
 		}
 	}
 	if len(fields) == 0 {
 		return req.Raw, nil
 	}
-	return adapters.SetFields(req.Raw, fields...)
+	// a key spelled with escapes could be any of them: rewrite member by member
+	if replace || bytes.Contains(req.Raw, []byte(`\u`)) {
+		return adapters.SetFields(req.Raw, fields...)
+	}
+	return adapters.AppendFields(req.Raw, fields...)
 }
 
 // DecodeResponse implements adapters.Provider.
