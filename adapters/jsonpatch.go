@@ -109,3 +109,125 @@ func AppendFields(raw []byte, fields ...Field) ([]byte, error) {
 	}
 	return append(out, raw[end:]...), nil
 }
+
+// TopLevelMember returns the value of the top-level member key of a JSON
+// object, reading the rest of the document only to skip it: the cheap way
+// to find the usage in an answer relayed as it is. found is false when the
+// object has no such member. An error means raw is not a well-formed JSON
+// object as far as it was read; callers then fall back to encoding/json.
+func TopLevelMember(raw []byte, key string) (value json.RawMessage, found bool, err error) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false, errNotObject
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil, false, nil
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return nil, false, errNotObject
+		}
+		end, escaped, err := skipString(raw, i)
+		if err != nil {
+			return nil, false, err
+		}
+		quoted := raw[i:end]
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false, errNotObject
+		}
+		start := skipSpace(raw, i+1)
+		stop, err := skipValue(raw, start)
+		if err != nil {
+			return nil, false, err
+		}
+		// a key with escapes is compared after decoding it
+		if (!escaped && string(quoted[1:len(quoted)-1]) == key) || (escaped && unquoted(quoted) == key) {
+			value, found = raw[start:stop], true
+		}
+		i = skipSpace(raw, stop)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == '}' {
+			return value, found, nil
+		}
+		return nil, false, errNotObject
+	}
+	return nil, false, errNotObject
+}
+
+var errNotObject = fmt.Errorf("not a well-formed JSON object")
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] (a quote)
+// and whether it holds escapes.
+func skipString(b []byte, i int) (int, bool, error) {
+	escaped := false
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped, nil
+		}
+	}
+	return 0, false, errNotObject
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errNotObject
+	}
+	switch b[i] {
+	case '"':
+		end, _, err := skipString(b, i)
+		return end, err
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _, err := skipString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errNotObject
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
+		j++
+	}
+	if j == i {
+		return 0, errNotObject
+	}
+	return j, nil
+}
+
+func unquoted(s []byte) string {
+	var v string
+	if json.Unmarshal(s, &v) != nil {
+		return ""
+	}
+	return v
+}

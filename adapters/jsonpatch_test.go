@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -49,4 +50,54 @@ func TestAppendFields(t *testing.T) {
 			t.Errorf("AppendFields(%q) accepted", bad)
 		}
 	}
+}
+
+func TestTopLevelMember(t *testing.T) {
+	tests := []struct {
+		in, want string
+		found    bool
+	}{
+		{`{"id":"x","choices":[{"message":{"content":"a \"usage\": {}","usage":1}}],"usage":{"prompt_tokens":3}}`, `{"prompt_tokens":3}`, true},
+		{` { "usage" : null } `, `null`, true},
+		{`{"a":{"usage":{"x":1}},"b":[1,2,{"usage":2}]}`, ``, false},
+		{`{"us\u0061ge":{"x":1}}`, `{"x":1}`, true},
+		{`{"usage":1,"usage":{"x":2}}`, `{"x":2}`, true},
+		{`{}`, ``, false},
+		{`{"a":"}\\","usage":[1,"]"]}`, `[1,"]"]`, true},
+	}
+	for _, tt := range tests {
+		got, found, err := TopLevelMember([]byte(tt.in), "usage")
+		if err != nil || found != tt.found || string(got) != tt.want {
+			t.Errorf("TopLevelMember(%s) = %s, %v, %v; want %s, %v", tt.in, got, found, err, tt.want, tt.found)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"usage":`, `{"a" 1}`, `{"a":1,}x`, `{"a":"open}`, `{"a":{"b":1}`} {
+		if _, _, err := TopLevelMember([]byte(bad), "usage"); err == nil {
+			t.Errorf("TopLevelMember(%s) accepted", bad)
+		}
+	}
+}
+
+// FuzzTopLevelMember: on every document encoding/json accepts as an
+// object, the member found is the one encoding/json would decode.
+func FuzzTopLevelMember(f *testing.F) {
+	f.Add([]byte(`{"id":"x","usage":{"prompt_tokens":3},"choices":[]}`))
+	f.Add([]byte(`{"us\u0061ge":1,"usage":2}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want map[string]json.RawMessage
+		if json.Unmarshal(raw, &want) != nil {
+			return
+		}
+		got, found, err := TopLevelMember(raw, "usage")
+		if err != nil {
+			t.Fatalf("refused a valid object %q: %v", raw, err)
+		}
+		w, ok := want["usage"]
+		if found != ok {
+			t.Fatalf("%q: found %v, encoding/json %v", raw, found, ok)
+		}
+		if ok && !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(w)) {
+			t.Fatalf("%q: got %s, encoding/json %s", raw, got, w)
+		}
+	})
 }

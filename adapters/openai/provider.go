@@ -96,9 +96,9 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		return decodeResponsesBody(body)
 	}
 	if req.Dialect == Name {
-		var u usageOnly
-		if err := json.Unmarshal(body, &u); err != nil {
-			return nil, fmt.Errorf("upstream answered invalid JSON: %w", err)
+		u, err := passthroughUsage(body)
+		if err != nil {
+			return nil, err
 		}
 		resp := &adapters.Response{Raw: body, Dialect: Name, Usage: usageFromWire(u.Usage), ContentType: "application/json"}
 		if u.Usage == nil {
@@ -111,6 +111,23 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		return nil, adapters.Unsupported("%s answers cannot be translated from channel type openai", req.Op)
 	}
 	return DecodeChatResponse(body)
+}
+
+// passthroughUsage reads the usage of an answer relayed as it is: only the
+// top-level usage member is decoded, the rest skipped (a full decode of
+// every answer was the gateway's largest cost per request); a body the
+// skip cannot read goes through encoding/json, for its error.
+func passthroughUsage(body []byte) (usageOnly, error) {
+	var u usageOnly
+	if raw, found, err := adapters.TopLevelMember(body, "usage"); err == nil {
+		if !found || json.Unmarshal(raw, &u.Usage) == nil {
+			return u, nil
+		}
+	}
+	if err := json.Unmarshal(body, &u); err != nil {
+		return u, fmt.Errorf("upstream answered invalid JSON: %w", err)
+	}
+	return u, nil
 }
 
 // answerText pulls the generated text out of a chat or completion answer.
