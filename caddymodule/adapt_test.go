@@ -86,6 +86,12 @@ func TestAdaptErrors(t *testing.T) {
 		{"zero attempts", "account_rate_limit 0 1m", "attempts must be a positive integer"},
 		{"bad retention", "usage_retention soon", "not a duration such as 90d"},
 		{"bad retention batch", "usage_retention 90d {\n batch_size 0\n}", "batch_size must be a positive integer"},
+		{"bad health", "health {\n base_ejection never\n}", "base_ejection must be a duration above zero"},
+		{"health option without value", "health {\n max_ejection\n}", "wrong argument count"},
+		{"bad limit", "limits {\n rpm -1\n}", "rpm must be a whole number"},
+		{"unknown limit", "limits {\n rph 5\n}", `unrecognized option "rph"`},
+		{"bad usage queue", "usage {\n queue_size 0\n}", "queue_size must be a positive integer"},
+		{"usage option with two values", "usage {\n linger 1s 2s\n}", "wrong argument count"},
 		{"unknown metrics option", "metrics {\n per_key\n}", `unrecognized option "per_key"`},
 	}
 	for _, tt := range tests {

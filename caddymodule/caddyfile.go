@@ -241,6 +241,26 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
+// eachOption calls set for every `<option> <value>` line of the block after
+// the current token; a line without a value, or with more than one, is an
+// argument error.
+func eachOption(d *caddyfile.Dispenser, set func(opt, v string) error) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		if err := set(opt, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parseHealthPolicy reads `health { consecutive_failures <n> base_ejection
 // <d> max_ejection <d> }`.
 func parseHealthPolicy(d *caddyfile.Dispenser) (*HealthConfig, error) {
@@ -248,26 +268,18 @@ func parseHealthPolicy(d *caddyfile.Dispenser) (*HealthConfig, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if !d.NextArg() {
-			return nil, d.ArgErr()
-		}
-		v := d.Val()
-		if d.NextArg() {
-			return nil, d.ArgErr()
-		}
+	err := eachOption(d, func(opt, v string) error {
 		switch opt {
 		case "consecutive_failures":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return nil, d.Errf("health: consecutive_failures must be a positive integer, not %q", v)
+				return d.Errf("health: consecutive_failures must be a positive integer, not %q", v)
 			}
 			hc.ConsecutiveFailures = n
 		case "base_ejection", "max_ejection":
 			dur, err := caddy.ParseDuration(v)
 			if err != nil || dur <= 0 {
-				return nil, d.Errf("health: %s must be a duration above zero such as 30s, not %q", opt, v)
+				return d.Errf("health: %s must be a duration above zero such as 30s, not %q", opt, v)
 			}
 			if opt == "base_ejection" {
 				hc.BaseEjection = caddy.Duration(dur)
@@ -275,8 +287,12 @@ func parseHealthPolicy(d *caddyfile.Dispenser) (*HealthConfig, error) {
 				hc.MaxEjection = caddy.Duration(dur)
 			}
 		default:
-			return nil, d.Errf("health: unrecognized option %q", opt)
+			return d.Errf("health: unrecognized option %q", opt)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return hc, nil
 }
@@ -526,20 +542,12 @@ func parseRetention(d *caddyfile.Dispenser) (*RetentionConfig, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if !d.NextArg() {
-			return nil, d.ArgErr()
-		}
-		v := d.Val()
-		if d.NextArg() {
-			return nil, d.ArgErr()
-		}
+	err := eachOption(d, func(opt, v string) error {
 		switch opt {
 		case "interval", "pause":
 			dur, err := caddy.ParseDuration(v)
 			if err != nil || dur <= 0 {
-				return nil, d.Errf("usage_retention: %s must be a positive duration, not %q", opt, v)
+				return d.Errf("usage_retention: %s must be a positive duration, not %q", opt, v)
 			}
 			if opt == "interval" {
 				rc.Interval = caddy.Duration(dur)
@@ -549,12 +557,16 @@ func parseRetention(d *caddyfile.Dispenser) (*RetentionConfig, error) {
 		case "batch_size":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return nil, d.Errf("usage_retention: batch_size must be a positive integer, not %q", v)
+				return d.Errf("usage_retention: batch_size must be a positive integer, not %q", v)
 			}
 			rc.BatchSize = n
 		default:
-			return nil, d.Errf("usage_retention: unrecognized option %q", opt)
+			return d.Errf("usage_retention: unrecognized option %q", opt)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rc, nil
 }

@@ -113,17 +113,10 @@ func parseLimits(d *caddyfile.Dispenser) (*LimitsConfig, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if !d.NextArg() {
-			return nil, d.ArgErr()
-		}
-		n, err := strconv.ParseInt(d.Val(), 10, 64)
+	err := eachOption(d, func(opt, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return nil, d.Errf("limits: %s must be a whole number, 0 for no limit, not %q", opt, d.Val())
-		}
-		if d.NextArg() {
-			return nil, d.ArgErr()
+			return d.Errf("limits: %s must be a whole number, 0 for no limit, not %q", opt, v)
 		}
 		switch opt {
 		case "rpm":
@@ -133,8 +126,12 @@ func parseLimits(d *caddyfile.Dispenser) (*LimitsConfig, error) {
 		case "max_parallel":
 			lc.MaxParallel = n
 		default:
-			return nil, d.Errf("limits: unrecognized option %q (rpm, tpm, max_parallel)", opt)
+			return d.Errf("limits: unrecognized option %q (rpm, tpm, max_parallel)", opt)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return lc, nil
 }
@@ -146,15 +143,7 @@ func parseUsage(d *caddyfile.Dispenser) (*UsageConfig, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		if !d.NextArg() {
-			return nil, d.ArgErr()
-		}
-		v := d.Val()
-		if d.NextArg() {
-			return nil, d.ArgErr()
-		}
+	err := eachOption(d, func(opt, v string) error {
 		dur := func(into *caddy.Duration) error {
 			t, err := caddy.ParseDuration(v)
 			if err != nil || t <= 0 {
@@ -170,7 +159,7 @@ func parseUsage(d *caddyfile.Dispenser) (*UsageConfig, error) {
 		case "queue_size":
 			n, convErr := strconv.Atoi(v)
 			if convErr != nil || n <= 0 {
-				return nil, d.Errf("usage: queue_size must be a positive integer, not %q", v)
+				return d.Errf("usage: queue_size must be a positive integer, not %q", v)
 			}
 			uc.QueueSize = n
 		case "linger":
@@ -180,11 +169,12 @@ func parseUsage(d *caddyfile.Dispenser) (*UsageConfig, error) {
 		case "commit_timeout":
 			err = dur(&uc.CommitTimeout)
 		default:
-			return nil, d.Errf("usage: unrecognized option %q", opt)
+			return d.Errf("usage: unrecognized option %q", opt)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return uc, nil
 }
