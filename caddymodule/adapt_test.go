@@ -90,6 +90,7 @@ func TestAdaptErrors(t *testing.T) {
 		{"health option without value", "health {\n max_ejection\n}", "wrong argument count"},
 		{"bad limit", "limits {\n rpm -1\n}", "rpm must be a whole number"},
 		{"unknown limit", "limits {\n rph 5\n}", `unrecognized option "rph"`},
+		{"adapter option with two values", "channel x {\n type azure {\n api_version a b\n }\n}", "wrong argument count"},
 		{"bad usage queue", "usage {\n queue_size 0\n}", "queue_size must be a positive integer"},
 		{"usage option with two values", "usage {\n linger 1s 2s\n}", "wrong argument count"},
 		{"unknown metrics option", "metrics {\n per_key\n}", `unrecognized option "per_key"`},

@@ -68,31 +68,21 @@ func (a *Adapter) Provision(caddy.Context) error {
 //		max_tokens <n>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the adapter's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch opt := d.Val(); opt {
+	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+		switch opt {
 		case "version":
-			if !d.AllArgs(&a.Version) {
-				return d.ArgErr()
-			}
+			a.Version = v
 		case "max_tokens":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			n, err := strconv.ParseInt(s, 10, 64)
+			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {
-				return d.Errf("max_tokens must be a positive integer, not %q", s)
+				return d.Errf("max_tokens must be a positive integer, not %q", v)
 			}
 			a.MaxTokens = n
 		default:
 			return d.Errf("unrecognized anthropic adapter option %q (it takes version and max_tokens)", opt)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Name implements adapters.Dialect.

@@ -61,21 +61,13 @@ func (a *Adapter) Provision(caddy.Context) error {
 //		api_version <version>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the adapter's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch opt := d.Val(); opt {
-		case "api_version":
-			if !d.AllArgs(&a.APIVersion) {
-				return d.ArgErr()
-			}
-		default:
+	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+		if opt != "api_version" {
 			return d.Errf("unrecognized azure adapter option %q (it takes api_version)", opt)
 		}
-	}
-	return nil
+		a.APIVersion = v
+		return nil
+	})
 }
 
 // Type implements adapters.Provider.

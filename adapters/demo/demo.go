@@ -65,27 +65,17 @@ func (a *Adapter) Provision(caddy.Context) error {
 //		word_delay <duration>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // the adapter's name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		switch opt := d.Val(); opt {
-		case "word_delay":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			v, err := caddy.ParseDuration(s)
-			if err != nil || v <= 0 {
-				return d.Errf("word_delay must be a positive duration such as 15ms, not %q", s)
-			}
-			a.WordDelay = caddy.Duration(v)
-		default:
+	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+		if opt != "word_delay" {
 			return d.Errf("unrecognized demo adapter option %q (it takes word_delay)", opt)
 		}
-	}
-	return nil
+		t, err := caddy.ParseDuration(v)
+		if err != nil || t <= 0 {
+			return d.Errf("word_delay must be a positive duration such as 15ms, not %q", v)
+		}
+		a.WordDelay = caddy.Duration(t)
+		return nil
+	})
 }
 
 // CaddyModule returns the Caddy module information.
