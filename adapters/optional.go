@@ -41,6 +41,14 @@ type EventLimiter interface {
 	SetMaxEvent(n int)
 }
 
+// RequestIDReader is implemented by providers whose upstream names its own
+// id for a request in a header of the vendor's choosing, so the usage row
+// can be matched against the vendor's records. Without it the gateway
+// reads X-Request-Id.
+type RequestIDReader interface {
+	UpstreamRequestID(h http.Header) string
+}
+
 // Fallback is implemented by a dialect that claims every path under its
 // prefix that no other dialect claimed (OpenAI's /v1/): the gateway asks it
 // last.

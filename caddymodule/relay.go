@@ -305,7 +305,7 @@ func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapter
 	}
 	resp, err := h.app.clients[ch.Name].Do(hr)
 	if err == nil {
-		x.upstreamID = upstreamRequestID(resp.Header)
+		x.upstreamID = upstreamRequestID(prov, resp.Header)
 	}
 	if err != nil {
 		if x.r.Context().Err() != nil {

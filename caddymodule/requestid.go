@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 
+	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 )
@@ -15,10 +16,6 @@ const requestIDHeader = "X-Request-Id"
 // requestIDVar is the request variable holding the id, so it is also the
 // placeholder {http.vars.gateway.request_id}.
 const requestIDVar = "gateway.request_id"
-
-// upstreamRequestIDHeaders are where upstreams put their own request id,
-// in the order they are looked for.
-var upstreamRequestIDHeaders = []string{"X-Request-Id", "Request-Id", "X-Goog-Request-Id", "Apim-Request-Id", "X-Amzn-Requestid"}
 
 // assignRequestID gives the request its id: the caller's X-Request-Id when
 // it is well formed, else a new one. The id goes back in the response
@@ -75,14 +72,17 @@ func newRequestID() string {
 
 // upstreamRequestID finds the upstream's own id for the request, so a usage
 // row can be matched against the vendor's records.
-func upstreamRequestID(h http.Header) string {
-	for _, name := range upstreamRequestIDHeaders {
-		if v := h.Get(name); v != "" {
-			if len(v) > 256 {
-				v = v[:256]
-			}
-			return v
-		}
+// The vendor says where it is; X-Request-Id otherwise. A row keeps at most
+// 256 bytes of it.
+func upstreamRequestID(prov adapters.Provider, h http.Header) string {
+	var v string
+	if r, ok := prov.(adapters.RequestIDReader); ok {
+		v = r.UpstreamRequestID(h)
+	} else {
+		v = h.Get("X-Request-Id")
 	}
-	return ""
+	if len(v) > 256 {
+		v = v[:256]
+	}
+	return v
 }

@@ -158,6 +158,7 @@ var (
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamEncoder     = (*streamEncoder)(nil)
 	_ adapters.CredentialHinter  = (*Adapter)(nil)
+	_ adapters.RequestIDReader   = (*Adapter)(nil)
 	_ adapters.ModelPeeker       = (*Adapter)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 	_ caddy.Provisioner          = (*Adapter)(nil)

@@ -342,3 +342,7 @@ func (s *streamStep) translate(out []*adapters.StreamEvent, name string, data []
 	}
 	return out, nil
 }
+
+// UpstreamRequestID implements adapters.RequestIDReader: Anthropic names
+// its id for a request in request-id.
+func (Adapter) UpstreamRequestID(h http.Header) string { return h.Get("Request-Id") }

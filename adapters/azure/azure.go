@@ -127,8 +127,18 @@ func (a Adapter) DecodeError(status int, body []byte) *adapters.Error {
 
 // Interface guards.
 var (
-	_ caddy.Module          = (*Adapter)(nil)
-	_ caddy.Provisioner     = (*Adapter)(nil)
-	_ caddyfile.Unmarshaler = (*Adapter)(nil)
-	_ adapters.Provider     = (*Adapter)(nil)
+	_ caddy.Module             = (*Adapter)(nil)
+	_ caddy.Provisioner        = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
+	_ adapters.Provider        = (*Adapter)(nil)
+	_ adapters.RequestIDReader = (*Adapter)(nil)
 )
+
+// UpstreamRequestID implements adapters.RequestIDReader: Azure's gateway
+// names the request in apim-request-id; the model service in x-request-id.
+func (Adapter) UpstreamRequestID(h http.Header) string {
+	if v := h.Get("Apim-Request-Id"); v != "" {
+		return v
+	}
+	return h.Get("X-Request-Id")
+}

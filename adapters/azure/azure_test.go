@@ -60,3 +60,14 @@ func TestNewRequestRefusesWhatAzureDoesNotServe(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 }
+
+func TestUpstreamRequestID(t *testing.T) {
+	h := http.Header{"X-Request-Id": {"svc-1"}}
+	if got := (azure.Adapter{}).UpstreamRequestID(h); got != "svc-1" {
+		t.Errorf("without apim-request-id: %q", got)
+	}
+	h.Set("Apim-Request-Id", "apim-2")
+	if got := (azure.Adapter{}).UpstreamRequestID(h); got != "apim-2" {
+		t.Errorf("with apim-request-id: %q", got)
+	}
+}

@@ -172,6 +172,7 @@ var (
 	_ adapters.StreamFlusher     = (*streamStep)(nil)
 	_ adapters.StreamEncoder     = (*streamEncoder)(nil)
 	_ adapters.CredentialHinter  = (*Adapter)(nil)
+	_ adapters.RequestIDReader   = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler      = (*Adapter)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 )

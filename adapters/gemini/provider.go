@@ -462,3 +462,12 @@ func (s *streamStep) partEvents(out []*adapters.StreamEvent, p part) []*adapters
 	}
 	return out
 }
+
+// UpstreamRequestID implements adapters.RequestIDReader: Google's front
+// end names a request in x-goog-request-id where it does at all.
+func (Adapter) UpstreamRequestID(h http.Header) string {
+	if v := h.Get("X-Goog-Request-Id"); v != "" {
+		return v
+	}
+	return h.Get("X-Request-Id")
+}
