@@ -80,8 +80,11 @@ func TestWriterNeverDropsARow(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// the failed batches went to the journal; it is replayed once the
-	// store takes writes (or, failing that, at the next start)
+	// the two refused batches went to the journal (wait for them: until
+	// then the journal is not in use, and rows closed into it then are only
+	// replayed at the next start); it is replayed once the store takes
+	// writes again
+	waitFor(t, "the store's two refusals", func() bool { return failedAttempts.Load() >= 2 })
 	waitFor(t, "the journal's replay", func() bool { j, _, _ := w.Degraded(); return !j })
 	w.Close()
 
