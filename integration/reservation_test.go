@@ -34,6 +34,8 @@ func newRecorder(t *testing.T) *recorder {
 		switch {
 		case strings.HasPrefix(req.URL.Path, "/v1/messages"):
 			fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":20}}`)
+		case req.URL.Path == "/v1/responses":
+			fmt.Fprint(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":20,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":30}}`)
 		case strings.HasPrefix(req.URL.Path, "/v1beta/"):
 			fmt.Fprint(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":20,"totalTokenCount":30},"modelVersion":"m"}`)
 		default:
@@ -148,6 +150,8 @@ func TestRequestWithoutLimitSendsTheReservedAllowance(t *testing.T) {
 	}{
 		{"openai", "/v1/chat/completions", openaiBody, nil,
 			func(b map[string]any) int64 { return num(b["max_completion_tokens"]) }, 16384},
+		{"openai responses", "/v1/responses", `{"model":"gpt-x","input":"hi"}`, nil,
+			func(b map[string]any) int64 { return num(b["max_output_tokens"]) }, 16384},
 		{"anthropic", "/v1/messages", `{"model":"claude-x","max_tokens":333,"messages":[{"role":"user","content":"hi"}]}`, av,
 			func(b map[string]any) int64 { return num(b["max_tokens"]) }, 333},
 		{"gemini", "/v1beta/models/gemini-x:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil,
