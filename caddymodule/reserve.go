@@ -17,7 +17,10 @@ const maxChoices = 128
 // covers. A free model without max_output keeps the channel's default.
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
-	prompt := promptEstimate(req, a.imageTokens(req.Model))
+	prompt, parts := promptEstimate(req)
+	if parts > 0 {
+		prompt = satAdd(prompt, satMul(parts, a.imageTokens(req.Model)))
+	}
 	if !req.Op.Conversation() && req.Op != adapters.OpCompletion {
 		return price.Reservation(prompt, 0), nil
 	}
@@ -67,11 +70,11 @@ func outputLimit(req *adapters.Request) (limit, choices int64) {
 
 // promptEstimate guesses the prompt's tokens from its size (about four
 // bytes a token) rather than tokenizing it, to keep admission cheap; an
-// image, audio or file part counts partTokens, not the size of its URL or
-// data.
-func promptEstimate(req *adapters.Request, partTokens int64) int64 {
+// image, audio or file part is not counted by the size of its URL or data:
+// it returns how many there are, for the caller to count at what the
+// model's vendor documents.
+func promptEstimate(req *adapters.Request) (textTokens, parts int64) {
 	size := int64(len(req.Raw))
-	parts := int64(0)
 	if req.Chat != nil {
 		for _, m := range req.Chat.Messages {
 			for _, p := range m.Parts {
@@ -87,7 +90,7 @@ func promptEstimate(req *adapters.Request, partTokens int64) int64 {
 			}
 		}
 	}
-	return max(size, 0)/4 + satMul(parts, partTokens)
+	return max(size, 0) / 4, parts
 }
 
 // defaultPartTokens is what an image part reserves on a model none of
@@ -114,6 +117,13 @@ func (a *App) notePartTokens(model string, n int64) {
 	if n > a.partTokens[model] {
 		a.partTokens[model] = n
 	}
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func satMul(a, b int64) int64 {
