@@ -1,6 +1,10 @@
 package adapters
 
-import "net/http"
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
 
 // MaxRerankDocuments bounds the documents of one rerank request, as the
 // rerank APIs do (Cohere recommends at most 1,000 a request).
@@ -42,4 +46,74 @@ func CheckRerankResults(req *RerankRequest, results []RerankResult) error {
 		}
 	}
 	return nil
+}
+
+// The widely used rerank shape (Jina's, which vLLM, Infinity, TEI and
+// other self-hosted servers speak too): what the gateway's /v1/rerank
+// takes and answers, and what OpenAI-compatible rerank servers are sent.
+
+// RerankBody is the request body of the common rerank shape.
+type RerankBody struct {
+	Model           string   `json:"model"`
+	Query           string   `json:"query"`
+	Documents       []string `json:"documents"`
+	TopN            int      `json:"top_n,omitempty"`
+	ReturnDocuments bool     `json:"return_documents"`
+}
+
+// NewRerankBody is the common-shape body asking model for req's ranking,
+// without the documents echoed back (the gateway fills them in).
+func NewRerankBody(req *RerankRequest, model string) RerankBody {
+	return RerankBody{Model: model, Query: req.Query, Documents: req.Documents, TopN: req.TopN}
+}
+
+// RerankAnswer is the answer of the common rerank shape.
+type RerankAnswer struct {
+	ID      string              `json:"id,omitempty"`
+	Model   string              `json:"model,omitempty"`
+	Results []RerankAnswerEntry `json:"results"`
+	Usage   *RerankUsage        `json:"usage,omitempty"`
+}
+
+// RerankAnswerEntry is one result of the common shape.
+type RerankAnswerEntry struct {
+	Index          int             `json:"index"`
+	RelevanceScore float64         `json:"relevance_score"`
+	Document       *RerankDocument `json:"document,omitempty"`
+}
+
+// RerankDocument is a document as the common shape writes it.
+type RerankDocument struct {
+	Text string `json:"text"`
+}
+
+// RerankUsage is the common shape's usage: tokens, or the search units of
+// an upstream that bills by search.
+type RerankUsage struct {
+	PromptTokens int64 `json:"prompt_tokens,omitempty"`
+	TotalTokens  int64 `json:"total_tokens"`
+	SearchUnits  int64 `json:"search_units,omitempty"`
+}
+
+// DecodeRerankAnswer reads a common-shape answer to req into a Response.
+func DecodeRerankAnswer(req *Request, body []byte) (*Response, error) {
+	var w RerankAnswer
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, fmt.Errorf("decoding a rerank answer: %w", err)
+	}
+	resp := &Response{ID: w.ID, Model: w.Model, Rerank: make([]RerankResult, len(w.Results))}
+	for i, r := range w.Results {
+		resp.Rerank[i] = RerankResult{Index: r.Index, RelevanceScore: r.RelevanceScore}
+	}
+	if w.Usage != nil {
+		// servers differ on which count they fill in
+		resp.Usage.PromptTokens = max(w.Usage.TotalTokens, w.Usage.PromptTokens)
+		resp.Usage.SearchUnits = w.Usage.SearchUnits
+	}
+	if req.Rerank != nil {
+		if err := CheckRerankResults(req.Rerank, resp.Rerank); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
 }

@@ -116,6 +116,8 @@ func estimateUsage(req *adapters.Request, completion string) adapters.Usage {
 		for _, in := range req.Embedding.Input {
 			u.PromptTokens += tokenizer.Count(req.Model, in)
 		}
+	case req.Rerank != nil:
+		u.PromptTokens = rerankTokens(req.Model, req.Rerank)
 	}
 	u.CompletionTokens = tokenizer.Count(req.Model, completion)
 	return u

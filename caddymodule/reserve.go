@@ -17,6 +17,9 @@ const maxChoices = 128
 // covers. A free model without max_output keeps the channel's default.
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
+	if req.Rerank != nil {
+		return rerankReservation(req.Rerank, price), nil
+	}
 	prompt, parts := promptEstimate(req)
 	if parts > 0 {
 		prompt = satAdd(prompt, satMul(parts, a.imageTokens(req.Model)))

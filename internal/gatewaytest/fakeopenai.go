@@ -174,6 +174,8 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 	}
 	model, _ := body["model"].(string)
 	switch route {
+	case "/v1/rerank":
+		openAIRerank(w, raw, &cfg)
 	case "/v1/chat/completions":
 		rec := f.Requests()[i]
 		if msg := readOpenAIChat(raw, &rec); msg != "" {
