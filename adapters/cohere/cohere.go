@@ -73,6 +73,9 @@ type rerankResponse struct {
 	} `json:"meta"`
 }
 
+// Serves implements adapters.Operations: rerank only.
+func (Adapter) Serves(op adapters.Operation) bool { return op == adapters.OpRerank }
+
 // NewRequest implements adapters.Provider.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	if req.Op != adapters.OpRerank || req.Rerank == nil {
@@ -158,6 +161,7 @@ func (Adapter) UpstreamRequestID(h http.Header) string { return h.Get("X-Trace-I
 // Interface guards.
 var (
 	_ adapters.Provider        = (*Adapter)(nil)
+	_ adapters.Operations      = (*Adapter)(nil)
 	_ adapters.RequestIDReader = (*Adapter)(nil)
 	_ adapters.StreamDecoder   = noStream{}
 	_ caddyfile.Unmarshaler    = (*Adapter)(nil)

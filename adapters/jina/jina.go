@@ -50,6 +50,9 @@ func (Adapter) Type() string { return Name }
 // WireDialect implements adapters.Provider: no client dialect is Jina's.
 func (Adapter) WireDialect() string { return "" }
 
+// Serves implements adapters.Operations: rerank only.
+func (Adapter) Serves(op adapters.Operation) bool { return op == adapters.OpRerank }
+
 // NewRequest implements adapters.Provider. Documents are not asked back
 // (return_documents false): the gateway has them.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
@@ -129,6 +132,7 @@ func (Adapter) DecodeError(status int, body []byte) *adapters.Error {
 // Interface guards.
 var (
 	_ adapters.Provider      = (*Adapter)(nil)
+	_ adapters.Operations    = (*Adapter)(nil)
 	_ adapters.StreamDecoder = noStream{}
 	_ caddyfile.Unmarshaler  = (*Adapter)(nil)
 	_ caddy.Module           = (*Adapter)(nil)
