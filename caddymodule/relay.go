@@ -93,6 +93,8 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case adapters.OpListModels, adapters.OpGetModel:
 		return h.serveModels(w, r, rt, id)
 	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens, adapters.OpResponses, adapters.OpRerank:
+	case adapters.OpRealtime:
+		return h.serveRealtime(w, r, rt, id)
 	case adapters.OpUpgrade:
 		// answered at once, so a client that tries a socket first falls
 		// back to plain HTTP instead of retrying

@@ -17,8 +17,11 @@ const maxChoices = 128
 // covers. A free model without max_output keeps the channel's default.
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
-	if req.Rerank != nil {
+	switch {
+	case req.Rerank != nil:
 		return rerankReservation(req.Rerank, price), nil
+	case req.Op == adapters.OpRealtime:
+		return h.realtimeReservation(price), nil
 	}
 	prompt, parts := promptEstimate(req)
 	if parts > 0 {
