@@ -197,7 +197,7 @@ type realtimeSession struct {
 	ch      *routing.Channel
 	prov    adapters.RealtimeProvider
 	dialect adapters.RealtimeDialect
-	ticket billing.Ticket
+	ticket  billing.Ticket
 	// responses is how many response.done were billed, tokens their tokens
 	responses int
 	tokens    int64

@@ -219,7 +219,9 @@ func (f *FakeCohere) serve(w http.ResponseWriter, r *http.Request) {
 		cohereError(w, http.StatusUnauthorized, "invalid api token")
 		return
 	}
-	if failed(w, &cfg, func() { cohereError(w, cfg.FailStatus, "internal server error, this has been reported to our developers") }) {
+	if failed(w, &cfg, func() {
+		cohereError(w, cfg.FailStatus, "internal server error, this has been reported to our developers")
+	}) {
 		return
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v2/rerank" {
