@@ -33,6 +33,7 @@ const realtimeCaddyfile = `{
 			base_url {{OPENAI}}
 			key sk-rt-upstream
 			models gpt-4o-realtime-preview
+			{{BOUNDS}}
 		}
 		channel claude {
 			type anthropic
@@ -81,11 +82,17 @@ type realtimeSetup struct {
 
 func startRealtime(t *testing.T, protocols string) *realtimeSetup {
 	t.Helper()
+	return startRealtimeWith(t, protocols, "")
+}
+
+// startRealtimeWith sets the OpenAI channel's bounds too.
+func startRealtimeWith(t *testing.T, protocols, bounds string) *realtimeSetup {
+	t.Helper()
 	s := &realtimeSetup{fake: gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")}
 	s.fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake" })
 	s.fake.SetRealtimeUsage(realtimeTurn)
 	claude := gatewaytest.NewFakeAnthropic(t, "claude-rt-upstream")
-	s.gw = gatewaytest.Start(t, realtimeCaddyfile, gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL(), "PROTOCOLS": protocols})
+	s.gw = gatewaytest.Start(t, realtimeCaddyfile, gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL(), "PROTOCOLS": protocols, "BOUNDS": bounds})
 	return s
 }
 
@@ -456,5 +463,72 @@ func TestRealtimeHTTP2(t *testing.T) {
 	// and a bad key is refused before the stream opens
 	if _, resp, err := s.dial(t, "sk-wrong", &websocket.DialOptions{HTTPClient: gatewaytest.ExtendedConnectClient()}); err == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("bad key over HTTP/2: %v %v", resp, err)
+	}
+}
+
+// A message past the channel's max_stream_event ends the session, from
+// either side; a session silent past stream_idle_timeout is closed.
+func TestRealtimeBounds(t *testing.T) {
+	s := startRealtimeWith(t, "h1 h2", "max_stream_event 4KB\n\t\t\tstream_idle_timeout 1s")
+	key := s.gw.AddUser("bo", 10_000_000)
+	readClose := func(c *websocket.Conn) websocket.CloseError {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for {
+			_, _, err := c.Read(ctx)
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce
+			}
+			if err != nil {
+				t.Fatalf("the session ended with %v, not a close frame", err)
+			}
+		}
+	}
+
+	// the client sends too much
+	c, _, err := s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	readEvent(t, c)
+	_ = c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"input_audio_buffer.append","audio":"`+strings.Repeat("A", 5000)+`"}`))
+	if ce := readClose(c); ce.Code != websocket.StatusMessageTooBig {
+		t.Errorf("an oversized client message: close %v, want 1009", ce)
+	}
+	eventually(t, "the upstream is closed with 1009", func() bool {
+		return slices.ContainsFunc(s.fake.RealtimeCloses(), func(c gatewaytest.RealtimeClose) bool { return c.Code == 1009 })
+	})
+	c.CloseNow()
+
+	// the upstream sends too much: session.updated echoes the session,
+	// instructions and all, past 4KB (4000 bytes) while the client's update is under it
+	c, _, err = s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"session.update","session":{"instructions":"`+strings.Repeat("x", 3890)+`"}}`)
+	if ce := readClose(c); ce.Code != websocket.StatusInternalError || !strings.Contains(ce.Reason, "upstream message was too large") {
+		t.Errorf("an oversized upstream message: close %v, want 1011", ce)
+	}
+	c.CloseNow()
+
+	// nobody says anything
+	c, _, err = s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	readEvent(t, c)
+	if ce := readClose(c); ce.Code != websocket.StatusGoingAway || !strings.Contains(ce.Reason, "idle") {
+		t.Errorf("an idle session: close %v, want 1001", ce)
+	}
+	// three sessions without a response: three free rows
+	for _, r := range s.gw.WaitUsage("bo", 3) {
+		if r.Cost != 0 || r.Endpoint != "/v1/realtime" {
+			t.Errorf("row %+v", r)
+		}
 	}
 }
