@@ -17,11 +17,26 @@ type RealtimeProvider interface {
 	// upstream needs (an API version it asked for); its credentials are
 	// never copied.
 	RealtimeDial(up *Upstream, client *http.Request) (url string, header http.Header, err error)
-	// RealtimeUsage reads one server event: done is true for the event
-	// that ends a response, with what the response used. It is called on
-	// every text frame, so it must reject others cheaply.
-	RealtimeUsage(event []byte) (u Usage, done bool)
+	// RealtimeEvent reads one server event: RealtimeResponseStarted for
+	// the event that opens a response, RealtimeResponseDone with what the
+	// response used for the one that ends it. It is called on every text
+	// frame, so it must pass over others cheaply.
+	RealtimeEvent(event []byte) (RealtimeEventKind, Usage)
+	// RealtimeCancel is the client event that cancels the response under
+	// way: sent when the client leaves mid-response, so that the upstream
+	// ends it and reports what it used.
+	RealtimeCancel() []byte
 }
+
+// RealtimeEventKind is what a Realtime server event means for billing.
+type RealtimeEventKind int
+
+// Realtime event kinds.
+const (
+	RealtimeOther RealtimeEventKind = iota
+	RealtimeResponseStarted
+	RealtimeResponseDone
+)
 
 // RealtimeDialect is implemented by dialects whose clients open realtime
 // sessions.

@@ -203,11 +203,18 @@ type realtimeSession struct {
 	tokens    int64
 	last      atomic.Int64 // unix nanoseconds of the last message either way
 	closing   sync.Once
+	// inFlight: a response was created and is not done; clientGone: the
+	// client cannot be written to; doneCh is told of each response.done
+	mu         sync.Mutex // guards current, which both pumps mark
+	inFlight   atomic.Bool
+	clientGone atomic.Bool
+	doneCh     chan struct{}
 }
 
 // relay runs the two pumps until the session ends.
 func (s *realtimeSession) relay() {
 	s.current = s.first
+	s.doneCh = make(chan struct{}, 1)
 	b := s.h.app.bounds[s.ch.Name]
 	s.client.SetReadLimit(int64(b.maxStreamEvent))
 	s.last.Store(time.Now().UnixNano())
@@ -225,7 +232,7 @@ func (s *realtimeSession) relay() {
 			return
 		case <-idle.C:
 			if time.Since(time.Unix(0, s.last.Load())) > b.streamIdle {
-				s.current.status, s.current.errMsg = http.StatusGatewayTimeout, "the session was idle for "+b.streamIdle.String()
+				s.mark(http.StatusGatewayTimeout, "the session was idle for "+b.streamIdle.String())
 				s.end(closeIdle, "idle for "+b.streamIdle.String(), closeIdle, "idle")
 				<-done
 				return
@@ -285,9 +292,10 @@ func (s *realtimeSession) pumpToUpstream() {
 		if err != nil {
 			code, reason := closeOf(err)
 			if errors.Is(err, websocket.ErrMessageTooBig) {
-				s.current.status, s.current.errMsg = http.StatusRequestEntityTooLarge, "the client sent a message larger than max_stream_event"
+				s.mark(http.StatusRequestEntityTooLarge, "the client sent a message larger than max_stream_event")
 				code, reason = websocket.StatusMessageTooBig, "a client message was too large"
 			}
+			s.cancelResponse(ctx)
 			s.end(code, reason, code, reason)
 			return
 		}
@@ -309,32 +317,49 @@ func (s *realtimeSession) pumpToClient() {
 		if err != nil {
 			code, reason := closeOf(err)
 			if errors.Is(err, websocket.ErrMessageTooBig) {
-				s.current.status, s.current.errMsg = http.StatusBadGateway, "the upstream sent a message larger than max_stream_event"
+				s.mark(http.StatusBadGateway, "the upstream sent a message larger than max_stream_event")
 				code, reason = closeUpstream, "an upstream message was too large"
 			} else if code == -1 {
 				code, reason = closeUpstream, "the upstream connection broke"
-				s.current.status, s.current.errMsg = http.StatusBadGateway, reason
+				s.mark(http.StatusBadGateway, reason)
 			}
 			s.end(code, reason, code, reason)
 			return
 		}
 		s.last.Store(time.Now().UnixNano())
-		var usage adapters.Usage
-		done := false
+		kind, usage := adapters.RealtimeOther, adapters.Usage{}
 		if typ == websocket.MessageText {
-			usage, done = s.prov.RealtimeUsage(msg)
+			kind, usage = s.prov.RealtimeEvent(msg)
+		}
+		if kind == adapters.RealtimeResponseStarted {
+			select { // a finished response's signal is not this one's
+			case <-s.doneCh:
+			default:
+			}
+			s.inFlight.Store(true)
+		}
+		if s.clientGone.Load() {
+			// the client left mid-response: only its end is awaited
+			if kind == adapters.RealtimeResponseDone {
+				s.settleResponse(usage)
+				s.responseDone()
+			}
+			continue
 		}
 		if err := s.client.Write(ctx, typ, msg); err != nil {
-			// the client is gone: what the response used is still owed
-			if done {
+			// the client is gone: what the response uses is still owed,
+			// and the other pump ends the session
+			s.clientGone.Store(true)
+			if kind == adapters.RealtimeResponseDone {
 				s.settleResponse(usage)
+				s.responseDone()
 			}
-			code, reason := closeOf(err)
-			s.end(-1, "", code, reason)
-			return
+			continue
 		}
-		if done {
-			if e := s.settleResponse(usage); e != nil {
+		if kind == adapters.RealtimeResponseDone {
+			e := s.settleResponse(usage)
+			s.responseDone()
+			if e != nil {
 				_ = s.client.Write(ctx, websocket.MessageText, s.dialect.RealtimeError(e))
 				s.end(closeQuota, e.Code, websocket.StatusNormalClosure, "")
 				return
@@ -343,10 +368,46 @@ func (s *realtimeSession) pumpToClient() {
 	}
 }
 
+// mark records why the session ended on the exchange under way.
+func (s *realtimeSession) mark(status int, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current.status, s.current.errMsg = status, msg
+}
+
+// responseDone marks the response under way as finished.
+func (s *realtimeSession) responseDone() {
+	s.inFlight.Store(false)
+	select {
+	case s.doneCh <- struct{}{}:
+	default:
+	}
+}
+
+// cancelResponse, when the client leaves mid-response, asks the upstream
+// to cancel it and waits a while for its response.done, which says what
+// the response used; otherwise what was generated would go unbilled.
+func (s *realtimeSession) cancelResponse(ctx context.Context) {
+	s.clientGone.Store(true)
+	if !s.inFlight.Load() {
+		return
+	}
+	if s.up.Write(ctx, websocket.MessageText, s.prov.RealtimeCancel()) != nil {
+		return
+	}
+	select {
+	case <-s.doneCh:
+	case <-time.After(closeWait):
+		s.h.log.Warn("a cancelled Realtime response reported no usage", zap.String("channel", s.ch.Name))
+	}
+}
+
 // settleResponse bills a finished response and reserves the next one; it
 // returns the error that ends the session when the user cannot afford
 // another response.
 func (s *realtimeSession) settleResponse(u adapters.Usage) *adapters.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	h := s.h
 	x := s.current
 	x.usage, x.status = u, http.StatusOK

@@ -532,3 +532,38 @@ func TestRealtimeBounds(t *testing.T) {
 		}
 	}
 }
+
+// A client that leaves mid-response still pays for it: the gateway asks
+// the upstream to cancel the response, bills the response.done that
+// reports what it used, then closes the upstream with the client's code.
+func TestRealtimeClientLeavesMidResponse(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	s.fake.Set(func(b *gatewaytest.Behavior) { b.ChunkDelay = 300 * time.Millisecond })
+	key := s.gw.AddUser("lea", 10_000_000)
+	c, _, err := s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"response.create"}`)
+	if ev := readEvent(t, c); ev.Type != "response.created" {
+		t.Fatalf("got %s", ev.Raw)
+	}
+	if err := c.Close(4004, "user hung up"); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	eventually(t, "the upstream sees the client's close", func() bool {
+		return slices.Contains(s.fake.RealtimeCloses(), gatewaytest.RealtimeClose{Code: 4004, Reason: "user hung up"})
+	})
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"response.create", "response.cancel"}) {
+		t.Errorf("the upstream received %v", got)
+	}
+	rows := s.gw.WaitUsage("lea", 1)
+	if r := rows[0]; r.Cost != realtimeTurnCost || r.PromptTokens != 600 || r.Status != 200 {
+		t.Errorf("row %+v", r)
+	}
+	if _, used := s.gw.Quota("lea"); used != realtimeTurnCost {
+		t.Errorf("used %d, want %d", used, realtimeTurnCost)
+	}
+}

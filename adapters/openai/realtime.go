@@ -139,29 +139,47 @@ type realtimeDone struct {
 	} `json:"response"`
 }
 
-var responseDone = []byte(`"response.done"`)
+var (
+	responseDone    = []byte(`"response.done"`)
+	responseCreated = []byte(`"response.created"`)
+	responseCancel  = []byte(`{"type":"response.cancel"}`)
+)
 
-// RealtimeUsage implements adapters.RealtimeProvider: only response.done
-// carries usage. Audio frames, the bulk of a session, are rejected by a
-// byte search before any parse.
-func (Adapter) RealtimeUsage(event []byte) (adapters.Usage, bool) {
-	if !bytes.Contains(event, responseDone) {
-		return adapters.Usage{}, false
+// RealtimeEvent implements adapters.RealtimeProvider: response.created
+// opens a response, response.done ends it with its usage. Audio frames,
+// the bulk of a session, are passed over by a byte search before any
+// parse.
+func (Adapter) RealtimeEvent(event []byte) (adapters.RealtimeEventKind, adapters.Usage) {
+	switch {
+	case bytes.Contains(event, responseDone):
+	case bytes.Contains(event, responseCreated):
+		var w struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(event, &w) == nil && w.Type == "response.created" {
+			return adapters.RealtimeResponseStarted, adapters.Usage{}
+		}
+		return adapters.RealtimeOther, adapters.Usage{}
+	default:
+		return adapters.RealtimeOther, adapters.Usage{}
 	}
 	var w realtimeDone
 	if json.Unmarshal(event, &w) != nil || w.Type != "response.done" {
-		return adapters.Usage{}, false
+		return adapters.RealtimeOther, adapters.Usage{}
 	}
 	u := w.Response.Usage
 	if u == nil {
-		return adapters.Usage{}, true
+		return adapters.RealtimeResponseDone, adapters.Usage{}
 	}
 	d := u.InputTokenDetails
-	return adapters.Usage{
+	return adapters.RealtimeResponseDone, adapters.Usage{
 		PromptTokens:          u.InputTokens,
 		CachedTokens:          d.CachedTokens,
 		AudioPromptTokens:     max(d.AudioTokens-d.CachedTokensDetails.AudioTokens, 0),
 		CompletionTokens:      u.OutputTokens,
 		AudioCompletionTokens: u.OutputTokenDetails.AudioTokens,
-	}, true
+	}
 }
+
+// RealtimeCancel implements adapters.RealtimeProvider.
+func (Adapter) RealtimeCancel() []byte { return responseCancel }

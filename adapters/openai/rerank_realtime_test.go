@@ -56,22 +56,25 @@ func TestEncodeRerankAnswer(t *testing.T) {
 const responseDoneEvent = `{"type":"response.done","event_id":"event_3132","response":{"id":"resp_001","object":"realtime.response","status":"completed","status_details":null,"output":[],"usage":{"total_tokens":253,"input_tokens":132,"output_tokens":121,"input_token_details":{"text_tokens":119,"audio_tokens":13,"cached_tokens":64,"cached_tokens_details":{"text_tokens":64,"audio_tokens":0}},"output_token_details":{"text_tokens":30,"audio_tokens":91}}}}`
 
 func TestRealtimeUsage(t *testing.T) {
-	u, done := Adapter{}.RealtimeUsage([]byte(responseDoneEvent))
+	kind, u := Adapter{}.RealtimeEvent([]byte(responseDoneEvent))
 	want := adapters.Usage{PromptTokens: 132, CachedTokens: 64, AudioPromptTokens: 13, CompletionTokens: 121, AudioCompletionTokens: 91}
-	if !done || u != want {
-		t.Errorf("usage %+v %v, want %+v", u, done, want)
+	if kind != adapters.RealtimeResponseDone || u != want {
+		t.Errorf("usage %+v %v, want %+v", u, kind, want)
+	}
+	if kind, _ := (Adapter{}).RealtimeEvent([]byte(`{"event_id":"e1","type":"response.created","response":{"id":"resp_1"}}`)); kind != adapters.RealtimeResponseStarted {
+		t.Errorf("response.created read as %v", kind)
 	}
 	for _, ev := range []string{
 		`{"type":"response.audio.delta","delta":"AAAA"}`,
 		`{"type":"conversation.item.created","item":{"content":[{"text":"\"response.done\""}]}}`,
 		`not json "response.done"`,
 	} {
-		if _, done := (Adapter{}).RealtimeUsage([]byte(ev)); done {
-			t.Errorf("%s read as response.done", ev)
+		if kind, _ := (Adapter{}).RealtimeEvent([]byte(ev)); kind != adapters.RealtimeOther {
+			t.Errorf("%s read as %v", ev, kind)
 		}
 	}
-	if u, done := (Adapter{}).RealtimeUsage([]byte(`{"type":"response.done","response":{"status":"failed","usage":null}}`)); !done || u.Known() {
-		t.Errorf("a response.done without usage: %+v %v", u, done)
+	if kind, u := (Adapter{}).RealtimeEvent([]byte(`{"type":"response.done","response":{"status":"failed","usage":null}}`)); kind != adapters.RealtimeResponseDone || u.Known() {
+		t.Errorf("a response.done without usage: %+v %v", u, kind)
 	}
 }
 

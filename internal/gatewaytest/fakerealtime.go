@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -110,7 +112,7 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		f.rt.mu.Unlock()
 		c.CloseNow()
 	}()
-	s := &fakeSession{c: c, beta: beta, reply: cfg.Reply}
+	s := &fakeSession{c: c, beta: beta, reply: cfg.Reply, delay: cfg.ChunkDelay}
 	s.session = map[string]any{"id": "sess_fake1", "object": "realtime.session", "model": model,
 		"modalities": []string{"text", "audio"}, "voice": "alloy", "instructions": "", "turn_detection": nil}
 	ctx := context.Background()
@@ -118,6 +120,8 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 	for {
 		_, msg, err := c.Read(ctx)
 		if err != nil {
+			s.stop(nil)
+			s.wg.Wait()
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
 				f.rt.mu.Lock()
@@ -151,38 +155,80 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 				s.fail(ctx, eventID, "missing_required_parameter", "Missing required parameter: 'item'.")
 				continue
 			}
-			s.items++
-			item["id"] = fmt.Sprintf("item_fake%d", s.items)
+			item["id"] = s.newItem()
 			item["object"] = "realtime.item"
 			item["status"] = "completed"
 			s.send(ctx, map[string]any{"type": "conversation.item.created", "previous_item_id": nil, "item": item})
 		case "input_audio_buffer.append":
 		case "input_audio_buffer.commit":
-			s.items++
-			s.send(ctx, map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": nil, "item_id": fmt.Sprintf("item_fake%d", s.items)})
+			s.send(ctx, map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": nil, "item_id": s.newItem()})
 		case "response.create":
-			s.respond(ctx, usage)
+			cancel, ok := s.start()
+			if !ok {
+				s.fail(ctx, eventID, "conversation_already_has_active_response", "Conversation already has an active response in progress.")
+				continue
+			}
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.respond(ctx, usage, cancel) }()
 		case "response.cancel":
+			s.stop(nil)
 		default:
 			s.fail(ctx, eventID, "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'session.update', 'input_audio_buffer.append', 'input_audio_buffer.commit', 'conversation.item.create', 'response.create' and 'response.cancel'.", typ))
 		}
 	}
 }
 
-// fakeSession is one socket's state.
+// fakeSession is one socket's state. A response plays in its own
+// goroutine, Behavior.ChunkDelay before each delta, so response.cancel
+// can cut it short.
 type fakeSession struct {
 	c         *websocket.Conn
 	beta      bool
 	reply     string
+	delay     time.Duration
 	session   map[string]any
 	items     int
 	responses int
-	events    int
+	events    atomic.Int64
+	mu        sync.Mutex
+	active    chan struct{} // the response under way, closed to cancel it
+	wg        sync.WaitGroup
+}
+
+// newItem names a new conversation item.
+func (s *fakeSession) newItem() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.items++
+	return fmt.Sprintf("item_fake%d", s.items)
+}
+
+// start begins a response, unless one is under way.
+func (s *fakeSession) start() (chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil {
+		return nil, false
+	}
+	s.active = make(chan struct{})
+	return s.active, true
+}
+
+// stop cancels the response under way (which: nil for any) or forgets a
+// finished one.
+func (s *fakeSession) stop(which chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil && (which == nil || which == s.active) {
+		if which == nil {
+			close(s.active)
+		}
+		s.active = nil
+	}
 }
 
 func (s *fakeSession) send(ctx context.Context, ev map[string]any) {
-	s.events++
-	ev["event_id"] = fmt.Sprintf("event_fake%d", s.events)
+	ev["event_id"] = fmt.Sprintf("event_fake%d", s.events.Add(1))
 	b, _ := json.Marshal(ev)
 	_ = s.c.Write(ctx, websocket.MessageText, b)
 }
@@ -196,23 +242,39 @@ func (s *fakeSession) fail(ctx context.Context, eventID, code, msg string) {
 		"type": "invalid_request_error", "code": code, "message": msg, "param": nil, "event_id": id}})
 }
 
-// respond plays one text response: created, a delta a word, done.
-func (s *fakeSession) respond(ctx context.Context, u RealtimeUsage) {
+// respond plays one text response: created, a delta a word, done; a
+// cancelled one ends early, done with status "cancelled" and its usage.
+func (s *fakeSession) respond(ctx context.Context, u RealtimeUsage, cancel chan struct{}) {
+	s.mu.Lock()
 	s.responses++
 	s.items++
 	id, item := fmt.Sprintf("resp_fake%d", s.responses), fmt.Sprintf("item_fake%d", s.items)
+	s.mu.Unlock()
 	delta, textDone := "response.output_text.delta", "response.output_text.done"
 	if s.beta {
 		delta, textDone = "response.text.delta", "response.text.done"
 	}
 	s.send(ctx, map[string]any{"type": "response.created", "response": map[string]any{
 		"id": id, "object": "realtime.response", "status": "in_progress", "status_details": nil, "output": []any{}, "usage": nil}})
+	status := "completed"
+	var details any
+words:
 	for _, w := range splitWords(s.reply) {
+		select {
+		case <-cancel:
+			status, details = "cancelled", map[string]any{"type": "cancelled", "reason": "client_cancelled"}
+			break words
+		case <-time.After(s.delay):
+		}
 		s.send(ctx, map[string]any{"type": delta, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "delta": w})
 	}
-	s.send(ctx, map[string]any{"type": textDone, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "text": s.reply})
+	// the next response may be asked for as soon as this one is done
+	s.stop(cancel)
+	if status == "completed" {
+		s.send(ctx, map[string]any{"type": textDone, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "text": s.reply})
+	}
 	s.send(ctx, map[string]any{"type": "response.done", "response": map[string]any{
-		"id": id, "object": "realtime.response", "status": "completed", "status_details": nil,
+		"id": id, "object": "realtime.response", "status": status, "status_details": details,
 		"output": []any{map[string]any{"id": item, "object": "realtime.item", "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "text", "text": s.reply}}}},
 		"usage": map[string]any{
