@@ -49,7 +49,7 @@ func TestDecodeResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []adapters.RerankResult{{3, 0.999071}, {4, 0.7867867}, {0, 0.32713068}}
+	want := []adapters.RerankResult{{Index: 3, RelevanceScore: 0.999071}, {Index: 4, RelevanceScore: 0.7867867}, {Index: 0, RelevanceScore: 0.32713068}}
 	if len(resp.Rerank) != 3 || resp.Rerank[0] != want[0] || resp.Rerank[1] != want[1] || resp.Rerank[2] != want[2] {
 		t.Errorf("results %+v", resp.Rerank)
 	}
