@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 x/net's HTTP/2 transport is the only Go client that sends extended CONNECT: net/http's Transport refuses the :protocol pseudo-header
+
 package gatewaytest
 
 import (
