@@ -29,15 +29,19 @@ import (
 // longer covers a response gets an error event and the session ends with
 // close code 1008.
 //
+// A session ends with 1001 when its configuration is unloaded (a reload,
+// a shutdown), after the response under way is cancelled and billed.
+//
 // Bounds: one message is at most the channel's max_stream_event bytes
 // (the peer that sends more is closed with 1009), and a session silent in
 // both directions for the channel's stream_idle_timeout is closed (1001).
 
 // Close codes the gateway uses itself.
 const (
-	closeQuota    = websocket.StatusPolicyViolation // 1008
-	closeIdle     = websocket.StatusGoingAway       // 1001
-	closeUpstream = websocket.StatusInternalError   // 1011
+	closeQuota     = websocket.StatusPolicyViolation // 1008
+	closeIdle      = websocket.StatusGoingAway       // 1001
+	closeGoingAway = websocket.StatusGoingAway       // 1001
+	closeUpstream  = websocket.StatusInternalError   // 1011
 )
 
 // closeWait bounds the close handshake with either peer.
@@ -230,6 +234,14 @@ func (s *realtimeSession) relay() {
 		select {
 		case <-done:
 			return
+		case <-s.h.done:
+			// as Caddy's reverse_proxy ends its WebSockets on a reload:
+			// the client reconnects to the new configuration
+			s.mark(http.StatusServiceUnavailable, "the gateway's configuration was unloaded")
+			s.cancelResponse(context.Background())
+			s.end(closeGoingAway, "the gateway is reloading or shutting down: reconnect", closeGoingAway, "")
+			<-done
+			return
 		case <-idle.C:
 			if time.Since(time.Unix(0, s.last.Load())) > b.streamIdle {
 				s.mark(http.StatusGatewayTimeout, "the session was idle for "+b.streamIdle.String())
@@ -295,6 +307,7 @@ func (s *realtimeSession) pumpToUpstream() {
 				s.mark(http.StatusRequestEntityTooLarge, "the client sent a message larger than max_stream_event")
 				code, reason = websocket.StatusMessageTooBig, "a client message was too large"
 			}
+			s.clientGone.Store(true)
 			s.cancelResponse(ctx)
 			s.end(code, reason, code, reason)
 			return
@@ -384,11 +397,11 @@ func (s *realtimeSession) responseDone() {
 	}
 }
 
-// cancelResponse, when the client leaves mid-response, asks the upstream
-// to cancel it and waits a while for its response.done, which says what
-// the response used; otherwise what was generated would go unbilled.
+// cancelResponse, when a session ends mid-response (the client left, the
+// configuration was unloaded), asks the upstream to cancel the response
+// and waits a while for its response.done, which says what the response
+// used; otherwise what was generated would go unbilled.
 func (s *realtimeSession) cancelResponse(ctx context.Context) {
-	s.clientGone.Store(true)
 	if !s.inFlight.Load() {
 		return
 	}

@@ -30,6 +30,9 @@ func init() {
 type Relay struct {
 	app *App
 	log *zap.Logger
+	// done is closed when this configuration is unloaded (a reload, a
+	// shutdown): Realtime sessions, which outlive requests, end then
+	done <-chan struct{}
 }
 
 // CaddyModule returns the Caddy module information.
@@ -43,6 +46,7 @@ func (Relay) CaddyModule() caddy.ModuleInfo {
 // Provision finds the gateway app.
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.log = ctx.Logger()
+	h.done = ctx.Done()
 	app, err := gatewayApp(ctx)
 	if err != nil {
 		return err

@@ -78,6 +78,7 @@ const (
 type realtimeSetup struct {
 	gw   *gatewaytest.Gateway
 	fake *gatewaytest.FakeOpenAI
+	vars gatewaytest.Vars
 }
 
 func startRealtime(t *testing.T, protocols string) *realtimeSetup {
@@ -92,7 +93,8 @@ func startRealtimeWith(t *testing.T, protocols, bounds string) *realtimeSetup {
 	s.fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake" })
 	s.fake.SetRealtimeUsage(realtimeTurn)
 	claude := gatewaytest.NewFakeAnthropic(t, "claude-rt-upstream")
-	s.gw = gatewaytest.Start(t, realtimeCaddyfile, gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL(), "PROTOCOLS": protocols, "BOUNDS": bounds})
+	s.vars = gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL(), "PROTOCOLS": protocols, "BOUNDS": bounds}
+	s.gw = gatewaytest.Start(t, realtimeCaddyfile, s.vars)
 	return s
 }
 
@@ -565,5 +567,57 @@ func TestRealtimeClientLeavesMidResponse(t *testing.T) {
 	}
 	if _, used := s.gw.Quota("lea"); used != realtimeTurnCost {
 		t.Errorf("used %d, want %d", used, realtimeTurnCost)
+	}
+}
+
+// A reload ends Realtime sessions with 1001, as Caddy's reverse_proxy ends
+// its WebSockets, once the response under way is cancelled and billed; the
+// client reconnects to the new configuration.
+func TestRealtimeReload(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	s.fake.Set(func(b *gatewaytest.Behavior) { b.ChunkDelay = 300 * time.Millisecond })
+	key := s.gw.AddUser("rory", 10_000_000)
+	c, _, err := s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"response.create"}`)
+	if ev := readEvent(t, c); ev.Type != "response.created" {
+		t.Fatalf("got %s", ev.Raw)
+	}
+	s.gw.Reload(strings.Replace(realtimeCaddyfile, "max_output 1000", "max_output 999", 1), s.vars)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sawDone := false
+	for {
+		_, msg, err := c.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.StatusGoingAway || !strings.Contains(ce.Reason, "reconnect") {
+				t.Fatalf("the session ended with %v, want 1001", err)
+			}
+			break
+		}
+		sawDone = sawDone || strings.Contains(string(msg), `"response.done"`)
+	}
+	if !sawDone {
+		t.Error("the cancelled response's response.done did not reach the client")
+	}
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"response.create", "response.cancel"}) {
+		t.Errorf("the upstream received %v", got)
+	}
+	if r := s.gw.WaitUsage("rory", 1)[0]; r.Cost != realtimeTurnCost {
+		t.Errorf("row %+v", r)
+	}
+	// the new configuration serves the next session
+	c2, _, err := s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial after the reload: %v", err)
+	}
+	defer c2.CloseNow()
+	if ev := readEvent(t, c2); ev.Type != "session.created" {
+		t.Errorf("got %s", ev.Raw)
 	}
 }
