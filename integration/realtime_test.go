@@ -262,10 +262,18 @@ func TestRealtimeSession(t *testing.T) {
 	eventually(t, "the upstream sees the client's close", func() bool {
 		return slices.Contains(s.fake.RealtimeCloses(), gatewaytest.RealtimeClose{Code: 4001, Reason: "client says goodbye"})
 	})
-	// a session with responses has no row of its own
-	time.Sleep(300 * time.Millisecond)
-	if rows := s.gw.WaitUsage("rae", 1); len(rows) != 1 {
-		t.Errorf("%d usage rows, want 1", len(rows))
+	// a session with responses has no row of its own: the next row is the
+	// next session's (another key's), a session without a response
+	other := s.gw.AddToken("rae")
+	c2, _, err := s.dial(t, other, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	readEvent(t, c2)
+	c2.Close(websocket.StatusNormalClosure, "")
+	rows = s.gw.WaitUsage("rae", 2)
+	if len(rows) != 2 || rows[1].TokenID == rows[0].TokenID || rows[1].Cost != 0 {
+		t.Errorf("rows after the first session: %+v", rows)
 	}
 }
 
