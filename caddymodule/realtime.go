@@ -454,6 +454,11 @@ func (s *realtimeSession) finish() {
 		return
 	}
 	s.h.app.db.ledger.Settle(s.current.hold, 0)
+	// its rows are the responses'; why it ended goes to the log
+	if x := s.current; x.status >= 400 {
+		s.h.log.Warn("realtime session ended", zap.String("channel", s.ch.Name), zap.Int("responses", s.responses),
+			zap.Int("status", x.status), zap.String("reason", x.errMsg))
+	}
 }
 
 // headerHasToken reports whether a comma-separated header holds token.
