@@ -91,6 +91,9 @@ func init() {
 //			cached_input <usd per 1M tokens>
 //			cache_write <usd per 1M tokens>
 //			request <usd per request>
+//			audio_input <usd per 1M audio tokens>
+//			audio_output <usd per 1M audio tokens>
+//			search_unit <usd per search unit>
 //			max_output <tokens>
 //			free
 //		}
@@ -460,6 +463,12 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.CacheWrite = v
 		case "request":
 			pc.Request = v
+		case "audio_input":
+			pc.AudioInput = v
+		case "audio_output":
+			pc.AudioOutput = v
+		case "search_unit":
+			pc.SearchUnit = v
 		case "max_output":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {

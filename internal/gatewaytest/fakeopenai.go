@@ -31,6 +31,7 @@ type FakeOpenAI struct {
 	cancelled int
 	// azure opens streams with Azure's prompt-filter chunk (FakeAzure)
 	azure bool
+	rt    realtimeState // the Realtime API (fakerealtime.go)
 }
 
 var _ Fake = (*FakeOpenAI)(nil)
@@ -121,7 +122,13 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
 	fmt.Fprintf(w, `{"error":{"message":%q,"type":%q,"param":null,"code":null}}`, msg, typ)
 }
 
-func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) { f.handle(w, r, r.URL.Path) }
+func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/realtime" {
+		f.realtime(w, r)
+		return
+	}
+	f.handle(w, r, r.URL.Path)
+}
 
 // handle answers a request for the OpenAI API path route.
 func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string) {
@@ -174,6 +181,8 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 	}
 	model, _ := body["model"].(string)
 	switch route {
+	case "/v1/rerank":
+		openAIRerank(w, raw, &cfg)
 	case "/v1/chat/completions":
 		rec := f.Requests()[i]
 		if msg := readOpenAIChat(raw, &rec); msg != "" {
