@@ -19,7 +19,8 @@ import (
 // The frames on it are RFC 6455's, so coder/websocket, which accepts only
 // HTTP/1.1 upgrades, serves it once the request looks like one and the
 // stream is handed over as a hijacked connection. Go's HTTP/2 server
-// offers extended CONNECT when GODEBUG has http2xconnect=1.
+// offers extended CONNECT when GODEBUG has http2xconnect=1 (which
+// internal/h2xconnect sets).
 
 // acceptExtendedConnect accepts a WebSocket opened by an HTTP/2 extended
 // CONNECT.

@@ -443,9 +443,9 @@ func TestRealtimeQuotaRunsOut(t *testing.T) {
 }
 
 // The same session over HTTP/2 cleartext with an extended CONNECT, which
-// Go's HTTP/2 server offers when GODEBUG has http2xconnect=1.
+// the gateway offers by itself (Go's HTTP/2 server only with
+// GODEBUG=http2xconnect=1, which the gateway sets: internal/h2xconnect).
 func TestRealtimeHTTP2(t *testing.T) {
-	t.Setenv("GODEBUG", "http2xconnect=1")
 	s := startRealtime(t, "h1 h2 h2c")
 	key := s.gw.AddUser("hal", 10_000_000)
 	c, resp, err := s.dial(t, key, &websocket.DialOptions{HTTPClient: gatewaytest.ExtendedConnectClient()})
