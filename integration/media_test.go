@@ -585,3 +585,84 @@ func TestMediaUploadMemory(t *testing.T) {
 		t.Fatalf("peak RSS grew by %d MiB for a 180 MiB larger upload", grew>>20)
 	}
 }
+
+// mediaFailoverCaddyfile has two OpenAI channels for whisper-1 and tts-1,
+// the first preferred, the second with a short timeout.
+const mediaFailoverCaddyfile = `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite {{DB}}
+		channel first {
+			type openai
+			base_url {{UP1}}
+			key sk-media-first
+			models whisper-1
+			priority 10
+		}
+		channel second {
+			type openai
+			base_url {{UP2}}
+			key sk-media-second
+			models whisper-1 tts-1
+			timeout 1s
+		}
+		price whisper-1 {
+			audio_second 0.0001
+		}
+		price tts-1 {
+			characters 15
+		}
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	route {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+
+// TestMediaUploadFailover: a spooled upload is re-sent, byte for byte, to
+// the next channel when the first fails, and billed once; speech from an
+// upstream that goes silent is cut at the channel's timeout.
+func TestMediaUploadFailover(t *testing.T) {
+	first, second := gatewaytest.NewFakeOpenAI(t, "sk-media-first"), gatewaytest.NewFakeOpenAI(t, "sk-media-second")
+	gw := gatewaytest.Start(t, mediaFailoverCaddyfile, gatewaytest.Vars{"UP1": first.URL, "UP2": second.URL})
+	s := &mediaSetup{gw: gw, openai: second, key: gw.AddUser("artist", mediaQuota)}
+	c := s.client()
+	u := &usageCheck{t: t, s: s}
+	ctx := context.Background()
+
+	first.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 503 })
+	audio := randomBytes(9, 3<<20)
+	res, err := c.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{Model: openai.AudioModelWhisper1, File: openai.File(bytes.NewReader(audio), "a.ogg", "audio/ogg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != gatewaytest.FakeTranscriptText() {
+		t.Fatalf("answer %+v", res)
+	}
+	tried, got := first.Requests(), second.Requests()
+	if len(tried) != 1 || len(got) != 1 || len(got[0].Files) != 1 || got[0].Files[0].SHA256 != sha(audio) || got[0].Files[0].ContentType != "audio/ogg" {
+		t.Fatalf("first tried %d, second got %+v", len(tried), got)
+	}
+	u.expect("/v1/audio/transcriptions", "whisper-1", 200, 725)
+
+	second.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechHangAfter = 64 << 10 })
+	resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: openai.SpeechModelTTS1, Input: "silence",
+		Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || len(b) != 64<<10 {
+		t.Fatalf("read %d bytes, err %v: want the bytes sent, then an error", len(b), err)
+	}
+	u.expect("/v1/audio/speech", "tts-1", 502, perMillion(7, 15_000_000))
+	if rows := gw.WaitUsage("artist", u.rows); !strings.Contains(rows[u.rows-1].Error, "timeout") {
+		t.Fatalf("row error %q", rows[u.rows-1].Error)
+	}
+	u.balance()
+}

@@ -34,6 +34,9 @@ type MediaBehavior struct {
 	// SpeechBreakAfter: speech answers drop the connection after this
 	// many bytes.
 	SpeechBreakAfter int
+	// SpeechHangAfter: speech answers stop sending after this many bytes
+	// and hold the connection until the gateway hangs up.
+	SpeechHangAfter int
 }
 
 // UploadedFile is a file part a fake received, hashed as it streamed in.
@@ -317,6 +320,12 @@ func (f *FakeOpenAI) speech(w http.ResponseWriter, r *http.Request, cfg *Behavio
 	fl := w.(http.Flusher)
 	for off := 0; off < len(audio); off += 16 << 10 {
 		end := min(off+16<<10, len(audio))
+		if b := cfg.Media.SpeechHangAfter; b > 0 && end > b {
+			w.Write(audio[off:b])
+			fl.Flush()
+			<-r.Context().Done()
+			return
+		}
 		if b := cfg.Media.SpeechBreakAfter; b > 0 && end > b {
 			w.Write(audio[off:b])
 			fl.Flush()
