@@ -194,7 +194,7 @@ func TestMediaImages(t *testing.T) {
 		}
 		u.expect("/v1/images/generations", "dall-e-3", 200, 40_000)
 		// hd and a tall size: the table's dearest dall-e-3 price
-		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "dall-e-3", Prompt: "a tall lighthouse", Size: openai.ImageGenerateParamsSize1024x1792, Quality: openai.ImageGenerateParamsQualityHD})
+		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "dall-e-3", Prompt: "a tall lighthouse", Size: "1024x1792", Quality: "hd"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestMediaImages(t *testing.T) {
 
 	t.Run("Imagen behind the OpenAI shape", func(t *testing.T) {
 		res, err := c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "imagen-4.0-generate-001", Prompt: "a red fox", N: openai.Int(2),
-			Size: openai.ImageGenerateParamsSize1792x1024})
+			Size: "1792x1024"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +350,7 @@ func TestMediaImages(t *testing.T) {
 		}
 		u.expect("/v1/images/generations", "", 400, 0)
 		// a size the price table does not price
-		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "dall-e-3", Prompt: "x", Size: openai.ImageGenerateParamsSize256x256})
+		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "dall-e-3", Prompt: "x", Size: "256x256"})
 		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "256x256") {
 			t.Fatalf("%d %s", st, msg)
 		}
@@ -399,7 +399,7 @@ func TestMediaAudio(t *testing.T) {
 	const transcriptionCost = 725
 
 	params := func(format openai.AudioResponseFormat) openai.AudioTranscriptionNewParams {
-		return openai.AudioTranscriptionNewParams{Model: openai.AudioModelWhisper1, File: openai.File(bytes.NewReader(audio), "speech.mp3", "audio/mpeg"), ResponseFormat: format}
+		return openai.AudioTranscriptionNewParams{Model: "whisper-1", File: openai.File(bytes.NewReader(audio), "speech.mp3", "audio/mpeg"), ResponseFormat: format}
 	}
 	t.Run("json and verbose_json", func(t *testing.T) {
 		res, err := c.Audio.Transcriptions.New(ctx, params(openai.AudioResponseFormatJSON))
@@ -488,7 +488,7 @@ func TestMediaAudio(t *testing.T) {
 	t.Run("speech bytes arrive intact with the upstream's content type", func(t *testing.T) {
 		for _, format := range []openai.AudioSpeechNewParamsResponseFormat{"", openai.AudioSpeechNewParamsResponseFormatOpus} {
 			input := "The quick brown fox jumps over the lazy dog, " + string(format) + " édition."
-			resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: openai.SpeechModelTTS1, Input: input,
+			resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "tts-1", Input: input,
 				Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}, ResponseFormat: format})
 			if err != nil {
 				t.Fatal(err)
@@ -512,7 +512,7 @@ func TestMediaAudio(t *testing.T) {
 	t.Run("speech that breaks off mid-answer", func(t *testing.T) {
 		s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechBreakAfter = 100 << 10 })
 		defer s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechBreakAfter = 0 })
-		resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: openai.SpeechModelTTS1, Input: "broken",
+		resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "tts-1", Input: "broken",
 			Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
 		if err != nil {
 			t.Fatal(err)
@@ -636,7 +636,7 @@ func TestMediaUploadFailover(t *testing.T) {
 
 	first.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 503 })
 	audio := randomBytes(9, 3<<20)
-	res, err := c.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{Model: openai.AudioModelWhisper1, File: openai.File(bytes.NewReader(audio), "a.ogg", "audio/ogg")})
+	res, err := c.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{Model: "whisper-1", File: openai.File(bytes.NewReader(audio), "a.ogg", "audio/ogg")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +650,7 @@ func TestMediaUploadFailover(t *testing.T) {
 	u.expect("/v1/audio/transcriptions", "whisper-1", 200, 725)
 
 	second.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechHangAfter = 64 << 10 })
-	resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: openai.SpeechModelTTS1, Input: "silence",
+	resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "tts-1", Input: "silence",
 		Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
 	if err != nil {
 		t.Fatal(err)
