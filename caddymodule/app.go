@@ -44,6 +44,9 @@ type App struct {
 	// transcriptions), which is spooled to disk, never held in memory;
 	// a larger one gets a 413. Default 25 MiB.
 	MaxUploadSize int64 `json:"max_upload_size,omitempty"`
+	// MaxInflightUploads bounds the bytes of uploads spooled to disk at
+	// once, process-wide; past it uploads get a 503. Default 1 GiB.
+	MaxInflightUploads int64 `json:"max_inflight_uploads,omitempty"`
 	// MaxAttempts bounds how many channels one request tries. Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// DefaultMaxTokens is the completion allowance reserved for a request
@@ -111,6 +114,7 @@ type App struct {
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
 	inflight   *inflightBodies
+	spooled    *inflightBodies // upload bytes on disk
 	fetch      *adapters.FetchPolicy
 	log        *zap.Logger
 	allowed    map[string]allowance // by channel name
@@ -230,6 +234,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxUploadSize <= 0 {
 		a.MaxUploadSize = defaultMaxUploadSize
 	}
+	if a.MaxInflightUploads <= 0 {
+		a.MaxInflightUploads = defaultMaxInflightUploads
+	}
+	a.spooled = &inflightBodies{max: max(a.MaxInflightUploads, a.MaxUploadSize)}
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}

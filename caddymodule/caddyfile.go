@@ -38,6 +38,7 @@ func init() {
 //		image_fetch_ports <port>...
 //		max_attempts <n>
 //		max_upload_size <size>
+//		max_inflight_uploads <size>
 //		default_max_tokens <n>
 //		registration on|off
 //		invitation_reward <units>
@@ -140,7 +141,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("token_cache_ttl: %v", err)
 			}
 			a.TokenCacheTTL = caddy.Duration(dur)
-		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size":
+		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size", "max_inflight_uploads":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -156,6 +157,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxInflightBody = size
 			case "max_upload_size":
 				a.MaxUploadSize = size
+			case "max_inflight_uploads":
+				a.MaxInflightUploads = size
 			default:
 				a.MaxFetchedBytes = size
 			}

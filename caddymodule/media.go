@@ -37,6 +37,9 @@ import (
 // for an audio file.
 const defaultMaxUploadSize = 25 << 20
 
+// defaultMaxInflightUploads is max_inflight_uploads' default.
+const defaultMaxInflightUploads = 1 << 30
+
 // Bounds of an upload's fields, which are held in memory.
 const (
 	maxFormFieldBytes = 64 << 10
@@ -204,7 +207,22 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 	if !ok {
 		return nil, noop, adapters.BadRequest("this endpoint does not take multipart/form-data")
 	}
-	form, cleanup, err := spoolForm(x.r, params["boundary"], h.app.MaxUploadSize)
+	// the disk an upload may take is held for it: its Content-Length, or
+	// the most it may be
+	hold := h.app.MaxUploadSize
+	if n := x.r.ContentLength; n >= 0 && n <= hold {
+		hold = n
+	}
+	if !h.app.spooled.take(hold) {
+		x.w.Header().Set("Retry-After", "1")
+		return nil, noop, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
+			"the gateway is receiving too many uploads at once: retry shortly")
+	}
+	form, spooled, err := spoolForm(x.r, params["boundary"], h.app.MaxUploadSize)
+	cleanup := func() {
+		spooled()
+		h.app.spooled.give(hold)
+	}
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		return nil, cleanup, &adapters.Error{Status: http.StatusRequestEntityTooLarge, Type: adapters.ErrRequestTooLarge, Code: "upload_too_large",

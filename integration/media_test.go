@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -543,6 +544,9 @@ func TestMediaUploadMemory(t *testing.T) {
 		h := sha256.New()
 		go func() {
 			mw.WriteField("model", "whisper-1")
+	// past the client's write buffer, so the gateway has it
+	fw, _ := mw.CreateFormFile("file", "stalled.wav")
+	fw.Write(randomBytes(11, 64<<10))
 			w, _ := mw.CreateFormFile("file", "long.wav")
 			src := rand.New(rand.NewSource(size))
 			buf := make([]byte, 256<<10)
@@ -665,4 +669,57 @@ func TestMediaUploadFailover(t *testing.T) {
 		t.Fatalf("row error %q", rows[u.rows-1].Error)
 	}
 	u.balance()
+}
+
+// TestMediaUploadsInFlightBounded: the disk uploads take at once is
+// bounded (max_inflight_uploads); past it an upload gets a 503 with
+// Retry-After, and the space is given back when an upload ends.
+func TestMediaUploadsInFlightBounded(t *testing.T) {
+	s := startMedia(t, "2MB\n\t\tmax_inflight_uploads 3MB")
+	// an upload that says it is 1.9 MB and stalls after its first bytes
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
+	mw := multipart.NewWriter(pw)
+	body, ct := form(t, map[string]string{"model": "whisper-1"}, map[string][]byte{"file": randomBytes(10, 3<<19)})
+	req, _ := http.NewRequest(http.MethodPost, s.gw.URL+"/v1/audio/transcriptions", pr)
+	req.ContentLength = 1_900_000
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	mw.WriteField("model", "whisper-1")
+	// the stalled upload holds its 1.9 MB of the 3 MB
+	waitFor(t, func() bool {
+		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
+		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" && strings.Contains(string(out), "too many uploads")
+	})
+	pw.CloseWithError(errors.New("client gave up"))
+	<-done
+	// the space is back
+	waitFor(t, func() bool {
+		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
+		if resp.StatusCode != 200 {
+			t.Logf("after the stalled upload ended: %d %s", resp.StatusCode, out)
+		}
+		return resp.StatusCode == 200
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the condition never held")
 }
