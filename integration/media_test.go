@@ -544,9 +544,9 @@ func TestMediaUploadMemory(t *testing.T) {
 		h := sha256.New()
 		go func() {
 			mw.WriteField("model", "whisper-1")
-	// past the client's write buffer, so the gateway has it
-	fw, _ := mw.CreateFormFile("file", "stalled.wav")
-	fw.Write(randomBytes(11, 64<<10))
+			// past the client's write buffer, so the gateway has it
+			fw, _ := mw.CreateFormFile("file", "stalled.wav")
+			fw.Write(randomBytes(11, 64<<10))
 			w, _ := mw.CreateFormFile("file", "long.wav")
 			src := rand.New(rand.NewSource(size))
 			buf := make([]byte, 256<<10)
