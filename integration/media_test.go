@@ -544,9 +544,6 @@ func TestMediaUploadMemory(t *testing.T) {
 		h := sha256.New()
 		go func() {
 			mw.WriteField("model", "whisper-1")
-			// past the client's write buffer, so the gateway has it
-			fw, _ := mw.CreateFormFile("file", "stalled.wav")
-			fw.Write(randomBytes(11, 64<<10))
 			w, _ := mw.CreateFormFile("file", "long.wav")
 			src := rand.New(rand.NewSource(size))
 			buf := make([]byte, 256<<10)
@@ -696,6 +693,9 @@ func TestMediaUploadsInFlightBounded(t *testing.T) {
 		done <- resp.StatusCode
 	}()
 	mw.WriteField("model", "whisper-1")
+	// past the client's write buffer, so the gateway has it
+	fw, _ := mw.CreateFormFile("file", "stalled.wav")
+	fw.Write(randomBytes(11, 64<<10))
 	// the stalled upload holds its 1.9 MB of the 3 MB
 	waitFor(t, func() bool {
 		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
