@@ -164,3 +164,22 @@ func NewBodyRequest(ctx context.Context, url, contentType string, r io.Reader) (
 	hr.Header.Set("Content-Type", contentType)
 	return hr, nil
 }
+
+// MediaMeter is implemented by providers whose media answers a client of
+// the same dialect takes as they are: the relay streams the upstream's
+// bytes to the client as they arrive and writes them to the meter too,
+// which keeps only what billing needs, so a large answer (images inline as
+// base64) is never held whole.
+type MediaMeter interface {
+	// NewMediaMeter returns a meter for req's answer, or nil when the
+	// answer must be decoded whole (DecodeMediaResponse).
+	NewMediaMeter(req *Request) MediaMeterWriter
+}
+
+// MediaMeterWriter reads an answer written to it in pieces. Result is
+// what it saw, for billing: when the answer was cut short or malformed,
+// what it counted so far, with an error.
+type MediaMeterWriter interface {
+	io.Writer
+	Result() (*MediaResponse, error)
+}

@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -437,6 +438,11 @@ func mediaCost(x *exchange) int64 {
 func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
 	defer at.end()
 	defer resp.Body.Close()
+	if mm, ok := prov.(adapters.MediaMeter); ok {
+		if meter := mm.NewMediaMeter(x.req); meter != nil {
+			return h.relayMetered(x, at, ch, b, resp, meter)
+		}
+	}
 	body, err := readBounded(resp, b.maxResponseBody)
 	x.ttfb = time.Since(x.start)
 	switch {
@@ -472,6 +478,74 @@ func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b chan
 	return nil
 }
 
+// relayMetered streams an answer the client takes as it is (an images
+// answer of its own dialect) as it comes, the meter reading what billing
+// needs on the side, within the channel's timeout. A failure after the
+// first byte aborts the connection, as relaySpeech does.
+func (h *Relay) relayMetered(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response, meter adapters.MediaMeterWriter) error {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/json"
+	}
+	x.w.Header().Set("Content-Type", ct)
+	if resp.ContentLength >= 0 && !resp.Uncompressed {
+		x.w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	x.status = http.StatusOK
+	x.w.WriteHeader(http.StatusOK)
+	err := h.copyAnswer(x, at, ch, b, resp, meter)
+	out, merr := meter.Result()
+	x.usage, x.media.usage = out.Usage, out.Media
+	if merr != nil && err == nil {
+		h.log.Warn("upstream images answer unreadable", zap.String("channel", ch.Name), zap.Error(merr))
+	}
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// copyAnswer copies the upstream's answer to the client (and to side, if
+// given) as it comes, flushing each piece. It records how the copy ended
+// on the exchange and returns an error when the answer was cut short.
+func (h *Relay) copyAnswer(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response, side io.Writer) error {
+	rc := http.NewResponseController(x.w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if x.ttfb == 0 {
+				x.ttfb = time.Since(x.start)
+			}
+			if side != nil {
+				_, _ = side.Write(buf[:n])
+			}
+			if _, werr := x.w.Write(buf[:n]); werr != nil {
+				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+				return nil // nobody to tell
+			}
+			_ = rc.Flush()
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if x.r.Context().Err() != nil {
+				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+				return nil
+			}
+			msg := fmt.Sprintf("the upstream answer of channel %q broke off", ch.Name)
+			if errors.Is(at.cause(), errTimeout) {
+				msg = fmt.Sprintf("the upstream answer of channel %q did not finish within %s (its timeout)", ch.Name, b.timeout)
+			}
+			h.log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
+			x.status, x.errMsg = http.StatusBadGateway, msg
+			ch.Failed(h.app.health, time.Now(), 0)
+			return err
+		}
+	}
+}
+
 // relaySpeech streams the upstream's audio to the client as it comes,
 // with the upstream's content type, within the channel's timeout. Once the
 // first byte is out a failure can only cut the answer short: the
@@ -489,36 +563,8 @@ func (h *Relay) relaySpeech(x *exchange, at *attempt, ch *routing.Channel, b cha
 	hdr.Set("X-Accel-Buffering", "no")
 	x.status = http.StatusOK
 	x.w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(x.w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if x.ttfb == 0 {
-				x.ttfb = time.Since(x.start)
-			}
-			if _, werr := x.w.Write(buf[:n]); werr != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
-				return nil
-			}
-			_ = rc.Flush()
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			if x.r.Context().Err() != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
-				return nil
-			}
-			msg := fmt.Sprintf("the upstream audio of channel %q broke off", ch.Name)
-			if errors.Is(at.cause(), errTimeout) {
-				msg = fmt.Sprintf("the upstream audio of channel %q did not finish within %s (its timeout)", ch.Name, b.timeout)
-			}
-			h.log.Warn("speech broke off", zap.String("channel", ch.Name), zap.Error(err))
-			x.status, x.errMsg = http.StatusBadGateway, msg
-			ch.Failed(h.app.health, time.Now(), 0)
-			panic(http.ErrAbortHandler)
-		}
+	if err := h.copyAnswer(x, at, ch, b, resp, nil); err != nil {
+		panic(http.ErrAbortHandler)
 	}
+	return nil
 }

@@ -202,3 +202,43 @@ func TestImagesAnswerForeignUpstream(t *testing.T) {
 		t.Fatalf("%s %s %v", body, ct, err)
 	}
 }
+
+// The images meter reads what billing needs from an answer written to it
+// in pieces of any size, and agrees with decoding the answer whole.
+func TestImageMeter(t *testing.T) {
+	oai := openai.Adapter{}
+	req := &adapters.Request{Op: adapters.OpImage, Dialect: openai.Name, Media: &adapters.MediaRequest{}}
+	answer := []byte(`{"created": 1713833628, "data": [{"b64_json": "iVBOR\"w0\\KGgo=", "revised_prompt": "a {cat} [x]"}, {"b64_json": "AAAA"},
+		{"b64_json":"BBBB","nested":{"data":[{},{}]}}],
+		"background":"opaque","output_format":"png","size":"1024x1536","quality":"high",
+		"usage":{"input_tokens":50,"input_tokens_details":{"image_tokens":40,"text_tokens":10},"output_tokens":18720,"total_tokens":18770}}`)
+	whole, err := oai.DecodeMediaResponse(req, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Media.Images != 3 || whole.Media.Size != "1024x1536" || whole.Media.ImageInputTokens != 40 || whole.Usage.CompletionTokens != 18720 {
+		t.Fatalf("decoded %+v", whole)
+	}
+	for _, piece := range []int{1, 2, 3, 7, 64, len(answer)} {
+		m := oai.NewMediaMeter(req)
+		for off := 0; off < len(answer); off += piece {
+			m.Write(answer[off:min(off+piece, len(answer))])
+		}
+		got, err := m.Result()
+		if err != nil {
+			t.Fatalf("pieces of %d: %v", piece, err)
+		}
+		if got.Media != whole.Media || got.Usage != whole.Usage || got.Created != 1713833628 {
+			t.Fatalf("pieces of %d: %+v %+v, want %+v %+v", piece, got.Media, got.Usage, whole.Media, whole.Usage)
+		}
+	}
+	// an answer cut short says so, with what it counted
+	m := oai.NewMediaMeter(req)
+	m.Write(answer[:60])
+	if got, err := m.Result(); err == nil || got.Media.Images != 1 {
+		t.Fatalf("cut answer: %+v %v", got, err)
+	}
+	if oai.NewMediaMeter(&adapters.Request{Op: adapters.OpTranscription, Dialect: openai.Name}) != nil {
+		t.Fatal("a transcription is decoded whole, to render its format")
+	}
+}
