@@ -143,8 +143,8 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	}
 	if len(served) == 0 && len(plan) > 0 {
 		return x.fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
-			"the model %s is served by a %s channel, which has no %s endpoint: use a model whose channel serves it",
-			req.Model, plan[0].Type, mediaEndpoint(req)))
+			"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
+			req.Model, plan[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
 	}
 	var last *failure
 	for i, ch := range served {
@@ -165,6 +165,7 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 			if ch.Failed(a.health, time.Now(), f.retryAfter) {
 				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
 			}
+			h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message))
 			continue
 		}
 		ch.Succeeded()
@@ -432,8 +433,9 @@ func mediaCost(x *exchange) int64 {
 	}
 }
 
-// relayMedia answers an image or transcription request: the answer is
-// read within the channel's max_response_body and timeout, decoded for
+// relayMedia answers an image or transcription request. An answer the
+// client takes as it is streams through, metered on the side; any other
+// is read within the channel's max_response_body and timeout, decoded for
 // billing and rendered in the client's dialect.
 func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
 	defer at.end()

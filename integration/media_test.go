@@ -363,6 +363,18 @@ func TestMediaImages(t *testing.T) {
 		}
 	})
 
+	t.Run("an images answer cut short is billed on the images it carried", func(t *testing.T) {
+		s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.ImagesBreakAfter = 100 })
+		defer s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.ImagesBreakAfter = 0 })
+		_, err := c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "gpt-image-1", Prompt: "two cats", N: openai.Int(2),
+			Size: openai.ImageGenerateParamsSize1024x1024, Quality: openai.ImageGenerateParamsQualityHigh})
+		if err == nil {
+			t.Fatal("a cut answer was taken")
+		}
+		// no usage arrived: the one image begun, at the table's price
+		u.expect("/v1/images/generations", "gpt-image-1", 502, 167_000)
+	})
+
 	t.Run("an upstream failure is refunded", func(t *testing.T) {
 		s.openai.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 500 })
 		defer s.openai.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 0 })

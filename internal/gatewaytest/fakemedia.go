@@ -36,7 +36,9 @@ type MediaBehavior struct {
 	SpeechBreakAfter int
 	// SpeechHangAfter: speech answers stop sending after this many bytes
 	// and hold the connection until the gateway hangs up.
-	SpeechHangAfter int
+	SpeechHangAfter int	// ImagesBreakAfter: images answers drop the connection after this
+	// many bytes.
+	ImagesBreakAfter int
 }
 
 // UploadedFile is a file part a fake received, hashed as it streamed in.
@@ -252,6 +254,20 @@ func (f *FakeOpenAI) images(w http.ResponseWriter, cfg *Behavior, model string, 
 		resp["size"], resp["quality"], resp["background"], resp["output_format"] = size, quality, "opaque", "png"
 		resp["usage"] = map[string]any{"input_tokens": in, "output_tokens": out * int64(n), "total_tokens": in + out*int64(n),
 			"input_tokens_details": map[string]any{"text_tokens": FakeImageTextTokens, "image_tokens": inputImages * FakeImageInputTokens}}
+	}
+	if cut := cfg.Media.ImagesBreakAfter; cut > 0 {
+		b, _ := json.Marshal(resp)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(b[:min(cut, len(b))])
+		w.(http.Flusher).Flush()
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+			}
+		}
+		return
 	}
 	writeJSON(w, resp)
 }
