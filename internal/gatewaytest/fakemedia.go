@@ -36,7 +36,8 @@ type MediaBehavior struct {
 	SpeechBreakAfter int
 	// SpeechHangAfter: speech answers stop sending after this many bytes
 	// and hold the connection until the gateway hangs up.
-	SpeechHangAfter int	// ImagesBreakAfter: images answers drop the connection after this
+	SpeechHangAfter int
+	// ImagesBreakAfter: images answers drop the connection after this
 	// many bytes.
 	ImagesBreakAfter int
 }
