@@ -271,6 +271,33 @@ func TestMediaImages(t *testing.T) {
 		u.expect("/v1/images/generations", "gemini-2.5-flash-image", 400, 0)
 	})
 
+	t.Run("edit on a Gemini image model: the images go inline, byte for byte", func(t *testing.T) {
+		a, b := randomBytes(12, 200<<10), randomBytes(13, 100<<10)
+		res, err := c.Images.Edit(ctx, openai.ImageEditParams{Model: "gemini-2.5-flash-image", Prompt: "put them side by side",
+			Image: openai.ImageEditParamsImageUnion{OfFileArray: []io.Reader{openai.File(bytes.NewReader(a), "a.png", "image/png"), openai.File(bytes.NewReader(b), "b.jpg", "image/jpeg")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Data) != 1 || res.Usage.OutputTokens != 1290 {
+			t.Fatalf("answer %+v", res)
+		}
+		reqs := s.gemini.Requests()
+		last := reqs[len(reqs)-1]
+		if last.Path != "/v1beta/models/gemini-2.5-flash-image:generateContent" || last.Prompt != "put them side by side" || len(last.Files) != 2 ||
+			last.Files[0].SHA256 != sha(a) || last.Files[0].ContentType != "image/png" || last.Files[1].SHA256 != sha(b) || last.Files[1].ContentType != "image/jpeg" {
+			t.Fatalf("Gemini got %s %q %+v", last.Path, last.Prompt, last.Files)
+		}
+		u.expect("/v1/images/edits", "gemini-2.5-flash-image", 200, perMillion(9, 300_000, 1290, 30_000_000))
+		// Gemini takes no mask
+		_, err = c.Images.Edit(ctx, openai.ImageEditParams{Model: "gemini-2.5-flash-image", Prompt: "x",
+			Image: openai.ImageEditParamsImageUnion{OfFile: openai.File(bytes.NewReader(a), "a.png", "image/png")},
+			Mask:  openai.File(bytes.NewReader(b), "m.png", "image/png")})
+		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "mask") {
+			t.Fatalf("%d %s", st, msg)
+		}
+		u.expect("/v1/images/edits", "gemini-2.5-flash-image", 400, 0)
+	})
+
 	t.Run("edit with one image: the upstream receives the exact bytes", func(t *testing.T) {
 		img := randomBytes(1, 300<<10)
 		res, err := c.Images.Edit(ctx, openai.ImageEditParams{Model: "gpt-image-1", Prompt: "add a hat",
@@ -325,10 +352,10 @@ func TestMediaImages(t *testing.T) {
 			t.Fatalf("%d %s", st, msg)
 		}
 		u.expect("/v1/images/generations", "claude-sonnet-4-6", 400, 0)
-		// Gemini serves generations, not edits
+		// Imagen edits only on Vertex AI, not on the Gemini API
 		_, err = c.Images.Edit(ctx, openai.ImageEditParams{Model: "imagen-4.0-generate-001", Prompt: "x",
 			Image: openai.ImageEditParamsImageUnion{OfFile: openai.File(bytes.NewReader([]byte("png")), "a.png", "image/png")}})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "image edits") {
+		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "cannot edit images") {
 			t.Fatalf("%d %s", st, msg)
 		}
 		u.expect("/v1/images/edits", "imagen-4.0-generate-001", 400, 0)

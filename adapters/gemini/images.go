@@ -1,9 +1,12 @@
 package gemini
 
 import (
+	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,10 +17,11 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
-// Image generation behind OpenAI's images shape: Imagen models through
-// models/{model}:predict (instances and parameters in, predictions with
-// bytesBase64Encoded out), other models through generateContent with
-// image output (responseModalities TEXT and IMAGE, inlineData parts out).
+// Image generations and edits behind OpenAI's images shape: Imagen models
+// generate through models/{model}:predict (instances and parameters in,
+// predictions with bytesBase64Encoded out), other models generate and edit
+// through generateContent with image output (responseModalities TEXT and
+// IMAGE; the images to edit as inlineData parts in, inlineData parts out).
 // Both answer with the image bytes inline, so a client asking for URLs is
 // refused.
 
@@ -94,22 +98,27 @@ type imageConfig struct {
 	AspectRatio string `json:"aspectRatio,omitempty"`
 }
 
-// ServesMedia implements adapters.MediaProvider: image generations only.
+// ServesMedia implements adapters.MediaProvider: image generations, and
+// edits (which Imagen models refuse with a 400: they edit only on Vertex
+// AI).
 func (Adapter) ServesMedia(req *adapters.Request) bool {
-	return req.Op == adapters.OpImage && req.Media != nil && !req.Media.Edit
+	return req.Op == adapters.OpImage && req.Media != nil
 }
 
 // newImageRequest builds an image generation for an Imagen or a Gemini
 // image model.
 func newImageRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	m := req.Media
-	if req.Op != adapters.OpImage || m.Edit {
-		return nil, adapters.Unsupported("channel %q (gemini) serves image generations only, not %s", up.Channel, req.Op)
+	if req.Op != adapters.OpImage {
+		return nil, adapters.Unsupported("channel %q (gemini) serves image generations and edits only, not %s", up.Channel, req.Op)
 	}
 	if m.ResponseFormat == "url" {
 		return nil, adapters.BadRequest("the model %s answers with image bytes, not URLs: ask for response_format \"b64_json\" (or leave it unset)", req.Model)
 	}
 	model := strings.TrimPrefix(up.Model, "models/")
+	if m.Edit {
+		return newImageEditRequest(ctx, up, req, model)
+	}
 	var body any
 	method := "generateContent"
 	if imagen(model) {
@@ -150,6 +159,95 @@ func newImageRequest(ctx context.Context, up *adapters.Upstream, req *adapters.R
 		hr.Header.Set("x-goog-api-key", up.Key)
 	}
 	return hr, nil
+}
+
+// newImageEditRequest sends an edit to a Gemini image model: the prompt
+// and the images as inlineData parts of one user turn, streamed from the
+// gateway's spool through a pipe and base64-encoded on the way, never
+// held whole. Gemini takes no mask.
+func newImageEditRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request, model string) (*http.Request, error) {
+	m := req.Media
+	if imagen(model) {
+		return nil, adapters.Unsupported("the model %s cannot edit images on the Gemini API (Imagen edits only on Vertex AI): use a Gemini image model", req.Model)
+	}
+	if len(m.Form.Files("mask")) > 0 {
+		return nil, adapters.BadRequest("the model %s takes no mask: leave it out and describe the region to change in the prompt", req.Model)
+	}
+	ratio, err := aspectRatio(m.Size, geminiRatios)
+	if err != nil {
+		return nil, err
+	}
+	config := imageGenerationConfig{ResponseModalities: []string{"TEXT", "IMAGE"}}
+	if m.N > 1 {
+		config.CandidateCount = m.N
+	}
+	if ratio != "" {
+		config.ImageConfig = &imageConfig{AspectRatio: ratio}
+	}
+	prompt, _ := json.Marshal(m.Prompt)
+	tail, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	images := m.Form.Files("image", "image[]")
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeEditBody(pw, prompt, images, tail))
+	}()
+	u := strings.TrimRight(up.BaseURL, "/") + "/v1beta/models/" + url.PathEscape(model) + ":generateContent"
+	hr, err := adapters.NewBodyRequest(ctx, u, "application/json", pr)
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	if up.Key != "" {
+		hr.Header.Set("x-goog-api-key", up.Key)
+	}
+	return hr, nil
+}
+
+// writeEditBody writes a generateContent body whose image parts are
+// encoded from the spooled files as they are read.
+func writeEditBody(w io.Writer, prompt []byte, images []*adapters.FormFile, config []byte) error {
+	parts := [][]byte{[]byte(`{"contents":[{"role":"user","parts":[{"text":`), prompt, []byte(`}`)}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	for _, im := range images {
+		f, err := im.Open()
+		if err != nil {
+			return err
+		}
+		br := bufio.NewReader(f)
+		mime := im.ContentType
+		if !strings.HasPrefix(mime, "image/") {
+			head, _ := br.Peek(512)
+			mime = http.DetectContentType(head)
+		}
+		mt, _ := json.Marshal(mime)
+		if _, err := fmt.Fprintf(w, `,{"inlineData":{"mimeType":%s,"data":"`, mt); err != nil {
+			f.Close()
+			return err
+		}
+		enc := base64.NewEncoder(base64.StdEncoding, w)
+		_, err = io.Copy(enc, br)
+		f.Close()
+		if err == nil {
+			err = enc.Close()
+		}
+		if err == nil {
+			_, err = io.WriteString(w, `"}}`)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(w, `]}],"generationConfig":%s}`, config); err != nil {
+		return err
+	}
+	return nil
 }
 
 // imageAnswer is either answer: :predict's predictions, or

@@ -1,7 +1,10 @@
 package gemini_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -46,10 +49,8 @@ func TestImageRequests(t *testing.T) {
 			t.Errorf("%+v was taken", req.Media)
 		}
 	}
-	edit := imageRequest("", 1, "")
-	edit.Media.Edit = true
-	if g.ServesMedia(edit) || !g.ServesMedia(imageRequest("", 1, "")) {
-		t.Error("gemini serves image generations, not edits")
+	if !g.ServesMedia(imageRequest("", 1, "")) {
+		t.Error("gemini serves image generations")
 	}
 	if g.ServesMedia(&adapters.Request{Op: adapters.OpSpeech, Media: &adapters.MediaRequest{}}) {
 		t.Error("gemini does not serve speech")
@@ -72,5 +73,64 @@ func TestImageAnswers(t *testing.T) {
 	}
 	if _, err := g.DecodeMediaResponse(req, []byte(`not json`)); err == nil || !strings.Contains(err.Error(), "JSON") {
 		t.Fatal(err)
+	}
+}
+
+// An edit's images go inline, base64-encoded from the spool as the
+// upstream reads the body; a mask and an Imagen model are refused.
+func TestImageEditRequest(t *testing.T) {
+	g := gemini.Adapter{}
+	png, jpeg := []byte("\x89PNG\r\n\x1a\nfake image bytes"), bytes.Repeat([]byte{0xff, 0xd8, 0xff, 0xe0, 1, 2, 3}, 5000)
+	file := func(name, ct string, data []byte) adapters.FormPart {
+		return adapters.FormPart{Name: name, File: &adapters.FormFile{Filename: name, ContentType: ct, Size: int64(len(data)),
+			Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}}
+	}
+	edit := func(parts ...adapters.FormPart) *adapters.Request {
+		req := imageRequest("1024x1024", 1, "")
+		req.Media.Edit, req.Media.Prompt, req.Media.Form = true, `a "fox" hat`, &adapters.Form{Parts: parts}
+		return req
+	}
+	// the second image's content type is sniffed from its bytes
+	hr, err := g.NewRequest(context.Background(), &adapters.Upstream{BaseURL: "https://g.example", Key: "k", Model: "gemini-2.5-flash-image"},
+		edit(file("image[]", "image/png", png), file("image[]", "application/octet-stream", jpeg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(hr.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text       string `json:"text"`
+				InlineData struct {
+					MimeType string `json:"mimeType"`
+					Data     []byte `json:"data"`
+				} `json:"inlineData"`
+			} `json:"parts"`
+		} `json:"contents"`
+		GenerationConfig map[string]any `json:"generationConfig"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("%v: %.300s", err, raw)
+	}
+	p := body.Contents[0].Parts
+	if hr.URL.Path != "/v1beta/models/gemini-2.5-flash-image:generateContent" || len(p) != 3 || p[0].Text != `a "fox" hat` ||
+		p[1].InlineData.MimeType != "image/png" || !bytes.Equal(p[1].InlineData.Data, png) ||
+		p[2].InlineData.MimeType != "image/jpeg" || !bytes.Equal(p[2].InlineData.Data, jpeg) {
+		t.Fatalf("body %.400s", raw)
+	}
+	if fmt.Sprint(body.GenerationConfig["responseModalities"]) != "[TEXT IMAGE]" {
+		t.Fatalf("config %v", body.GenerationConfig)
+	}
+	for model, req := range map[string]*adapters.Request{
+		"gemini-2.5-flash-image":  edit(file("image", "image/png", png), file("mask", "image/png", png)),
+		"imagen-4.0-generate-001": edit(file("image", "image/png", png)),
+	} {
+		if _, err := g.NewRequest(context.Background(), &adapters.Upstream{BaseURL: "https://g.example", Model: model}, req); err == nil {
+			t.Errorf("%s: the edit was taken", model)
+		}
 	}
 }

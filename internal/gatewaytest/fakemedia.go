@@ -362,7 +362,7 @@ func (f *FakeOpenAI) speech(w http.ResponseWriter, r *http.Request, cfg *Behavio
 
 // geminiMedia answers Imagen's :predict and generateContent with image
 // output; false for any other request.
-func (f *FakeGemini) geminiMedia(w http.ResponseWriter, model, method string, raw []byte) bool {
+func (f *FakeGemini) geminiMedia(w http.ResponseWriter, i int, model, method string, raw []byte) bool {
 	if method == "predict" {
 		var req struct {
 			Instances []struct {
@@ -408,7 +408,11 @@ func (f *FakeGemini) geminiMedia(w http.ResponseWriter, model, method string, ra
 	var req struct {
 		Contents []struct {
 			Parts []struct {
-				Text string `json:"text"`
+				Text       string `json:"text"`
+				InlineData *struct {
+					MimeType string `json:"mimeType"`
+					Data     string `json:"data"`
+				} `json:"inlineData"`
 			} `json:"parts"`
 		} `json:"contents"`
 		GenerationConfig struct {
@@ -430,6 +434,24 @@ func (f *FakeGemini) geminiMedia(w http.ResponseWriter, model, method string, ra
 		geminiError(w, 400, "Model does not support the requested response modalities: image,text")
 		return true
 	}
+	// the images given to edit, hashed as the OpenAI fake hashes uploads
+	rec := f.Requests()[i]
+	rec.Model = model
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			rec.Prompt += p.Text
+			if d := p.InlineData; d != nil {
+				b, err := base64.StdEncoding.DecodeString(d.Data)
+				if err != nil {
+					geminiError(w, 400, "Invalid value at 'contents[0].parts[1].inline_data.data' (TYPE_BYTES), Base64 decoding failed.")
+					return true
+				}
+				sum := sha256.Sum256(b)
+				rec.Files = append(rec.Files, UploadedFile{Field: "inlineData", ContentType: d.MimeType, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])})
+			}
+		}
+	}
+	f.update(i, &rec)
 	n := max(req.GenerationConfig.CandidateCount, 1)
 	var cands []any
 	for i := 0; i < n; i++ {
