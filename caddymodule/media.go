@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -131,20 +133,24 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 		return x.fail(e)
 	}
 	x.req = req
-	if e := h.admit(x); e != nil {
-		return x.fail(e)
-	}
-	plan := a.channels.Plan(req.Model, a.MaxAttempts)
+	// the channels whose family serves the endpoint, of all the model's,
+	// so a family without it is named before anything is reserved (for a
+	// model the key may use: else admission's 403 or 404 answers)
+	plan := a.channels.Plan(req.Model, math.MaxInt)
 	served := plan[:0:0]
 	for _, ch := range plan {
 		if mp, ok := a.providers[ch.Name].(adapters.MediaProvider); ok && mp.ServesMedia(req) {
 			served = append(served, ch)
 		}
 	}
-	if len(served) == 0 && len(plan) > 0 {
+	if len(served) == 0 && len(plan) > 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
 		return x.fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
 			"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
 			req.Model, plan[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
+	}
+	served = served[:min(len(served), a.MaxAttempts)]
+	if e := h.admit(x); e != nil {
+		return x.fail(e)
 	}
 	var last *failure
 	for i, ch := range served {

@@ -521,7 +521,7 @@ func TestMediaAudio(t *testing.T) {
 		}
 		u.expect("/v1/audio/transcriptions", "", 400, 0)
 		_, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "imagen-4.0-generate-001", Input: "hi", Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "speech") || !strings.Contains(msg, "imagen-4.0-generate-001") {
+		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "no speech endpoint") || !strings.Contains(msg, "imagen-4.0-generate-001") {
 			t.Fatalf("%d %s", st, msg)
 		}
 		u.expect("/v1/audio/speech", "imagen-4.0-generate-001", 400, 0)
