@@ -75,6 +75,7 @@ type Request struct {
 	Completion *CompletionRequest // OpCompletion
 	Embedding  *EmbeddingRequest  // OpEmbedding
 	Rerank     *RerankRequest     // OpRerank
+	Media      *MediaRequest      // OpImage, OpSpeech, OpTranscription
 
 	// Untranslatable lists what the client asked for that has no neutral
 	// form (a stateful option, a hosted tool), each as the 400 that names

@@ -42,6 +42,20 @@ type Price struct {
 	// MaxOutput is the most tokens the model writes in one answer: what a
 	// request without a limit of its own reserves (and is limited to).
 	MaxOutput int64 `json:"max_output,omitempty"`
+
+	// Media prices: images and audio (see media.go).
+	//
+	// Images are per generated image by size and quality, in quota units;
+	// an entry with an empty Size or Quality matches any.
+	Images []ImagePrice `json:"images,omitempty"`
+	// ImageInput is per million image input tokens (image models billed
+	// by tokens); nil means the Input price.
+	ImageInput *int64 `json:"image_input,omitempty"`
+	// AudioSecond is per second of input audio (transcriptions), in
+	// quota units.
+	AudioSecond int64 `json:"audio_second,omitempty"`
+	// Characters is per million characters of input text (speech).
+	Characters int64 `json:"characters,omitempty"`
 }
 
 // ParseUSD reads a decimal USD amount ("0.15", "2", "0.000001") into quota

@@ -94,6 +94,10 @@ func TestAdaptErrors(t *testing.T) {
 		{"bad usage queue", "usage {\n queue_size 0\n}", "queue_size must be a positive integer"},
 		{"usage option with two values", "usage {\n linger 1s 2s\n}", "wrong argument count"},
 		{"unknown metrics option", "metrics {\n per_key\n}", `unrecognized option "per_key"`},
+		{"image price without a price", "price m {\n image\n}", "image takes [<size> [<quality>]] <usd per image>"},
+		{"image price with too many values", "price m {\n image 1024x1024 hd x 0.04\n}", "image takes"},
+		{"image price not a number", "price m {\n image 1024x1024 hd cheap\n}", "not a non-negative decimal"},
+		{"bad upload size", "max_upload_size lots", "max_upload_size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

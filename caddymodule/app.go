@@ -40,6 +40,13 @@ type App struct {
 	TokenCacheTTL caddy.Duration `json:"token_cache_ttl,omitempty"`
 	// MaxRequestBody bounds a client's request body. Default 32 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+	// MaxUploadSize bounds a multipart upload (image edits,
+	// transcriptions), which is spooled to disk, never held in memory;
+	// a larger one gets a 413. Default 25 MiB.
+	MaxUploadSize int64 `json:"max_upload_size,omitempty"`
+	// MaxInflightUploads bounds the bytes of uploads spooled to disk at
+	// once, process-wide; past it uploads get a 503. Default 1 GiB.
+	MaxInflightUploads int64 `json:"max_inflight_uploads,omitempty"`
 	// MaxAttempts bounds how many channels one request tries. Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// DefaultMaxTokens is the completion allowance reserved for a request
@@ -107,6 +114,7 @@ type App struct {
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
 	inflight   *inflightBodies
+	spooled    *inflightBodies // upload bytes on disk
 	fetch      *adapters.FetchPolicy
 	log        *zap.Logger
 	allowed    map[string]allowance // by channel name
@@ -187,6 +195,19 @@ type PriceConfig struct {
 	// MaxOutput is the model's maximum output in tokens (the vendor's
 	// documented limit): a request without max_tokens reserves it.
 	MaxOutput int64 `json:"max_output,omitempty"`
+
+	// Media prices (images and audio; see media.go).
+	//
+	// Images are USD per generated image by size and quality; an entry
+	// without a size or quality matches any.
+	Images []ImagePriceConfig `json:"images,omitempty"`
+	// ImageInput is USD per million image input tokens (image models
+	// billed by tokens); default the input price.
+	ImageInput string `json:"image_input,omitempty"`
+	// AudioSecond is USD per second of input audio (transcriptions).
+	AudioSecond string `json:"audio_second,omitempty"`
+	// Characters is USD per million characters of input text (speech).
+	Characters string `json:"characters,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -210,6 +231,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxAttempts <= 0 {
 		a.MaxAttempts = 3
 	}
+	if a.MaxUploadSize <= 0 {
+		a.MaxUploadSize = defaultMaxUploadSize
+	}
+	if a.MaxInflightUploads <= 0 {
+		a.MaxInflightUploads = defaultMaxInflightUploads
+	}
+	a.spooled = &inflightBodies{max: max(a.MaxInflightUploads, a.MaxUploadSize)}
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
@@ -371,6 +399,9 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 		return nil, err
 	}
 	if p.SearchUnit, err = parse("search_unit", pc.SearchUnit); err != nil {
+		return nil, err
+	}
+	if err := pc.mediaPrice(p, parse); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -37,6 +37,8 @@ func init() {
 //		max_fetched_bytes <size>
 //		image_fetch_ports <port>...
 //		max_attempts <n>
+//		max_upload_size <size>
+//		max_inflight_uploads <size>
 //		default_max_tokens <n>
 //		registration on|off
 //		invitation_reward <units>
@@ -95,6 +97,10 @@ func init() {
 //			audio_output <usd per 1M audio tokens>
 //			search_unit <usd per search unit>
 //			max_output <tokens>
+//			image [<size> [<quality>]] <usd per image>
+//			image_input <usd per 1M image tokens>
+//			audio_second <usd per second of audio>
+//			characters <usd per 1M characters>
 //			free
 //		}
 //	}
@@ -135,7 +141,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("token_cache_ttl: %v", err)
 			}
 			a.TokenCacheTTL = caddy.Duration(dur)
-		case "max_request_body", "max_inflight_body", "max_fetched_bytes":
+		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size", "max_inflight_uploads":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -149,6 +155,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxRequestBody = size
 			case "max_inflight_body":
 				a.MaxInflightBody = size
+			case "max_upload_size":
+				a.MaxUploadSize = size
+			case "max_inflight_uploads":
+				a.MaxInflightUploads = size
 			default:
 				a.MaxFetchedBytes = size
 			}
@@ -445,6 +455,12 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.Free = true
 			continue
 		}
+		if opt == "image" {
+			if err := parseImagePrice(d, model, pc); err != nil {
+				return "", nil, err
+			}
+			continue
+		}
 		if !d.NextArg() {
 			return "", nil, d.ArgErr()
 		}
@@ -469,6 +485,12 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.AudioOutput = v
 		case "search_unit":
 			pc.SearchUnit = v
+		case "image_input":
+			pc.ImageInput = v
+		case "audio_second":
+			pc.AudioSecond = v
+		case "characters":
+			pc.Characters = v
 		case "max_output":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {

@@ -31,8 +31,9 @@ func (h *Relay) countLocally(x *exchange) error {
 func (h *Relay) settle(x *exchange) {
 	req := x.req
 	u := x.usage
-	// a Realtime response is billed as its response.done reported it
-	if x.channel != "" && req.Op != adapters.OpCountTokens && req.Op != adapters.OpRealtime {
+	// a Realtime response is billed as its response.done reported it, a
+	// media request by what it produced
+	if x.channel != "" && req.Op != adapters.OpCountTokens && req.Op != adapters.OpRealtime && x.media == nil {
 		u = billedUsage(x)
 	}
 	u = billing.Clamp(u)
@@ -40,7 +41,12 @@ func (h *Relay) settle(x *exchange) {
 	cost := int64(0)
 	// counting tokens is free, whoever counts
 	if x.price != nil && x.channel != "" && req.Op != adapters.OpCountTokens {
-		cost = x.price.Cost(u)
+		if x.media != nil && req.Media != nil {
+			cost = mediaCost(x)
+			u.Estimated = x.usage.Estimated
+		} else {
+			cost = x.price.Cost(u)
+		}
 	}
 	h.app.db.ledger.Settle(x.hold, cost)
 	took := time.Since(x.start)

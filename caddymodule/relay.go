@@ -83,6 +83,8 @@ type exchange struct {
 	// before its end event: see billedUsage.
 	tail string
 	cut  bool
+	// media is set for image, speech and transcription requests
+	media *media
 }
 
 func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
@@ -99,6 +101,8 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens, adapters.OpResponses, adapters.OpRerank:
 	case adapters.OpRealtime:
 		return h.serveRealtime(w, r, rt, id)
+	case adapters.OpImage, adapters.OpSpeech, adapters.OpTranscription:
+		return h.serveMedia(w, r, rt, id)
 	case adapters.OpUpgrade:
 		// answered at once, so a client that tries a socket first falls
 		// back to plain HTTP instead of retrying

@@ -18,6 +18,8 @@ const maxChoices = 128
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
 	switch {
+	case req.Media != nil:
+		return h.mediaReservation(x)
 	case req.Rerank != nil:
 		return rerankReservation(req.Rerank, price), nil
 	case req.Op == adapters.OpRealtime:

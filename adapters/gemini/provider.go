@@ -40,6 +40,9 @@ func callIDMaker(responseID string) func() string {
 
 // NewRequest implements adapters.Provider.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
+	if req.Media != nil {
+		return newImageRequest(ctx, up, req)
+	}
 	var method string
 	switch req.Op {
 	case adapters.OpChat, adapters.OpResponses:

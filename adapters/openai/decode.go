@@ -83,6 +83,10 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		}
 		req.Model = w.Model
 		req.Embedding = &adapters.EmbeddingRequest{Input: input, EncodingFormat: w.EncodingFormat, Dimensions: w.Dimensions}
+	case adapters.OpImage, adapters.OpSpeech, adapters.OpTranscription:
+		if err := decodeMedia(req, body, r); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, adapters.Errorf(http.StatusNotFound, adapters.ErrInvalidRequest, "this endpoint is not supported by the gateway yet")
 	}

@@ -136,10 +136,10 @@ func TestDecodeRequestErrors(t *testing.T) {
 		})
 	}
 	// an operation the dialect routes but does not decode is a 404
-	_, err := oai.DecodeRequest(adapters.OpImage, []byte(`{"model":"dall-e-3","prompt":"a cat"}`), post("/v1/images/generations"))
+	_, err := oai.DecodeRequest(adapters.OpUpgrade, []byte(`{"model":"gpt-4o"}`), post("/v1/responses"))
 	var e *adapters.Error
 	if !errors.As(err, &e) || e.Status != http.StatusNotFound {
-		t.Errorf("images: %#v", err)
+		t.Errorf("upgrade: %#v", err)
 	}
 }
 

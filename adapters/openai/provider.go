@@ -27,6 +27,9 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	if req.Op == adapters.OpRerank {
 		return newRerankRequest(ctx, up, req)
 	}
+	if req.Media != nil {
+		return newMediaRequest(ctx, up, req)
+	}
 	path, ok := endpoint[req.Op]
 	if !ok {
 		return nil, adapters.Unsupported("channel %q (openai) does not serve %s requests", up.Channel, req.Op)

@@ -100,6 +100,9 @@ func (f *FakeGemini) serve(w http.ResponseWriter, r *http.Request) {
 		geminiError(w, 404, "no such method")
 		return
 	}
+	if f.geminiMedia(w, i, model, method, raw) {
+		return // Imagen's :predict, or image output
+	}
 	var body struct {
 		Contents []struct {
 			Role  string       `json:"role"`

@@ -77,6 +77,9 @@ type Behavior struct {
 	// LongEvent: streams send, after the role chunk, one data line this
 	// many bytes long.
 	LongEvent int
+
+	// Media is how the fakes answer image and audio requests (fakemedia.go).
+	Media MediaBehavior
 }
 
 // Recorded is a request a fake received, and what it read from it.
@@ -98,6 +101,9 @@ type Recorded struct {
 	Tools      []string // tool names offered
 	Results    []string // tool results answering the previous turn, in order
 	Signatures []string // thought signatures on function calls sent back (Gemini)
+	// Files are the file parts of a multipart upload, hashed as they
+	// arrived (Body then holds its text fields).
+	Files []UploadedFile
 }
 
 // fakeRequestIDs numbers the ids the fakes send back, unique in the process.
@@ -132,6 +138,9 @@ func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 
 // handle answers a request for the OpenAI API path route.
 func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string) {
+	if f.media(w, r, route) {
+		return // a multipart upload, read as it streams in
+	}
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
@@ -222,6 +231,10 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 		f.embeddings(w, &cfg, model, body)
 	case "/v1/responses":
 		f.responses(w, &cfg, i, raw)
+	case "/v1/images/generations":
+		f.images(w, &cfg, model, body, 0)
+	case "/v1/audio/speech":
+		f.speech(w, r, &cfg, body)
 	default:
 		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "Invalid URL ("+r.Method+" "+r.URL.Path+")")
 	}
