@@ -277,9 +277,15 @@ func (h *Tasks) taskPlan(id *keys.Identity, sub *taskSubmission) ([]taskChannel,
 		return nil, &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
 			Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
 	}
-	if _, ok := a.prices[model]; !ok {
+	price, ok := a.prices[model]
+	if !ok {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
+	}
+	// a model priced by tokens only would run its tasks for nothing
+	if !price.Free && price.Task <= 0 && price.VideoSecond <= 0 {
+		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "not_a_task_model",
+			Message: "the model " + model + " is not a task model: it has no task or video_second price. Call its own endpoint (/v1/...) instead, or ask the operator to price it per task"}
 	}
 	prefix := ""
 	if sub.form == "B" {
@@ -474,7 +480,7 @@ func (h *Tasks) file(w http.ResponseWriter, r *http.Request, id *keys.Identity, 
 	if err != nil {
 		return h.fail(w, maskedError(err, ch))
 	}
-	resp, err := a.clients[ch.Name].Do(req)
+	resp, err := fetchFollowing(a.clients[ch.Name], req)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return nil
@@ -514,6 +520,31 @@ func (h *Tasks) file(w http.ResponseWriter, r *http.Request, id *keys.Identity, 
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// fetchFollowing sends a file request and follows up to three redirects
+// (a vendor's download address often sends to signed storage), without the
+// first request's headers: the key goes only where FetchFile sent it.
+func fetchFollowing(c *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := c.Do(req)
+	for hops := 0; err == nil && hops < 3; hops++ {
+		switch resp.StatusCode {
+		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		default:
+			return resp, nil
+		}
+		loc, lerr := resp.Location()
+		resp.Body.Close()
+		if lerr != nil || (loc.Scheme != "https" && loc.Scheme != "http") {
+			return nil, fmt.Errorf("the file's redirect has no usable location")
+		}
+		next, nerr := http.NewRequestWithContext(req.Context(), http.MethodGet, loc.String(), nil)
+		if nerr != nil {
+			return nil, nerr
+		}
+		resp, err = c.Do(next)
+	}
+	return resp, err
 }
 
 // Interface guards.
