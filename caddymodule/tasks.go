@@ -262,7 +262,6 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	return h.fail(w, last)
 }
 
-
 // taskPlan resolves the model to the channels that can run the task as
 // asked, refusing what no channel can: a model that is not a task model, a
 // callback for a polling-only family, a metadata field the gateway or the
