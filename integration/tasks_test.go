@@ -557,4 +557,3 @@ func TestTaskPollFaults(t *testing.T) {
 		t.Fatalf("quota after a task polled through faults: %d", q)
 	}
 }
-
