@@ -264,14 +264,14 @@ func TestTaskVeoFormB(t *testing.T) {
 
 	// Form B, with the vendor's own options under input.metadata
 	sub := submitTask(t, s.gw, key, `{"model":"veo-3.0-generate-001","input":{"prompt":"a lighthouse at dusk",
-		"aspect_ratio":"16:9","negative_prompt":"people","seed":42,"duration":6,
-		"metadata":{"personGeneration":"allow_adult","generateAudio":true}}}`)
+		"aspect_ratio":"16:9","negative_prompt":"people","duration":6,
+		"metadata":{"personGeneration":"allow_adult","enhancePrompt":true}}}`)
 	if q, _ := s.gw.Quota("ada"); q != 5_000_000-2_400_000 {
 		t.Fatalf("quota after submit %d, want 6 s at 0.40 USD reserved", q)
 	}
 	job, ok := s.gemini.Videos.Last()
-	want := map[string]any{"aspectRatio": "16:9", "negativePrompt": "people", "seed": 42.0, "durationSeconds": 6.0,
-		"personGeneration": "allow_adult", "generateAudio": true}
+	want := map[string]any{"aspectRatio": "16:9", "negativePrompt": "people", "durationSeconds": 6.0,
+		"personGeneration": "allow_adult", "enhancePrompt": true}
 	if !ok || job.Model != "veo-3.0-generate-001" || job.Prompt != "a lighthouse at dusk" || fmt.Sprint(job.Params) != fmt.Sprint(want) {
 		t.Fatalf("Veo received %+v, want parameters %v", job, want)
 	}
@@ -304,6 +304,9 @@ func TestTaskVeoFormB(t *testing.T) {
 	resp, b := s.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, s.gw.URL), key, nil, nil)
 	if resp.StatusCode != 200 || !bytes.Equal(b, gatewaytest.VideoBytes(job2.ID)) {
 		t.Fatalf("Veo file: %d %q", resp.StatusCode, b)
+	}
+	if n := s.gemini.Videos.KeysToStorage(); n != 0 {
+		t.Fatalf("the channel's key followed the redirect to storage %d times", n)
 	}
 	// no duration: charged the longest video reserved, 8 s
 	if q, _ := s.gw.Quota("ada"); q != 5_000_000-3_200_000 {
@@ -342,6 +345,9 @@ func TestTaskRefusals(t *testing.T) {
 		{"no prompt", `{"model":"sora-2","input":{}}`, 400, "'input.prompt' is required"},
 		{"no model", `{"prompt":"x"}`, 400, "'model' is required"},
 		{"unknown field", `{"model":"sora-2","prompt":"x","style":"noir"}`, 400, "go under 'metadata'"},
+		{"seed for Veo", `{"model":"veo-3.0-generate-001","prompt":"x","seed":7}`, 400, "takes no seed"},
+		{"negative prompt for Sora", `{"model":"sora-2","prompt":"x","negative_prompt":"rain"}`, 400, "takes no negative_prompt"},
+		{"Sora's aspect ratio", `{"model":"sora-2","prompt":"x","aspect_ratio":"4:3"}`, 400, "16:9 or 9:16"},
 		{"bad duration", `{"model":"sora-2","prompt":"x","duration":"long"}`, 400, "'duration' must be a whole number"},
 		{"metadata not an object", `{"model":"sora-2","prompt":"x","metadata":[1]}`, 400, "'metadata' must be a JSON object"},
 		{"not JSON", `model=sora-2`, 400, "JSON object"},
@@ -396,6 +402,7 @@ func TestTaskUpstreamRejection(t *testing.T) {
 		{"moderation", `{"model":"sora-2","prompt":"something forbidden"}`, "blocked by our moderation system"},
 		{"Veo's duration", `{"model":"veo-3.0-generate-001","prompt":"x","duration":5}`, "supported durations are 4, 6 and 8"},
 		{"Veo's unknown parameter", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"fps":60}}}`, `Unknown name "fps"`},
+		{"Veo's Vertex-only option", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"generateAudio":true}}}`, `Unknown name "generateAudio"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

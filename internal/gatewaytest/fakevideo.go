@@ -26,6 +26,16 @@ type VideoJobs struct {
 	// faults, set with Set
 	pollStatus int  // polls answer this error status
 	hangPolls  bool // polls hold until the gateway hangs up
+	// keysToStorage counts downloads from signed storage that carried the
+	// channel's key along
+	keysToStorage int
+}
+
+// KeysToStorage is how many signed-storage downloads carried a key.
+func (v *VideoJobs) KeysToStorage() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.keysToStorage
 }
 
 // VideoJob is one job as the fake vendor holds it.
@@ -299,10 +309,10 @@ func soraObject(j VideoJob) map[string]any {
 
 // --- Veo on the Gemini API ---
 
-// veoParameters are the parameters Veo's reference documents; others are
-// refused as the API does.
-var veoParameters = []string{"aspectRatio", "negativePrompt", "durationSeconds", "seed", "resolution",
-	"personGeneration", "generateAudio", "enhancePrompt", "sampleCount", "numberOfVideos", "compressionQuality"}
+// veoParameters are the parameters the Gemini API's Veo takes (seed and
+// generateAudio are Vertex AI's only); others are refused as the API does.
+var veoParameters = []string{"aspectRatio", "negativePrompt", "durationSeconds", "resolution",
+	"personGeneration", "enhancePrompt", "sampleCount"}
 
 // serveVeo answers predictLongRunning, operations and file downloads as
 // the Gemini API does. It reports whether the path was Veo's.
@@ -313,11 +323,17 @@ func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string)
 	case strings.HasPrefix(p, "/v1beta/models/") && strings.Contains(p, "/operations/"):
 	case strings.HasPrefix(p, "/v1beta/files/") && strings.HasSuffix(p, ":download"):
 	case strings.HasPrefix(p, "/signed/"):
-		// signed storage the download redirects to: no key, a signature
+		// signed storage the download redirects to: the signature, not a
+		// key, lets it in (a key sent along is counted, not needed)
 		id := strings.TrimPrefix(p, "/signed/")
-		if r.URL.Query().Get("sig") != "ok-"+id || r.Header.Get("x-goog-api-key") != "" {
+		if r.URL.Query().Get("sig") != "ok-"+id {
 			w.WriteHeader(http.StatusForbidden)
 			return true
+		}
+		if r.Header.Get("x-goog-api-key") != "" {
+			v.mu.Lock()
+			v.keysToStorage++
+			v.mu.Unlock()
 		}
 		w.Header().Set("Content-Type", "video/mp4")
 		_, _ = w.Write(VideoBytes(id))
