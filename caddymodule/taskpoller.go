@@ -247,7 +247,7 @@ func (p *taskPoller) follow(ctx context.Context, t *store.Task) {
 			p.finish(ctx, t, &adapters.TaskState{Status: adapters.TaskFailed, Error: "the vendor no longer knows this task: " + e.Message})
 			return
 		}
-		p.log.Warn("polling a task failed; trying again later", zap.String("task_id", t.ID), zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
+		p.log.Warn("polling a task failed; trying again later", zap.String("task_id", t.ID), zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("error", maskKeys(err.Error(), ch.Keys)))
 		p.later(ctx, t, p.backoff(t.Polls+1))
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -256,7 +257,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		if tc.ch.Failed(a.health, time.Now(), 0) {
 			h.log.Warn("channel ejected", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status))
 		}
-		h.log.Warn("task submit failed on a channel; trying the next", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status), zap.String("error", e.Message))
+		h.log.Warn("task submit failed on a channel; trying the next", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status), zap.String("error", maskKeys(err.Error(), tc.ch.Keys)))
 	}
 	task.Status, task.Error = adapters.TaskFailed, last.Message
 	row := &store.UsageLog{CreatedAt: start, Model: model, Channel: task.Channel, Endpoint: submitPath,
@@ -351,9 +352,23 @@ func isChannelFault(e *adapters.Error) bool {
 		e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 }
 
-// maskedError is err as a neutral error with the channel's keys masked.
+// maskedError is err as a neutral error fit for the client: an upstream's
+// own error with the channel's keys masked, or, for a failure to talk to
+// the upstream at all, what happened without addresses (err itself goes
+// to the log).
 func maskedError(err error, ch *routing.Channel) *adapters.Error {
-	e := *asError(err)
+	var ue *adapters.Error
+	if !errors.As(err, &ue) {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI, "the upstream did not answer within the channel's timeout")
+		}
+		if errors.Is(err, errAnswerTooLarge) {
+			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", errAnswerTooLarge)
+		}
+		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream could not be reached")
+	}
+	e := *ue
 	if e.Status == 0 {
 		e.Status = http.StatusBadGateway
 	}

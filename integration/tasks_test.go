@@ -25,6 +25,7 @@ const tasksCaddyfile = `{
 	gateway {
 		database sqlite {{DB}}
 		token_cache_ttl 1s
+		max_request_body 1MB
 		usage {
 			journal {{JOURNAL}}
 		}
@@ -34,18 +35,21 @@ const tasksCaddyfile = `{
 			max_poll_interval 200ms
 			poll_timeout 2s
 			lease 10s
+			max_file_size {{MAXFILE}}
 		}
 		channel openai {
 			type openai
 			base_url {{OPENAI}}
 			key sk-up-openai
 			models sora-2 gpt-4o-mini
+			max_response_body 64KB
 		}
 		channel gemini {
 			type gemini
 			base_url {{GEMINI}}
 			key sk-up-gemini
 			models veo-3.0-generate-001
+			timeout 1s
 		}
 		price sora-2 {
 			video_second 0.10
@@ -87,9 +91,15 @@ type taskSetup struct {
 
 func startTasks(t *testing.T, maxAge string) *taskSetup {
 	t.Helper()
+	return startTasksWith(t, maxAge, "1MB")
+}
+
+// startTasksWith also sets tasks max_file_size.
+func startTasksWith(t *testing.T, maxAge, maxFile string) *taskSetup {
+	t.Helper()
 	s := &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini")}
 	dir := t.TempDir()
-	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "MAXAGE": maxAge,
+	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "MAXAGE": maxAge, "MAXFILE": maxFile,
 		"DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
 	s.gw = gatewaytest.Start(t, tasksCaddyfile, s.vars)
 	s.gw.DBPath = s.vars["DB"]
@@ -542,25 +552,69 @@ func TestTaskMaxAge(t *testing.T) {
 	}
 }
 
-// TestTaskPollFaults: a vendor that fails or hangs on polls does not fail
-// the task; it is polled again and settles once the vendor answers.
+// TestTaskPollFaults: a vendor that fails, hangs or answers too much on
+// polls does not fail the task; it is polled again and settles once the
+// vendor answers.
 func TestTaskPollFaults(t *testing.T) {
 	s := startTasks(t, "24h")
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job, _ := s.openai.Videos.Last()
-	s.openai.Videos.FailPolls(http.StatusInternalServerError)
 	s.openai.Videos.Finish(job.ID, 4)
-	time.Sleep(300 * time.Millisecond)
-	if st := taskStatus(t, s.gw, key, sub.Data.TaskID); st.Data.Status != "not_started" {
-		t.Fatalf("status while the vendor fails: %+v", st.Data)
+	for _, f := range []gatewaytest.VideoFaults{{PollStatus: 500}, {HangPolls: true}, {HugePolls: 1 << 20}} {
+		s.openai.Videos.SetFaults(f)
+		time.Sleep(400 * time.Millisecond) // polls (and status refreshes) meet the fault
+		if st := taskStatus(t, s.gw, key, sub.Data.TaskID); st.Data.Status != "not_started" {
+			t.Fatalf("status while the vendor misbehaves (%+v): %+v", f, st.Data)
+		}
 	}
-	s.openai.Videos.FailPolls(0)
-	s.openai.Videos.HangPolls(true)
-	time.Sleep(300 * time.Millisecond)
-	s.openai.Videos.HangPolls(false)
+	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{})
 	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 	if q, _ := s.gw.Quota("ada"); q != 4_600_000 {
 		t.Fatalf("quota after a task polled through faults: %d", q)
+	}
+}
+
+// TestTaskSubmitFaults: a vendor that fails or hangs at submit gets the
+// client a 5xx in the task shape, and the reservation back.
+func TestTaskSubmitFaults(t *testing.T) {
+	s := startTasks(t, "24h")
+	key := s.gw.AddUser("ada", 5_000_000)
+	for _, tc := range []struct {
+		f      gatewaytest.VideoFaults
+		status int
+	}{{gatewaytest.VideoFaults{SubmitStatus: 503}, 503}, {gatewaytest.VideoFaults{HangSubmits: true}, 504}} {
+		s.gemini.Videos.SetFaults(tc.f)
+		resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"veo-3.0-generate-001","prompt":"x"}`), nil)
+		if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != tc.status || a.Error == nil {
+			t.Fatalf("submit against %+v: %d %s", tc.f, resp.StatusCode, b)
+		}
+	}
+	s.gw.WaitUsage("ada", 2)
+	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
+		t.Fatalf("failed submits cost: quota %d used %d", q, used)
+	}
+}
+
+// TestTaskBounds: a body past max_request_body is a 413, and a file past
+// max_file_size is not streamed.
+func TestTaskBounds(t *testing.T) {
+	s := startTasks(t, "24h")
+	key := s.gw.AddUser("ada", 5_000_000)
+	big := strings.Repeat("A", 2<<20)
+	resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"sora-2","prompt":"x","image":"`+big+`"}`), nil)
+	if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != http.StatusRequestEntityTooLarge || a.Error == nil {
+		t.Fatalf("a 2 MB body: %d %s", resp.StatusCode, b)
+	}
+
+	small := startTasksWith(t, "24h", "16")
+	key = small.gw.AddUser("bo", 5_000_000)
+	sub := submitTask(t, small.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
+	job, _ := small.openai.Videos.Last()
+	small.openai.Videos.Finish(job.ID, 4)
+	done := waitTask(t, small.gw, key, sub.Data.TaskID, "finished")
+	resp, b = small.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, small.gw.URL), key, nil, nil)
+	if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != http.StatusBadGateway || !strings.Contains(a.Error.Message, "max_file_size") {
+		t.Fatalf("a file past max_file_size: %d %s", resp.StatusCode, b)
 	}
 }

@@ -23,9 +23,7 @@ type VideoJobs struct {
 	mu   sync.Mutex
 	jobs map[string]*VideoJob
 	ids  []string
-	// faults, set with Set
-	pollStatus int  // polls answer this error status
-	hangPolls  bool // polls hold until the gateway hangs up
+	faults VideoFaults
 	// keysToStorage counts downloads from signed storage that carried the
 	// channel's key along
 	keysToStorage int
@@ -118,36 +116,66 @@ func (v *VideoJobs) Fail(id, reason string) {
 	v.move(id, func(j *VideoJob) { j.Status, j.Error = JobFailed, reason })
 }
 
-// FailPolls makes status queries answer status (0: answer normally).
-func (v *VideoJobs) FailPolls(status int) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.pollStatus = status
+// VideoFaults are how a fake vendor misbehaves; the zero value is none.
+type VideoFaults struct {
+	PollStatus   int   // status queries answer this error status
+	HangPolls    bool  // status queries hold until the gateway hangs up
+	HugePolls    int64 // status queries answer a 200 JSON body this long
+	SubmitStatus int   // submits answer this error status
+	HangSubmits  bool  // submits hold until the gateway hangs up
 }
 
-// HangPolls makes status queries hang until the gateway gives up.
-func (v *VideoJobs) HangPolls(hang bool) {
+// SetFaults replaces the fake's faults.
+func (v *VideoJobs) SetFaults(f VideoFaults) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.hangPolls = hang
+	v.faults = f
+}
+
+func (v *VideoJobs) currentFaults() VideoFaults {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.faults
+}
+
+// submitFault answers a submit with the fault set, if any, in the vendor's
+// error shape, and reports whether it did.
+func (v *VideoJobs) submitFault(w http.ResponseWriter, r *http.Request, vendorError func(status int)) bool {
+	f := v.currentFaults()
+	switch {
+	case f.HangSubmits:
+		// the body read first: only then does the server see the
+		// gateway hang up
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+		return true
+	case f.SubmitStatus != 0:
+		vendorError(f.SubmitStatus)
+		return true
+	}
+	return false
 }
 
 // poll counts a status query and returns the job as it stands, or the
 // fault to answer instead.
-func (v *VideoJobs) poll(r *http.Request, id string) (job VideoJob, ok bool, fault int) {
+func (v *VideoJobs) poll(w http.ResponseWriter, r *http.Request, id string) (job VideoJob, ok bool, fault int) {
 	v.mu.Lock()
-	hang, fault := v.hangPolls, v.pollStatus
+	f := v.faults
 	j, ok := v.jobs[id]
-	if ok && !hang && fault == 0 {
+	if ok && f.PollStatus == 0 && !f.HangPolls && f.HugePolls == 0 {
 		j.Polls++
 		job = *j
 	}
 	v.mu.Unlock()
-	if hang {
+	switch {
+	case f.HangPolls:
 		<-r.Context().Done()
 		return VideoJob{}, false, -1
+	case f.HugePolls > 0:
+		writeHuge(w, f.HugePolls)
+		return VideoJob{}, false, -1
 	}
-	return job, ok, fault
+	return job, ok, f.PollStatus
 }
 
 func (v *VideoJobs) download(id string) (VideoJob, bool) {
@@ -201,7 +229,7 @@ func (v *VideoJobs) serveSora(w http.ResponseWriter, r *http.Request, key string
 			_, _ = w.Write(VideoBytes(id))
 			return
 		}
-		j, ok, fault := v.poll(r, id)
+		j, ok, fault := v.poll(w, r, id)
 		switch {
 		case fault < 0:
 			return
@@ -219,6 +247,11 @@ func (v *VideoJobs) serveSora(w http.ResponseWriter, r *http.Request, key string
 }
 
 func (v *VideoJobs) soraCreate(w http.ResponseWriter, r *http.Request) {
+	if v.submitFault(w, r, func(status int) {
+		writeOpenAIError(w, status, "server_error", "The server had an error while processing your request.")
+	}) {
+		return
+	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "Invalid Content-Type header, expected multipart/form-data.")
@@ -358,7 +391,7 @@ func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string)
 		http.Redirect(w, r, "/signed/"+id+"?sig=ok-"+url.QueryEscape(id), http.StatusFound)
 	case r.Method == http.MethodGet:
 		_, opID, _ := strings.Cut(p, "/operations/")
-		j, ok, fault := v.poll(r, opID)
+		j, ok, fault := v.poll(w, r, opID)
 		switch {
 		case fault < 0:
 		case fault > 0:
@@ -375,6 +408,9 @@ func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string)
 }
 
 func (v *VideoJobs) veoCreate(w http.ResponseWriter, r *http.Request, model string) {
+	if v.submitFault(w, r, func(status int) { geminiError(w, status, "The service is currently unavailable.") }) {
+		return
+	}
 	var body struct {
 		Instances []struct {
 			Prompt string `json:"prompt"`
