@@ -20,9 +20,9 @@ import (
 // the test moves it (Run, Finish, Fail), as a real job moves on the
 // vendor's side while the gateway polls.
 type VideoJobs struct {
-	mu   sync.Mutex
-	jobs map[string]*VideoJob
-	ids  []string
+	mu     sync.Mutex
+	jobs   map[string]*VideoJob
+	ids    []string
 	faults VideoFaults
 	// keysToStorage counts downloads from signed storage that carried the
 	// channel's key along
