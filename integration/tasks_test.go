@@ -31,8 +31,8 @@ const tasksCaddyfile = `{
 		}
 		tasks {
 			max_age {{MAXAGE}}
-			poll_interval 50ms
-			max_poll_interval 200ms
+			poll_interval {{POLL}}
+			max_poll_interval {{MAXPOLL}}
 			poll_timeout 2s
 			lease 10s
 			max_file_size {{MAXFILE}}
@@ -91,15 +91,27 @@ type taskSetup struct {
 
 func startTasks(t *testing.T, maxAge string) *taskSetup {
 	t.Helper()
-	return startTasksWith(t, maxAge, "1MB")
+	return startTasksWith(t, taskConfig{maxAge: maxAge})
 }
 
-// startTasksWith also sets tasks max_file_size.
-func startTasksWith(t *testing.T, maxAge, maxFile string) *taskSetup {
+// taskConfig is what differs between the tests' gateways; zero fields
+// take the defaults of startTasks.
+type taskConfig struct {
+	maxAge, maxFile, poll, maxPoll string
+}
+
+func startTasksWith(t *testing.T, c taskConfig) *taskSetup {
 	t.Helper()
+	or := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
 	s := &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini")}
 	dir := t.TempDir()
-	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "MAXAGE": maxAge, "MAXFILE": maxFile,
+	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "MAXAGE": or(c.maxAge, "24h"),
+		"MAXFILE": or(c.maxFile, "1MB"), "POLL": or(c.poll, "50ms"), "MAXPOLL": or(c.maxPoll, "200ms"),
 		"DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
 	s.gw = gatewaytest.Start(t, tasksCaddyfile, s.vars)
 	s.gw.DBPath = s.vars["DB"]
@@ -443,16 +455,21 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	s.gw.Restart()
 	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 
-	// a reload in between changes nothing either
+	// a task in flight across a reload is taken up by the new
+	// configuration (the old one handed its leases back)
+	sub2 := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"across a reload","duration":8}`)
+	job2, _ := s.openai.Videos.Last()
 	s.gw.Reload(tasksCaddyfile, s.vars)
-	rows := s.gw.WaitUsage("ada", 1)
+	s.openai.Videos.Finish(job2.ID, 8)
+	waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
+
 	time.Sleep(300 * time.Millisecond) // several poll intervals: no second settlement
-	rows = s.gw.WaitUsage("ada", 1)
-	if len(rows) != 1 || rows[0].Cost != 400_000 {
-		t.Fatalf("usage after a restart: %+v", rows)
+	rows := s.gw.WaitUsage("ada", 2)
+	if len(rows) != 2 || rows[0].Cost != 400_000 || rows[1].Cost != 800_000 {
+		t.Fatalf("usage after a restart and a reload: %+v", rows)
 	}
-	if q, used := s.gw.Quota("ada"); q != 4_600_000 || used != 400_000 {
-		t.Fatalf("quota %d used %d, want 4600000 and 400000", q, used)
+	if q, used := s.gw.Quota("ada"); q != 3_800_000 || used != 1_200_000 {
+		t.Fatalf("quota %d used %d, want 3800000 and 1200000", q, used)
 	}
 }
 
@@ -552,6 +569,28 @@ func TestTaskMaxAge(t *testing.T) {
 	}
 }
 
+// TestTaskStatusRefreshes: when a task's next poll is far off (its
+// backoff has grown), a status call asks the vendor itself, so a client
+// that learned the news elsewhere gets the normalized record in one call.
+func TestTaskStatusRefreshes(t *testing.T) {
+	s := startTasksWith(t, taskConfig{poll: "100ms", maxPoll: "1h"})
+	key := s.gw.AddUser("ada", 5_000_000)
+	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
+	job, _ := s.openai.Videos.Last()
+	// seven polls: the poller's next one is 1.7 s away
+	eventually(t, "seven polls", func() bool { j, _ := s.openai.Videos.Last(); return j.Polls >= 7 })
+	time.Sleep(150 * time.Millisecond) // the stored state is older than poll_interval
+	s.openai.Videos.Finish(job.ID, 4)
+	st := taskStatus(t, s.gw, key, sub.Data.TaskID)
+	if st.Data.Status != "finished" || len(st.Data.Files) != 1 || *st.Data.Progress != 100 {
+		t.Fatalf("one status call after the vendor finished: %+v", st.Data)
+	}
+	s.gw.WaitUsage("ada", 1)
+	if q, _ := s.gw.Quota("ada"); q != 4_600_000 {
+		t.Fatalf("quota after a refreshed task: %d", q)
+	}
+}
+
 // TestTaskPollFaults: a vendor that fails, hangs or answers too much on
 // polls does not fail the task; it is polled again and settles once the
 // vendor answers.
@@ -607,7 +646,7 @@ func TestTaskBounds(t *testing.T) {
 		t.Fatalf("a 2 MB body: %d %s", resp.StatusCode, b)
 	}
 
-	small := startTasksWith(t, "24h", "16")
+	small := startTasksWith(t, taskConfig{maxFile: "16"})
 	key = small.gw.AddUser("bo", 5_000_000)
 	sub := submitTask(t, small.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job, _ := small.openai.Videos.Last()
