@@ -45,6 +45,13 @@ type Price struct {
 	MaxSeconds  int64 `json:"max_seconds,omitempty"`
 }
 
+// TaskOnly reports whether the model is priced for tasks alone: relayed
+// as a token request it would cost nothing, so the relay refuses it.
+func (p *Price) TaskOnly() bool {
+	return p != nil && !p.Free && (p.Task > 0 || p.VideoSecond > 0) &&
+		p.Input == 0 && p.Output == 0 && p.Request == 0
+}
+
 // TaskReservation is what a task holds from submit to its end: the flat
 // task price plus every second it may produce, the requested duration or,
 // when it names none, the vendor's longest.

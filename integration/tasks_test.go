@@ -384,21 +384,29 @@ func TestTaskRefusals(t *testing.T) {
 			}
 		})
 	}
+	// a task model is not relayed as a chat model, where it would cost nothing
+	resp, b := s.gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"sora-2","messages":[{"role":"user","content":"hi"}]}`), nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "POST /api/generate/submit") || !strings.Contains(string(b), `"error":{"message"`) {
+		t.Fatalf("sora-2 on chat completions: %d %s", resp.StatusCode, b)
+	}
+	if n := len(s.openai.Requests()); n != 0 {
+		t.Fatalf("the chat request reached OpenAI (%d requests)", n)
+	}
 	// none of it reached a vendor or cost anything
 	if n := len(s.openai.Videos.Jobs()) + len(s.gemini.Videos.Jobs()); n != 0 {
 		t.Fatalf("%d refused submits reached a vendor", n)
 	}
-	rows := s.gw.WaitUsage("ada", len(tests))
+	rows := s.gw.WaitUsage("ada", len(tests)+1)
 	for _, r := range rows {
 		if r.Cost != 0 || r.Status < 400 {
-			t.Fatalf("a refused submit's row: %+v", r)
+			t.Fatalf("a refused request's row: %+v", r)
 		}
 	}
 	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
 		t.Fatalf("refusals cost quota %d used %d", q, used)
 	}
 	// no key, and a task that is not there, in the task error shape
-	resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", "", []byte(`{"model":"sora-2","prompt":"x"}`), nil)
+	resp, b = s.gw.Do(http.MethodPost, "/api/generate/submit", "", []byte(`{"model":"sora-2","prompt":"x"}`), nil)
 	if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != 401 || a.Error == nil {
 		t.Fatalf("no key: %d %s", resp.StatusCode, b)
 	}

@@ -184,6 +184,16 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 		limit = defaultTaskLimit
 	}
 	ts := now().UnixMilli()
+	// most sweeps find nothing due: a read, not a write lock, says so
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE finished_at IS NULL
+		AND next_poll_at <= ?1 AND lease_until < ?1 LIMIT 1`, ts).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return []*store.Task{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease tasks: %w", err)
+	}
 	rows, err := s.w.QueryContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
 		WHERE id IN (SELECT id FROM tasks WHERE finished_at IS NULL AND next_poll_at <= ?3
 			AND lease_until < ?3 ORDER BY next_poll_at, id LIMIT ?4)
