@@ -139,7 +139,11 @@ func TaskImageBytes(ctx context.Context, image string) (*Image, error) {
 	if err != nil {
 		return nil, BadRequest("image must be an http(s) URL, a data: URL or base64 bytes")
 	}
-	return &Image{MediaType: http.DetectContentType(b), Data: b}, nil
+	mediaType := http.DetectContentType(b)
+	if !strings.HasPrefix(mediaType, "image/") {
+		return nil, BadRequest("image: the base64 bytes are not a PNG, JPEG, GIF or WebP image")
+	}
+	return &Image{MediaType: mediaType, Data: b}, nil
 }
 
 // MergeTaskMetadata sets every member of a client's metadata object on a
