@@ -250,10 +250,15 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		e := maskedError(err, tc.ch)
 		if !isChannelFault(e) {
 			// the vendor refused the request itself: its reason, at no cost
-			last = e
+			task.Channel, last = tc.ch.Name, e
 			break
 		}
-		last = e
+		// the channel's trouble (its key, its account, an outage) is told
+		// in the gateway's words; the vendor's go to the log
+		last = adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream could not take the task (it answered HTTP %d); try again shortly", e.Status)
+		if e.Status == http.StatusGatewayTimeout {
+			last = e
+		}
 		if tc.ch.Failed(a.health, time.Now(), 0) {
 			h.log.Warn("channel ejected", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status))
 		}

@@ -43,6 +43,13 @@ const tasksCaddyfile = `{
 			key sk-up-openai
 			models sora-2 gpt-4o-mini
 			max_response_body 64KB
+			priority 10
+		}
+		channel openai-backup {
+			type openai
+			base_url {{OPENAI2}}
+			key sk-up-openai-2
+			models sora-2
 		}
 		channel gemini {
 			type gemini
@@ -85,6 +92,7 @@ http://127.0.0.1:{{PORT}} {
 type taskSetup struct {
 	gw     *gatewaytest.Gateway
 	openai *gatewaytest.FakeOpenAI
+	backup *gatewaytest.FakeOpenAI // sora-2's lower-priority channel
 	gemini *gatewaytest.FakeGemini
 	vars   gatewaytest.Vars
 }
@@ -108,9 +116,10 @@ func startTasksWith(t *testing.T, c taskConfig) *taskSetup {
 		}
 		return v
 	}
-	s := &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini")}
+	s := &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini"),
+		backup: gatewaytest.NewFakeOpenAI(t, "sk-up-openai-2")}
 	dir := t.TempDir()
-	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "MAXAGE": or(c.maxAge, "24h"),
+	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "OPENAI2": s.backup.URL, "GEMINI": s.gemini.URL, "MAXAGE": or(c.maxAge, "24h"),
 		"MAXFILE": or(c.maxFile, "1MB"), "POLL": or(c.poll, "50ms"), "MAXPOLL": or(c.maxPoll, "200ms"),
 		"DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
 	s.gw = gatewaytest.Start(t, tasksCaddyfile, s.vars)
@@ -630,7 +639,7 @@ func TestTaskSubmitFaults(t *testing.T) {
 	for _, tc := range []struct {
 		f      gatewaytest.VideoFaults
 		status int
-	}{{gatewaytest.VideoFaults{SubmitStatus: 503}, 503}, {gatewaytest.VideoFaults{HangSubmits: true}, 504}} {
+	}{{gatewaytest.VideoFaults{SubmitStatus: 503}, 502}, {gatewaytest.VideoFaults{HangSubmits: true}, 504}} {
 		s.gemini.Videos.SetFaults(tc.f)
 		resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"veo-3.0-generate-001","prompt":"x"}`), nil)
 		if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != tc.status || a.Error == nil {
@@ -640,6 +649,24 @@ func TestTaskSubmitFaults(t *testing.T) {
 	s.gw.WaitUsage("ada", 2)
 	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
 		t.Fatalf("failed submits cost: quota %d used %d", q, used)
+	}
+
+	// a failing channel fails over to the next; the task lives there
+	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{SubmitStatus: 500})
+	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
+	job, ok := s.backup.Videos.Last()
+	if !ok || len(s.openai.Videos.Jobs()) != 0 {
+		t.Fatalf("the backup channel got no job (primary has %d)", len(s.openai.Videos.Jobs()))
+	}
+	s.backup.Videos.Finish(job.ID, 4)
+	done := waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
+	resp, b := s.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, s.gw.URL), key, nil, nil)
+	if resp.StatusCode != 200 || !bytes.Equal(b, gatewaytest.VideoBytes(job.ID)) {
+		t.Fatalf("the backup channel's file: %d %q", resp.StatusCode, b)
+	}
+	rows := s.gw.WaitUsage("ada", 3)
+	if last := rows[len(rows)-1]; last.Channel != "openai-backup" || last.Cost != 400_000 {
+		t.Fatalf("the failed-over task's row: %+v", last)
 	}
 }
 
