@@ -20,10 +20,11 @@ func init() {
 	httpcaddyfile.RegisterHandlerDirective("gateway_relay", parseRelay)
 	httpcaddyfile.RegisterHandlerDirective("gateway_health", parseHealth)
 	httpcaddyfile.RegisterHandlerDirective("gateway_tasks", parseTasksHandler)
-	httpcaddyfile.RegisterDirectiveOrder("gateway_tasks", httpcaddyfile.Before, "reverse_proxy")
 	httpcaddyfile.RegisterDirectiveOrder("gateway_health", httpcaddyfile.Before, "reverse_proxy")
 	// outside a route block, authenticate and relay where a proxy would go
+	// (tasks between them: it passes on every path but its own)
 	httpcaddyfile.RegisterDirectiveOrder("gateway_auth", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("gateway_tasks", httpcaddyfile.Before, "reverse_proxy")
 	httpcaddyfile.RegisterDirectiveOrder("gateway_relay", httpcaddyfile.Before, "reverse_proxy")
 }
 

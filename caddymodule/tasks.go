@@ -34,7 +34,7 @@ func init() {
 // /api/generate/status/{task_id} reports it, and GET
 // /api/generate/file/{task_id}/{n} streams a finished file that only the
 // channel's key can download. The gateway app's poller follows every task
-// to its end. It must run after gateway_auth.
+// to its end. It must run after gateway_auth; other paths pass on.
 type Tasks struct {
 	app *App
 	log *zap.Logger
@@ -97,7 +97,10 @@ func (h *Tasks) fail(w http.ResponseWriter, e *adapters.Error) error {
 	return writeError(w, h.app.taskDialect, e)
 }
 
-func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !isTaskPath(r.URL.Path) {
+		return next.ServeHTTP(w, r) // another handler's path
+	}
 	id := identityFrom(r.Context())
 	if id == nil {
 		return h.fail(w, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication,

@@ -347,9 +347,9 @@ type Store interface {
 	// whose poll is due and whose lease has run out, atomically, and
 	// returns them: two gateways on one database never get the same task.
 	LeaseTasks(ctx context.Context, owner string, until time.Time, limit int) ([]*Task, error)
-	// LeaseTask leases one unfinished task whose lease has run out (or is
-	// owner's own) and returns it; ErrConflict when it is finished or
-	// another owner holds it, ErrNotFound for no such task.
+	// LeaseTask leases one unfinished task whose lease has run out and
+	// returns it; ErrConflict when it is finished or held (by anyone, owner
+	// too), ErrNotFound for no such task.
 	LeaseTask(ctx context.Context, id, owner string, until time.Time) (*Task, error)
 	// ReleaseTasks ends every lease owner holds (an instance stopping).
 	ReleaseTasks(ctx context.Context, owner string) error

@@ -205,14 +205,14 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 	return collectTasks(rows, "lease tasks")
 }
 
-// LeaseTask leases one task to owner: one whose lease ran out, or owner's
-// own.
+// LeaseTask leases one task whose lease ran out to owner. A task owner
+// holds already is not leased again: its poll is under way.
 func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time) (*store.Task, error) {
 	if owner == "" {
 		return nil, errors.New("lease task: empty owner")
 	}
 	t, err := scanTask(s.w.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
-		WHERE id = ?3 AND finished_at IS NULL AND (lease_until < ?4 OR lease_owner = ?1)
+		WHERE id = ?3 AND finished_at IS NULL AND lease_until < ?4
 		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.whyNotTask(ctx, id, "lease")
