@@ -348,6 +348,7 @@ func (p *taskPoller) finish(ctx context.Context, t *store.Task, st *adapters.Tas
 	}
 	if settled {
 		a.db.ledger.Returned(t.UserID, t.TokenID, t.Reserved-t.Cost)
+		a.metrics.taskCost(t.Model, t.UserID, t.Cost)
 		p.log.Info("task settled", zap.String("task_id", t.ID), zap.String("status", t.Status), zap.Int64("cost", t.Cost), zap.Int64("refunded", t.Reserved-t.Cost))
 	}
 }

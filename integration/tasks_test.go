@@ -287,6 +287,9 @@ func TestTaskSoraFormA(t *testing.T) {
 	if q, used := s.gw.Quota("ada"); q != 5_000_000-1_200_000 || used != 1_200_000 {
 		t.Fatalf("quota %d used %d after both settled, want 3800000 and 1200000", q, used)
 	}
+	if c := s.gw.Metrics()[`gateway_cost_units_total{model="sora-2"}`]; c != 1_200_000 {
+		t.Fatalf("gateway_cost_units_total for sora-2: %v", c)
+	}
 }
 
 func TestTaskVeoFormB(t *testing.T) {
