@@ -122,7 +122,14 @@ func TestCodexRequestsEveryFamily(t *testing.T) {
 		switch model {
 		case "gpt-test":
 			seen := s.fakes["gpt-test"].Requests()
-			if resp.StatusCode != 200 || len(seen) != 1 || !bytes.Equal(seen[0].Raw, withModel(t, fixture(t, "codex-default.json"), model)) {
+			// as Codex wrote it, plus the reserved allowance as the upstream's
+			// limit (Codex sets none; default_max_tokens is 1024)
+			want, err := adapters.AppendFields(withModel(t, fixture(t, "codex-default.json"), model),
+				adapters.Field{Key: "max_output_tokens", Value: int64(1024)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 200 || len(seen) != 1 || !bytes.Equal(seen[0].Raw, want) {
 				t.Errorf("%s: %d %s", model, resp.StatusCode, out)
 			}
 		default:
