@@ -183,7 +183,7 @@ func (p *taskPoller) sweep(ctx context.Context) {
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
-			p.follow(ctx, t)
+			p.follow(ctx, t, p.cfg.pollTimeout())
 		}()
 	}
 }
@@ -196,8 +196,9 @@ func (p *taskPoller) refresh(ctx context.Context, id string) *store.Task {
 	if err != nil {
 		return nil
 	}
-	// the client hanging up does not leave the task half-saved
-	p.follow(context.WithoutCancel(ctx), t)
+	// the client hanging up does not leave the task half-saved, and a
+	// vendor slow to answer keeps the client waiting a few seconds at most
+	p.follow(context.WithoutCancel(ctx), t, min(p.cfg.pollTimeout(), refreshTimeout))
 	fresh, err := st.TaskByID(ctx, id)
 	if err != nil {
 		return nil
@@ -205,9 +206,13 @@ func (p *taskPoller) refresh(ctx context.Context, id string) *store.Task {
 	return fresh
 }
 
-// follow polls one leased task once and saves what it learned: a terminal
-// state settles the task, any other schedules the next poll.
-func (p *taskPoller) follow(ctx context.Context, t *store.Task) {
+// refreshTimeout bounds the poll a status call makes.
+const refreshTimeout = 5 * time.Second
+
+// follow polls one leased task once, waiting at most timeout for the
+// vendor, and saves what it learned: a terminal state settles the task,
+// any other schedules the next poll. ctx ends only when the poller stops.
+func (p *taskPoller) follow(ctx context.Context, t *store.Task, timeout time.Duration) {
 	a := p.app
 	now := time.Now()
 	if now.Sub(t.CreatedAt) > p.cfg.maxAge() {
@@ -231,7 +236,7 @@ func (p *taskPoller) follow(ctx context.Context, t *store.Task) {
 		p.later(ctx, t, p.cfg.maxPollInterval())
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, p.cfg.pollTimeout())
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(t.Model)}
 	st, err := tp.PollTask(pctx, p.doer(ch.Name), up, t.UpstreamID)
