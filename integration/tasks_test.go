@@ -493,6 +493,31 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestTaskSurvivesKill: a gateway killed while it polls a task holds the
+// task's lease; once the lease runs out (10s here) the next instance takes
+// the task up, and it is settled once.
+func TestTaskSurvivesKill(t *testing.T) {
+	s := startTasks(t, "24h")
+	key := s.gw.AddUser("ada", 5_000_000)
+	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
+	job, _ := s.openai.Videos.Last()
+	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{HangPolls: true})
+	time.Sleep(300 * time.Millisecond) // a poll hangs, its lease held
+	s.gw.Kill()
+	st := gatewaytest.OpenStore(t, s.vars["DB"])
+	if task, err := st.TaskByID(context.Background(), sub.Data.TaskID); err != nil || task.LeaseOwner == "" {
+		t.Fatalf("the killed gateway held no lease: %+v %v", task, err)
+	}
+	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{})
+	s.openai.Videos.Finish(job.ID, 4)
+	s.gw.Restart()
+	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
+	rows := s.gw.WaitUsage("ada", 1)
+	if q, used := s.gw.Quota("ada"); len(rows) != 1 || q != 4_600_000 || used != 400_000 {
+		t.Fatalf("after a kill: quota %d used %d rows %+v", q, used, rows)
+	}
+}
+
 // TestTaskTwoInstancesSettleOnce runs two gateways on one database: both
 // poll, both answer status calls that refresh from the vendor, and every
 // task is settled, or refunded, exactly once.
