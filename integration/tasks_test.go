@@ -70,6 +70,17 @@ const tasksCaddyfile = `{
 			input 0.15
 			output 0.60
 		}
+		# priced per second, on a family that runs no tasks
+		channel claude {
+			type anthropic
+			base_url http://127.0.0.1:9
+			key sk-up-never-called
+			models claude-video
+		}
+		price claude-video {
+			video_second 0.10
+			max_seconds 4
+		}
 	}
 }
 
@@ -375,6 +386,7 @@ func TestTaskRefusals(t *testing.T) {
 		{"callback for a polling-only family", `{"model":"sora-2","prompt":"x","metadata":{"callback_url":"https://hooks.example.com/cb"}}`, 400, "poll GET /api/generate/status/"},
 		{"callback for Veo", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"callback_url":"https://hooks.example.com/cb"}}}`, 400, "polling-only"},
 		{"a chat model", `{"model":"gpt-4o-mini","prompt":"x"}`, 400, "not a task model"},
+		{"a family that runs no tasks", `{"model":"claude-video","prompt":"x"}`, 400, "no channel serving it runs submitted tasks"},
 		{"unknown model", `{"model":"no-such-model","prompt":"x"}`, 404, "does not exist"},
 		{"no prompt", `{"model":"sora-2","input":{}}`, 400, "'input.prompt' is required"},
 		{"no model", `{"prompt":"x"}`, 400, "'model' is required"},
@@ -396,8 +408,14 @@ func TestTaskRefusals(t *testing.T) {
 			}
 		})
 	}
+	// a key limited to other models
+	limited := s.gw.AddToken("ada", "--models", "veo-3.0-generate-001")
+	resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", limited, []byte(`{"model":"sora-2","prompt":"x"}`), nil)
+	if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != 403 || !strings.Contains(a.Error.Message, "may not use model sora-2") {
+		t.Fatalf("a key without sora-2: %d %s", resp.StatusCode, b)
+	}
 	// a task model is not relayed as a chat model, where it would cost nothing
-	resp, b := s.gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"sora-2","messages":[{"role":"user","content":"hi"}]}`), nil)
+	resp, b = s.gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"sora-2","messages":[{"role":"user","content":"hi"}]}`), nil)
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "POST /api/generate/submit") || !strings.Contains(string(b), `"error":{"message"`) {
 		t.Fatalf("sora-2 on chat completions: %d %s", resp.StatusCode, b)
 	}
@@ -408,7 +426,7 @@ func TestTaskRefusals(t *testing.T) {
 	if n := len(s.openai.Videos.Jobs()) + len(s.gemini.Videos.Jobs()); n != 0 {
 		t.Fatalf("%d refused submits reached a vendor", n)
 	}
-	rows := s.gw.WaitUsage("ada", len(tests)+1)
+	rows := s.gw.WaitUsage("ada", len(tests)+2)
 	for _, r := range rows {
 		if r.Cost != 0 || r.Status < 400 {
 			t.Fatalf("a refused request's row: %+v", r)
