@@ -34,7 +34,8 @@ type veoImage struct {
 
 // veoParameters are the parameters the task endpoint's common fields set;
 // the client's metadata adds the vendor's others (personGeneration,
-// enhancePrompt, ...). The Gemini API takes no seed (Vertex AI's Veo does).
+// enhancePrompt, ...), and its lastFrame, video and referenceImages go to
+// the instance. The Gemini API takes no seed (Vertex AI's Veo does).
 type veoParameters struct {
 	AspectRatio     string `json:"aspectRatio,omitempty"`
 	NegativePrompt  string `json:"negativePrompt,omitempty"`
@@ -92,14 +93,25 @@ func (Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Up
 	default:
 		return "", adapters.BadRequest("size %q is not a resolution Veo makes: use 720p or 1080p, and aspect_ratio 16:9 or 9:16", t.Size)
 	}
+	instMeta, paramMeta, err := splitVeoMetadata(t.Metadata)
+	if err != nil {
+		return "", err
+	}
+	ib, err := json.Marshal(inst)
+	if err != nil {
+		return "", err
+	}
+	if ib, err = adapters.MergeTaskMetadata(ib, instMeta); err != nil {
+		return "", err
+	}
 	pb, err := json.Marshal(params)
 	if err != nil {
 		return "", err
 	}
-	if pb, err = adapters.MergeTaskMetadata(pb, t.Metadata); err != nil {
+	if pb, err = adapters.MergeTaskMetadata(pb, paramMeta); err != nil {
 		return "", err
 	}
-	body, err := json.Marshal(map[string]any{"instances": []veoInstance{inst}, "parameters": json.RawMessage(pb)})
+	body, err := json.Marshal(map[string]any{"instances": []json.RawMessage{ib}, "parameters": json.RawMessage(pb)})
 	if err != nil {
 		return "", err
 	}
@@ -116,6 +128,35 @@ func (Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Up
 		return "", adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the Gemini API answered an operation without a usable name")
 	}
 	return op.Name, nil
+}
+
+// veoInstanceFields are the metadata members that belong to the instance
+// (the inputs beside the prompt and first frame), not to parameters.
+var veoInstanceFields = map[string]bool{"lastFrame": true, "video": true, "referenceImages": true}
+
+// splitVeoMetadata sorts the client's metadata into instance members and
+// parameters.
+func splitVeoMetadata(meta json.RawMessage) (instance, params json.RawMessage, err error) {
+	if len(meta) == 0 {
+		return nil, nil, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(meta, &members); err != nil {
+		return nil, nil, adapters.BadRequest("metadata must be a JSON object of the vendor's own options")
+	}
+	in, pa := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for k, v := range members {
+		if veoInstanceFields[k] {
+			in[k] = v
+		} else {
+			pa[k] = v
+		}
+	}
+	if instance, err = json.Marshal(in); err != nil {
+		return nil, nil, err
+	}
+	params, err = json.Marshal(pa)
+	return instance, params, err
 }
 
 // validOperationName accepts the relative resource names the API gives

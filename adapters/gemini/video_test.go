@@ -31,13 +31,13 @@ func TestVeoSubmitBody(t *testing.T) {
 	})
 	up := &adapters.Upstream{BaseURL: "https://g.example", Key: "k", Model: "veo-3.0-generate-001"}
 	id, err := Adapter{}.SubmitTask(context.Background(), do, up, &adapters.TaskRequest{Prompt: "sea", AspectRatio: "16:9",
-		NegativePrompt: "fog", Duration: 6, Size: "1080p", Image: "iVBORw0KGgoAAAANSUhEUg==", Metadata: json.RawMessage(`{"personGeneration":"allow_all","aspectRatio":"9:16"}`)})
+		NegativePrompt: "fog", Duration: 6, Size: "1080p", Image: "iVBORw0KGgoAAAANSUhEUg==", Metadata: json.RawMessage(`{"personGeneration":"allow_all","aspectRatio":"9:16","lastFrame":{"bytesBase64Encoded":"AA==","mimeType":"image/png"}}`)})
 	if err != nil || id != "models/veo-3.0-generate-001/operations/abc" {
 		t.Fatalf("submit: %q %v", id, err)
 	}
 	got, _ := json.Marshal(sent)
 	// metadata is the vendor's to choose: it wins over the common field
-	want := `{"instances":[{"image":{"bytesBase64Encoded":"iVBORw0KGgoAAAANSUhEUg==","mimeType":"image/png"},"prompt":"sea"}],"parameters":{"aspectRatio":"9:16","durationSeconds":6,"negativePrompt":"fog","personGeneration":"allow_all","resolution":"1080p"}}`
+	want := `{"instances":[{"image":{"bytesBase64Encoded":"iVBORw0KGgoAAAANSUhEUg==","mimeType":"image/png"},"lastFrame":{"bytesBase64Encoded":"AA==","mimeType":"image/png"},"prompt":"sea"}],"parameters":{"aspectRatio":"9:16","durationSeconds":6,"negativePrompt":"fog","personGeneration":"allow_all","resolution":"1080p"}}`
 	if string(got) != want {
 		t.Fatalf("body\n got %s\nwant %s", got, want)
 	}
