@@ -5,7 +5,7 @@ BIN      := bin/caddy
 RACE_BIN := bin/caddy-race
 # integration tests run a second time against the -race build: the ones
 # that drive concurrency through billing, reloads and shutdown
-RACE_TESTS ?= TestDialectsMatrix|TestDatabaseLockedMidLoad|TestReloadChangesDatabaseUnderLoad|TestSIGTERMWithStreamsInFlight|TestRateLimitsHoldExactly|TestDisconnect
+RACE_TESTS ?= TestDialectsMatrix|TestDatabaseLockedMidLoad|TestReloadChangesDatabaseUnderLoad|TestSIGTERMWithStreamsInFlight|TestRateLimitsHoldExactly|TestDisconnect|TestRealtimeSession|TestRealtimeQuotaRunsOut
 FUZZTIME ?= 3s
 # the real Claude Code and Codex CLI, for TestRealClients
 CLIENTS  := bin/clients

@@ -7,6 +7,8 @@ package gateway
 import (
 	// the Caddy glue: app, handlers, Caddyfile, CLI
 	_ "github.com/caddy-model-gateway/gateway/caddymodule"
+	// HTTP/2 extended CONNECT for WebSockets (see the package)
+	_ "github.com/caddy-model-gateway/gateway/internal/h2xconnect"
 
 	// upstream families (gateway.adapters.*), one blank import each there
 	_ "github.com/caddy-model-gateway/gateway/adapters/all"

@@ -40,6 +40,9 @@ const (
 	// plain HTTP only: the relay answers 426 at once, which tells a client
 	// that tries a socket first (Codex on /v1/responses) to use HTTP.
 	OpUpgrade Operation = "upgrade"
+	// OpRealtime is a WebSocket session (OpenAI's Realtime API): the
+	// gateway upgrades it and relays frames both ways (RealtimeProvider).
+	OpRealtime Operation = "realtime"
 	// OpUnknown is a path under a dialect's prefix that it does not serve:
 	// the relay answers 404 in that dialect.
 	OpUnknown Operation = "unknown"
@@ -71,6 +74,7 @@ type Request struct {
 	Chat       *ChatRequest       // OpChat, OpCountTokens, OpResponses
 	Completion *CompletionRequest // OpCompletion
 	Embedding  *EmbeddingRequest  // OpEmbedding
+	Rerank     *RerankRequest     // OpRerank
 
 	// Untranslatable lists what the client asked for that has no neutral
 	// form (a stateful option, a hosted tool), each as the 400 that names
@@ -259,13 +263,22 @@ type Usage struct {
 	CachedTokens     int64 // prompt tokens read from cache
 	CacheWriteTokens int64 // prompt tokens written to cache
 	ReasoningTokens  int64
+	// AudioPromptTokens are the uncached prompt tokens that were audio, and
+	// AudioCompletionTokens the completion tokens that were (both counted
+	// in the totals above too), priced at the model's audio prices.
+	AudioPromptTokens     int64
+	AudioCompletionTokens int64
+	// SearchUnits is what a rerank upstream that bills by search reported.
+	SearchUnits int64
 	// Estimated is true when the counts came from the local tokenizer
 	// because the upstream reported none.
 	Estimated bool
 }
 
 // Known reports whether any count is set.
-func (u Usage) Known() bool { return u.PromptTokens != 0 || u.CompletionTokens != 0 }
+func (u Usage) Known() bool {
+	return u.PromptTokens != 0 || u.CompletionTokens != 0 || u.SearchUnits != 0
+}
 
 // Response is a finished non-streamed answer.
 type Response struct {
@@ -281,6 +294,8 @@ type Response struct {
 	Dialect string
 	// ContentType of Raw, when the upstream said.
 	ContentType string
+	// Rerank is a rerank answer's ranking, best first (OpRerank).
+	Rerank []RerankResult
 }
 
 // EventType says which fields of a StreamEvent are set.

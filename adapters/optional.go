@@ -93,3 +93,11 @@ type PricedFields interface {
 type ImageTokens interface {
 	ImageTokens(model string) int64
 }
+
+// Operations is implemented by providers that serve only some operations
+// (a rerank-only family): Serves says whether the provider serves op. The
+// others refuse what they cannot do from NewRequest; a provider without
+// it is taken to serve the conversation operations.
+type Operations interface {
+	Serves(op Operation) bool
+}

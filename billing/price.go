@@ -32,6 +32,13 @@ type Price struct {
 	CacheWrite  *int64 `json:"cache_write,omitempty"`
 	// Request is a flat charge per request, in quota units.
 	Request int64 `json:"request,omitempty"`
+	// AudioInput and AudioOutput price audio prompt and completion tokens
+	// per million (Realtime models); nil means the Input and Output price.
+	AudioInput  *int64 `json:"audio_input,omitempty"`
+	AudioOutput *int64 `json:"audio_output,omitempty"`
+	// SearchUnit is a charge per search unit a rerank upstream reports,
+	// in quota units.
+	SearchUnit int64 `json:"search_unit,omitempty"`
 	// MaxOutput is the most tokens the model writes in one answer: what a
 	// request without a limit of its own reserves (and is limited to).
 	MaxOutput int64 `json:"max_output,omitempty"`
@@ -49,7 +56,8 @@ type Price struct {
 // as a token request it would cost nothing, so the relay refuses it.
 func (p *Price) TaskOnly() bool {
 	return p != nil && !p.Free && (p.Task > 0 || p.VideoSecond > 0) &&
-		p.Input == 0 && p.Output == 0 && p.Request == 0
+		p.Input == 0 && p.Output == 0 && p.Request == 0 &&
+		p.AudioInput == nil && p.AudioOutput == nil && p.SearchUnit == 0
 }
 
 // TaskReservation is what a task holds from submit to its end: the flat
@@ -121,9 +129,13 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	if p.CacheWrite != nil {
 		writePrice = *p.CacheWrite
 	}
-	uncached := u.PromptTokens - u.CachedTokens - u.CacheWriteTokens
+	uncached := u.PromptTokens - u.CachedTokens - u.CacheWriteTokens - u.AudioPromptTokens
 	if uncached < 0 {
 		uncached = 0
+	}
+	completion := u.CompletionTokens - u.AudioCompletionTokens
+	if completion < 0 {
+		completion = 0
 	}
 	// a 128-bit sum of tokens x price, so no realistic count overflows and
 	// nothing is allocated on the request path
@@ -140,7 +152,18 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	add(uncached, p.Input)
 	add(u.CachedTokens, cachedPrice)
 	add(u.CacheWriteTokens, writePrice)
-	add(u.CompletionTokens, p.Output)
+	add(completion, p.Output)
+	if u.AudioPromptTokens > 0 || u.AudioCompletionTokens > 0 {
+		audioIn, audioOut := p.Input, p.Output
+		if p.AudioInput != nil {
+			audioIn = *p.AudioInput
+		}
+		if p.AudioOutput != nil {
+			audioOut = *p.AudioOutput
+		}
+		add(u.AudioPromptTokens, audioIn)
+		add(u.AudioCompletionTokens, audioOut)
+	}
 	// ceil(sum / 1e6); a quotient beyond int64 saturates
 	if hi >= 1_000_000 {
 		return math.MaxInt64
@@ -149,10 +172,18 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	if r > 0 {
 		q++
 	}
-	if q > math.MaxInt64-uint64(max(p.Request, 0)) {
+	flat := max(p.Request, 0)
+	if u.SearchUnits > 0 && p.SearchUnit > 0 {
+		sh, sl := bits.Mul64(uint64(u.SearchUnits), uint64(p.SearchUnit))
+		if sh != 0 || sl > math.MaxInt64-uint64(flat) {
+			return math.MaxInt64
+		}
+		flat += int64(sl)
+	}
+	if q > math.MaxInt64-uint64(flat) {
 		return math.MaxInt64
 	}
-	return int64(q) + p.Request
+	return int64(q) + flat
 }
 
 // MaxTokens is the most tokens one count of one request may claim. An
@@ -168,6 +199,9 @@ func Clamp(u adapters.Usage) adapters.Usage {
 	c(&u.CachedTokens)
 	c(&u.CacheWriteTokens)
 	c(&u.ReasoningTokens)
+	c(&u.AudioPromptTokens)
+	c(&u.AudioCompletionTokens)
+	c(&u.SearchUnits)
 	return u
 }
 

@@ -119,3 +119,33 @@ func TestTaskPrices(t *testing.T) {
 		}
 	}
 }
+
+// Realtime models price audio tokens apart from text; rerank upstreams
+// that bill by search report search units.
+func TestCostAudioAndSearchUnits(t *testing.T) {
+	cached, audioIn, audioOut := int64(2_500_000), int64(40_000_000), int64(80_000_000)
+	p := &Price{Input: 5_000_000, Output: 20_000_000, CachedInput: &cached, AudioInput: &audioIn, AudioOutput: &audioOut}
+	// 300 prompt tokens: 100 cached, 150 uncached audio, 50 uncached text;
+	// 400 out, 250 of them audio:
+	// 50*5 + 100*2.5 + 150*40 + 150*20 + 250*80 = 250+250+6000+3000+20000 = 29500
+	u := adapters.Usage{PromptTokens: 300, CachedTokens: 100, AudioPromptTokens: 150, CompletionTokens: 400, AudioCompletionTokens: 250}
+	if got := p.Cost(u); got != 29500 {
+		t.Errorf("realtime cost = %d, want 29500", got)
+	}
+	// without audio prices, audio tokens cost what text does
+	plain := &Price{Input: 5_000_000, Output: 20_000_000}
+	if got := plain.Cost(adapters.Usage{PromptTokens: 10, AudioPromptTokens: 10, CompletionTokens: 10, AudioCompletionTokens: 10}); got != 250 {
+		t.Errorf("audio at text prices = %d, want 250", got)
+	}
+	// USD 0.002 a search unit, plus tokens when the price has both
+	search := &Price{Input: 20_000, SearchUnit: 2000}
+	if got := search.Cost(adapters.Usage{SearchUnits: 3}); got != 6000 {
+		t.Errorf("3 search units = %d, want 6000", got)
+	}
+	if got := search.Cost(adapters.Usage{SearchUnits: 1, PromptTokens: 100}); got != 2002 {
+		t.Errorf("1 search unit and 100 tokens = %d, want 2002", got)
+	}
+	if got := (&Price{SearchUnit: 1 << 62}).Cost(adapters.Usage{SearchUnits: 8}); got != math.MaxInt64 {
+		t.Errorf("overflowing search cost = %d, want saturation", got)
+	}
+}

@@ -183,6 +183,12 @@ type PriceConfig struct {
 	CacheWrite  string `json:"cache_write,omitempty"`
 	// Request is USD per request.
 	Request string `json:"request,omitempty"`
+	// AudioInput and AudioOutput are USD per million audio tokens
+	// (Realtime models); unset, audio costs what text does.
+	AudioInput  string `json:"audio_input,omitempty"`
+	AudioOutput string `json:"audio_output,omitempty"`
+	// SearchUnit is USD per search unit a rerank upstream reports.
+	SearchUnit string `json:"search_unit,omitempty"`
 	// MaxOutput is the model's maximum output in tokens (the vendor's
 	// documented limit): a request without max_tokens reserves it.
 	MaxOutput int64 `json:"max_output,omitempty"`
@@ -362,8 +368,24 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 		}
 		p.CacheWrite = &v
 	}
-	// a per-request price is USD, the others USD per million tokens
+	for name, field := range map[string]struct {
+		s   string
+		dst **int64
+	}{"audio_input": {pc.AudioInput, &p.AudioInput}, "audio_output": {pc.AudioOutput, &p.AudioOutput}} {
+		if field.s != "" {
+			v, err := parse(name, field.s)
+			if err != nil {
+				return nil, err
+			}
+			*field.dst = &v
+		}
+	}
+	// per-request and per-search-unit prices are USD, the others USD per
+	// million tokens
 	if p.Request, err = parse("request", pc.Request); err != nil {
+		return nil, err
+	}
+	if p.SearchUnit, err = parse("search_unit", pc.SearchUnit); err != nil {
 		return nil, err
 	}
 	if p.Task, err = parse("task", pc.Task); err != nil {

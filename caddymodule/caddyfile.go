@@ -103,6 +103,9 @@ func init() {
 //			cached_input <usd per 1M tokens>
 //			cache_write <usd per 1M tokens>
 //			request <usd per request>
+//			audio_input <usd per 1M audio tokens>
+//			audio_output <usd per 1M audio tokens>
+//			search_unit <usd per search unit>
 //			max_output <tokens>
 //			task <usd per task>
 //			video_second <usd per second of video>
@@ -481,6 +484,12 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.CacheWrite = v
 		case "request":
 			pc.Request = v
+		case "audio_input":
+			pc.AudioInput = v
+		case "audio_output":
+			pc.AudioOutput = v
+		case "search_unit":
+			pc.SearchUnit = v
 		case "task":
 			pc.Task = v
 		case "video_second":

@@ -31,7 +31,8 @@ func (h *Relay) countLocally(x *exchange) error {
 func (h *Relay) settle(x *exchange) {
 	req := x.req
 	u := x.usage
-	if x.channel != "" && req.Op != adapters.OpCountTokens {
+	// a Realtime response is billed as its response.done reported it
+	if x.channel != "" && req.Op != adapters.OpCountTokens && req.Op != adapters.OpRealtime {
 		u = billedUsage(x)
 	}
 	u = billing.Clamp(u)
@@ -116,6 +117,8 @@ func estimateUsage(req *adapters.Request, completion string) adapters.Usage {
 		for _, in := range req.Embedding.Input {
 			u.PromptTokens += tokenizer.Count(req.Model, in)
 		}
+	case req.Rerank != nil:
+		u.PromptTokens = rerankTokens(req.Model, req.Rerank)
 	}
 	u.CompletionTokens = tokenizer.Count(req.Model, completion)
 	return u

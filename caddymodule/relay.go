@@ -30,6 +30,9 @@ func init() {
 type Relay struct {
 	app *App
 	log *zap.Logger
+	// done is closed when this configuration is unloaded (a reload, a
+	// shutdown): Realtime sessions, which outlive requests, end then
+	done <-chan struct{}
 }
 
 // CaddyModule returns the Caddy module information.
@@ -43,6 +46,7 @@ func (Relay) CaddyModule() caddy.ModuleInfo {
 // Provision finds the gateway app.
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.log = ctx.Logger()
+	h.done = ctx.Done()
 	app, err := gatewayApp(ctx)
 	if err != nil {
 		return err
@@ -92,7 +96,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	switch rt.op {
 	case adapters.OpListModels, adapters.OpGetModel:
 		return h.serveModels(w, r, rt, id)
-	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens, adapters.OpResponses:
+	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens, adapters.OpResponses, adapters.OpRerank:
+	case adapters.OpRealtime:
+		return h.serveRealtime(w, r, rt, id)
 	case adapters.OpUpgrade:
 		// answered at once, so a client that tries a socket first falls
 		// back to plain HTTP instead of retrying

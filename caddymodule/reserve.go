@@ -17,6 +17,12 @@ const maxChoices = 128
 // covers. A free model without max_output keeps the channel's default.
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
+	switch {
+	case req.Rerank != nil:
+		return rerankReservation(req.Rerank, price), nil
+	case req.Op == adapters.OpRealtime:
+		return h.realtimeReservation(price), nil
+	}
 	prompt, parts := promptEstimate(req)
 	if parts > 0 {
 		prompt = satAdd(prompt, satMul(parts, a.imageTokens(req.Model)))

@@ -29,7 +29,7 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	t.Setenv("GATEWAY_ADDR", fmt.Sprintf(":%d", port)) // a bare port: plain HTTP
 	t.Setenv("GATEWAY_ADMIN", fmt.Sprintf("127.0.0.1:%d", gatewaytest.FreePort(t)))
 	t.Setenv("GATEWAY_DB", filepath.Join(dir, "gateway.db"))
-	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "KLING", "VIDU", "SEEDANCE", "MINIMAX"} {
+	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "JINA", "KLING", "VIDU", "SEEDANCE", "MINIMAX"} {
 		t.Setenv(v+"_API_KEY", "")
 	}
 	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})

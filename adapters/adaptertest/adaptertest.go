@@ -317,7 +317,7 @@ func (k *kit) find(t *testing.T, name string) Family {
 
 // upstreams are the providers a request can be sent to. A provider that
 // answers without a network (Transporter, the demo model) has no wire to
-// check.
+// check, nor has one that serves no conversation (a rerank-only family).
 func (k *kit) upstreams() []Family {
 	var ps []Family
 	for _, f := range k.all {
@@ -325,6 +325,9 @@ func (k *kit) upstreams() []Family {
 			continue
 		}
 		if _, local := f.Provider.(adapters.Transporter); local {
+			continue
+		}
+		if ops, ok := f.Provider.(adapters.Operations); ok && !ops.Serves(adapters.OpChat) {
 			continue
 		}
 		ps = append(ps, f)

@@ -43,6 +43,10 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		if err := decodeResponses(req, body); err != nil {
 			return nil, err
 		}
+	case adapters.OpRerank:
+		if err := decodeRerank(req, body, r); err != nil {
+			return nil, err
+		}
 	case adapters.OpCompletion:
 		var w completionRequest
 		if err := adapters.DecodeJSON(body, &w); err != nil {

@@ -11,6 +11,9 @@ import (
 
 // EncodeResponse implements adapters.Dialect.
 func (Adapter) EncodeResponse(req *adapters.Request, resp *adapters.Response) ([]byte, error) {
+	if req.Op == adapters.OpRerank {
+		return EncodeRerankAnswer(req, resp)
+	}
 	if resp.Dialect == Name && resp.Raw != nil {
 		return resp.Raw, nil
 	}

@@ -73,6 +73,9 @@ func (Adapter) Route(r *http.Request) (adapters.Operation, bool) {
 		return adapters.OpRerank, true
 	case post && p == "/v1/responses":
 		return adapters.OpResponses, true
+	case p == realtimePath && (r.Method == http.MethodGet || r.Method == http.MethodConnect):
+		// a WebSocket: an HTTP/1.1 upgrade, or HTTP/2's extended CONNECT
+		return adapters.OpRealtime, true
 	case r.Method == http.MethodGet && p == "/v1/responses":
 		// Codex opens a WebSocket here first; a 426 sends it to POST at once
 		return adapters.OpUpgrade, true
@@ -93,14 +96,23 @@ func engineModel(path string) string {
 // /v1/ path the others leave, with OpenAI's 404 for unknown ones.
 func (Adapter) Fallback() bool { return true }
 
-// Credential implements adapters.Dialect: OpenAI clients send a Bearer key.
+// Credential implements adapters.Dialect: OpenAI clients send a Bearer key;
+// browsers opening a Realtime socket send it as a subprotocol.
 func (Adapter) Credential(r *http.Request) string {
-	return adapters.BearerToken(r)
+	if k := adapters.BearerToken(r); k != "" {
+		return k
+	}
+	return subprotocolKey(r)
 }
 
 // StripCredentials implements adapters.Dialect. Authorization is left: the
-// access log redacts it and no upstream request copies it.
-func (Adapter) StripCredentials(*http.Request) {}
+// access log redacts it and no upstream request copies it. The Realtime
+// key subprotocol is removed, so it is neither logged nor ever echoed.
+func (Adapter) StripCredentials(r *http.Request) {
+	if r.URL.Path == realtimePath {
+		stripSubprotocolKey(r)
+	}
+}
 
 // UnmarshalCaddyfile implements caddyfile.Unmarshaler: the adapter takes
 // no options.
@@ -110,14 +122,16 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards.
 var (
-	_ adapters.Dialect       = (*Adapter)(nil)
-	_ adapters.Provider      = (*Adapter)(nil)
-	_ adapters.ModelEncoder  = (*Adapter)(nil)
-	_ adapters.Fallback      = (*Adapter)(nil)
-	_ adapters.ModelPeeker   = (*Adapter)(nil)
-	_ adapters.StreamStep    = (*streamStep)(nil)
-	_ adapters.StreamEncoder = (*streamEncoder)(nil)
-	_ adapters.StreamEncoder = (*responsesEncoder)(nil)
-	_ caddyfile.Unmarshaler  = (*Adapter)(nil)
-	_ caddy.Module           = (*Adapter)(nil)
+	_ adapters.Dialect          = (*Adapter)(nil)
+	_ adapters.Provider         = (*Adapter)(nil)
+	_ adapters.ModelEncoder     = (*Adapter)(nil)
+	_ adapters.Fallback         = (*Adapter)(nil)
+	_ adapters.ModelPeeker      = (*Adapter)(nil)
+	_ adapters.RealtimeProvider = (*Adapter)(nil)
+	_ adapters.RealtimeDialect  = (*Adapter)(nil)
+	_ adapters.StreamStep       = (*streamStep)(nil)
+	_ adapters.StreamEncoder    = (*streamEncoder)(nil)
+	_ adapters.StreamEncoder    = (*responsesEncoder)(nil)
+	_ caddyfile.Unmarshaler     = (*Adapter)(nil)
+	_ caddy.Module              = (*Adapter)(nil)
 )

@@ -24,6 +24,9 @@ var includeUsage = json.RawMessage(`{"include_usage":true}`)
 
 // NewRequest implements adapters.Provider.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
+	if req.Op == adapters.OpRerank {
+		return newRerankRequest(ctx, up, req)
+	}
 	path, ok := endpoint[req.Op]
 	if !ok {
 		return nil, adapters.Unsupported("channel %q (openai) does not serve %s requests", up.Channel, req.Op)
@@ -93,6 +96,9 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 
 // DecodeResponse implements adapters.Provider.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
+	if req.Op == adapters.OpRerank {
+		return adapters.DecodeRerankAnswer(req, body)
+	}
 	if req.Dialect == Name && req.Op == adapters.OpResponses {
 		return decodeResponsesBody(body)
 	}

@@ -33,6 +33,7 @@ type FakeOpenAI struct {
 	azure bool
 	// Videos is the video API's job table (fakevideo.go).
 	Videos *VideoJobs
+	rt     realtimeState // the Realtime API (fakerealtime.go)
 }
 
 var _ Fake = (*FakeOpenAI)(nil)
@@ -128,6 +129,10 @@ func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		f.Videos.serveSora(w, r, f.Key)
 		return
 	}
+	if r.URL.Path == "/v1/realtime" {
+		f.realtime(w, r)
+		return
+	}
 	f.handle(w, r, r.URL.Path)
 }
 
@@ -182,6 +187,8 @@ func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string
 	}
 	model, _ := body["model"].(string)
 	switch route {
+	case "/v1/rerank":
+		openAIRerank(w, raw, &cfg)
 	case "/v1/chat/completions":
 		rec := f.Requests()[i]
 		if msg := readOpenAIChat(raw, &rec); msg != "" {
