@@ -56,6 +56,61 @@ type Price struct {
 	AudioSecond int64 `json:"audio_second,omitempty"`
 	// Characters is per million characters of input text (speech).
 	Characters int64 `json:"characters,omitempty"`
+	// Task-style generation (POST /api/generate/submit), in quota units.
+	// Task is a flat charge per finished task; VideoSecond is charged per
+	// second of video produced. MaxSeconds is the longest video the vendor
+	// makes: a task that names no duration reserves it.
+	Task        int64 `json:"task,omitempty"`
+	VideoSecond int64 `json:"video_second,omitempty"`
+	MaxSeconds  int64 `json:"max_seconds,omitempty"`
+}
+
+// TaskOnly reports whether the model is priced for tasks alone: relayed
+// as a token request it would cost nothing, so the relay refuses it.
+func (p *Price) TaskOnly() bool {
+	return p != nil && !p.Free && (p.Task > 0 || p.VideoSecond > 0) &&
+		p.Input == 0 && p.Output == 0 && p.Request == 0 &&
+		p.AudioInput == nil && p.AudioOutput == nil && p.SearchUnit == 0 &&
+		len(p.Images) == 0 && p.ImageInput == nil && p.AudioSecond == 0 && p.Characters == 0
+}
+
+// TaskReservation is what a task holds from submit to its end: the flat
+// task price plus every second it may produce, the requested duration or,
+// when it names none, the vendor's longest.
+func (p *Price) TaskReservation(duration int64) int64 {
+	if p == nil || p.Free {
+		return 0
+	}
+	if duration <= 0 {
+		duration = p.MaxSeconds
+	}
+	return TaskCost(p.Task, p.VideoSecond, float64(duration))
+}
+
+// TaskCost is a finished task's charge: task + videoSecond x seconds,
+// rounded up to a whole unit (fractional seconds count by the
+// millisecond), saturating rather than overflowing.
+func TaskCost(task, videoSecond int64, seconds float64) int64 {
+	cost := max(task, 0)
+	if videoSecond <= 0 || !(seconds > 0) {
+		return cost
+	}
+	ms := uint64(math.MaxInt64)
+	if seconds < float64(math.MaxInt64)/1000 {
+		ms = uint64(math.Ceil(seconds * 1000))
+	}
+	hi, lo := bits.Mul64(ms, uint64(videoSecond))
+	if hi >= 1000 {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(hi, lo, 1000)
+	if r > 0 {
+		q++
+	}
+	if q > uint64(math.MaxInt64-cost) {
+		return math.MaxInt64
+	}
+	return cost + int64(q)
 }
 
 // ParseUSD reads a decimal USD amount ("0.15", "2", "0.000001") into quota

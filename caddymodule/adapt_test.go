@@ -98,6 +98,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"image price with too many values", "price m {\n image 1024x1024 hd x 0.04\n}", "image takes"},
 		{"image price not a number", "price m {\n image 1024x1024 hd cheap\n}", "not a non-negative decimal"},
 		{"bad upload size", "max_upload_size lots", "max_upload_size"},
+		{"unknown tasks option", "tasks {\n poll 5s\n}", `tasks: unrecognized option "poll"`},
+		{"tasks duration", "tasks {\n max_age soon\n}", "tasks: max_age must be a duration"},
+		{"tasks concurrency", "tasks {\n concurrency 0\n}", "tasks: concurrency must be a positive integer"},
+		{"max_seconds", "price sora-2 {\n max_seconds many\n}", "max_seconds must be a positive number"},
+		{"task price", "price sora-2 {\n task lots\n}", "price sora-2: task"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -452,3 +452,16 @@ func newDatabaseMetrics(db *database) *databaseMetrics {
 	}
 	return dm
 }
+
+// taskCost adds a settled task's charge to gateway_cost_units_total.
+func (m *relayMetrics) taskCost(model string, userID, cost int64) {
+	if m == nil || cost <= 0 {
+		return
+	}
+	rs := m.route("", model)
+	if m.perUser {
+		m.cost.WithLabelValues(rs.model, strconv.FormatInt(userID, 10)).Add(float64(cost))
+		return
+	}
+	rs.cost.Add(float64(cost))
+}

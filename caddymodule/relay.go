@@ -270,6 +270,10 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
 	}
+	if price.TaskOnly() {
+		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "task_model",
+			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
+	}
 	x.price = price
 	if e := h.admitLimits(x); e != nil {
 		return e

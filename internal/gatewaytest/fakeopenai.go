@@ -31,7 +31,9 @@ type FakeOpenAI struct {
 	cancelled int
 	// azure opens streams with Azure's prompt-filter chunk (FakeAzure)
 	azure bool
-	rt    realtimeState // the Realtime API (fakerealtime.go)
+	// Videos is the video API's job table (fakevideo.go).
+	Videos *VideoJobs
+	rt     realtimeState // the Realtime API (fakerealtime.go)
 }
 
 var _ Fake = (*FakeOpenAI)(nil)
@@ -112,7 +114,7 @@ var fakeRequestIDs atomic.Int64
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
 	Secret(key)
-	f := &FakeOpenAI{Key: key}
+	f := &FakeOpenAI{Key: key, Videos: newVideoJobs()}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
@@ -129,6 +131,10 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
 }
 
 func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/videos") && f.Videos != nil {
+		f.Videos.serveSora(w, r, f.Key)
+		return
+	}
 	if r.URL.Path == "/v1/realtime" {
 		f.realtime(w, r)
 		return
