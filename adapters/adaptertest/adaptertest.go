@@ -317,7 +317,8 @@ func (k *kit) find(t *testing.T, name string) Family {
 
 // upstreams are the providers a request can be sent to. A provider that
 // answers without a network (Transporter, the demo model) has no wire to
-// check.
+// check, and one that serves tasks only (adapters.TaskOnly, a video
+// vendor) no conversation to carry.
 func (k *kit) upstreams() []Family {
 	var ps []Family
 	for _, f := range k.all {
@@ -325,6 +326,9 @@ func (k *kit) upstreams() []Family {
 			continue
 		}
 		if _, local := f.Provider.(adapters.Transporter); local {
+			continue
+		}
+		if t, ok := f.Provider.(adapters.TaskOnly); ok && t.TaskOnly() {
 			continue
 		}
 		ps = append(ps, f)
