@@ -214,3 +214,15 @@ func (refusedStream) Next() (*StreamEvent, error) {
 }
 
 var _ StreamDecoder = refusedStream{}
+
+// MarshalTaskBody encodes a native submit body without escaping <, > and &,
+// so a callback URL's query reaches the vendor as the client wrote it.
+func MarshalTaskBody(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encoding the task: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

@@ -205,9 +205,9 @@ func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.
 		}
 		body.AspectRatio = t.AspectRatio
 	}
-	raw, err := json.Marshal(body)
+	raw, err := adapters.MarshalTaskBody(body)
 	if err != nil {
-		return "", fmt.Errorf("encoding the kling task: %w", err)
+		return "", err
 	}
 	if raw, err = adapters.MergeMetadata(raw, t.Metadata); err != nil {
 		return "", err

@@ -1,0 +1,214 @@
+package gatewaytest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Video jobs, as the fake video vendors (FakeKling, FakeVidu, FakeSeedance,
+// FakeMiniMax) hold them. A job stays where the test puts it: submitted it
+// is queued; Run starts it, Finish completes it with one video, Fail ends
+// it with a reason. Each fake renders these states in its vendor's words.
+const (
+	JobQueued    = "queued"
+	JobRunning   = "running"
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+)
+
+// VideoJob is one job a fake video vendor accepted.
+type VideoJob struct {
+	ID   string
+	Path string // the submit path
+	// Body is the submit body byte for byte, so a test can check that the
+	// callback URL and the client's metadata reached the vendor unchanged.
+	Body     json.RawMessage
+	State    string
+	Progress int
+	Reason   string  // why it failed
+	Seconds  float64 // the length of the video it makes
+	// VideoURL is where the finished video is served, on the fake itself.
+	VideoURL string
+	// FileID is the file a MiniMax job's video is stored as.
+	FileID string
+}
+
+// videoJobs is a fake vendor's job table and its file server.
+type videoJobs struct {
+	*httptest.Server
+	mu     sync.Mutex
+	prefix string
+	seq    int
+	jobs   []*VideoJob
+	polls  int
+}
+
+func newVideoJobs(t testing.TB, prefix string, serve http.HandlerFunc) *videoJobs {
+	v := &videoJobs{prefix: prefix}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /fake-files/{name}", v.serveFile)
+	mux.HandleFunc("/", serve)
+	v.Server = httptest.NewServer(mux)
+	t.Cleanup(v.Server.Close)
+	return v
+}
+
+// BaseURL is the address a channel's base_url names.
+func (v *videoJobs) BaseURL() string { return v.Server.URL }
+
+// serveFile serves a finished job's video: a few bytes in an MP4 box.
+func (v *videoJobs) serveFile(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSuffix(r.PathValue("name"), ".mp4")
+	j, ok := v.Job(id)
+	if !ok || j.State != JobSucceeded {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "video/mp4")
+	fmt.Fprintf(w, "\x00\x00\x00\x18ftypmp42fake video of %s", id)
+}
+
+// add records an accepted job, queued.
+func (v *videoJobs) add(path string, body []byte, seconds float64) VideoJob {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seq++
+	id := fmt.Sprintf("%s%06d", v.prefix, v.seq)
+	j := &VideoJob{ID: id, Path: path, Body: append(json.RawMessage(nil), body...), State: JobQueued, Seconds: seconds,
+		VideoURL: v.Server.URL + "/fake-files/" + id + ".mp4", FileID: fmt.Sprintf("%d", 900000+v.seq)}
+	v.jobs = append(v.jobs, j)
+	return *j
+}
+
+// Jobs returns every job accepted so far, oldest first.
+func (v *videoJobs) Jobs() []VideoJob {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]VideoJob, len(v.jobs))
+	for i, j := range v.jobs {
+		out[i] = *j
+	}
+	return out
+}
+
+// Last returns the newest job; it fails the test when there is none.
+func (v *videoJobs) Last(t testing.TB) VideoJob {
+	t.Helper()
+	jobs := v.Jobs()
+	if len(jobs) == 0 {
+		t.Fatal("the fake vendor accepted no job")
+	}
+	return jobs[len(jobs)-1]
+}
+
+// Job returns the job id.
+func (v *videoJobs) Job(id string) (VideoJob, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, j := range v.jobs {
+		if j.ID == id {
+			return *j, true
+		}
+	}
+	return VideoJob{}, false
+}
+
+// Polls is how many times the job status was read.
+func (v *videoJobs) Polls() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.polls
+}
+
+func (v *videoJobs) polled() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.polls++
+}
+
+func (v *videoJobs) change(id string, f func(j *VideoJob)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, j := range v.jobs {
+		if j.ID == id {
+			f(j)
+			return
+		}
+	}
+	panic("no video job " + id)
+}
+
+// Run starts job id: it is running, progress half way.
+func (v *videoJobs) Run(id string) {
+	v.change(id, func(j *VideoJob) { j.State, j.Progress = JobRunning, 50 })
+}
+
+// Finish completes job id with its video.
+func (v *videoJobs) Finish(id string) {
+	v.change(id, func(j *VideoJob) { j.State, j.Progress = JobSucceeded, 100 })
+}
+
+// Fail ends job id with reason.
+func (v *videoJobs) Fail(id, reason string) {
+	v.change(id, func(j *VideoJob) { j.State, j.Reason = JobFailed, reason })
+}
+
+// readJSONObject reads a submit body (bounded) and decodes it as an
+// object; ok is false when it is not one.
+func readJSONObject(r *http.Request) (raw []byte, body map[string]json.RawMessage, ok bool) {
+	raw, err := readAllLimited(r, 32<<20)
+	if err != nil {
+		return nil, nil, false
+	}
+	if json.Unmarshal(raw, &body) != nil || body == nil {
+		return raw, nil, false
+	}
+	return raw, body, true
+}
+
+func readAllLimited(r *http.Request, n int64) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, n+1))
+	if err == nil && int64(len(raw)) > n {
+		err = fmt.Errorf("body larger than %d bytes", n)
+	}
+	return raw, err
+}
+
+func isBase64(s string) bool {
+	b, err := base64.StdEncoding.DecodeString(s)
+	return err == nil && len(b) > 0
+}
+
+// stringField returns body[key] as a string; present is false when absent,
+// ok false when present but not a string.
+func stringField(body map[string]json.RawMessage, key string) (s string, present, ok bool) {
+	raw, present := body[key]
+	if !present {
+		return "", false, true
+	}
+	return s, true, json.Unmarshal(raw, &s) == nil
+}
+
+// isImageRef reports whether s is what vendors take as an image: an http(s)
+// URL, or base64 (dataURL: as a data:image/...;base64, URL, else bare).
+func isImageRef(s string, dataURL bool) bool {
+	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+		return true
+	}
+	if dataURL {
+		rest, ok := strings.CutPrefix(s, "data:image/")
+		if !ok {
+			return false
+		}
+		_, b64, ok := strings.Cut(rest, ";base64,")
+		return ok && isBase64(b64)
+	}
+	return !strings.HasPrefix(s, "data:") && isBase64(s)
+}
