@@ -2,8 +2,11 @@ package adapters
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"sort"
+	"strings"
 )
 
 // Task statuses, as the task endpoints report them.
@@ -106,4 +109,64 @@ type TaskFetcher interface {
 // timeouts and bounds).
 type Doer interface {
 	Do(*http.Request) (*http.Response, error)
+}
+
+// TaskImageBytes returns a task's first-frame image as bytes, for a vendor
+// that takes only inline images: a data: URL or bare base64 is decoded, an
+// http(s) URL fetched within the gateway's image-fetch bounds (FetchImage).
+// Errors are *Error 400s that say which form is expected.
+func TaskImageBytes(ctx context.Context, image string) (*Image, error) {
+	s := strings.TrimSpace(image)
+	switch {
+	case strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"):
+		return FetchImage(ctx, s)
+	case strings.HasPrefix(s, "data:"):
+		meta, data, ok := strings.Cut(s[len("data:"):], ",")
+		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+		if !ok || !isBase64 {
+			return nil, BadRequest("image: a data URL must look like data:image/png;base64,<data>")
+		}
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, BadRequest("image: the data URL's base64 does not decode: %v", err)
+		}
+		if mediaType == "" {
+			mediaType = http.DetectContentType(b)
+		}
+		return &Image{MediaType: mediaType, Data: b}, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, BadRequest("image must be an http(s) URL, a data: URL or base64 bytes")
+	}
+	return &Image{MediaType: http.DetectContentType(b), Data: b}, nil
+}
+
+// MergeTaskMetadata sets every member of a client's metadata object on a
+// vendor's JSON submit body (a JSON object), keeping the body's other
+// members and the metadata's values byte for byte. A member the body sets
+// already is replaced by the metadata's: the vendor's own options are the
+// client's to choose, except those the adapter owns (TaskOwnedFields),
+// which the gateway refused before.
+func MergeTaskMetadata(body []byte, metadata json.RawMessage) ([]byte, error) {
+	if len(metadata) == 0 || string(metadata) == "null" {
+		return body, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(metadata, &members); err != nil {
+		return nil, BadRequest("metadata must be a JSON object of the vendor's own options")
+	}
+	if len(members) == 0 {
+		return body, nil
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // a stable body for the same request
+	fields := make([]Field, 0, len(keys))
+	for _, k := range keys {
+		fields = append(fields, Field{Key: k, Value: members[k]})
+	}
+	return SetFields(body, fields...)
 }

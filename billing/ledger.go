@@ -210,6 +210,34 @@ func (l *Ledger) Credit(userID, amount int64) {
 	}
 }
 
+// Debited ends a hold whose amount was taken from the store's balances
+// directly (a task's reservation, debited when the task is stored): the
+// amount stops counting as reserved and is gone from what remains.
+func (l *Ledger) Debited(h Hold) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {
+		if a, ok := l.accounts[k]; ok {
+			a.reserved = subSat(a.reserved, h.Amount)
+			a.remaining = subSat(a.remaining, h.Amount)
+			a.commits++ // a store read from before the debit is stale
+		}
+	}
+}
+
+// Returned adds amount back to a user's and token's known balances after
+// the store credited it (what a settled task did not cost).
+func (l *Ledger) Returned(userID, tokenID, amount int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range []accountKey{{false, userID}, {true, tokenID}} {
+		if a, ok := l.accounts[k]; ok {
+			a.remaining = addSat(a.remaining, amount)
+			a.commits++
+		}
+	}
+}
+
 // Stamp is a point in an account's commit history, taken before reading the
 // store, so that Sync can tell whether the read is still current.
 type Stamp struct {

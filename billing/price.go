@@ -35,6 +35,53 @@ type Price struct {
 	// MaxOutput is the most tokens the model writes in one answer: what a
 	// request without a limit of its own reserves (and is limited to).
 	MaxOutput int64 `json:"max_output,omitempty"`
+
+	// Task-style generation (POST /api/generate/submit), in quota units.
+	// Task is a flat charge per finished task; VideoSecond is charged per
+	// second of video produced. MaxSeconds is the longest video the vendor
+	// makes: a task that names no duration reserves it.
+	Task        int64 `json:"task,omitempty"`
+	VideoSecond int64 `json:"video_second,omitempty"`
+	MaxSeconds  int64 `json:"max_seconds,omitempty"`
+}
+
+// TaskReservation is what a task holds from submit to its end: the flat
+// task price plus every second it may produce, the requested duration or,
+// when it names none, the vendor's longest.
+func (p *Price) TaskReservation(duration int64) int64 {
+	if p == nil || p.Free {
+		return 0
+	}
+	if duration <= 0 {
+		duration = p.MaxSeconds
+	}
+	return TaskCost(p.Task, p.VideoSecond, float64(duration))
+}
+
+// TaskCost is a finished task's charge: task + videoSecond x seconds,
+// rounded up to a whole unit (fractional seconds count by the
+// millisecond), saturating rather than overflowing.
+func TaskCost(task, videoSecond int64, seconds float64) int64 {
+	cost := max(task, 0)
+	if videoSecond <= 0 || !(seconds > 0) {
+		return cost
+	}
+	ms := uint64(math.MaxInt64)
+	if seconds < float64(math.MaxInt64)/1000 {
+		ms = uint64(math.Ceil(seconds * 1000))
+	}
+	hi, lo := bits.Mul64(ms, uint64(videoSecond))
+	if hi >= 1000 {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(hi, lo, 1000)
+	if r > 0 {
+		q++
+	}
+	if q > uint64(math.MaxInt64-cost) {
+		return math.MaxInt64
+	}
+	return cost + int64(q)
 }
 
 // ParseUSD reads a decimal USD amount ("0.15", "2", "0.000001") into quota

@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"math"
 	"testing"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -94,5 +95,27 @@ func TestClamp(t *testing.T) {
 	u := Clamp(adapters.Usage{PromptTokens: -3, CompletionTokens: 1 << 60, ReasoningTokens: 7})
 	if u.PromptTokens != 0 || u.CompletionTokens != MaxTokens || u.ReasoningTokens != 7 {
 		t.Fatalf("%+v", u)
+	}
+}
+
+func TestTaskPrices(t *testing.T) {
+	p := &Price{Task: 10_000, VideoSecond: 100_000, MaxSeconds: 12}
+	tests := []struct {
+		name string
+		got  int64
+		want int64
+	}{
+		{"requested duration", p.TaskReservation(8), 810_000},
+		{"no duration reserves the longest", p.TaskReservation(0), 1_210_000},
+		{"whole seconds", TaskCost(p.Task, p.VideoSecond, 4), 410_000},
+		{"fractional seconds round up", TaskCost(0, 3, 1.0001), 4},
+		{"no seconds: the flat price", TaskCost(p.Task, p.VideoSecond, 0), 10_000},
+		{"saturates", TaskCost(1, 1<<62, 1e9), math.MaxInt64},
+		{"free", (&Price{Free: true, VideoSecond: 5}).TaskReservation(4), 0},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, tt.got, tt.want)
+		}
 	}
 }

@@ -166,6 +166,9 @@ type UsageDay struct {
 }
 
 // Task is a long-running generation job (video, music) polled upstream.
+// Status is one of the task endpoints' statuses (not_started, running,
+// finished, failed); a task is settled, its money final, exactly when
+// FinishedAt is set.
 type Task struct {
 	ID         string    `json:"task_id"`
 	UserID     int64     `json:"user_id"`
@@ -178,6 +181,29 @@ type Task struct {
 	Result     string    `json:"result"` // JSON as the adapter produced it
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+
+	Progress int    `json:"progress"` // 0..100
+	Files    string `json:"files"`    // JSON array of {file_url, file_type}, the vendor's URLs
+	Error    string `json:"error"`    // why it failed
+	// Duration is the video length the client asked for in seconds (0:
+	// the vendor's default); PriceTask and PriceSecond are the model's
+	// prices in quota units when it was submitted, which settle it.
+	Duration    int   `json:"duration"`
+	PriceTask   int64 `json:"price_task"`
+	PriceSecond int64 `json:"price_second"`
+	// Cost is what the task was charged, once settled.
+	Cost       int64     `json:"cost"`
+	RequestID  string    `json:"request_id"` // the submit request's X-Request-Id
+	FinishedAt time.Time `json:"finished_at"`
+
+	// NextPollAt is when the poller asks the upstream next; Polls counts
+	// the polls so far (its backoff).
+	NextPollAt time.Time `json:"next_poll_at"`
+	Polls      int       `json:"polls"`
+	// LeaseOwner holds the task until LeaseUntil: only it polls or saves
+	// the task meanwhile.
+	LeaseOwner string    `json:"lease_owner"`
+	LeaseUntil time.Time `json:"lease_until"`
 }
 
 // UsageFilter narrows ListUsage; zero fields do not filter.
@@ -301,10 +327,41 @@ type Store interface {
 	// Ping checks that the store can take a write right now.
 	Ping(ctx context.Context) error
 
-	// Tasks.
+	// Tasks. A task's money outlives the request that submitted it, so it
+	// is kept in the store rather than the in-memory ledger: CreateTask
+	// debits the reservation, FinishTask credits back what the task did
+	// not cost, once.
+	//
+	// CreateTask stores a new task and, in the same transaction, takes its
+	// Reserved from its user's quota and adds it to its token's used quota.
+	// Zero times become now; an empty Status is not_started. An ID already
+	// stored is ErrConflict.
 	CreateTask(ctx context.Context, t *Task) error
 	TaskByID(ctx context.Context, id string) (*Task, error)
+	// UpdateTask writes what a poll or a submit learned (Status, Progress,
+	// Files, Error, Result, UpstreamID, Channel, NextPollAt, Polls) and
+	// releases the lease, only while the task is unfinished and leased by
+	// t.LeaseOwner; ErrConflict otherwise, ErrNotFound for no such task.
 	UpdateTask(ctx context.Context, t *Task) error
+	// LeaseTasks leases to owner until until up to limit unfinished tasks
+	// whose poll is due and whose lease has run out, atomically, and
+	// returns them: two gateways on one database never get the same task.
+	LeaseTasks(ctx context.Context, owner string, until time.Time, limit int) ([]*Task, error)
+	// LeaseTask leases one unfinished task whose lease has run out (or is
+	// owner's own) and returns it; ErrConflict when it is finished or
+	// another owner holds it, ErrNotFound for no such task.
+	LeaseTask(ctx context.Context, id, owner string, until time.Time) (*Task, error)
+	// ReleaseTasks ends every lease owner holds (an instance stopping).
+	ReleaseTasks(ctx context.Context, owner string) error
+	// FinishTask is a task's terminal transition: it writes t's final
+	// Status, Progress, Files, Error, Result and Cost, sets FinishedAt,
+	// credits the reservation back to the user and token and charges Cost
+	// through row (written as SettleBatch writes a row, with the task's
+	// own cost), all in one transaction, if and only if the task was not
+	// finished before. It reports whether this call settled it.
+	FinishTask(ctx context.Context, t *Task, row *UsageLog) (bool, error)
+	// PendingTasks returns up to limit unfinished tasks, least recently
+	// updated first.
 	PendingTasks(ctx context.Context, limit int) ([]*Task, error)
 
 	Close() error

@@ -5,46 +5,70 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// Task statuses this store treats as final (package store names none yet):
-// PendingTasks skips them; every other status is still in flight.
-const (
-	taskSucceeded = "succeeded"
-	taskFailed    = "failed"
-)
+// taskNotStarted is the status CreateTask gives a task that has none.
+const taskNotStarted = "not_started"
 
-// taskPending is the status CreateTask gives a task that has none.
-const taskPending = "pending"
-
-// defaultTaskLimit is PendingTasks' page size when the caller names none.
+// defaultTaskLimit is PendingTasks' and LeaseTasks' page size when the
+// caller names none.
 const defaultTaskLimit = 100
 
 const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
-	result, created_at, updated_at`
+	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
+	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until`
 
 func scanTask(sc scanner) (*store.Task, error) {
 	var (
-		t                    store.Task
-		createdAt, updatedAt sql.NullInt64
+		t                                store.Task
+		createdAt, updatedAt, finishedAt sql.NullInt64
+		nextPollAt, leaseUntil           int64
 	)
 	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
-		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt)
+		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
+		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
+		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil)
 	if err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromMillis(createdAt)
 	t.UpdatedAt = fromMillis(updatedAt)
+	t.FinishedAt = fromMillis(finishedAt)
+	t.NextPollAt = fromMillisOrZero(nextPollAt)
+	t.LeaseUntil = fromMillisOrZero(leaseUntil)
 	return &t, nil
 }
 
-// CreateTask stores a new task. Zero CreatedAt and UpdatedAt become now and
-// an empty Status "pending". An ID already stored is store.ErrConflict.
+// fromMillisOrZero reads a NOT NULL time column where 0 means none.
+func fromMillisOrZero(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// zeroMillis writes a NOT NULL time column: the zero time is 0.
+func zeroMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// CreateTask stores a new task and debits its reservation from its user's
+// quota and its token's remaining limit, in one transaction: a task's money
+// lives in the store from its first moment, so a restart neither loses nor
+// repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
+// not_started. An ID already stored is store.ErrConflict.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 	if t.ID == "" {
 		return errors.New("create task: empty id")
+	}
+	if t.Reserved < 0 {
+		return fmt.Errorf("create task %q: negative reservation", t.ID)
 	}
 	ts := now()
 	if t.CreatedAt.IsZero() {
@@ -54,15 +78,47 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 		t.UpdatedAt = t.CreatedAt
 	}
 	if t.Status == "" {
-		t.Status = taskPending
+		t.Status = taskNotStarted
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
-		upstream_id, status, reserved, result, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
-		t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli())
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
+			upstream_id, status, reserved, result, created_at, updated_at, progress, files, error,
+			duration, price_task, price_second, cost, request_id, next_poll_at, polls,
+			lease_owner, lease_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, ?, ?)`,
+			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
+			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
+			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
+			t.LeaseOwner, zeroMillis(t.LeaseUntil))
+		if err != nil {
+			return sqlErr(err)
+		}
+		return moveReservation(ctx, tx, t.UserID, t.TokenID, t.Reserved)
+	})
 	if err != nil {
-		return fmt.Errorf("create task %q: %w", t.ID, sqlErr(err))
+		return fmt.Errorf("create task %q: %w", t.ID, err)
+	}
+	return nil
+}
+
+// moveReservation takes amount from the user's quota and adds it to the
+// token's used quota; a negative amount gives it back. The arithmetic
+// saturates as SettleBatch's does.
+func moveReservation(ctx context.Context, tx *sql.Tx, userID, tokenID, amount int64) error {
+	if amount == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET
+		quota = CASE WHEN typeof(quota - ?1) = 'integer' THEN quota - ?1 ELSE -9223372036854775808 END
+		WHERE id = ?2`, amount, userID); err != nil {
+		return fmt.Errorf("reserve from user %d: %w", userID, err)
+	}
+	if tokenID != 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET
+			used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END
+			WHERE id = ?2`, amount, tokenID); err != nil {
+			return fmt.Errorf("reserve from token %d: %w", tokenID, err)
+		}
 	}
 	return nil
 }
@@ -76,45 +132,178 @@ func (s *Store) TaskByID(ctx context.Context, id string) (*store.Task, error) {
 	return t, nil
 }
 
-// UpdateTask writes t's Status, Result, UpstreamID and UpdatedAt (now, when
-// zero); the other fields are fixed at creation, so a caller holding a
-// partly filled Task cannot wipe its owner or reservation.
+// UpdateTask writes what a poll or a submit learned and releases the
+// lease, only while the task is unfinished and t.LeaseOwner holds it. The
+// owner, reservation and prices are fixed at creation, so a caller holding
+// a partly filled Task cannot wipe them.
 func (s *Store) UpdateTask(ctx context.Context, t *store.Task) error {
 	if t.UpdatedAt.IsZero() {
 		t.UpdatedAt = now()
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE tasks SET status = ?, result = ?, upstream_id = ?,
-		updated_at = ? WHERE id = ?`, t.Status, t.Result, t.UpstreamID, t.UpdatedAt.UnixMilli(), t.ID)
+	res, err := s.w.ExecContext(ctx, `UPDATE tasks SET status = ?, progress = ?, files = ?,
+		error = ?, result = ?, upstream_id = ?, channel = ?, next_poll_at = ?, polls = ?,
+		updated_at = ?, lease_owner = '', lease_until = 0
+		WHERE id = ? AND finished_at IS NULL AND lease_owner = ?`,
+		t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel,
+		zeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
 	if err != nil {
 		return fmt.Errorf("update task %q: %w", t.ID, err)
 	}
-	return mustAffect(res, fmt.Sprintf("task %q", t.ID))
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update task %q: %w", t.ID, err)
+	} else if n == 0 {
+		return s.whyNotTask(ctx, t.ID, "update")
+	}
+	t.LeaseOwner, t.LeaseUntil = "", time.Time{}
+	return nil
 }
 
-// PendingTasks returns up to limit (100 when not positive) tasks that are
-// neither succeeded nor failed, least recently updated first, so a poller
-// that works from the front treats every task fairly.
+// whyNotTask tells a task that does not exist (ErrNotFound) from one that
+// is finished or leased by another owner (ErrConflict).
+func (s *Store) whyNotTask(ctx context.Context, id, op string) error {
+	var one int
+	err := s.w.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s task %q: %w", op, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s task %q: %w", op, id, err)
+	}
+	return fmt.Errorf("%s task %q: finished, or leased by another owner: %w", op, id, store.ErrConflict)
+}
+
+// LeaseTasks leases up to limit due, unleased, unfinished tasks to owner
+// in one statement, so two instances never lease the same task: SQLite
+// runs one writer at a time, and the PostgreSQL store locks the rows it
+// updates. The tasks due longest come first.
+func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, limit int) ([]*store.Task, error) {
+	if owner == "" {
+		return nil, errors.New("lease tasks: empty owner")
+	}
+	if limit <= 0 {
+		limit = defaultTaskLimit
+	}
+	ts := now().UnixMilli()
+	rows, err := s.w.QueryContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
+		WHERE id IN (SELECT id FROM tasks WHERE finished_at IS NULL AND next_poll_at <= ?3
+			AND lease_until < ?3 ORDER BY next_poll_at, id LIMIT ?4)
+		AND finished_at IS NULL AND lease_until < ?3
+		RETURNING `+taskColumns, owner, until.UnixMilli(), ts, limit)
+	if err != nil {
+		return nil, fmt.Errorf("lease tasks: %w", err)
+	}
+	return collectTasks(rows, "lease tasks")
+}
+
+// LeaseTask leases one task to owner: one whose lease ran out, or owner's
+// own.
+func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time) (*store.Task, error) {
+	if owner == "" {
+		return nil, errors.New("lease task: empty owner")
+	}
+	t, err := scanTask(s.w.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
+		WHERE id = ?3 AND finished_at IS NULL AND (lease_until < ?4 OR lease_owner = ?1)
+		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, s.whyNotTask(ctx, id, "lease")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease task %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// ReleaseTasks ends owner's leases, so another instance (or the next
+// configuration) takes the tasks up at once rather than when they expire.
+func (s *Store) ReleaseTasks(ctx context.Context, owner string) error {
+	if _, err := s.w.ExecContext(ctx, `UPDATE tasks SET lease_owner = '', lease_until = 0
+		WHERE lease_owner = ?`, owner); err != nil {
+		return fmt.Errorf("release tasks of %q: %w", owner, err)
+	}
+	return nil
+}
+
+// FinishTask settles a task exactly once: the UPDATE that sets finished_at
+// matches only an unfinished task, and the money moves in its transaction
+// only when it matched. The reservation debited at creation comes back
+// whole, and row charges the real cost like any usage row.
+func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error) {
+	if row == nil {
+		return false, errors.New("finish task: nil usage row")
+	}
+	if row.Key == "" {
+		row.Key = "task:" + t.ID // one usage row per task, however often it is settled
+	}
+	ts := now()
+	if t.FinishedAt.IsZero() {
+		t.FinishedAt = ts
+	}
+	settled := false
+	var ids [1]int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var userID, tokenID, reserved int64
+		err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = ?, progress = ?, files = ?,
+			error = ?, result = ?, upstream_id = ?, channel = ?, cost = ?, finished_at = ?,
+			updated_at = ?, lease_owner = '', lease_until = 0
+			WHERE id = ? AND finished_at IS NULL
+			RETURNING user_id, token_id, reserved`,
+			t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel, t.Cost,
+			t.FinishedAt.UnixMilli(), ts.UnixMilli(), t.ID).Scan(&userID, &tokenID, &reserved)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // finished before: nothing moves
+		}
+		if err != nil {
+			return err
+		}
+		if err := moveReservation(ctx, tx, userID, tokenID, -reserved); err != nil {
+			return err
+		}
+		row.UserID, row.TokenID, row.Cost = userID, tokenID, t.Cost
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts); err != nil {
+			return err
+		}
+		settled = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish task %q: %w", t.ID, err)
+	}
+	if settled {
+		row.ID = ids[0]
+		if row.CreatedAt.IsZero() {
+			row.CreatedAt = ts
+		}
+		t.UpdatedAt, t.LeaseOwner, t.LeaseUntil = ts, "", time.Time{}
+	}
+	return settled, nil
+}
+
+// PendingTasks returns up to limit (100 when not positive) unfinished
+// tasks, least recently updated first.
 func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, error) {
 	if limit <= 0 {
 		limit = defaultTaskLimit
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks
-		WHERE status NOT IN (?, ?) ORDER BY updated_at, id LIMIT ?`,
-		taskSucceeded, taskFailed, limit)
+		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending tasks: %w", err)
 	}
+	return collectTasks(rows, "pending tasks")
+}
+
+func collectTasks(rows *sql.Rows, what string) ([]*store.Task, error) {
 	defer rows.Close()
 	tasks := []*store.Task{}
 	for rows.Next() {
 		t, err := scanTask(rows)
 		if err != nil {
-			return nil, fmt.Errorf("pending tasks: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		tasks = append(tasks, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return tasks, nil
 }

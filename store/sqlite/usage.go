@@ -57,130 +57,9 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 		return errors.New("settle batch: nil usage log")
 	}
 
-	type charge struct{ cost, requests int64 }
-	type userDay struct{ user, day int64 }
-	users := make(map[int64]*charge)
-	days := make(map[userDay]*charge)
-	tokens := make(map[int64]int64)
 	ids := make([]int64, len(logs))
 	ts := now()
-	modelDays := modelTotals{}
-
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// a keyed row already stored (a journal replayed twice) is skipped,
-		// and with it its charge
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
-			model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
-			reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-			request_id, upstream_request_id, row_key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (row_key) DO NOTHING`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		for i, l := range logs {
-			createdAt := l.CreatedAt
-			if createdAt.IsZero() {
-				createdAt = ts
-			}
-			res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
-				l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
-				l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-				l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key))
-			if err != nil {
-				return fmt.Errorf("insert usage row %d: %w", i, err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return fmt.Errorf("insert usage row %d: %w", i, err)
-			} else if n == 0 {
-				continue // written before
-			}
-			if ids[i], err = res.LastInsertId(); err != nil {
-				return fmt.Errorf("insert usage row %d: %w", i, err)
-			}
-			if l.UserID != 0 {
-				c := users[l.UserID]
-				if c == nil {
-					c = &charge{}
-					users[l.UserID] = c
-				}
-				c.cost = addSat(c.cost, l.Cost)
-				c.requests++
-				k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
-				d := days[k]
-				if d == nil {
-					d = &charge{}
-					days[k] = d
-				}
-				d.cost = addSat(d.cost, l.Cost)
-				d.requests++
-			}
-			if l.TokenID != 0 && l.Cost != 0 {
-				tokens[l.TokenID] = addSat(tokens[l.TokenID], l.Cost)
-			}
-			modelDays.add(createdAt, l)
-		}
-		if err := modelDays.write(ctx, tx); err != nil {
-			return err
-		}
-
-		// Updated in id order: the PostgreSQL store, locking rows as it
-		// goes, cannot then deadlock two concurrent batches.
-		// Each sum saturates rather than overflow: SQLite would turn an
-		// overflowing column into a REAL, and the user into one no int64
-		// read can load.
-		upUser, err := tx.PrepareContext(ctx, `UPDATE users SET
-			quota = CASE WHEN typeof(quota - ?1) = 'integer' THEN quota - ?1 ELSE -9223372036854775808 END,
-			used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END,
-			request_count = request_count + ?2 WHERE id = ?3`)
-		if err != nil {
-			return err
-		}
-		defer upUser.Close()
-		for _, id := range sortedKeys(users) {
-			c := users[id]
-			if _, err := upUser.ExecContext(ctx, c.cost, c.requests, id); err != nil {
-				return fmt.Errorf("charge user %d: %w", id, err)
-			}
-		}
-		upDay, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily (user_id, day, cost, requests)
-			VALUES (?, ?, ?, ?) ON CONFLICT (user_id, day) DO UPDATE
-			SET cost = usage_daily.cost + excluded.cost, requests = usage_daily.requests + excluded.requests`)
-		if err != nil {
-			return err
-		}
-		defer upDay.Close()
-		dayKeys := make([]userDay, 0, len(days))
-		for k := range days {
-			dayKeys = append(dayKeys, k)
-		}
-		slices.SortFunc(dayKeys, func(a, b userDay) int {
-			return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
-		})
-		for _, k := range dayKeys {
-			d := days[k]
-			if _, err := upDay.ExecContext(ctx, k.user, k.day, d.cost, d.requests); err != nil {
-				return fmt.Errorf("daily spend of user %d: %w", k.user, err)
-			}
-		}
-		if len(tokens) == 0 {
-			return nil
-		}
-		upToken, err := tx.PrepareContext(ctx, `UPDATE tokens SET
-			used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END
-			WHERE id = ?2`)
-		if err != nil {
-			return err
-		}
-		defer upToken.Close()
-		for _, id := range sortedKeys(tokens) {
-			if _, err := upToken.ExecContext(ctx, tokens[id], id); err != nil {
-				return fmt.Errorf("charge token %d: %w", id, err)
-			}
-		}
-		return nil
-	})
+	err := s.inTx(ctx, func(tx *sql.Tx) error { return settleRows(ctx, tx, logs, ids, ts) })
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
@@ -188,6 +67,131 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 		l.ID = ids[i]
 		if l.CreatedAt.IsZero() {
 			l.CreatedAt = ts
+		}
+	}
+	return nil
+}
+
+// settleRows writes logs and charges their costs within tx, as SettleBatch
+// describes; ids receives each written row's id (0: written before).
+func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time) error {
+	type charge struct{ cost, requests int64 }
+	type userDay struct{ user, day int64 }
+	users := make(map[int64]*charge)
+	days := make(map[userDay]*charge)
+	tokens := make(map[int64]int64)
+	modelDays := modelTotals{}
+
+	// a keyed row already stored (a journal replayed twice) is skipped,
+	// and with it its charge
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
+		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
+		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
+		request_id, upstream_request_id, row_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (row_key) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for i, l := range logs {
+		createdAt := l.CreatedAt
+		if createdAt.IsZero() {
+			createdAt = ts
+		}
+		res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
+			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
+			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key))
+		if err != nil {
+			return fmt.Errorf("insert usage row %d: %w", i, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("insert usage row %d: %w", i, err)
+		} else if n == 0 {
+			continue // written before
+		}
+		if ids[i], err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("insert usage row %d: %w", i, err)
+		}
+		if l.UserID != 0 {
+			c := users[l.UserID]
+			if c == nil {
+				c = &charge{}
+				users[l.UserID] = c
+			}
+			c.cost = addSat(c.cost, l.Cost)
+			c.requests++
+			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
+			d := days[k]
+			if d == nil {
+				d = &charge{}
+				days[k] = d
+			}
+			d.cost = addSat(d.cost, l.Cost)
+			d.requests++
+		}
+		if l.TokenID != 0 && l.Cost != 0 {
+			tokens[l.TokenID] = addSat(tokens[l.TokenID], l.Cost)
+		}
+		modelDays.add(createdAt, l)
+	}
+	if err := modelDays.write(ctx, tx); err != nil {
+		return err
+	}
+
+	// Updated in id order: the PostgreSQL store, locking rows as it
+	// goes, cannot then deadlock two concurrent batches.
+	// Each sum saturates rather than overflow: SQLite would turn an
+	// overflowing column into a REAL, and the user into one no int64
+	// read can load.
+	upUser, err := tx.PrepareContext(ctx, `UPDATE users SET
+		quota = CASE WHEN typeof(quota - ?1) = 'integer' THEN quota - ?1 ELSE -9223372036854775808 END,
+		used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END,
+		request_count = request_count + ?2 WHERE id = ?3`)
+	if err != nil {
+		return err
+	}
+	defer upUser.Close()
+	for _, id := range sortedKeys(users) {
+		c := users[id]
+		if _, err := upUser.ExecContext(ctx, c.cost, c.requests, id); err != nil {
+			return fmt.Errorf("charge user %d: %w", id, err)
+		}
+	}
+	upDay, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily (user_id, day, cost, requests)
+		VALUES (?, ?, ?, ?) ON CONFLICT (user_id, day) DO UPDATE
+		SET cost = usage_daily.cost + excluded.cost, requests = usage_daily.requests + excluded.requests`)
+	if err != nil {
+		return err
+	}
+	defer upDay.Close()
+	dayKeys := make([]userDay, 0, len(days))
+	for k := range days {
+		dayKeys = append(dayKeys, k)
+	}
+	slices.SortFunc(dayKeys, func(a, b userDay) int {
+		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
+	})
+	for _, k := range dayKeys {
+		d := days[k]
+		if _, err := upDay.ExecContext(ctx, k.user, k.day, d.cost, d.requests); err != nil {
+			return fmt.Errorf("daily spend of user %d: %w", k.user, err)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil
+	}
+	upToken, err := tx.PrepareContext(ctx, `UPDATE tokens SET
+		used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END
+		WHERE id = ?2`)
+	if err != nil {
+		return err
+	}
+	defer upToken.Close()
+	for _, id := range sortedKeys(tokens) {
+		if _, err := upToken.ExecContext(ctx, tokens[id], id); err != nil {
+			return fmt.Errorf("charge token %d: %w", id, err)
 		}
 	}
 	return nil
