@@ -13,8 +13,8 @@ import (
 )
 
 // Helpers the task families share: one JSON call through a Doer with its
-// answer bounded, a client's metadata merged into a native body, and the
-// first-frame image in the two spellings vendors take.
+// answer bounded, the owned members of a client's metadata refused, and the
+// first-frame image in the two spellings vendors take by reference.
 
 // TaskOnly is implemented by a provider that serves task-shaped generation
 // only (a video vendor): its NewRequest refuses every relayed operation, so
@@ -53,35 +53,6 @@ func NewTaskGet(ctx context.Context, url string) (*http.Request, error) {
 	}
 	hr.Header.Set("Accept", "application/json")
 	return hr, nil
-}
-
-// MergeMetadata returns body (a JSON object) with every member of metadata
-// (a JSON object, or empty) set in it as the client sent it: a member the
-// body already has is replaced, the others are appended. The gateway has
-// refused the members the family owns before SubmitTask runs, so what is
-// merged here is the vendor's own options.
-func MergeMetadata(body []byte, metadata json.RawMessage) ([]byte, error) {
-	if len(bytes.TrimSpace(metadata)) == 0 || bytes.Equal(bytes.TrimSpace(metadata), []byte("null")) {
-		return body, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(metadata))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, BadRequest("metadata must be a JSON object")
-	}
-	var fields []Field
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, BadRequest("metadata is not valid JSON: %v", err)
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, BadRequest("metadata.%s is not valid JSON: %v", key, err)
-		}
-		fields = append(fields, Field{Key: key, Value: v})
-	}
-	return SetFields(body, fields...)
 }
 
 // RefuseOwned returns a 400 naming the first member of metadata that the

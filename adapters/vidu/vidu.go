@@ -138,7 +138,7 @@ func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.
 	if err != nil {
 		return "", err
 	}
-	if raw, err = adapters.MergeMetadata(raw, t.Metadata); err != nil {
+	if raw, err = adapters.MergeTaskMetadata(raw, t.Metadata); err != nil {
 		return "", err
 	}
 	hr, err := adapters.NewJSONRequest(ctx, strings.TrimRight(up.BaseURL, "/")+path, raw, false)
