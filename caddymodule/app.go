@@ -76,6 +76,8 @@ type App struct {
 	Limits *LimitsConfig `json:"limits,omitempty"`
 	// Usage tunes how usage rows are recorded.
 	Usage *UsageConfig `json:"usage,omitempty"`
+	// Tasks tunes how task-style generation (/api/generate/*) is followed.
+	Tasks *TasksConfig `json:"tasks,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -110,6 +112,9 @@ type App struct {
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
 	retention *retention
+	// this configuration's task poller, and the task endpoints' dialect
+	tasks       *taskPoller
+	taskDialect adapters.Dialect
 }
 
 // DatabaseConfig names a store driver and its data source.
@@ -177,6 +182,14 @@ type PriceConfig struct {
 	// MaxOutput is the model's maximum output in tokens (the vendor's
 	// documented limit): a request without max_tokens reserves it.
 	MaxOutput int64 `json:"max_output,omitempty"`
+
+	// Task-style generation: Task is USD per finished task, VideoSecond
+	// USD per second of video; MaxSeconds is the vendor's longest video,
+	// reserved by a task that names no duration (required with
+	// VideoSecond).
+	Task        string `json:"task,omitempty"`
+	VideoSecond string `json:"video_second,omitempty"`
+	MaxSeconds  int64  `json:"max_seconds,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -259,6 +272,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
 	}
+	a.taskDialect = taskDialect{a.dialects[len(a.dialects)-1]}
+	a.tasks = newTaskPoller(a, a.Tasks, a.log.Named("tasks"))
 	return nil
 }
 
@@ -349,6 +364,19 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 	// a per-request price is USD, the others USD per million tokens
 	if p.Request, err = parse("request", pc.Request); err != nil {
 		return nil, err
+	}
+	if p.Task, err = parse("task", pc.Task); err != nil {
+		return nil, err
+	}
+	if p.VideoSecond, err = parse("video_second", pc.VideoSecond); err != nil {
+		return nil, err
+	}
+	if pc.MaxSeconds < 0 {
+		return nil, fmt.Errorf("max_seconds must not be negative")
+	}
+	p.MaxSeconds = pc.MaxSeconds
+	if p.VideoSecond > 0 && p.MaxSeconds == 0 {
+		return nil, fmt.Errorf("video_second needs max_seconds, the longest video the vendor makes: a task that names no duration reserves it")
 	}
 	return p, nil
 }
@@ -469,6 +497,7 @@ func (a *App) Start() error {
 	if a.retention != nil {
 		a.retention.start()
 	}
+	a.tasks.start()
 	return nil
 }
 
@@ -479,6 +508,7 @@ func (a *App) Stop() error {
 	if a.retention != nil {
 		a.retention.stop()
 	}
+	a.tasks.stop()
 	return nil
 }
 

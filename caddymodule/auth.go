@@ -85,6 +85,9 @@ func (a *App) routeOf(r *http.Request) route {
 			return route{dialect: d, op: op}
 		}
 	}
+	if isTaskPath(r.URL.Path) {
+		return route{dialect: a.taskDialect, op: adapters.OpUnknown}
+	}
 	return route{dialect: a.dialects[len(a.dialects)-1], op: adapters.OpUnknown}
 }
 

@@ -19,6 +19,8 @@ func init() {
 	httpcaddyfile.RegisterHandlerDirective("gateway_auth", parseAuth)
 	httpcaddyfile.RegisterHandlerDirective("gateway_relay", parseRelay)
 	httpcaddyfile.RegisterHandlerDirective("gateway_health", parseHealth)
+	httpcaddyfile.RegisterHandlerDirective("gateway_tasks", parseTasksHandler)
+	httpcaddyfile.RegisterDirectiveOrder("gateway_tasks", httpcaddyfile.Before, "reverse_proxy")
 	httpcaddyfile.RegisterDirectiveOrder("gateway_health", httpcaddyfile.Before, "reverse_proxy")
 	// outside a route block, authenticate and relay where a proxy would go
 	httpcaddyfile.RegisterDirectiveOrder("gateway_auth", httpcaddyfile.Before, "reverse_proxy")
@@ -84,6 +86,15 @@ func init() {
 //			allow_fields <field>...
 //			allow_betas <beta>...
 //		}
+//		tasks {
+//			max_age <duration>
+//			poll_interval <duration>
+//			max_poll_interval <duration>
+//			poll_timeout <duration>
+//			concurrency <n>
+//			lease <duration>
+//			max_file_size <size>
+//		}
 //		price <model> free
 //		price <model> {
 //			input <usd per 1M tokens>
@@ -92,6 +103,9 @@ func init() {
 //			cache_write <usd per 1M tokens>
 //			request <usd per request>
 //			max_output <tokens>
+//			task <usd per task>
+//			video_second <usd per second of video>
+//			max_seconds <seconds>
 //			free
 //		}
 //	}
@@ -213,6 +227,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Limits = lc
+		case "tasks":
+			tc, err := parseTasks(d)
+			if err != nil {
+				return err
+			}
+			a.Tasks = tc
 		case "usage":
 			uc, err := parseUsage(d)
 			if err != nil {
@@ -460,6 +480,17 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.CacheWrite = v
 		case "request":
 			pc.Request = v
+		case "task":
+			pc.Task = v
+		case "video_second":
+			pc.VideoSecond = v
+		case "max_seconds":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return "", nil, d.Errf("price %s: max_seconds must be a positive number of seconds, not %q", model, v)
+			}
+			pc.MaxSeconds = n
+			continue
 		case "max_output":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {
@@ -585,4 +616,51 @@ func parseHealth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 		return nil, h.ArgErr()
 	}
 	return hc, nil
+}
+
+func parseTasksHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	h.Next()
+	if h.NextArg() {
+		return nil, h.ArgErr()
+	}
+	return new(Tasks), nil
+}
+
+// parseTasks reads `tasks { max_age <d> poll_interval <d> max_poll_interval
+// <d> poll_timeout <d> concurrency <n> lease <d> max_file_size <size> }`.
+func parseTasks(d *caddyfile.Dispenser) (*TasksConfig, error) {
+	tc := &TasksConfig{}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	err := eachOption(d, func(opt, v string) error {
+		switch opt {
+		case "max_age", "poll_interval", "max_poll_interval", "poll_timeout", "lease":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("tasks: %s must be a duration above zero such as 5s, not %q", opt, v)
+			}
+			*map[string]*caddy.Duration{"max_age": &tc.MaxAge, "poll_interval": &tc.PollInterval,
+				"max_poll_interval": &tc.MaxPollInterval, "poll_timeout": &tc.PollTimeout, "lease": &tc.Lease}[opt] = caddy.Duration(dur)
+		case "concurrency":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("tasks: concurrency must be a positive integer, not %q", v)
+			}
+			tc.Concurrency = n
+		case "max_file_size":
+			size, err := parseSize(v)
+			if err != nil {
+				return d.Errf("tasks: max_file_size: %v", err)
+			}
+			tc.MaxFileSize = size
+		default:
+			return d.Errf("tasks: unrecognized option %q (known: max_age, poll_interval, max_poll_interval, poll_timeout, concurrency, lease, max_file_size)", opt)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tc, nil
 }

@@ -1,0 +1,219 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
+
+// taskSubmission is a decoded POST /api/generate/submit body.
+type taskSubmission struct {
+	req adapters.TaskRequest
+	// metadata's member names, for the owned-field checks
+	metaKeys []string
+	// form is "A" (fields at the top level) or "B" (inside input), for
+	// messages that name where a field goes
+	form string
+}
+
+// taskFields are the common generation fields, beside prompt in either
+// form; their values are checked here, the rest is the vendor's.
+var taskFields = []string{"prompt", "metadata", "image", "duration", "aspect_ratio", "size", "negative_prompt", "seed"}
+
+// maxTaskText bounds prompt, negative prompt, size and aspect ratio (the
+// image, often base64, is bounded only by the body's size).
+const maxTaskText = 32 << 10
+
+// parseTaskSubmission decodes either body form. Form A puts model, prompt,
+// metadata and the common fields at the top level; form B puts everything
+// but model inside input. A body that mixes them, or puts callback_url
+// anywhere but under metadata, is refused with where it belongs.
+func parseTaskSubmission(body []byte) (*taskSubmission, *adapters.Error) {
+	top, e := taskObject(body, "the request body")
+	if e != nil {
+		return nil, e
+	}
+	sub := &taskSubmission{form: "A"}
+	rawModel, ok := top["model"]
+	if !ok {
+		return nil, adapters.BadRequest("'model' is required: name the task model at the top level, e.g. {\"model\": \"sora-2\", \"prompt\": \"...\"}")
+	}
+	if err := json.Unmarshal(rawModel, &sub.req.Model); err != nil || sub.req.Model == "" {
+		return nil, adapters.BadRequest("'model' must be a non-empty string")
+	}
+	fields := top
+	prefix := ""
+	if rawInput, ok := top["input"]; ok {
+		sub.form, prefix = "B", "input."
+		var mixed []string
+		for k := range top {
+			if k != "model" && k != "input" {
+				mixed = append(mixed, k)
+			}
+		}
+		if len(mixed) > 0 {
+			sort.Strings(mixed)
+			return nil, adapters.BadRequest("the body mixes the two forms: with 'input', only 'model' stays at the top level; move %s into 'input' (or drop 'input' and put everything at the top level)", quoteList(mixed))
+		}
+		if fields, e = taskObject(rawInput, "'input'"); e != nil {
+			return nil, e
+		}
+	}
+	for k := range fields {
+		switch {
+		case k == "callback_url":
+			return nil, adapters.BadRequest("'%scallback_url' is not read there: it belongs under '%smetadata', as {\"%smetadata\": {\"callback_url\": \"https://...\"}}", prefix, prefix, prefix)
+		case k == "model" && prefix != "":
+			return nil, adapters.BadRequest("'input.model' is not read: 'model' belongs at the top level of the body")
+		case k == "model":
+		case !contains(taskFields, k):
+			return nil, adapters.BadRequest("'%s%s' is not a field of the task endpoint (known: %s); the vendor's own options go under '%smetadata'", prefix, k, strings.Join(taskFields, ", "), prefix)
+		}
+	}
+	if e := decodeTaskFields(fields, prefix, sub); e != nil {
+		return nil, e
+	}
+	return sub, nil
+}
+
+func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *taskSubmission) *adapters.Error {
+	r := &sub.req
+	text := func(name string, dst *string) *adapters.Error {
+		raw, ok := f[name]
+		if !ok || string(raw) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return adapters.BadRequest("'%s%s' must be a string", prefix, name)
+		}
+		if name != "image" && len(*dst) > maxTaskText {
+			return adapters.BadRequest("'%s%s' is longer than %d bytes", prefix, name, maxTaskText)
+		}
+		return nil
+	}
+	for name, dst := range map[string]*string{"prompt": &r.Prompt, "image": &r.Image, "aspect_ratio": &r.AspectRatio,
+		"size": &r.Size, "negative_prompt": &r.NegativePrompt} {
+		if e := text(name, dst); e != nil {
+			return e
+		}
+	}
+	if strings.TrimSpace(r.Prompt) == "" && r.Image == "" {
+		return adapters.BadRequest("'%sprompt' is required: describe what to generate (or give a first-frame 'image')", prefix)
+	}
+	if raw, ok := f["duration"]; ok && string(raw) != "null" {
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 32)
+		if err != nil || n <= 0 || n > 3600 {
+			return adapters.BadRequest("'%sduration' must be a whole number of seconds between 1 and 3600, e.g. 8", prefix)
+		}
+		r.Duration = int(n)
+	}
+	if raw, ok := f["seed"]; ok && string(raw) != "null" {
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+		if err != nil {
+			return adapters.BadRequest("'%sseed' must be an integer", prefix)
+		}
+		r.Seed = &n
+	}
+	raw, ok := f["metadata"]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	meta, e := taskObject(raw, "'"+prefix+"metadata'")
+	if e != nil {
+		return e
+	}
+	if cb, ok := meta["callback_url"]; ok {
+		if err := json.Unmarshal(cb, &r.CallbackURL); err != nil {
+			return adapters.BadRequest("'%smetadata.callback_url' must be a string", prefix)
+		}
+		if e := checkCallbackURL(r.CallbackURL, prefix); e != nil {
+			return e
+		}
+		delete(meta, "callback_url")
+	}
+	for k := range meta {
+		sub.metaKeys = append(sub.metaKeys, k)
+	}
+	sort.Strings(sub.metaKeys)
+	if len(meta) > 0 {
+		// the members as the client sent them, callback_url taken out
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return adapters.BadRequest("'%smetadata' could not be read", prefix)
+		}
+		r.Metadata = b
+	}
+	return nil
+}
+
+// taskObject decodes a JSON object into its members, raw.
+func taskObject(raw []byte, what string) (map[string]json.RawMessage, *adapters.Error) {
+	var m map[string]json.RawMessage
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return nil, adapters.BadRequest("%s must be a JSON object", what)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, adapters.BadRequest("%s is not valid JSON: %v", what, err)
+	}
+	return m, nil
+}
+
+// checkCallbackURL accepts an absolute https URL whose host is not a
+// loopback, private, link-local or unspecified address or a localhost
+// name, judged on the URL alone: the vendor calls it, not the gateway, so
+// no name is resolved here.
+func checkCallbackURL(raw, prefix string) *adapters.Error {
+	where := "'" + prefix + "metadata.callback_url'"
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return adapters.BadRequest("%s must be an absolute https URL, e.g. https://example.com/hooks/video", where)
+	}
+	if !strings.EqualFold(u.Scheme, "https") {
+		return adapters.BadRequest("%s must use https, not %s: the vendor posts the task's result to it", where, u.Scheme)
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "" {
+		return adapters.BadRequest("%s has no host", where)
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return adapters.BadRequest("%s points at localhost: give an address the vendor can reach on the internet", where)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+			ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+			return adapters.BadRequest("%s points at %s, a loopback, private or link-local address: give an address the vendor can reach on the internet", where, ip)
+		}
+		return nil
+	}
+	// a last label of digits or hex is an IP in a form netip does not read
+	// (127.1, 2130706433, 0x7f.0.0.1), which resolvers still take
+	labels := strings.Split(host, ".")
+	if last := labels[len(labels)-1]; last == "" || strings.Trim(last, "0123456789") == "" || strings.HasPrefix(last, "0x") {
+		return adapters.BadRequest("%s has %q as its host, which is neither a name nor an IP address in dotted form", where, host)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	return strings.Join(q, ", ")
+}
