@@ -24,7 +24,7 @@ import (
 // its nbf and exp: anything else gets Kling's 401 (codes 1000-1004). A bad
 // body gets a 400 with code 1201, an unknown task a 404 with code 1203.
 type FakeKling struct {
-	*videoJobs
+	*vendorJobs
 	Access, Secret string
 	now            func() time.Time
 }
@@ -41,7 +41,7 @@ func NewFakeKling(t testing.TB, access, secret string) *FakeKling {
 	Secret(access)
 	Secret(secret)
 	f := &FakeKling{Access: access, Secret: secret, now: time.Now}
-	f.videoJobs = newVideoJobs(t, "kl-", f.serve)
+	f.vendorJobs = newVendorJobs(t, "kl-", f.serve)
 	return f
 }
 
@@ -186,17 +186,17 @@ func (f *FakeKling) query(w http.ResponseWriter, endpoint, id string) {
 	}
 	data := map[string]any{"task_id": j.ID, "task_info": map[string]any{}, "created_at": 0, "updated_at": 0}
 	switch j.State {
-	case JobQueued:
+	case VendorQueued:
 		data["task_status"] = "submitted"
-	case JobRunning:
+	case VendorRunning:
 		data["task_status"] = "processing"
-	case JobSucceeded:
+	case VendorSucceeded:
 		data["task_status"] = "succeed"
 		data["task_status_msg"] = ""
 		data["task_result"] = map[string]any{"videos": []map[string]any{
 			{"id": j.ID + "-v", "url": j.VideoURL, "duration": fmt.Sprintf("%.1f", j.Seconds)},
 		}}
-	case JobFailed:
+	case VendorFailed:
 		data["task_status"] = "failed"
 		data["task_status_msg"] = j.Reason
 	}

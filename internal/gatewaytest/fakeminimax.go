@@ -19,7 +19,7 @@ import (
 // status_msg}: 1004 for a wrong Bearer key, 2013 for bad parameters, 1026
 // for a prompt it will not take. A failed job says why in its base_resp.
 type FakeMiniMax struct {
-	*videoJobs
+	*vendorJobs
 	Key string
 	// GroupID, when set, must come as GroupId with each file lookup.
 	GroupID string
@@ -36,7 +36,7 @@ var minimaxModels = map[string]bool{
 func NewFakeMiniMax(t testing.TB, key string) *FakeMiniMax {
 	Secret(key)
 	f := &FakeMiniMax{Key: key}
-	f.videoJobs = newVideoJobs(t, "3617", f.serve)
+	f.vendorJobs = newVendorJobs(t, "3617", f.serve)
 	return f
 }
 
@@ -133,14 +133,14 @@ func (f *FakeMiniMax) query(w http.ResponseWriter, id string) {
 	}
 	answer := map[string]any{"task_id": j.ID, "file_id": ""}
 	switch j.State {
-	case JobQueued:
+	case VendorQueued:
 		answer["status"] = "Queueing"
-	case JobRunning:
+	case VendorRunning:
 		answer["status"] = "Processing"
-	case JobSucceeded:
+	case VendorSucceeded:
 		answer["status"], answer["file_id"] = "Success", j.FileID
 		answer["video_width"], answer["video_height"] = 1366, 768
-	case JobFailed:
+	case VendorFailed:
 		answer["status"] = "Fail"
 		minimaxAnswer(w, 1027, j.Reason, answer)
 		return
@@ -155,7 +155,7 @@ func (f *FakeMiniMax) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	fileID := r.URL.Query().Get("file_id")
 	for _, j := range f.Jobs() {
-		if j.FileID == fileID && j.State == JobSucceeded {
+		if j.FileID == fileID && j.State == VendorSucceeded {
 			var id int64
 			fmt.Sscan(fileID, &id)
 			minimaxAnswer(w, 0, "success", map[string]any{"file": map[string]any{

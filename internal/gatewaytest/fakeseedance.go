@@ -21,7 +21,7 @@ import (
 // gets 401, a bad body 400, an unknown model 404, each as {"error": {code,
 // message, param, type}}.
 type FakeSeedance struct {
-	*videoJobs
+	*vendorJobs
 	Key string
 }
 
@@ -36,7 +36,7 @@ var seedanceModels = map[string]string{
 func NewFakeSeedance(t testing.TB, key string) *FakeSeedance {
 	Secret(key)
 	f := &FakeSeedance{Key: key}
-	f.videoJobs = newVideoJobs(t, "cgt-2025", f.serve)
+	f.vendorJobs = newVendorJobs(t, "cgt-2025", f.serve)
 	return f
 }
 
@@ -172,18 +172,18 @@ func (f *FakeSeedance) query(w http.ResponseWriter, id string) {
 	now := time.Now().Unix()
 	answer := map[string]any{"id": j.ID, "model": model, "error": nil, "created_at": now, "updated_at": now}
 	switch j.State {
-	case JobQueued:
+	case VendorQueued:
 		answer["status"] = "queued"
-	case JobRunning:
+	case VendorRunning:
 		answer["status"] = "running"
-	case JobSucceeded:
+	case VendorSucceeded:
 		answer["status"] = "succeeded"
 		answer["content"] = map[string]any{"video_url": j.VideoURL}
 		answer["seed"], answer["resolution"], answer["ratio"] = 10, "720p", "16:9"
 		answer["duration"], answer["framespersecond"] = int(j.Seconds), 24
 		tokens := int(j.Seconds) * 21780
 		answer["usage"] = map[string]any{"completion_tokens": tokens, "total_tokens": tokens}
-	case JobFailed:
+	case VendorFailed:
 		answer["status"] = "failed"
 		answer["error"] = map[string]any{"code": "OutputVideoSensitiveContentDetected", "message": j.Reason}
 	}

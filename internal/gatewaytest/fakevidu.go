@@ -18,7 +18,7 @@ import (
 // key travels as "Authorization: Token <key>"; a wrong one gets 401. A bad
 // body gets 400 {code, reason, message}, an unknown task 404.
 type FakeVidu struct {
-	*videoJobs
+	*vendorJobs
 	Key string
 }
 
@@ -34,7 +34,7 @@ var viduModels = map[string]map[string][]int{
 func NewFakeVidu(t testing.TB, key string) *FakeVidu {
 	Secret(key)
 	f := &FakeVidu{Key: key}
-	f.videoJobs = newVideoJobs(t, "vd", f.serve)
+	f.vendorJobs = newVendorJobs(t, "vd", f.serve)
 	return f
 }
 
@@ -127,14 +127,14 @@ func (f *FakeVidu) query(w http.ResponseWriter, id string) {
 	}
 	answer := map[string]any{"id": j.ID, "err_code": "", "credits": int(j.Seconds) * 4, "payload": "", "creations": []any{}}
 	switch j.State {
-	case JobQueued:
+	case VendorQueued:
 		answer["state"] = "queueing"
-	case JobRunning:
+	case VendorRunning:
 		answer["state"] = "processing"
-	case JobSucceeded:
+	case VendorSucceeded:
 		answer["state"] = "success"
 		answer["creations"] = []map[string]any{{"id": j.ID + "-c", "url": j.VideoURL, "cover_url": j.VideoURL + ".jpg", "watermarked_url": j.VideoURL + "?wm=1"}}
-	case JobFailed:
+	case VendorFailed:
 		answer["state"], answer["err_code"] = "failed", j.Reason
 	}
 	writeJSONStatus(w, http.StatusOK, answer)

@@ -12,19 +12,19 @@ import (
 	"testing"
 )
 
-// Video jobs, as the fake video vendors (FakeKling, FakeVidu, FakeSeedance,
+// Vendor jobs, as the fake video vendors (FakeKling, FakeVidu, FakeSeedance,
 // FakeMiniMax) hold them. A job stays where the test puts it: submitted it
 // is queued; Run starts it, Finish completes it with one video, Fail ends
 // it with a reason. Each fake renders these states in its vendor's words.
 const (
-	JobQueued    = "queued"
-	JobRunning   = "running"
-	JobSucceeded = "succeeded"
-	JobFailed    = "failed"
+	VendorQueued    = "queued"
+	VendorRunning   = "running"
+	VendorSucceeded = "succeeded"
+	VendorFailed    = "failed"
 )
 
-// VideoJob is one job a fake video vendor accepted.
-type VideoJob struct {
+// VendorJob is one job a fake video vendor accepted.
+type VendorJob struct {
 	ID   string
 	Path string // the submit path
 	// Body is the submit body byte for byte, so a test can check that the
@@ -40,18 +40,18 @@ type VideoJob struct {
 	FileID string
 }
 
-// videoJobs is a fake vendor's job table and its file server.
-type videoJobs struct {
+// vendorJobs is a fake vendor's job table and its file server.
+type vendorJobs struct {
 	*httptest.Server
 	mu     sync.Mutex
 	prefix string
 	seq    int
-	jobs   []*VideoJob
+	jobs   []*VendorJob
 	polls  int
 }
 
-func newVideoJobs(t testing.TB, prefix string, serve http.HandlerFunc) *videoJobs {
-	v := &videoJobs{prefix: prefix}
+func newVendorJobs(t testing.TB, prefix string, serve http.HandlerFunc) *vendorJobs {
+	v := &vendorJobs{prefix: prefix}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /fake-files/{name}", v.serveFile)
 	mux.HandleFunc("/", serve)
@@ -61,13 +61,13 @@ func newVideoJobs(t testing.TB, prefix string, serve http.HandlerFunc) *videoJob
 }
 
 // BaseURL is the address a channel's base_url names.
-func (v *videoJobs) BaseURL() string { return v.Server.URL }
+func (v *vendorJobs) BaseURL() string { return v.Server.URL }
 
 // serveFile serves a finished job's video: a few bytes in an MP4 box.
-func (v *videoJobs) serveFile(w http.ResponseWriter, r *http.Request) {
+func (v *vendorJobs) serveFile(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSuffix(r.PathValue("name"), ".mp4")
 	j, ok := v.Job(id)
-	if !ok || j.State != JobSucceeded {
+	if !ok || j.State != VendorSucceeded {
 		http.NotFound(w, r)
 		return
 	}
@@ -76,22 +76,22 @@ func (v *videoJobs) serveFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // add records an accepted job, queued.
-func (v *videoJobs) add(path string, body []byte, seconds float64) VideoJob {
+func (v *vendorJobs) add(path string, body []byte, seconds float64) VendorJob {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.seq++
 	id := fmt.Sprintf("%s%06d", v.prefix, v.seq)
-	j := &VideoJob{ID: id, Path: path, Body: append(json.RawMessage(nil), body...), State: JobQueued, Seconds: seconds,
+	j := &VendorJob{ID: id, Path: path, Body: append(json.RawMessage(nil), body...), State: VendorQueued, Seconds: seconds,
 		VideoURL: v.Server.URL + "/fake-files/" + id + ".mp4", FileID: fmt.Sprintf("%d", 900000+v.seq)}
 	v.jobs = append(v.jobs, j)
 	return *j
 }
 
 // Jobs returns every job accepted so far, oldest first.
-func (v *videoJobs) Jobs() []VideoJob {
+func (v *vendorJobs) Jobs() []VendorJob {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make([]VideoJob, len(v.jobs))
+	out := make([]VendorJob, len(v.jobs))
 	for i, j := range v.jobs {
 		out[i] = *j
 	}
@@ -99,7 +99,7 @@ func (v *videoJobs) Jobs() []VideoJob {
 }
 
 // Last returns the newest job; it fails the test when there is none.
-func (v *videoJobs) Last(t testing.TB) VideoJob {
+func (v *vendorJobs) Last(t testing.TB) VendorJob {
 	t.Helper()
 	jobs := v.Jobs()
 	if len(jobs) == 0 {
@@ -109,7 +109,7 @@ func (v *videoJobs) Last(t testing.TB) VideoJob {
 }
 
 // Job returns the job id.
-func (v *videoJobs) Job(id string) (VideoJob, bool) {
+func (v *vendorJobs) Job(id string) (VendorJob, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, j := range v.jobs {
@@ -117,23 +117,23 @@ func (v *videoJobs) Job(id string) (VideoJob, bool) {
 			return *j, true
 		}
 	}
-	return VideoJob{}, false
+	return VendorJob{}, false
 }
 
 // Polls is how many times the job status was read.
-func (v *videoJobs) Polls() int {
+func (v *vendorJobs) Polls() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.polls
 }
 
-func (v *videoJobs) polled() {
+func (v *vendorJobs) polled() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.polls++
 }
 
-func (v *videoJobs) change(id string, f func(j *VideoJob)) {
+func (v *vendorJobs) change(id string, f func(j *VendorJob)) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, j := range v.jobs {
@@ -146,18 +146,18 @@ func (v *videoJobs) change(id string, f func(j *VideoJob)) {
 }
 
 // Run starts job id: it is running, progress half way.
-func (v *videoJobs) Run(id string) {
-	v.change(id, func(j *VideoJob) { j.State, j.Progress = JobRunning, 50 })
+func (v *vendorJobs) Run(id string) {
+	v.change(id, func(j *VendorJob) { j.State, j.Progress = VendorRunning, 50 })
 }
 
 // Finish completes job id with its video.
-func (v *videoJobs) Finish(id string) {
-	v.change(id, func(j *VideoJob) { j.State, j.Progress = JobSucceeded, 100 })
+func (v *vendorJobs) Finish(id string) {
+	v.change(id, func(j *VendorJob) { j.State, j.Progress = VendorSucceeded, 100 })
 }
 
 // Fail ends job id with reason.
-func (v *videoJobs) Fail(id, reason string) {
-	v.change(id, func(j *VideoJob) { j.State, j.Reason = JobFailed, reason })
+func (v *vendorJobs) Fail(id, reason string) {
+	v.change(id, func(j *VendorJob) { j.State, j.Reason = VendorFailed, reason })
 }
 
 // readJSONObject reads a submit body (bounded) and decodes it as an
