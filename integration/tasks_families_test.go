@@ -196,8 +196,10 @@ type family struct {
 	duration       int
 	unitsPerSecond int64
 	maxSeconds     int64
-	// image is a first frame the family takes
-	image string
+	// image is a first frame the family takes; imageOnly, the model makes
+	// video from an image only (Form A sends it too)
+	image     string
+	imageOnly bool
 	// owned is a metadata member the family's native body owns
 	owned string
 	// vendorRefusal is a request the adapter passes and the vendor
@@ -208,8 +210,9 @@ type family struct {
 var videoFamilies = []family{
 	{model: "kling-v2-1", fake: func(s *familiesSetup) vendorFake { return s.kling },
 		optionName: "cfg_scale", optionValue: `0.7`, duration: 10, unitsPerSecond: 50_000, maxSeconds: 10,
-		image: "https://img.example.com/first.png", owned: "mode",
-		vendorRefusal: `{"model":"kling-v2-1","prompt":"x","aspect_ratio":"4:3"}`, vendorSays: "aspect_ratio must be one of"},
+		image: "https://img.example.com/first.png", imageOnly: true, owned: "mode",
+		vendorRefusal: `{"model":"kling-v2-1","prompt":"x","image":"https://img.example.com/a.png","metadata":{"aspect_ratio":"16:9"}}`,
+		vendorSays:    "aspect_ratio is not supported for image2video"},
 	{model: "viduq1", fake: func(s *familiesSetup) vendorFake { return s.vidu },
 		optionName: "movement_amplitude", optionValue: `"small"`, duration: 5, unitsPerSecond: 80_000, maxSeconds: 5,
 		image: "https://img.example.com/first.png", owned: "resolution",
@@ -249,8 +252,12 @@ func TestTaskFamilies(t *testing.T) {
 			metadata := fmt.Sprintf(`{"callback_url":%q,%q:%s}`, famCallback, f.optionName, f.optionValue)
 
 			// Form A: everything at the top level
-			sub := famSubmit(t, s.gw, key, fmt.Sprintf(`{"model":%q,"prompt":"a fox runs through fresh snow","duration":%d,"metadata":%s}`,
-				f.model, f.duration, metadata))
+			image := ""
+			if f.imageOnly {
+				image = fmt.Sprintf(`"image":%q,`, f.image)
+			}
+			sub := famSubmit(t, s.gw, key, fmt.Sprintf(`{"model":%q,"prompt":"a fox runs through fresh snow",%s"duration":%d,"metadata":%s}`,
+				f.model, image, f.duration, metadata))
 			reserved := f.unitsPerSecond * int64(f.duration)
 			if q, _ := s.gw.Quota(user); q != balance-reserved {
 				t.Fatalf("quota after submit %d, want %d reserved", q, reserved)
@@ -369,16 +376,17 @@ func TestTaskKlingTokenRefused(t *testing.T) {
 		"MINIMAX": "http://127.0.0.1:1", "MINIMAX_KEY": "m"})
 	gw.DBPath = filepath.Join(dir, "gateway.db")
 	key := gw.AddUser("ada", 5_000_000)
-	code, a, raw := famCall(t, gw, http.MethodPost, "/api/generate/submit", key, `{"model":"kling-v2-1","prompt":"x"}`)
-	if code < 400 || a.Error == nil || strings.Contains(raw, "sk-wrong") {
+	code, a, raw := famCall(t, gw, http.MethodPost, "/api/generate/submit", key, `{"model":"kling-v2-1","prompt":"x","image":"https://img.example.com/a.png"}`)
+	if code <= 400 || a.Error == nil || strings.Contains(raw, "sk-wrong") {
 		t.Fatalf("a refused token: %d %s", code, raw)
 	}
 	if len(fake.Jobs()) != 0 {
 		t.Fatal("Kling accepted a task with a bad token")
 	}
-	if !strings.Contains(gw.Logs(), `"channel":"kling","status":401`) {
-		t.Fatal("the gateway did not treat Kling's 401 as the channel's failure")
-	}
+	// the gateway's log line arrives through a pipe, maybe after the answer
+	eventually(t, "the log to show Kling's 401 as the channel's failure", func() bool {
+		return strings.Contains(gw.Logs(), `"channel":"kling","status":401`)
+	})
 	gw.WaitUsage("ada", 1)
 	if q, used := gw.Quota("ada"); q != 5_000_000 || used != 0 {
 		t.Fatalf("a refused submit cost: quota %d used %d", q, used)

@@ -155,6 +155,10 @@ func (Adapter) CallbackCapable() bool { return true }
 // different rates).
 func (Adapter) OwnedFields() []string { return []string{"model_name", "duration", "mode"} }
 
+// imageOnly are the models Kling serves at image2video only (its
+// capability map lists no text-to-video for them).
+var imageOnly = map[string]bool{"kling-v1-5": true, "kling-v2-1": true}
+
 // submitBody is the common part of Kling's two submit bodies.
 type submitBody struct {
 	ModelName      string `json:"model_name"`
@@ -200,6 +204,9 @@ func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.
 		}
 		endpoint, body.Image = imageToVideo, img
 	} else {
+		if imageOnly[up.Model] {
+			return "", adapters.BadRequest("kling's %s makes video from an image only: give image (text-to-video needs a model such as %s-master)", up.Model, up.Model)
+		}
 		if t.Prompt == "" {
 			return "", adapters.BadRequest("kling's text-to-video needs a prompt")
 		}

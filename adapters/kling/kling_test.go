@@ -28,7 +28,7 @@ func setup(t *testing.T) (*gatewaytest.FakeKling, Adapter, *adapters.Upstream) {
 	if err := a.Provision(caddyContext()); err != nil {
 		t.Fatal(err)
 	}
-	return f, a, &adapters.Upstream{Channel: "kl", BaseURL: f.BaseURL(), Key: access + ":" + secret, Model: "kling-v2-1"}
+	return f, a, &adapters.Upstream{Channel: "kl", BaseURL: f.BaseURL(), Key: access + ":" + secret, Model: "kling-v2-1-master"}
 }
 
 func poll(t *testing.T, a Adapter, up *adapters.Upstream, id string) *adapters.TaskState {
@@ -54,7 +54,7 @@ func TestTextToVideoSubmitRunFinish(t *testing.T) {
 	seconds := 10
 	meta := json.RawMessage(`{"cfg_scale":0.7,"camera_control":{"type":"simple","config":{"zoom":5}},"external_task_id":"mine-1"}`)
 	id, err := a.SubmitTask(context.Background(), http.DefaultClient, up, &adapters.TaskRequest{
-		Model: "kling-v2-1", Prompt: "a fox in the snow", NegativePrompt: "blur", AspectRatio: "9:16", Duration: seconds,
+		Model: "kling-v2-1-master", Prompt: "a fox in the snow", NegativePrompt: "blur", AspectRatio: "9:16", Duration: seconds,
 		Metadata: meta, CallbackURL: "https://hooks.example.com/kling?sig=a%2Fb&x=1",
 	})
 	if err != nil {
@@ -69,7 +69,7 @@ func TestTextToVideoSubmitRunFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"model_name": `"kling-v2-1"`, "prompt": `"a fox in the snow"`, "negative_prompt": `"blur"`, "aspect_ratio": `"9:16"`,
+		"model_name": `"kling-v2-1-master"`, "prompt": `"a fox in the snow"`, "negative_prompt": `"blur"`, "aspect_ratio": `"9:16"`,
 		"duration": `"10"`, "callback_url": `"https://hooks.example.com/kling?sig=a%2Fb&x=1"`,
 		"cfg_scale": `0.7`, "camera_control": `{"type":"simple","config":{"zoom":5}}`, "external_task_id": `"mine-1"`,
 	}
@@ -106,6 +106,7 @@ func TestTextToVideoSubmitRunFinish(t *testing.T) {
 
 func TestImageToVideoFails(t *testing.T) {
 	f, a, up := setup(t)
+	up.Model = "kling-v2-1" // image-to-video only
 	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 	id, err := a.SubmitTask(context.Background(), http.DefaultClient, up, &adapters.TaskRequest{
 		Prompt: "it moves", Image: "data:image/png;base64," + png,
@@ -150,6 +151,7 @@ func TestRefusals(t *testing.T) {
 		{"size", *up, adapters.TaskRequest{Prompt: "p", Size: "1280x720"}, 400, "aspect_ratio"},
 		{"length", *up, adapters.TaskRequest{Prompt: "p", Duration: 7}, 400, "5 or 10"},
 		{"no prompt", *up, adapters.TaskRequest{}, 400, "needs a prompt"},
+		{"text to an image-only model", adapters.Upstream{Channel: "kl", BaseURL: up.BaseURL, Key: up.Key, Model: "kling-v2-1"}, adapters.TaskRequest{Prompt: "p"}, 400, "image only: give image"},
 		{"image and ratio", *up, adapters.TaskRequest{Image: "https://img.example.com/a.png", AspectRatio: "1:1"}, 400, "remove aspect_ratio"},
 		{"not an image", *up, adapters.TaskRequest{Image: "not base64!"}, 400, "http(s) URL"},
 		// Kling's own refusals, in its words

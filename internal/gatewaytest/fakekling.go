@@ -29,10 +29,13 @@ type FakeKling struct {
 	now            func() time.Time
 }
 
-// klingModels are the model_name values the fake serves.
-var klingModels = map[string]bool{
-	"kling-v1": true, "kling-v1-5": true, "kling-v1-6": true, "kling-v2-master": true,
-	"kling-v2-1": true, "kling-v2-1-master": true, "kling-v2-5-turbo": true,
+// klingModels are the model_name values each endpoint serves, as Kling's
+// capability map lists them (kling-v1-5 and kling-v2-1 are image-to-video
+// only).
+var klingModels = map[string]map[string]bool{
+	"text2video": {"kling-v1": true, "kling-v1-6": true, "kling-v2-master": true, "kling-v2-1-master": true, "kling-v2-5-turbo": true},
+	"image2video": {"kling-v1": true, "kling-v1-5": true, "kling-v1-6": true, "kling-v2-master": true,
+		"kling-v2-1": true, "kling-v2-1-master": true, "kling-v2-5-turbo": true},
 }
 
 // NewFakeKling starts a fake Kling that expects tokens signed by the key
@@ -125,7 +128,7 @@ func (f *FakeKling) submit(w http.ResponseWriter, r *http.Request, endpoint stri
 	if !present {
 		model = "kling-v1"
 	}
-	if !ok || !klingModels[model] {
+	if !ok || !klingModels[endpoint][model] {
 		bad(fmt.Sprintf("model_name %s is invalid", model))
 		return
 	}
@@ -140,7 +143,7 @@ func (f *FakeKling) submit(w http.ResponseWriter, r *http.Request, endpoint stri
 	}
 	if endpoint == "image2video" {
 		img, _, ok := stringField(body, "image")
-		if !ok || img == "" && body["image_tail"] == nil {
+		if !ok || img == "" {
 			bad("image is required")
 			return
 		}

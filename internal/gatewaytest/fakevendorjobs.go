@@ -193,7 +193,8 @@ func stringField(body map[string]json.RawMessage, key string) (s string, present
 	if !present {
 		return "", false, true
 	}
-	return s, true, json.Unmarshal(raw, &s) == nil
+	ok = json.Unmarshal(raw, &s) == nil
+	return s, true, ok
 }
 
 // isImageRef reports whether s is what vendors take as an image: an http(s)
