@@ -94,6 +94,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"bad usage queue", "usage {\n queue_size 0\n}", "queue_size must be a positive integer"},
 		{"usage option with two values", "usage {\n linger 1s 2s\n}", "wrong argument count"},
 		{"unknown metrics option", "metrics {\n per_key\n}", `unrecognized option "per_key"`},
+		{"unknown tasks option", "tasks {\n poll 5s\n}", `tasks: unrecognized option "poll"`},
+		{"tasks duration", "tasks {\n max_age soon\n}", "tasks: max_age must be a duration"},
+		{"tasks concurrency", "tasks {\n concurrency 0\n}", "tasks: concurrency must be a positive integer"},
+		{"max_seconds", "price sora-2 {\n max_seconds many\n}", "max_seconds must be a positive number"},
+		{"task price", "price sora-2 {\n task lots\n}", "price sora-2: task"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -67,18 +68,28 @@ func (uc *UsageConfig) writerConfig(repl *caddy.Replacer) billing.WriterConfig {
 // priced. Over a limit: 429 with Retry-After and nothing that tells an SDK
 // not to retry.
 func (h *Relay) admitLimits(x *exchange) *adapters.Error {
-	def := h.app.Limits.limits()
-	tl := billing.Effective(x.id.Token.Limits, def)
-	ul := x.id.User.Limits
-	t, refused := h.app.db.limiter.Admit(time.Now(), x.id.Token.ID, tl, x.id.User.ID, ul)
-	if refused != nil {
-		secs := int64((refused.RetryAfter + time.Second - 1) / time.Second)
-		x.w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "rate_limit_exceeded",
-			Message: fmt.Sprintf("rate limit reached: this %s may make %s; try again in %d seconds", refused.Of, describeLimit(refused), max(secs, 1))}
+	t, e := h.app.admitRate(x.w, x.id)
+	if e != nil {
+		return e
 	}
 	x.ticket = t
 	return nil
+}
+
+// admitRate takes the key's and the user's rate limits for one request;
+// the ticket's Done gives them back.
+func (a *App) admitRate(w http.ResponseWriter, id *keys.Identity) (billing.Ticket, *adapters.Error) {
+	def := a.Limits.limits()
+	tl := billing.Effective(id.Token.Limits, def)
+	ul := id.User.Limits
+	t, refused := a.db.limiter.Admit(time.Now(), id.Token.ID, tl, id.User.ID, ul)
+	if refused != nil {
+		secs := int64((refused.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		return t, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "rate_limit_exceeded",
+			Message: fmt.Sprintf("rate limit reached: this %s may make %s; try again in %d seconds", refused.Of, describeLimit(refused), max(secs, 1))}
+	}
+	return t, nil
 }
 
 func describeLimit(r *billing.Refusal) string {

@@ -190,6 +190,13 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	if e != nil {
 		return refuse(e)
 	}
+	ticket, e := a.admitRate(w, id)
+	if e != nil {
+		return refuse(e)
+	}
+	// a task holds its key's rate limits (max_parallel) while it is
+	// submitted, not while it runs
+	defer ticket.Done(time.Now(), 0)
 	price := a.prices[model]
 	amount := price.TaskReservation(int64(sub.req.Duration))
 	hold, ok := db.ledger.Admit(id.User, id.Token, amount)

@@ -34,12 +34,11 @@ type veoImage struct {
 
 // veoParameters are the parameters the task endpoint's common fields set;
 // the client's metadata adds the vendor's others (personGeneration,
-// generateAudio, resolution, ...).
+// enhancePrompt, ...). The Gemini API takes no seed (Vertex AI's Veo does).
 type veoParameters struct {
 	AspectRatio     string `json:"aspectRatio,omitempty"`
 	NegativePrompt  string `json:"negativePrompt,omitempty"`
 	DurationSeconds int    `json:"durationSeconds,omitempty"`
-	Seed            *int64 `json:"seed,omitempty"`
 	Resolution      string `json:"resolution,omitempty"`
 }
 
@@ -69,11 +68,14 @@ func (Adapter) CallbackCapable() bool { return false }
 // parameters, where the duration and the number of videos change what a
 // task costs; they come from the task's own duration, one video a task.
 func (Adapter) OwnedFields() []string {
-	return []string{"model", "durationSeconds", "sampleCount", "numberOfVideos"}
+	return []string{"model", "durationSeconds", "sampleCount"}
 }
 
 // SubmitTask implements adapters.TaskProvider.
 func (Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
+	if t.Seed != nil {
+		return "", adapters.BadRequest("Veo on the Gemini API takes no seed")
+	}
 	inst := veoInstance{Prompt: t.Prompt}
 	if t.Image != "" {
 		img, err := adapters.TaskImageBytes(ctx, t.Image)
@@ -82,7 +84,7 @@ func (Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Up
 		}
 		inst.Image = &veoImage{BytesBase64Encoded: base64.StdEncoding.EncodeToString(img.Data), MimeType: img.MediaType}
 	}
-	params := veoParameters{AspectRatio: t.AspectRatio, NegativePrompt: t.NegativePrompt, DurationSeconds: t.Duration, Seed: t.Seed}
+	params := veoParameters{AspectRatio: t.AspectRatio, NegativePrompt: t.NegativePrompt, DurationSeconds: t.Duration}
 	switch t.Size {
 	case "":
 	case "720p", "1080p":

@@ -23,6 +23,8 @@ type FakeGemini struct {
 	*httptest.Server
 	Key string // the key it expects in x-goog-api-key
 	recorder
+	// Videos is Veo's job table (fakevideo.go).
+	Videos *VideoJobs
 }
 
 var _ Fake = (*FakeGemini)(nil)
@@ -30,7 +32,7 @@ var _ Fake = (*FakeGemini)(nil)
 // NewFakeGemini starts a fake that expects key.
 func NewFakeGemini(t testing.TB, key string) *FakeGemini {
 	Secret(key)
-	f := &FakeGemini{Key: key}
+	f := &FakeGemini{Key: key, Videos: newVideoJobs()}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
@@ -82,6 +84,9 @@ type geminiPart struct {
 }
 
 func (f *FakeGemini) serve(w http.ResponseWriter, r *http.Request) {
+	if f.Videos.serveVeo(w, r, f.Key) {
+		return
+	}
 	raw, _ := io.ReadAll(r.Body)
 	var mbody map[string]any
 	_ = json.Unmarshal(raw, &mbody)

@@ -31,6 +31,8 @@ type FakeOpenAI struct {
 	cancelled int
 	// azure opens streams with Azure's prompt-filter chunk (FakeAzure)
 	azure bool
+	// Videos is the video API's job table (fakevideo.go).
+	Videos *VideoJobs
 }
 
 var _ Fake = (*FakeOpenAI)(nil)
@@ -105,7 +107,7 @@ var fakeRequestIDs atomic.Int64
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
 	Secret(key)
-	f := &FakeOpenAI{Key: key}
+	f := &FakeOpenAI{Key: key, Videos: newVideoJobs()}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
@@ -121,7 +123,13 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
 	fmt.Fprintf(w, `{"error":{"message":%q,"type":%q,"param":null,"code":null}}`, msg, typ)
 }
 
-func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) { f.handle(w, r, r.URL.Path) }
+func (f *FakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/videos") && f.Videos != nil {
+		f.Videos.serveSora(w, r, f.Key)
+		return
+	}
+	f.handle(w, r, r.URL.Path)
+}
 
 // handle answers a request for the OpenAI API path route.
 func (f *FakeOpenAI) handle(w http.ResponseWriter, r *http.Request, route string) {
