@@ -125,61 +125,16 @@ func startFamilies(t *testing.T) *familiesSetup {
 	return s
 }
 
-// famAnswer is the task endpoints' envelope.
-type famAnswer struct {
-	Code int `json:"code"`
-	Data struct {
-		TaskID       string `json:"task_id"`
-		Model        string `json:"model"`
-		Status       string `json:"status"`
-		Progress     *int   `json:"progress"`
-		ErrorMessage string `json:"error_message"`
-		Files        []struct {
-			URL  string `json:"file_url"`
-			Type string `json:"file_type"`
-		} `json:"files"`
-	} `json:"data"`
-	Error *struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	} `json:"error"`
-}
-
-func famCall(t *testing.T, gw *gatewaytest.Gateway, method, path, key, body string) (int, famAnswer, string) {
+// famCall sends one task request and decodes the task envelope (the
+// helpers of tasks_test.go: taskAnswer, decodeTask, submitTask, waitTask).
+func famCall(t *testing.T, gw *gatewaytest.Gateway, method, path, key, body string) (int, taskAnswer, string) {
 	t.Helper()
 	var raw []byte
 	if body != "" {
 		raw = []byte(body)
 	}
 	resp, b := gw.Do(method, path, key, raw, nil)
-	var a famAnswer
-	if err := json.Unmarshal(b, &a); err != nil || a.Code != resp.StatusCode {
-		t.Fatalf("%s %s answered %d, not the task envelope: %s", method, path, resp.StatusCode, b)
-	}
-	return resp.StatusCode, a, string(b)
-}
-
-func famSubmit(t *testing.T, gw *gatewaytest.Gateway, key, body string) famAnswer {
-	t.Helper()
-	status, a, raw := famCall(t, gw, http.MethodPost, "/api/generate/submit", key, body)
-	if status != http.StatusOK || a.Data.TaskID == "" {
-		t.Fatalf("submit answered %d: %s", status, raw)
-	}
-	return a
-}
-
-func famWait(t *testing.T, gw *gatewaytest.Gateway, key, id, status string) famAnswer {
-	t.Helper()
-	var last famAnswer
-	eventually(t, "task "+id+" to be "+status, func() bool {
-		code, a, raw := famCall(t, gw, http.MethodGet, "/api/generate/status/"+id, key, "")
-		if code != http.StatusOK {
-			t.Fatalf("status answered %d: %s", code, raw)
-		}
-		last = a
-		return a.Data.Status == status
-	})
-	return last
+	return resp.StatusCode, decodeTask(t, resp.StatusCode, b), string(b)
 }
 
 // a callback URL with a query that must reach the vendor byte for byte
@@ -256,7 +211,7 @@ func TestTaskFamilies(t *testing.T) {
 			if f.imageOnly {
 				image = fmt.Sprintf(`"image":%q,`, f.image)
 			}
-			sub := famSubmit(t, s.gw, key, fmt.Sprintf(`{"model":%q,"prompt":"a fox runs through fresh snow",%s"duration":%d,"metadata":%s}`,
+			sub := submitTask(t, s.gw, key, fmt.Sprintf(`{"model":%q,"prompt":"a fox runs through fresh snow",%s"duration":%d,"metadata":%s}`,
 				f.model, image, f.duration, metadata))
 			reserved := f.unitsPerSecond * int64(f.duration)
 			if q, _ := s.gw.Quota(user); q != balance-reserved {
@@ -269,13 +224,13 @@ func TestTaskFamilies(t *testing.T) {
 			if got := submitted(t, job, f.optionName); got != f.optionValue {
 				t.Errorf("metadata.%s reached the vendor as %s, want %s", f.optionName, got, f.optionValue)
 			}
-			if st := famWait(t, s.gw, key, sub.Data.TaskID, "not_started"); st.Data.Model != f.model {
+			if st := waitTask(t, s.gw, key, sub.Data.TaskID, "not_started"); st.Data.Model != f.model {
 				t.Fatalf("queued: %+v", st.Data)
 			}
 			fake.Run(job.ID)
-			famWait(t, s.gw, key, sub.Data.TaskID, "running")
+			waitTask(t, s.gw, key, sub.Data.TaskID, "running")
 			fake.Finish(job.ID)
-			done := famWait(t, s.gw, key, sub.Data.TaskID, "finished")
+			done := waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 			if *done.Data.Progress != 100 || len(done.Data.Files) != 1 || done.Data.Files[0].URL != job.VideoURL || done.Data.Files[0].Type != "video" {
 				t.Fatalf("finished: %+v, want the vendor's video %s", done.Data, job.VideoURL)
 			}
@@ -293,7 +248,7 @@ func TestTaskFamilies(t *testing.T) {
 			}
 
 			// Form B: inside input, with a first frame; it fails and is refunded
-			subB := famSubmit(t, s.gw, key, fmt.Sprintf(`{"model":%q,"input":{"prompt":"it comes alive","image":%q,"metadata":%s}}`,
+			subB := submitTask(t, s.gw, key, fmt.Sprintf(`{"model":%q,"input":{"prompt":"it comes alive","image":%q,"metadata":%s}}`,
 				f.model, f.image, metadata))
 			worst := f.unitsPerSecond * f.maxSeconds
 			if q, _ := s.gw.Quota(user); q != balance-reserved-worst {
@@ -308,7 +263,7 @@ func TestTaskFamilies(t *testing.T) {
 			}
 			fake.Run(jobB.ID)
 			fake.Fail(jobB.ID, "the video failed the vendor's content review")
-			failed := famWait(t, s.gw, key, subB.Data.TaskID, "failed")
+			failed := waitTask(t, s.gw, key, subB.Data.TaskID, "failed")
 			if failed.Data.ErrorMessage != "the video failed the vendor's content review" || len(failed.Data.Files) != 0 {
 				t.Fatalf("failed: %+v", failed.Data)
 			}
