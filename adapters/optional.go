@@ -84,3 +84,12 @@ type PricedFields interface {
 	// which cannot carry them.
 	PricedFields(req *Request) (fields, betas []string)
 }
+
+// ImageTokens is implemented by providers whose vendor documents how many
+// prompt tokens one image can count for at most: the reservation holds
+// that much per image part (not the size of its URL or data), so a request
+// full of images cannot be admitted for less than the vendor will charge.
+// model is the vendor's model name.
+type ImageTokens interface {
+	ImageTokens(model string) int64
+}

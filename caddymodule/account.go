@@ -116,6 +116,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	m.HandleFunc("GET /api/admin/users", h.admin(h.listUsers))
 	m.HandleFunc("POST /api/admin/users", h.admin(h.createUser))
 	m.HandleFunc("PATCH /api/admin/users/{id}", h.admin(h.updateUser))
+	m.HandleFunc("PATCH /api/admin/tokens/{id}", h.admin(h.updateTokenLimits))
 	m.HandleFunc("GET /api/admin/codes", h.admin(h.listCodes))
 	m.HandleFunc("POST /api/admin/codes", h.admin(h.createCodes))
 	m.HandleFunc("PATCH /api/admin/codes/{id}", h.admin(h.updateCode))
@@ -340,12 +341,41 @@ type userView struct {
 	AffCode      string `json:"aff_code"`
 	AffQuota     int64  `json:"aff_quota"`
 	CreatedAt    int64  `json:"created_at"`
+	// Limits are the user's own rate limits over all of their keys; a zero
+	// field means the gateway's default.
+	Limits store.Limits `json:"limits"`
 }
 
 func viewUser(u *store.User) userView {
 	return userView{ID: u.ID, Username: u.Username, Role: u.Role, Status: u.Status, Quota: u.Quota,
 		UsedQuota: u.UsedQuota, RequestCount: u.RequestCount, AffCode: u.InviteCode,
-		AffQuota: u.InvitationQuota, CreatedAt: u.CreatedAt.Unix()}
+		AffQuota: u.InvitationQuota, CreatedAt: u.CreatedAt.Unix(), Limits: u.Limits}
+}
+
+// limitsInput is a change of rate limits in an administrator's request:
+// absent fields keep their value, 0 clears one (the gateway's default
+// applies). Only administrators set limits, so a user cannot lift their own.
+type limitsInput struct {
+	RPM         *int64 `json:"rpm"`
+	TPM         *int64 `json:"tpm"`
+	MaxParallel *int64 `json:"max_parallel"`
+}
+
+func (in *limitsInput) apply(l store.Limits) (store.Limits, error) {
+	for _, f := range []struct {
+		name string
+		v    *int64
+		into *int64
+	}{{"rpm", in.RPM, &l.RPM}, {"tpm", in.TPM, &l.TPM}, {"max_parallel", in.MaxParallel, &l.MaxParallel}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 0 {
+			return l, badRequest("invalid_limits", "limits.%s must be 0 (the gateway's default) or a positive number, not %d", f.name, *f.v)
+		}
+		*f.into = *f.v
+	}
+	return l, nil
 }
 
 type credentials struct {
@@ -496,12 +526,15 @@ type tokenView struct {
 	Models     []string `json:"models"`
 	ExpiresAt  string   `json:"expires_at,omitempty"` // RFC 3339; absent: never
 	CreatedAt  string   `json:"created_at"`
-	Key        string   `json:"key,omitempty"` // only in the answer that creates it
+	// Limits are the key's rate limits (set by an administrator); a zero
+	// field means the user's or the gateway's default.
+	Limits store.Limits `json:"limits"`
+	Key    string       `json:"key,omitempty"` // only in the answer that creates it
 }
 
 func viewToken(t *store.Token) tokenView {
 	v := tokenView{ID: t.ID, Name: t.Name, KeyPrefix: t.KeyPrefix, Status: t.Status, QuotaLimit: t.QuotaLimit,
-		UsedQuota: t.UsedQuota, Models: t.Models, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+		UsedQuota: t.UsedQuota, Models: t.Models, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Limits: t.Limits}
 	if v.Models == nil {
 		v.Models = []string{}
 	}
@@ -818,9 +851,10 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 		return nil, err
 	}
 	var in struct {
-		Status     *string `json:"status"`
-		Role       *string `json:"role"`
-		QuotaDelta *int64  `json:"quota_delta"`
+		Status     *string      `json:"status"`
+		Role       *string      `json:"role"`
+		QuotaDelta *int64       `json:"quota_delta"`
+		Limits     *limitsInput `json:"limits"`
 	}
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -833,7 +867,7 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	// administrators manage users; only root manages administrators
 	if target.Role == store.RoleRoot || target.Role == store.RoleAdmin && c.user.Role != store.RoleRoot {
-		if target.ID != c.user.ID || in.Status != nil || in.Role != nil {
+		if target.ID != c.user.ID || in.Status != nil || in.Role != nil || in.Limits != nil {
 			return nil, &apiError{status: http.StatusForbidden, typ: errPermission, code: "not_allowed",
 				msg: "only root can change an administrator, and root's own role and status are fixed"}
 		}
@@ -852,6 +886,12 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	if in.QuotaDelta != nil && target.Quota+*in.QuotaDelta < 0 {
 		return nil, badRequest("invalid_quota", "quota_delta %d would take the balance of %d below zero", *in.QuotaDelta, target.Quota)
+	}
+	var limits store.Limits
+	if in.Limits != nil {
+		if limits, err = in.Limits.apply(target.Limits); err != nil {
+			return nil, err
+		}
 	}
 	if in.Status != nil {
 		if err := st.SetUserStatus(ctx, id, *in.Status); err != nil {
@@ -874,11 +914,61 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 		}
 		h.app.db.ledger.Credit(id, *in.QuotaDelta)
 	}
+	if in.Limits != nil {
+		if err := st.SetUserLimits(ctx, id, limits); err != nil {
+			return nil, err
+		}
+		// the user's keys carry the user's limits: admit on the new ones now
+		h.app.db.keys.ForgetUser(id)
+	}
 	u, err := st.UserByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return viewUser(u), nil
+}
+
+// updateTokenLimits sets any user's key's rate limits: PATCH
+// /api/admin/tokens/{id} {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}.
+// Administrators manage users' keys; only root manages administrators'.
+func (h *Account) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	var in struct {
+		Limits *limitsInput `json:"limits"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Limits == nil {
+		return nil, badRequest("invalid_request", `send {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}: the fields to change, 0 to clear one`)
+	}
+	ctx := r.Context()
+	st := h.app.db.store
+	t, err := st.TokenByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := st.UserByID(ctx, t.UserID)
+	if err != nil {
+		return nil, err
+	}
+	if (owner.Role == store.RoleRoot || owner.Role == store.RoleAdmin) && c.user.Role != store.RoleRoot {
+		return nil, &apiError{status: http.StatusForbidden, typ: errPermission, code: "not_allowed",
+			msg: "only root can change the limits of an administrator's key"}
+	}
+	limits, err := in.Limits.apply(t.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SetTokenLimits(ctx, id, limits); err != nil {
+		return nil, err
+	}
+	h.app.db.keys.Forget(t.KeyHash)
+	t.Limits = limits
+	return viewToken(t), nil
 }
 
 // codeView is a redemption code as administrators see it.

@@ -68,9 +68,11 @@ type App struct {
 	ImageFetchPorts []int `json:"image_fetch_ports,omitempty"`
 	// Health sets when failing channels are ejected.
 	Health *HealthConfig `json:"health,omitempty"`
-	// PartTokens is what each image, audio or file part of a prompt
-	// reserves. Default 1600, the most tokens Anthropic documents for one
-	// image (OpenAI's high-detail and Gemini's tiled images cost less).
+	// PartTokens, when set, is what each image part of a prompt reserves
+	// on every model. Unset, each model reserves the most its channels'
+	// vendors document for one image (adapters.ImageTokens: Anthropic
+	// 1,600, Gemini 1,120, OpenAI 1,445 up to 48,169 for gpt-4o-mini),
+	// 1,600 on a channel whose adapter documents none.
 	PartTokens int64 `json:"part_tokens,omitempty"`
 	// Limits are the default rate limits of every key.
 	Limits *LimitsConfig `json:"limits,omitempty"`
@@ -97,6 +99,8 @@ type App struct {
 	prices   map[string]*billing.Price
 	// providers by channel name
 	providers map[string]adapters.Provider
+	// partTokens is what one image part reserves, by model (see PartTokens)
+	partTokens map[string]int64
 	// dialects in routing order
 	dialects []adapters.Dialect
 	clients  map[string]*http.Client // by channel name
@@ -232,9 +236,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 	// image fetches at once, process-wide
 	a.fetch = adapters.NewFetchPolicy(a.MaxFetchedImages, a.MaxFetchedBytes, 64)
 	a.fetch.Ports = a.ImageFetchPorts
-	if a.PartTokens <= 0 {
-		a.PartTokens = 1600
-	}
 	dialects, err := loadDialects(ctx)
 	if err != nil {
 		return err
@@ -383,6 +384,7 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.providers = map[string]adapters.Provider{}
+	a.partTokens = map[string]int64{}
 	a.clients = map[string]*http.Client{}
 	a.transports = map[transportKey]*http.Client{}
 	a.bounds = map[string]channelBounds{}
@@ -441,6 +443,14 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 			}
 		}
 		a.providers[cc.Name] = prov
+		if it, ok := prov.(adapters.ImageTokens); ok {
+			for _, m := range cc.Models {
+				a.notePartTokens(m, it.ImageTokens(m))
+			}
+			for m, upstream := range cc.ModelMap {
+				a.notePartTokens(m, it.ImageTokens(upstream))
+			}
+		}
 		b := cc.bounds()
 		a.bounds[cc.Name] = b
 		a.clients[cc.Name] = a.clientFor(b)

@@ -137,7 +137,7 @@ func userAddCommand() *cobra.Command {
 				}
 				u.Limits = limits
 			}
-			return printJSON(cmd, viewUserLimits(u))
+			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")

@@ -54,7 +54,7 @@ func userSetCommand() *cobra.Command {
 			if err := st.SetUserLimits(ctx, u.ID, u.Limits); err != nil {
 				return err
 			}
-			return printJSON(cmd, viewUserLimits(u))
+			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -84,12 +84,4 @@ func tokenSetCommand() *cobra.Command {
 	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
 	limitFlags(c)
 	return c
-}
-
-// viewUserLimits is the CLI's view of a user: the account view and limits.
-func viewUserLimits(u *store.User) any {
-	return struct {
-		userView
-		Limits store.Limits `json:"limits"`
-	}{viewUser(u), u.Limits}
 }

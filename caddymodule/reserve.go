@@ -17,7 +17,10 @@ const maxChoices = 128
 // covers. A free model without max_output keeps the channel's default.
 func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	a, req, price := h.app, x.req, x.price
-	prompt := promptEstimate(req, a.PartTokens)
+	prompt, parts := promptEstimate(req)
+	if parts > 0 {
+		prompt = satAdd(prompt, satMul(parts, a.imageTokens(req.Model)))
+	}
 	if !req.Op.Conversation() && req.Op != adapters.OpCompletion {
 		return price.Reservation(prompt, 0), nil
 	}
@@ -67,11 +70,11 @@ func outputLimit(req *adapters.Request) (limit, choices int64) {
 
 // promptEstimate guesses the prompt's tokens from its size (about four
 // bytes a token) rather than tokenizing it, to keep admission cheap; an
-// image, audio or file part counts partTokens, not the size of its URL or
-// data.
-func promptEstimate(req *adapters.Request, partTokens int64) int64 {
+// image, audio or file part is not counted by the size of its URL or data:
+// it returns how many there are, for the caller to count at what the
+// model's vendor documents.
+func promptEstimate(req *adapters.Request) (textTokens, parts int64) {
 	size := int64(len(req.Raw))
-	parts := int64(0)
 	if req.Chat != nil {
 		for _, m := range req.Chat.Messages {
 			for _, p := range m.Parts {
@@ -87,7 +90,40 @@ func promptEstimate(req *adapters.Request, partTokens int64) int64 {
 			}
 		}
 	}
-	return max(size, 0)/4 + satMul(parts, partTokens)
+	return max(size, 0) / 4, parts
+}
+
+// defaultPartTokens is what an image part reserves on a model none of
+// whose channels documents more: Anthropic's most for one image.
+const defaultPartTokens = 1600
+
+// imageTokens is what one image part of a prompt for model reserves: the
+// operator's part_tokens when set, else the most any of the model's
+// channels' vendors documents for one image.
+func (a *App) imageTokens(model string) int64 {
+	if a.PartTokens > 0 {
+		return a.PartTokens
+	}
+	if n, ok := a.partTokens[model]; ok {
+		return n
+	}
+	return defaultPartTokens
+}
+
+// notePartTokens records what an image costs on a channel serving model,
+// keeping the most over the model's channels (a request may fail over to
+// any of them).
+func (a *App) notePartTokens(model string, n int64) {
+	if n > a.partTokens[model] {
+		a.partTokens[model] = n
+	}
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func satMul(a, b int64) int64 {

@@ -7,7 +7,8 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
-// An image reserves part_tokens, not the size of its data or URL.
+// An image or audio part is counted as a part, not by the size of its data
+// or URL.
 func TestPromptEstimateCountsPartsNotTheirBytes(t *testing.T) {
 	data := make([]byte, 300_000)
 	text := strings.Repeat("word ", 100) // 500 bytes
@@ -18,10 +19,29 @@ func TestPromptEstimateCountsPartsNotTheirBytes(t *testing.T) {
 		{Type: adapters.PartImage, Image: &adapters.Image{MediaType: "image/png", Data: data}},
 		{Type: "input_audio"},
 	}}}}}
-	got := promptEstimate(req, 1600)
-	// about 600 bytes of JSON and text, a quarter token a byte, plus two parts
-	if got < 2*1600+100 || got > 2*1600+400 {
-		t.Fatalf("estimate %d, want about %d", got, 2*1600+150)
+	tokens, parts := promptEstimate(req)
+	// about 600 bytes of JSON and text, a quarter token a byte, and two parts
+	if parts != 2 || tokens < 100 || tokens > 400 {
+		t.Fatalf("estimate %d tokens of text and %d parts, want about 150 and 2", tokens, parts)
+	}
+}
+
+// A part reserves the operator's part_tokens when set, else the most the
+// model's channels' vendors document, else 1600.
+func TestImageTokensByModel(t *testing.T) {
+	a := &App{partTokens: map[string]int64{}}
+	a.notePartTokens("m", 1120)
+	a.notePartTokens("m", 1445)
+	a.notePartTokens("m", 1200)
+	if got := a.imageTokens("m"); got != 1445 {
+		t.Fatalf("the most over the model's channels: %d", got)
+	}
+	if got := a.imageTokens("unknown"); got != defaultPartTokens {
+		t.Fatalf("no vendor figure: %d", got)
+	}
+	a.PartTokens = 5000
+	if got := a.imageTokens("m"); got != 5000 {
+		t.Fatalf("part_tokens set: %d", got)
 	}
 }
 

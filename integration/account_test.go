@@ -515,6 +515,11 @@ type apiToken struct {
 	Models     []string `json:"models"`
 	ExpiresAt  string   `json:"expires_at"`
 	Key        string   `json:"key"`
+	Limits     struct {
+		RPM         int64 `json:"rpm"`
+		TPM         int64 `json:"tpm"`
+		MaxParallel int64 `json:"max_parallel"`
+	} `json:"limits"`
 }
 
 func chatOnce(t *testing.T, g *gatewaytest.Gateway, key, text string) int {
@@ -932,6 +937,102 @@ func TestAccountAdmin(t *testing.T) {
 		t.Fatalf("worker's usage: %+v", all.Data)
 	}
 	admin.do(http.MethodGet, "/api/admin/usage?user_id=x", nil).apiErr(t, 400, "invalid_user_id")
+}
+
+// TestAccountAdminSetsLimits: an administrator sets a key's and a user's
+// rate limits through the account API; they hold on the next request, the
+// owner sees them, 0 clears one, and nobody else can set them.
+func TestAccountAdminSetsLimits(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	admin := loggedIn(t, g, "boss", 0, "admin")
+	user := loggedIn(t, g, "capped", 10_000_000, "user")
+	key := g.AddToken("capped", "--name", "first")
+	other := g.AddToken("capped", "--name", "second")
+
+	var own struct{ Data []apiToken }
+	user.ok(http.MethodGet, "/api/user/tokens", nil).decode(t, &own)
+	var firstID int64
+	for _, tk := range own.Data {
+		if tk.Name == "first" {
+			firstID = tk.ID
+		}
+	}
+	if firstID == 0 {
+		t.Fatalf("tokens: %+v", own.Data)
+	}
+	tokenPath := fmt.Sprint("/api/admin/tokens/", firstID)
+
+	// a user cannot lift, or set, limits; bad values are refused
+	user.do(http.MethodPatch, tokenPath, map[string]any{"limits": map[string]any{"rpm": 1000}}).apiErr(t, 403, "")
+	admin.do(http.MethodPatch, tokenPath, map[string]any{"limits": map[string]any{"rpm": -1}}).apiErr(t, 400, "invalid_limits")
+	admin.do(http.MethodPatch, tokenPath, map[string]any{}).apiErr(t, 400, "invalid_request")
+	admin.do(http.MethodPatch, "/api/admin/tokens/99999", map[string]any{"limits": map[string]any{"rpm": 1}}).apiErr(t, 404, "not_found")
+	rootKey := g.AddToken("root", "--name", "root-key")
+	var rootTokens struct{ Data []apiToken }
+	rootPW := strings.TrimSpace(g.CLI("user", "passwd", "--username", "root"))
+	root := newClient(t, g)
+	root.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "root", "password": rootPW})
+	root.ok(http.MethodGet, "/api/user/tokens", nil).decode(t, &rootTokens)
+	if len(rootTokens.Data) != 1 || rootKey == "" {
+		t.Fatalf("root's tokens: %+v", rootTokens.Data)
+	}
+	admin.do(http.MethodPatch, fmt.Sprint("/api/admin/tokens/", rootTokens.Data[0].ID), map[string]any{"limits": map[string]any{"rpm": 1}}).apiErr(t, 403, "not_allowed")
+
+	var set apiToken
+	admin.ok(http.MethodPatch, tokenPath, map[string]any{"limits": map[string]any{"rpm": 2, "tpm": 1_000_000}}).decode(t, &set)
+	if set.Limits.RPM != 2 || set.Limits.TPM != 1_000_000 || set.Limits.MaxParallel != 0 {
+		t.Fatalf("set limits answer: %+v", set.Limits)
+	}
+	user.ok(http.MethodGet, "/api/user/tokens", nil).decode(t, &own)
+	for _, tk := range own.Data {
+		if tk.ID == firstID && tk.Limits.RPM != 2 {
+			t.Fatalf("the owner sees %+v", tk.Limits)
+		}
+	}
+	// the cache was told: the very next requests are limited
+	for i, want := range []int{200, 200, 429} {
+		if s := chatOnce(t, g, key, "x"); s != want {
+			t.Fatalf("request %d on a 2 rpm key: %d, want %d", i+1, s, want)
+		}
+	}
+	if s := chatOnce(t, g, other, "x"); s != 200 {
+		t.Fatalf("the user's other key is not limited, got %d", s)
+	}
+
+	// a user's limit holds over all of their keys
+	var u apiUser
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", user.self().ID), map[string]any{"limits": map[string]any{"rpm": 3}}).decode(t, &u)
+	var withLimits struct {
+		Limits struct{ RPM int64 } `json:"limits"`
+	}
+	user.ok(http.MethodGet, "/api/user/self", nil).decode(t, &withLimits)
+	if withLimits.Limits.RPM != 3 {
+		t.Fatalf("the user sees limits %+v", withLimits.Limits)
+	}
+	// counted from when the limit is set, over both keys
+	for i, k := range []string{other, other, key} {
+		if i == 2 {
+			// the first key's own 2 rpm still holds
+			if s := chatOnce(t, g, k, "x"); s != 429 {
+				t.Fatalf("first key, over its own rpm: %d", s)
+			}
+			continue
+		}
+		if s := chatOnce(t, g, k, "x"); s != 200 {
+			t.Fatalf("request %d under the user's 3 rpm: %d", i+1, s)
+		}
+	}
+	if s := chatOnce(t, g, other, "x"); s != 200 {
+		t.Fatalf("third request under the user's 3 rpm: %d", s)
+	}
+	if s := chatOnce(t, g, other, "x"); s != 429 {
+		t.Fatalf("over the user's 3 rpm: %d", s)
+	}
+	admin.do(http.MethodPatch, fmt.Sprint("/api/admin/users/", user.self().ID), map[string]any{"limits": map[string]any{"max_parallel": -2}}).apiErr(t, 400, "invalid_limits")
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", user.self().ID), map[string]any{"limits": map[string]any{"rpm": 0}})
+	if s := chatOnce(t, g, other, "x"); s != 200 {
+		t.Fatalf("after clearing the user's rpm: %d", s)
+	}
 }
 
 // TestAccountSessionSlides plants a session that has used most of its

@@ -220,6 +220,52 @@ func TestDatabaseLockedMidLoad(t *testing.T) {
 	eventually(t, "the journal to be emptied", func() bool { return journalRows(t, journal) == 0 })
 }
 
+// TestDatabaseDiskFaultsMidLoad: the disk under the database fails mid
+// load (full, an I/O error, mounted read-only: injected below SQLite, in
+// libc's writes and syncs, since as root a read-only mode bit stops
+// nothing), then heals. Requests keep being served, their rows wait in the
+// journal (on another disk), and once the database takes writes again
+// every row reaches it once and the balance is exact.
+func TestDatabaseDiskFaultsMidLoad(t *testing.T) {
+	sqliteSays := map[string]string{"ENOSPC": "database or disk is full", "EIO": "disk I/O error: input/output error",
+		"EROFS": "disk I/O error: read-only file system"}
+	for _, errno := range []string{"ENOSPC", "EIO", "EROFS"} {
+		t.Run(errno, func(t *testing.T) {
+			up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+			journal := filepath.Join(t.TempDir(), "usage-journal")
+			vars := gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}",
+				"EXTRA": "usage {\n journal " + journal + "\n retry_interval 50ms\n }"}
+			gw, disk := gatewaytest.StartWithDiskFaults(t, billingCaddyfile, vars)
+			const quota = 100_000_000
+			key := gw.AddUser("dora", quota)
+			l := startLoad(t, gw, key, "gpt-4o-mini", 4)
+			l.waitSent(t, 30)
+			disk.Fail(errno)
+			eventually(t, "rows in the journal", func() bool { return journalRows(t, journal) >= 30 })
+			l.waitSent(t, 30)
+			disk.Heal()
+			l.waitSent(t, 30)
+			counts := l.finish()
+			total := 0
+			for _, n := range counts {
+				total += n
+			}
+			if counts[200] != total {
+				t.Fatalf("answers %v: every request should have been served", counts)
+			}
+			checkBooks(t, gw, "dora", quota, total, total)
+			eventually(t, "the journal to be emptied", func() bool { return journalRows(t, journal) == 0 })
+			// SQLite itself saw the fault
+			if !strings.Contains(gw.Logs(), sqliteSays[errno]) {
+				t.Fatalf("the gateway never logged SQLite's %q", sqliteSays[errno])
+			}
+			if !strings.Contains(gw.Logs(), "usage journal replayed into the store") {
+				t.Fatal("no replay was logged")
+			}
+		})
+	}
+}
+
 // TestJournalUnwritableRefusesPricedRequests: the database is locked and
 // the journal's disk is full (it is /dev/full); priced requests get 503
 // with Retry-After, free ones still work, and every priced request that

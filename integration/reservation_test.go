@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ func newRecorder(t *testing.T) *recorder {
 		switch {
 		case strings.HasPrefix(req.URL.Path, "/v1/messages"):
 			fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":20}}`)
+		case req.URL.Path == "/v1/responses":
+			fmt.Fprint(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":20,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":30}}`)
 		case strings.HasPrefix(req.URL.Path, "/v1beta/"):
 			fmt.Fprint(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":20,"totalTokenCount":30},"modelVersion":"m"}`)
 		default:
@@ -64,7 +67,7 @@ const reservationCaddyfile = `{
 			type openai
 			base_url {{UP}}
 			key sk-up
-			models gpt-x
+			models gpt-x gpt-4o-mini
 		}
 		channel oa-tier {
 			type openai
@@ -86,6 +89,11 @@ const reservationCaddyfile = `{
 			models gemini-x
 		}
 		price gpt-x {
+			input 1
+			output 2
+			max_output 16384
+		}
+		price gpt-4o-mini {
 			input 1
 			output 2
 			max_output 16384
@@ -148,6 +156,8 @@ func TestRequestWithoutLimitSendsTheReservedAllowance(t *testing.T) {
 	}{
 		{"openai", "/v1/chat/completions", openaiBody, nil,
 			func(b map[string]any) int64 { return num(b["max_completion_tokens"]) }, 16384},
+		{"openai responses", "/v1/responses", `{"model":"gpt-x","input":"hi"}`, nil,
+			func(b map[string]any) int64 { return num(b["max_output_tokens"]) }, 16384},
 		{"anthropic", "/v1/messages", `{"model":"claude-x","max_tokens":333,"messages":[{"role":"user","content":"hi"}]}`, av,
 			func(b map[string]any) int64 { return num(b["max_tokens"]) }, 333},
 		{"gemini", "/v1beta/models/gemini-x:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil,
@@ -206,6 +216,58 @@ func TestRequestWithoutLimitSendsTheReservedAllowance(t *testing.T) {
 	if r := post(t, gw, "/v1/chat/completions", poor, triple, nil); r.status != 429 || !strings.Contains(r.body, "insufficient_quota") {
 		t.Fatalf("n=3 with 2000 tokens each (12000 units): %d %s", r.status, r.body)
 	}
+}
+
+// TestImagePartsReserveTheVendorsWorstCase: an image reserves the most
+// tokens its model's vendor documents for one image, not the size of its
+// data: seen in the output allowance a modest quota leaves, which is what
+// the upstream receives as its limit. part_tokens overrides every vendor.
+func TestImagePartsReserveTheVendorsWorstCase(t *testing.T) {
+	up := newRecorder(t)
+	png := "data:image/png;base64," + base64.StdEncoding.EncodeToString(testPNG)
+	body := func(model string) string {
+		return `{"model":"` + model + `","messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},` +
+			`{"type":"image_url","image_url":{"url":"` + png + `"}}]}]}`
+	}
+	limit := func(model string, b map[string]any) int64 {
+		switch model {
+		case "claude-x":
+			return num(b["max_tokens"])
+		case "gemini-x":
+			g, _ := b["generationConfig"].(map[string]any)
+			return num(g["maxOutputTokens"])
+		}
+		return num(b["max_completion_tokens"])
+	}
+	check := func(gw *gatewaytest.Gateway, want map[string]int64) {
+		t.Helper()
+		for model, perImage := range want {
+			// a quota that leaves about 10,000 tokens of output, under
+			// every model's max_output
+			b := body(model)
+			text := int64(len(b)-len(png)) / 4
+			quota := perImage + text + 20_000
+			key := gw.AddUser("u-"+model, quota)
+			if r := post(t, gw, "/v1/chat/completions", key, b, nil); r.status != 200 {
+				t.Fatalf("%s: %d %s", model, r.status, r.body)
+			}
+			// input at 1 unit a token, output at 2: the allowance is what
+			// the quota leaves after the prompt, halved (within a few tokens:
+			// the text is estimated from the body's size; vendors differ by
+			// hundreds)
+			want := (quota - text - perImage) / 2
+			if got := limit(model, up.last()); got < want-10 || got > want+10 {
+				t.Errorf("%s: allowance %d, want about %d (an image reserving %d tokens)", model, got, want, perImage)
+			}
+		}
+	}
+	gw := gatewaytest.Start(t, reservationCaddyfile, gatewaytest.Vars{"UP": up.URL})
+	check(gw, map[string]int64{"gpt-x": 85 + 8*170, "gpt-4o-mini": 2833 + 8*5667, "claude-x": 1600, "gemini-x": 1120})
+	gw.Stop()
+
+	set := strings.Replace(reservationCaddyfile, "database sqlite {{DB}}", "database sqlite {{DB}}\n\t\tpart_tokens 5000", 1)
+	gw = gatewaytest.Start(t, set, gatewaytest.Vars{"UP": up.URL})
+	check(gw, map[string]int64{"gpt-x": 5000, "gpt-4o-mini": 5000, "claude-x": 5000, "gemini-x": 5000})
 }
 
 // TestPriceChangingFieldsNeedTheChannelsConsent: service_tier "priority"

@@ -253,7 +253,10 @@ func TestResponsesRefusals(t *testing.T) {
 		}
 		resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(body), nil)
 		seen := s.fakes["gpt-test"].Requests()
-		if resp.StatusCode != 200 || len(seen) == 0 || !bytes.Equal(seen[len(seen)-1].Raw, []byte(body)) {
+		// relayed as the client wrote it, plus the output allowance the
+		// gateway reserved (default_max_tokens, 1024) as the upstream's limit
+		want := strings.TrimSuffix(body, "}") + `,"max_output_tokens":1024}`
+		if resp.StatusCode != 200 || len(seen) == 0 || !bytes.Equal(seen[len(seen)-1].Raw, []byte(want)) {
 			t.Errorf("OpenAI channel, %s: %d %s", c.body, resp.StatusCode, out)
 		}
 	}

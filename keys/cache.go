@@ -157,6 +157,19 @@ func (c *Cache) Forget(keyHash string) {
 	c.mu.Unlock()
 }
 
+// ForgetUser drops every key of a user, for a change to the user this
+// process made itself (their limits, say), so it applies to their next
+// request rather than after the next reload.
+func (c *Cache) ForgetUser(userID int64) {
+	c.mu.Lock()
+	for h, e := range c.entries {
+		if e.id != nil && e.id.User != nil && e.id.User.ID == userID {
+			delete(c.entries, h)
+		}
+	}
+	c.mu.Unlock()
+}
+
 // Sweep drops entries unused for longer than Expire; run it periodically.
 func (c *Cache) Sweep() {
 	now := time.Now()

@@ -67,11 +67,12 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 		fields = append(fields, adapters.Field{Key: "stream_options", Value: includeUsage})
 		replace = replace || bytes.Contains(req.Raw, []byte("stream_options"))
 	}
-	// the allowance the gateway reserved is the upstream's limit too (a
-	// Responses body is relayed unchanged: its allowance is reserved but
-	// not yet sent as max_output_tokens)
+	// the allowance the gateway reserved is the upstream's limit too
 	if req.OutputAllowance > 0 {
 		switch {
+		case req.Op == adapters.OpResponses && req.Chat != nil && req.Chat.MaxTokens == nil:
+			fields = append(fields, adapters.Field{Key: "max_output_tokens", Value: req.OutputAllowance})
+			replace = replace || bytes.Contains(req.Raw, []byte("max_output_tokens"))
 		case req.Op == adapters.OpChat && req.Chat != nil && req.Chat.MaxTokens == nil:
 			fields = append(fields, adapters.Field{Key: "max_completion_tokens", Value: req.OutputAllowance})
 			replace = replace || bytes.Contains(req.Raw, []byte("max_completion_tokens"))

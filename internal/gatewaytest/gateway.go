@@ -85,6 +85,7 @@ type Gateway struct {
 	DBPath  string
 	Config  string // path of the Caddyfile
 	cmd     *exec.Cmd
+	env     []string // added to the process's environment
 	logs    *syncBuffer
 	stopped bool
 }
@@ -98,8 +99,18 @@ type Vars map[string]string
 // until the test ends.
 func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	t.Helper()
+	return start(t, caddyfile, vars, "", nil)
+}
+
+// start is Start with the database at dbPath ("": in the scratch
+// directory) and env added to the process's environment.
+func start(t testing.TB, caddyfile string, vars Vars, dbPath string, env []string) *Gateway {
+	t.Helper()
 	dir := t.TempDir()
-	g := &Gateway{t: t, Dir: dir, DBPath: filepath.Join(dir, "gateway.db"), Config: filepath.Join(dir, "Caddyfile")}
+	if dbPath == "" {
+		dbPath = filepath.Join(dir, "gateway.db")
+	}
+	g := &Gateway{t: t, Dir: dir, DBPath: dbPath, Config: filepath.Join(dir, "Caddyfile"), env: env}
 	g.Port = FreePort(t)
 	if p, ok := vars["PORT"]; ok {
 		fmt.Sscan(p, &g.Port)
@@ -127,6 +138,9 @@ func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 func (g *Gateway) run() {
 	g.cmd = exec.Command(Binary(g.t), "run", "--config", g.Config, "--adapter", "caddyfile")
 	g.cmd.Dir = g.Dir
+	if len(g.env) > 0 {
+		g.cmd.Env = append(os.Environ(), g.env...)
+	}
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	if err := g.cmd.Start(); err != nil {
 		g.t.Fatal(err)
