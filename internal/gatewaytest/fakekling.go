@@ -48,9 +48,6 @@ func NewFakeKling(t testing.TB, access, secret string) *FakeKling {
 	return f
 }
 
-// SetClock sets the time tokens are checked against.
-func (f *FakeKling) SetClock(now func() time.Time) { f.now = now }
-
 func klingAnswer(w http.ResponseWriter, status, code int, message string, data any) {
 	writeJSONStatus(w, status, map[string]any{"code": code, "message": message, "request_id": fmt.Sprintf("req-%d", time.Now().UnixNano()), "data": data})
 }
