@@ -151,9 +151,9 @@ func codeError(status, code int, message string) *adapters.Error {
 func (Adapter) CallbackCapable() bool { return true }
 
 // OwnedFields implements adapters.TaskOwnedFields: the model, and what the
-// price follows (the length, and the std/pro mode, which Kling bills at
-// different rates).
-func (Adapter) OwnedFields() []string { return []string{"model_name", "duration", "mode"} }
+// price follows (the length; the std/pro mode and, on models that make
+// it, sound, which Kling bills at higher rates).
+func (Adapter) OwnedFields() []string { return []string{"model_name", "duration", "mode", "sound"} }
 
 // imageOnly are the models Kling serves at image2video only (its
 // capability map lists no text-to-video for them).

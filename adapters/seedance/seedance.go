@@ -92,9 +92,10 @@ func (Adapter) CallbackCapable() bool { return true }
 
 // OwnedFields implements adapters.TaskOwnedFields: the model, the content
 // the gateway builds from the prompt and image, and what the price follows
-// (length and resolution, which Ark bills by the tokens they make).
+// (length and resolution, which Ark bills by the tokens they make, and
+// audio made with the video).
 func (Adapter) OwnedFields() []string {
-	return []string{"model", "content", "duration", "frames", "resolution"}
+	return []string{"model", "content", "duration", "frames", "resolution", "generate_audio"}
 }
 
 type contentItem struct {

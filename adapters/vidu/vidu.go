@@ -82,9 +82,9 @@ func (Adapter) CallbackCapable() bool { return true }
 
 // OwnedFields implements adapters.TaskOwnedFields: the model, the image the
 // gateway sends, and what Vidu's credits follow (length, resolution, the
-// recommended-prompt surcharge).
+// recommended-prompt surcharge, audio made with the video).
 func (Adapter) OwnedFields() []string {
-	return []string{"model", "images", "duration", "resolution", "is_rec"}
+	return []string{"model", "images", "duration", "resolution", "is_rec", "audio"}
 }
 
 // submitBody is text2video's and img2video's body.
