@@ -93,6 +93,9 @@ type vendorFake interface {
 	Run(id string)
 	Finish(id string)
 	Fail(id, reason string)
+	FailPolls(status int)
+	HangPolls(hang bool)
+	Faulted() int
 }
 
 type familiesSetup struct {
@@ -104,6 +107,11 @@ type familiesSetup struct {
 }
 
 func startFamilies(t *testing.T) *familiesSetup {
+	t.Helper()
+	return startFamiliesWith(t, familiesCaddyfile)
+}
+
+func startFamiliesWith(t *testing.T, caddyfile string) *familiesSetup {
 	t.Helper()
 	s := &familiesSetup{
 		kling:    gatewaytest.NewFakeKling(t, "ak-fam-kling-01", "sk-fam-kling-secret-01"),
@@ -120,7 +128,7 @@ func startFamilies(t *testing.T) *familiesSetup {
 		"SEEDANCE": s.seedance.BaseURL(), "SEEDANCE_KEY": "ark-fam-seedance-01",
 		"MINIMAX": s.minimax.BaseURL(), "MINIMAX_KEY": "mmx-fam-minimax-01",
 	}
-	s.gw = gatewaytest.Start(t, familiesCaddyfile, vars)
+	s.gw = gatewaytest.Start(t, caddyfile, vars)
 	s.gw.DBPath = vars["DB"]
 	return s
 }
@@ -345,5 +353,56 @@ func TestTaskKlingTokenRefused(t *testing.T) {
 	gw.WaitUsage("ada", 1)
 	if q, used := gw.Quota("ada"); q != 5_000_000 || used != 0 {
 		t.Fatalf("a refused submit cost: quota %d used %d", q, used)
+	}
+}
+
+// TestTaskFamiliesPollFaults: a vendor whose status reads fail (each in its
+// own error shape; MiniMax's inside an HTTP 200) or hang leaves the task
+// as it was, the poller gives each read up at poll_timeout and keeps
+// polling, and once the vendor heals the task finishes and is charged
+// once.
+func TestTaskFamiliesPollFaults(t *testing.T) {
+	s := startFamiliesWith(t, strings.Replace(familiesCaddyfile, "poll_timeout 2s", "poll_timeout 300ms", 1))
+	for _, f := range videoFamilies {
+		t.Run(f.model, func(t *testing.T) {
+			user := "p-" + strings.ToLower(strings.ReplaceAll(f.model, ".", ""))
+			key := s.gw.AddUser(user, 5_000_000)
+			fake := f.fake(s)
+			body := fmt.Sprintf(`{"model":%q,"prompt":"waves at dusk","duration":%d}`, f.model, f.duration)
+			if f.imageOnly {
+				body = fmt.Sprintf(`{"model":%q,"prompt":"waves at dusk","image":%q,"duration":%d}`, f.model, f.image, f.duration)
+			}
+			sub := submitTask(t, s.gw, key, body)
+			job := fake.Last(t)
+
+			status := http.StatusInternalServerError
+			if f.model == "MiniMax-Hailuo-02" {
+				status = http.StatusOK // a base_resp error
+			}
+			fake.FailPolls(status)
+			fake.Run(job.ID)
+			before := fake.Faulted()
+			eventually(t, "polls to meet the failing vendor", func() bool { return fake.Faulted() >= before+2 })
+			if st := waitTask(t, s.gw, key, sub.Data.TaskID, "not_started"); st.Data.ErrorMessage != "" {
+				t.Fatalf("a failing read changed the task: %+v", st.Data)
+			}
+
+			fake.FailPolls(0)
+			fake.HangPolls(true)
+			before = fake.Faulted()
+			eventually(t, "polls to hang", func() bool { return fake.Faulted() >= before+2 })
+			fake.HangPolls(false)
+
+			fake.Finish(job.ID)
+			waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
+			want := f.unitsPerSecond * int64(f.duration)
+			rows := s.gw.WaitUsage(user, 1)
+			if len(rows) != 1 || rows[0].Cost != want {
+				t.Fatalf("usage rows %+v, want one of %d", rows, want)
+			}
+			if _, used := s.gw.Quota(user); used != want {
+				t.Fatalf("used %d, want %d", used, want)
+			}
+		})
 	}
 }

@@ -108,7 +108,9 @@ func (f *FakeKling) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && id == "":
 		f.submit(w, r, endpoint)
 	case r.Method == http.MethodGet && id != "":
-		f.query(w, endpoint, id)
+		if f.pollGate(w, r, func(w http.ResponseWriter, status int) { klingAnswer(w, status, 5000, "Server internal error", nil) }) {
+			f.query(w, endpoint, id)
+		}
 	default:
 		klingAnswer(w, http.StatusNotFound, 1202, "Request method is invalid", nil)
 	}

@@ -57,7 +57,15 @@ func (f *FakeMiniMax) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/video_generation":
 		f.submit(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/query/video_generation":
-		f.query(w, r.URL.Query().Get("task_id"))
+		if f.pollGate(w, r, func(w http.ResponseWriter, status int) {
+			if status == http.StatusOK {
+				minimaxAnswer(w, 1000, "unknown error", nil)
+				return
+			}
+			w.WriteHeader(status)
+		}) {
+			f.query(w, r.URL.Query().Get("task_id"))
+		}
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/files/retrieve":
 		f.retrieve(w, r)
 	default:

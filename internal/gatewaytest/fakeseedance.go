@@ -55,7 +55,11 @@ func (f *FakeSeedance) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == tasks:
 		f.submit(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, tasks+"/"):
-		f.query(w, strings.TrimPrefix(r.URL.Path, tasks+"/"))
+		if f.pollGate(w, r, func(w http.ResponseWriter, status int) {
+			arkError(w, status, "InternalServiceError", "the service encountered an unexpected internal error", "")
+		}) {
+			f.query(w, strings.TrimPrefix(r.URL.Path, tasks+"/"))
+		}
 	default:
 		arkError(w, http.StatusNotFound, "NotFound", "the requested resource is not found", "")
 	}

@@ -48,6 +48,11 @@ type vendorJobs struct {
 	seq    int
 	jobs   []*VendorJob
 	polls  int
+	// faults a test sets: status reads answer pollFault, or hang until
+	// the caller gives up; faulted counts the reads so answered
+	pollFault int
+	hangPolls bool
+	faulted   int
 }
 
 func newVendorJobs(t testing.TB, prefix string, serve http.HandlerFunc) *vendorJobs {
@@ -118,6 +123,48 @@ func (v *vendorJobs) Job(id string) (VendorJob, bool) {
 		}
 	}
 	return VendorJob{}, false
+}
+
+// FailPolls makes status reads answer status, in the vendor's error shape
+// (0: answer normally).
+func (v *vendorJobs) FailPolls(status int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.pollFault = status
+}
+
+// HangPolls makes status reads hang until the caller gives up.
+func (v *vendorJobs) HangPolls(hang bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.hangPolls = hang
+}
+
+// Faulted is how many status reads failed or hung on the test's command.
+func (v *vendorJobs) Faulted() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.faulted
+}
+
+// pollGate lets a status read through, or answers the fault the test set
+// (fail writes it in the vendor's shape) and returns false.
+func (v *vendorJobs) pollGate(w http.ResponseWriter, r *http.Request, fail func(w http.ResponseWriter, status int)) bool {
+	v.mu.Lock()
+	hang, fault := v.hangPolls, v.pollFault
+	if hang || fault != 0 {
+		v.faulted++
+	}
+	v.mu.Unlock()
+	switch {
+	case hang:
+		<-r.Context().Done()
+		return false
+	case fault != 0:
+		fail(w, fault)
+		return false
+	}
+	return true
 }
 
 // Polls is how many times the job status was read.

@@ -51,7 +51,11 @@ func (f *FakeVidu) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && (r.URL.Path == "/ent/v2/text2video" || r.URL.Path == "/ent/v2/img2video"):
 		f.submit(w, r, strings.TrimPrefix(r.URL.Path, "/ent/v2/"))
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/ent/v2/tasks/") && strings.HasSuffix(r.URL.Path, "/creations"):
-		f.query(w, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/ent/v2/tasks/"), "/creations"))
+		if f.pollGate(w, r, func(w http.ResponseWriter, status int) {
+			viduError(w, status, "InternalServiceFailure", "internal service failure")
+		}) {
+			f.query(w, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/ent/v2/tasks/"), "/creations"))
+		}
 	default:
 		viduError(w, http.StatusNotFound, "NotFound", "404 page not found")
 	}
