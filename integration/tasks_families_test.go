@@ -65,7 +65,7 @@ const familiesCaddyfile = `{
 		}
 		price MiniMax-Hailuo-02 {
 			video_second 0.082
-			max_seconds 10
+			max_seconds 6
 		}
 	}
 }
@@ -185,7 +185,7 @@ var videoFamilies = []family{
 		image: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", owned: "content",
 		vendorRefusal: `{"model":"seedance-1-0-pro","prompt":"x","aspect_ratio":"5:4"}`, vendorSays: "not a supported ratio"},
 	{model: "MiniMax-Hailuo-02", fake: func(s *familiesSetup) vendorFake { return s.minimax },
-		optionName: "prompt_optimizer", optionValue: `false`, duration: 6, unitsPerSecond: 82_000, maxSeconds: 10,
+		optionName: "prompt_optimizer", optionValue: `false`, duration: 10, unitsPerSecond: 82_000, maxSeconds: 6,
 		image: "https://img.example.com/first.png", owned: "duration",
 		vendorRefusal: `{"model":"MiniMax-Hailuo-02","prompt":"x","size":"1080P","duration":10}`, vendorSays: "1080P supports 6 seconds only"},
 }
