@@ -36,7 +36,7 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	gw.DBPath = os.Getenv("GATEWAY_DB")
 
 	logs := gw.Logs()
-	for _, ch := range []string{"openai", "anthropic", "gemini"} {
+	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax"} {
 		if !strings.Contains(logs, `"channel":"`+ch+`"`) || !strings.Contains(logs, "channel skipped") {
 			t.Fatalf("no warning for the keyless %s channel:\n%s", ch, logs)
 		}

@@ -317,7 +317,8 @@ func (k *kit) find(t *testing.T, name string) Family {
 
 // upstreams are the providers a request can be sent to. A provider that
 // answers without a network (Transporter, the demo model) has no wire to
-// check, nor has one that serves no conversation (a rerank-only family).
+// check, nor has one that serves no conversation (a rerank-only family,
+// or one that serves tasks only: adapters.TaskOnly, a video vendor).
 func (k *kit) upstreams() []Family {
 	var ps []Family
 	for _, f := range k.all {
@@ -328,6 +329,9 @@ func (k *kit) upstreams() []Family {
 			continue
 		}
 		if ops, ok := f.Provider.(adapters.Operations); ok && !ops.Serves(adapters.OpChat) {
+			continue
+		}
+		if t, ok := f.Provider.(adapters.TaskOnly); ok && t.TaskOnly() {
 			continue
 		}
 		ps = append(ps, f)

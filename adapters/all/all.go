@@ -11,5 +11,9 @@ import (
 	_ "github.com/caddy-model-gateway/gateway/adapters/demo"
 	_ "github.com/caddy-model-gateway/gateway/adapters/gemini"
 	_ "github.com/caddy-model-gateway/gateway/adapters/jina"
+	_ "github.com/caddy-model-gateway/gateway/adapters/kling"
+	_ "github.com/caddy-model-gateway/gateway/adapters/minimax"
 	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
+	_ "github.com/caddy-model-gateway/gateway/adapters/seedance"
+	_ "github.com/caddy-model-gateway/gateway/adapters/vidu"
 )
