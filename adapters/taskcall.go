@@ -45,6 +45,23 @@ func TaskCall(do Doer, hr *http.Request) (int, []byte, error) {
 	return resp.StatusCode, body, nil
 }
 
+// TaskCallOK sends hr as TaskCall does and answers a status other than 2xx
+// with the vendor's own error (decodeError: the provider's DecodeError); a
+// call that did not complete is wrapped with the channel and what it asked.
+func TaskCallOK(do Doer, up *Upstream, hr *http.Request, what string, decodeError func(int, []byte) *Error) (int, []byte, error) {
+	status, body, err := TaskCall(do, hr)
+	if err != nil {
+		return status, nil, TaskError(up, what, err)
+	}
+	if status < 200 || status > 299 {
+		if e := decodeError(status, body); e != nil {
+			return status, body, e
+		}
+		return status, body, fmt.Errorf("channel %q: %s: the upstream answered %d", up.Channel, what, status)
+	}
+	return status, body, nil
+}
+
 // NewTaskGet builds an upstream GET of a JSON resource.
 func NewTaskGet(ctx context.Context, url string) (*http.Request, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

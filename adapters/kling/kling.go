@@ -299,12 +299,9 @@ func (a Adapter) PollTask(ctx context.Context, do adapters.Doer, up *adapters.Up
 
 // call sends hr and decodes data of a successful answer into out.
 func (a Adapter) call(do adapters.Doer, up *adapters.Upstream, hr *http.Request, what string, out any) error {
-	status, body, err := adapters.TaskCall(do, hr)
+	status, body, err := adapters.TaskCallOK(do, up, hr, what, a.DecodeError)
 	if err != nil {
-		return adapters.TaskError(up, what, err)
-	}
-	if status < 200 || status > 299 {
-		return a.DecodeError(status, body)
+		return err
 	}
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil || env.Code == nil {

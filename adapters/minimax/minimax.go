@@ -259,12 +259,9 @@ func (a Adapter) resolve(ctx context.Context, do adapters.Doer, up *adapters.Ups
 // answer's status is failStatus (a task that failed, with its reason).
 func (a Adapter) call(do adapters.Doer, up *adapters.Upstream, hr *http.Request, what string, out any, failStatus ...string) error {
 	hr.Header.Set("Authorization", "Bearer "+up.Key)
-	status, body, err := adapters.TaskCall(do, hr)
+	status, body, err := adapters.TaskCallOK(do, up, hr, what, a.DecodeError)
 	if err != nil {
-		return adapters.TaskError(up, what, err)
-	}
-	if status < 200 || status > 299 {
-		return a.DecodeError(status, body)
+		return err
 	}
 	var verdict struct {
 		Status   string    `json:"status"`

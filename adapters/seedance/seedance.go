@@ -265,12 +265,9 @@ func (a Adapter) PollTask(ctx context.Context, do adapters.Doer, up *adapters.Up
 // call sends hr with the key and decodes a successful answer into out.
 func (a Adapter) call(do adapters.Doer, up *adapters.Upstream, hr *http.Request, what string, out any) error {
 	hr.Header.Set("Authorization", "Bearer "+up.Key)
-	status, body, err := adapters.TaskCall(do, hr)
+	_, body, err := adapters.TaskCallOK(do, up, hr, what, a.DecodeError)
 	if err != nil {
-		return adapters.TaskError(up, what, err)
-	}
-	if status < 200 || status > 299 {
-		return a.DecodeError(status, body)
+		return err
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("channel %q: %s: seedance's answer: %w", up.Channel, what, err)
