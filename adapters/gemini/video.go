@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -238,17 +236,13 @@ func (Adapter) FetchFile(ctx context.Context, up *adapters.Upstream, upstreamID 
 // answers; a non-2xx answer is the Gemini API's error.
 func operationCall(do adapters.Doer, req *http.Request, key string) (*operation, error) {
 	req.Header.Set("x-goog-api-key", key)
-	resp, err := do.Do(req)
+	// the answer bounded, as every task call's
+	status, body, err := adapters.TaskCall(do, req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the Gemini API's answer: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, DecodeError(resp.StatusCode, body)
+	if status/100 != 2 {
+		return nil, DecodeError(status, body)
 	}
 	var op operation
 	if err := json.Unmarshal(body, &op); err != nil {

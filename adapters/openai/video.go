@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -175,17 +173,13 @@ func videoURL(up *adapters.Upstream, id string) string {
 func videoCall(do adapters.Doer, req *http.Request, key string) (*video, error) {
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Accept", "application/json")
-	resp, err := do.Do(req)
+	// the answer bounded, as every task call's
+	status, body, err := adapters.TaskCall(do, req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading OpenAI's video API answer: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, DecodeError(resp.StatusCode, body)
+	if status/100 != 2 {
+		return nil, DecodeError(status, body)
 	}
 	var v video
 	if err := json.Unmarshal(body, &v); err != nil || v.ID == "" {
