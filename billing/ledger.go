@@ -69,8 +69,8 @@ func (l *Ledger) Admit(u *store.User, t *store.Token, amount int64) (Hold, bool)
 		return Hold{}, false
 	}
 	now := time.Now()
-	ua.reserved = addSat(ua.reserved, amount)
-	ta.reserved = addSat(ta.reserved, amount)
+	ua.reserved = AddSat(ua.reserved, amount)
+	ta.reserved = AddSat(ta.reserved, amount)
 	ua.usedAt, ta.usedAt = now, now
 	return h, true
 }
@@ -98,7 +98,7 @@ func (l *Ledger) Owe(userID, tokenID, cost int64) {
 			a = &account{usedAt: time.Now()}
 			l.accounts[k] = a
 		}
-		a.unflushed = addSat(a.unflushed, cost)
+		a.unflushed = AddSat(a.unflushed, cost)
 	}
 }
 
@@ -114,8 +114,8 @@ func (a *account) fits(amount int64) bool {
 	return amount == 0 || a.available() >= amount
 }
 
-// addSat and subSat are checked int64 arithmetic that saturates.
-func addSat(a, b int64) int64 {
+// AddSat and subSat are checked int64 arithmetic that saturates.
+func AddSat(a, b int64) int64 {
 	c := a + b
 	if (c > a) != (b > 0) {
 		if b > 0 {
@@ -128,9 +128,9 @@ func addSat(a, b int64) int64 {
 
 func subSat(a, b int64) int64 {
 	if b == math.MinInt64 {
-		return addSat(addSat(a, math.MaxInt64), 1)
+		return AddSat(AddSat(a, math.MaxInt64), 1)
 	}
-	return addSat(a, -b)
+	return AddSat(a, -b)
 }
 
 // Room is what the user and token may still hold, loading them as Admit
@@ -177,7 +177,7 @@ func (l *Ledger) Settle(h Hold, cost int64) {
 	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {
 		if a, ok := l.accounts[k]; ok {
 			a.reserved = subSat(a.reserved, h.Amount)
-			a.unflushed = addSat(a.unflushed, cost)
+			a.unflushed = AddSat(a.unflushed, cost)
 		}
 	}
 }
@@ -206,7 +206,7 @@ func (l *Ledger) Credit(userID, amount int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a, ok := l.accounts[accountKey{false, userID}]; ok {
-		a.remaining = addSat(a.remaining, amount)
+		a.remaining = AddSat(a.remaining, amount)
 	}
 }
 
@@ -232,7 +232,7 @@ func (l *Ledger) Returned(userID, tokenID, amount int64) {
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, userID}, {true, tokenID}} {
 		if a, ok := l.accounts[k]; ok {
-			a.remaining = addSat(a.remaining, amount)
+			a.remaining = AddSat(a.remaining, amount)
 			a.commits++
 		}
 	}

@@ -153,7 +153,7 @@ func (w *window) tokensSince(now time.Time) (sum, oldest int64) {
 	sec := now.Unix()
 	for i := range w.tokens {
 		if s := w.tokenSec[i]; s > sec-60 && w.tokens[i] > 0 {
-			sum = addSat(sum, w.tokens[i])
+			sum = AddSat(sum, w.tokens[i])
 			if oldest == 0 || s < oldest {
 				oldest = s
 			}
@@ -184,7 +184,7 @@ func (t Ticket) Done(now time.Time, tokens int64) {
 			if w.tokenSec[j] != sec {
 				w.tokenSec[j], w.tokens[j] = sec, 0
 			}
-			w.tokens[j] = addSat(w.tokens[j], tokens)
+			w.tokens[j] = AddSat(w.tokens[j], tokens)
 		}
 		w.usedAt = now
 	}

@@ -55,7 +55,7 @@ func (p *Price) ImageCost(n, each int64) int64 {
 	if p == nil || p.Free {
 		return 0
 	}
-	return addCharge(mulSat(n, each), p.Request)
+	return AddSat(MulSat(n, each), max(p.Request, 0))
 }
 
 // ImageTokenCost is an image model billed by tokens (gpt-image-1): text
@@ -69,7 +69,7 @@ func (p *Price) ImageTokenCost(textIn, imageIn, out int64) int64 {
 	if p.ImageInput != nil {
 		imagePrice = *p.ImageInput
 	}
-	return addCharge(perMillion([][2]int64{{textIn, p.Input}, {imageIn, imagePrice}, {out, p.Output}}), p.Request)
+	return AddSat(perMillion([][2]int64{{textIn, p.Input}, {imageIn, imagePrice}, {out, p.Output}}), max(p.Request, 0))
 }
 
 // AudioCost is millis milliseconds of input audio at the per-second
@@ -78,7 +78,7 @@ func (p *Price) AudioCost(millis int64) int64 {
 	if p == nil || p.Free {
 		return 0
 	}
-	return addCharge(ceilDiv(millis, p.AudioSecond, 1000), p.Request)
+	return AddSat(ceilDiv(millis, p.AudioSecond, 1000), max(p.Request, 0))
 }
 
 // CharacterCost is chars characters of input text at the per-million
@@ -87,7 +87,7 @@ func (p *Price) CharacterCost(chars int64) int64 {
 	if p == nil || p.Free {
 		return 0
 	}
-	return addCharge(ceilDiv(chars, p.Characters, 1_000_000), p.Request)
+	return AddSat(ceilDiv(chars, p.Characters, 1_000_000), max(p.Request, 0))
 }
 
 // HasImagePrice reports whether the model can be billed for images: by
@@ -141,7 +141,9 @@ func ceilDiv(a, b, d int64) int64 {
 	return int64(q)
 }
 
-func mulSat(a, b int64) int64 {
+// MulSat is a x b for non-negative amounts (0 when either is not
+// positive), saturating rather than overflowing.
+func MulSat(a, b int64) int64 {
 	if a <= 0 || b <= 0 {
 		return 0
 	}
@@ -149,12 +151,4 @@ func mulSat(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a * b
-}
-
-func addCharge(a, b int64) int64 {
-	b = max(b, 0)
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

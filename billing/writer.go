@@ -408,9 +408,9 @@ func (w *Writer) commit(batch []*store.UsageLog) error {
 		if r.ID == 0 {
 			continue // stored before
 		}
-		users[r.UserID] = addSat(users[r.UserID], r.Cost)
+		users[r.UserID] = AddSat(users[r.UserID], r.Cost)
 		if r.TokenID != 0 {
-			tokens[r.TokenID] = addSat(tokens[r.TokenID], r.Cost)
+			tokens[r.TokenID] = AddSat(tokens[r.TokenID], r.Cost)
 		}
 	}
 	w.ledger.Committed(users, tokens)

@@ -374,8 +374,8 @@ func (h *Relay) mediaReservation(x *exchange) (int64, *adapters.Error) {
 			images = int64(len(m.Form.Files("image", "image[]", "mask")))
 		}
 		prompt := int64(len(m.Prompt))/4 + 1
-		tokens := price.ImageTokenCost(prompt, satMul(images, h.app.imageTokens(req.Model)), 0)
-		return satAdd(price.ImageCost(m.N, each), tokens), nil
+		tokens := price.ImageTokenCost(prompt, billing.MulSat(images, h.app.imageTokens(req.Model)), 0)
+		return billing.AddSat(price.ImageCost(m.N, each), tokens), nil
 	case adapters.OpSpeech:
 		if price.Characters <= 0 {
 			return 0, priceMissing(req.Model, "a speech price ('characters <usd per million characters>')")
@@ -392,7 +392,7 @@ func (h *Relay) mediaReservation(x *exchange) (int64, *adapters.Error) {
 			}
 		}
 		seconds := max(size/transcriptionBytesPerSecond, 1)
-		x.media.reserved = price.AudioCost(satMul(seconds, 1000))
+		x.media.reserved = price.AudioCost(billing.MulSat(seconds, 1000))
 		return x.media.reserved, nil
 	}
 }

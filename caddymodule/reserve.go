@@ -1,9 +1,8 @@
 package caddymodule
 
 import (
-	"math"
-
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 )
 
 // maxChoices bounds n / candidateCount / best_of in a reservation.
@@ -27,14 +26,14 @@ func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 	}
 	prompt, parts := promptEstimate(req)
 	if parts > 0 {
-		prompt = satAdd(prompt, satMul(parts, a.imageTokens(req.Model)))
+		prompt = billing.AddSat(prompt, billing.MulSat(parts, a.imageTokens(req.Model)))
 	}
 	if !req.Op.Conversation() && req.Op != adapters.OpCompletion {
 		return price.Reservation(prompt, 0), nil
 	}
 	limit, choices := outputLimit(req)
 	if limit > 0 {
-		return price.Reservation(prompt, satMul(limit, choices)), nil
+		return price.Reservation(prompt, billing.MulSat(limit, choices)), nil
 	}
 	want := price.MaxOutput
 	if want <= 0 {
@@ -53,7 +52,7 @@ func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 		return 0, quotaError("your remaining quota does not cover even this request's prompt: top up your account, or ask for a key with a higher limit")
 	}
 	req.OutputAllowance = allowance
-	return price.Reservation(prompt, satMul(allowance, choices)), nil
+	return price.Reservation(prompt, billing.MulSat(allowance, choices)), nil
 }
 
 // outputLimit is the client's own output limit per choice (0: none) and
@@ -125,21 +124,4 @@ func (a *App) notePartTokens(model string, n int64) {
 	if n > a.partTokens[model] {
 		a.partTokens[model] = n
 	}
-}
-
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func satMul(a, b int64) int64 {
-	if a <= 0 || b <= 0 {
-		return 0
-	}
-	if a > math.MaxInt64/b {
-		return math.MaxInt64
-	}
-	return a * b
 }
