@@ -1,9 +1,11 @@
 package adapters
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // MaxRerankDocuments bounds the documents of one rerank request, as the
@@ -65,6 +67,24 @@ type RerankBody struct {
 // without the documents echoed back (the gateway fills them in).
 func NewRerankBody(req *RerankRequest, model string) RerankBody {
 	return RerankBody{Model: model, Query: req.Query, Documents: req.Documents, TopN: req.TopN}
+}
+
+// NewRerankRequest posts req in the common shape to {base}/v1/rerank with
+// the channel's key as a Bearer token, which is what Jina and
+// OpenAI-compatible rerank servers take.
+func NewRerankRequest(ctx context.Context, up *Upstream, req *RerankRequest) (*http.Request, error) {
+	body, err := json.Marshal(NewRerankBody(req, up.Model))
+	if err != nil {
+		return nil, err
+	}
+	hr, err := NewJSONRequest(ctx, strings.TrimRight(up.BaseURL, "/")+"/v1/rerank", body, false)
+	if err != nil {
+		return nil, err
+	}
+	if up.Key != "" {
+		hr.Header.Set("Authorization", "Bearer "+up.Key)
+	}
+	return hr, nil
 }
 
 // RerankAnswer is the answer of the common rerank shape.

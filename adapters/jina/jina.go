@@ -59,18 +59,11 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	if req.Op != adapters.OpRerank || req.Rerank == nil {
 		return nil, adapters.Unsupported("channel %q (jina) serves only /v1/rerank, not %s requests: use a model of another channel", up.Channel, req.Op)
 	}
-	body, err := json.Marshal(adapters.NewRerankBody(req.Rerank, up.Model))
-	if err != nil {
-		return nil, err
-	}
-	hr, err := adapters.NewJSONRequest(ctx, strings.TrimRight(up.BaseURL, "/")+"/v1/rerank", body, false)
+	hr, err := adapters.NewRerankRequest(ctx, up, req.Rerank)
 	if err != nil {
 		return nil, err
 	}
 	hr.Header.Set("Accept", "application/json")
-	if up.Key != "" {
-		hr.Header.Set("Authorization", "Bearer "+up.Key)
-	}
 	return hr, nil
 }
 

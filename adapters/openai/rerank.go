@@ -108,16 +108,5 @@ func newRerankRequest(ctx context.Context, up *adapters.Upstream, req *adapters.
 	if req.Rerank == nil {
 		return nil, adapters.Unsupported("channel %q (openai) cannot rerank a %s request", up.Channel, req.Dialect)
 	}
-	body, err := json.Marshal(adapters.NewRerankBody(req.Rerank, up.Model))
-	if err != nil {
-		return nil, err
-	}
-	hr, err := adapters.NewJSONRequest(ctx, strings.TrimRight(up.BaseURL, "/")+"/v1/rerank", body, false)
-	if err != nil {
-		return nil, err
-	}
-	if up.Key != "" {
-		hr.Header.Set("Authorization", "Bearer "+up.Key)
-	}
-	return hr, nil
+	return adapters.NewRerankRequest(ctx, up, req.Rerank)
 }
