@@ -36,7 +36,9 @@ type WriterConfig struct {
 	// MaxBatch bounds the rows of one transaction. Default 1024.
 	MaxBatch int
 	// Linger is how long the first row of a batch waits for company.
-	// Default 5ms.
+	// Default 0: none, since the requests whose rows are being committed
+	// wait for that commit, and the rows queued meanwhile make the next
+	// batch (group commit) without any request waiting longer.
 	Linger time.Duration
 	// RetryInterval is how often a store that refused writes is tried
 	// again. Default 1s.
@@ -52,9 +54,6 @@ func (c *WriterConfig) defaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
 	}
-	if c.Linger <= 0 {
-		c.Linger = 5 * time.Millisecond
-	}
 	if c.RetryInterval <= 0 {
 		c.RetryInterval = time.Second
 	}
@@ -68,13 +67,16 @@ func (c *WriterConfig) defaults() {
 // Under load a batch holds hundreds of rows, so the store sees a few commits
 // a second however many requests are served.
 //
-// Every row is recorded exactly once, and nothing waits for it:
+// Every row is recorded exactly once, and never waits for room:
 //
 //	slots taken = rows queued + rows held in memory <= QueueSize
 //
 // A request takes a slot at admission (Admit) and its row gives it back
-// once committed to the store or synced to the journal, so Write never
-// blocks. When the store refuses a batch it goes to the journal, and so does
+// once committed to the store or synced to the journal. Write returns once
+// its row is recorded, so a caller that writes before the last byte of its
+// answer leaves no answered request unbilled when the process is killed;
+// rows queued during one commit share the next, so the wait is about one
+// commit however many requests finish at once. When the store refuses a batch it goes to the journal, and so does
 // every later batch until the journal has been replayed into the store (one
 // order, no row in both). When the journal refuses too, rows are held in
 // memory, still holding their slots, and priced requests are refused until
@@ -84,7 +86,7 @@ type Writer struct {
 	ledger *Ledger
 	log    *zap.Logger
 	cfg    WriterConfig
-	queue  chan *store.UsageLog
+	queue  chan queued
 	slots  atomic.Int64
 	prefix string
 	seq    atomic.Uint64
@@ -105,6 +107,12 @@ type Writer struct {
 	writeErrors  atomic.Uint64
 	failingSince atomic.Int64 // unix nanoseconds; 0 while commits succeed
 	onCommit     atomic.Pointer[func(time.Duration, int, error)]
+}
+
+// queued is a row and the channel closed once it is recorded.
+type queued struct {
+	row  *store.UsageLog
+	done chan struct{}
 }
 
 // QueueDepth is how many rows are admitted and not yet recorded, of
@@ -145,7 +153,7 @@ func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger, cfg WriterConfig
 		ledger: ledger,
 		log:    log,
 		cfg:    cfg,
-		queue:  make(chan *store.UsageLog, cfg.QueueSize),
+		queue:  make(chan queued, cfg.QueueSize),
 		prefix: hex.EncodeToString(p[:]) + "-",
 		done:   make(chan struct{}),
 	}
@@ -181,17 +189,22 @@ func (w *Writer) Admit(priced bool) error {
 	return nil
 }
 
-// Write queues the row of an admitted request; its Cost is charged when
-// the row is committed. It never blocks. After Close it records the row at
-// once, so a request that outlives the writer still gets recorded.
+// Write records the row of an admitted request, with the next commit, and
+// returns once it is committed to the store or synced to the journal (or,
+// while neither takes writes, held in memory: then priced requests are
+// refused until one does). Its Cost is charged by that commit. After Close
+// it records the row at once, so a request that outlives the writer still
+// gets recorded.
 func (w *Writer) Write(row *store.UsageLog) {
 	if row.Key == "" {
 		row.Key = w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
 	}
 	w.mu.RLock()
 	if !w.closed {
-		w.queue <- row // a slot was taken for it: the send never waits
+		done := make(chan struct{})
+		w.queue <- queued{row, done} // a slot was taken for it: the send never waits
 		w.mu.RUnlock()
+		<-done
 		return
 	}
 	w.mu.RUnlock()
@@ -245,27 +258,35 @@ func (w *Writer) Close() {
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]*store.UsageLog, 0, w.cfg.MaxBatch)
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
+	waiting := make([]chan struct{}, 0, w.cfg.MaxBatch)
+	var linger *time.Timer
+	if w.cfg.Linger > 0 {
+		linger = time.NewTimer(time.Hour)
+		linger.Stop()
+	}
 	tick := time.NewTicker(w.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
-		var row *store.UsageLog
+		var q queued
 		select {
 		case r, ok := <-w.queue:
 			if !ok {
 				w.retry()
 				return
 			}
-			row = r
+			q = r
 		case <-tick.C:
 			w.retry()
 			continue
 		}
-		// wait a moment for more rows, so that even a light load commits
-		// many rows a transaction instead of one
-		batch = append(batch[:0], row)
-		linger.Reset(w.cfg.Linger)
+		batch, waiting = append(batch[:0], q.row), append(waiting[:0], q.done)
+		// take every row already queued: they came while the last batch
+		// was committed. With a linger, wait that long for more as well.
+		var until <-chan time.Time
+		if linger != nil {
+			linger.Reset(w.cfg.Linger)
+			until = linger.C
+		}
 	fill:
 		for len(batch) < w.cfg.MaxBatch {
 			select {
@@ -273,13 +294,31 @@ func (w *Writer) run() {
 				if !ok {
 					break fill
 				}
-				batch = append(batch, r)
-			case <-linger.C:
+				batch, waiting = append(batch, r.row), append(waiting, r.done)
+				continue
+			default:
+			}
+			if until == nil {
+				break
+			}
+			select {
+			case r, ok := <-w.queue:
+				if !ok {
+					break fill
+				}
+				batch, waiting = append(batch, r.row), append(waiting, r.done)
+			case <-until:
 				break fill
 			}
 		}
-		linger.Stop()
+		if linger != nil {
+			linger.Stop()
+		}
 		w.persist(batch)
+		for _, done := range waiting {
+			close(done)
+		}
+		clear(waiting)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,11 +98,6 @@ func TestWriterNeverDropsARow(t *testing.T) {
 	}
 	if avail, _ := ledger.Available(u.ID); avail != 1_000_000-3*n {
 		t.Fatalf("ledger says %d available, want %d", avail, 1_000_000-3*n)
-	}
-	// group commit: far fewer transactions than rows (the journal's
-	// replay commits in batches too)
-	if b := fs.batches.Load(); b > n/10 {
-		t.Fatalf("%d batches for %d rows", b, n)
 	}
 	// the two failures were counted and are over
 	if _, failing := w.FailingSince(); failing || w.WriteErrors() != 2 || failedAttempts.Load() != 2 ||
@@ -265,8 +261,12 @@ func TestWriterRefusesPricedWorkWhenNothingTakesRows(t *testing.T) {
 	}
 	w := billing.NewWriter(ss, ledger, zap.NewNop(), billing.WriterConfig{Journal: journal, RetryInterval: 5 * time.Millisecond})
 	ss.down.Store(true)
-	spend(t, w, ledger, u, 3, 5)
-	waitFor(t, "billing to stop", func() bool { return errors.Is(w.Admit(true), billing.ErrUnavailable) })
+	// Write returns once its row is held, so the next priced request
+	// already finds billing stopped
+	spend(t, w, ledger, u, 1, 5)
+	if err := w.Admit(true); !errors.Is(err, billing.ErrUnavailable) {
+		t.Fatalf("priced admission with nothing taking rows: %v, want billing unavailable", err)
+	}
 	spend(t, w, ledger, u, 2, 0) // free models keep working
 	ss.down.Store(false)
 	waitFor(t, "billing to resume", func() bool {
@@ -278,10 +278,10 @@ func TestWriterRefusesPricedWorkWhenNothingTakesRows(t *testing.T) {
 	})
 	w.Close()
 	ctx := context.Background()
-	if c, _ := st.CountUsage(ctx); c != 6 {
-		t.Fatalf("%d rows, want 6", c)
+	if c, _ := st.CountUsage(ctx); c != 4 {
+		t.Fatalf("%d rows, want 4", c)
 	}
-	if got, _ := st.UserByID(ctx, u.ID); got.Quota != 1_000_000-15 {
+	if got, _ := st.UserByID(ctx, u.ID); got.Quota != 1_000_000-5 {
 		t.Fatalf("user = %+v", got)
 	}
 }
@@ -312,5 +312,109 @@ func TestWriterQueueIsBounded(t *testing.T) {
 	w.Close()
 	if c, _ := st.CountUsage(context.Background()); c != 4 {
 		t.Fatalf("%d rows, want 4", c)
+	}
+}
+
+// gateStore holds its first commit until gate is closed and keeps the size
+// of every batch.
+type gateStore struct {
+	store.Store
+	gate  chan struct{}
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (g *gateStore) SettleBatch(_ context.Context, logs []*store.UsageLog) error {
+	g.mu.Lock()
+	first := len(g.sizes) == 0
+	g.sizes = append(g.sizes, len(logs))
+	g.mu.Unlock()
+	if first {
+		<-g.gate
+	}
+	for i, r := range logs {
+		r.ID = int64(i + 1)
+	}
+	return nil
+}
+
+// Write returns only once its row is committed, and the rows of requests
+// that finish while a commit is under way share the next commit.
+func TestWriterWaitsForTheCommitAndGroupsRows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gs := &gateStore{gate: make(chan struct{})}
+		w := billing.NewWriter(gs, billing.NewLedger(), zap.NewNop(), billing.WriterConfig{})
+		var wg sync.WaitGroup
+		var returned atomic.Int32
+		write := func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := w.Admit(false); err != nil {
+					t.Error(err)
+					return
+				}
+				w.Write(&store.UsageLog{UserID: 1, Status: 200})
+				returned.Add(1)
+			}()
+		}
+		write()
+		synctest.Wait() // its commit is at the gate
+		const n = 50
+		for range n {
+			write()
+		}
+		synctest.Wait() // every row is written and waits
+		if r := returned.Load(); r != 0 {
+			t.Fatalf("%d writes returned before their rows were committed", r)
+		}
+		close(gs.gate)
+		wg.Wait()
+		w.Close()
+		if len(gs.sizes) != 2 || gs.sizes[0] != 1 || gs.sizes[1] != n {
+			t.Fatalf("batches of %v rows, want [1 %d]", gs.sizes, n)
+		}
+	})
+}
+
+// BenchmarkWriterWrite is the cost of recording a request's row on SQLite
+// with many requests finishing at once: ns/op is the writer's throughput
+// (one row per op, the final commit included), latency-ns the time one
+// Write waits for its row's commit, rows/commit the group commit's size.
+func BenchmarkWriterWrite(b *testing.B) {
+	for _, perCPU := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("writers=%dxGOMAXPROCS", perCPU), func(b *testing.B) {
+			st, err := sqlite.Open(filepath.Join(b.TempDir(), "w.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			u := &store.User{Username: "u", PasswordHash: "x", Quota: 1 << 60}
+			if err := st.CreateUser(context.Background(), u); err != nil {
+				b.Fatal(err)
+			}
+			ledger := billing.NewLedger()
+			w := billing.NewWriter(st, ledger, zap.NewNop(), billing.WriterConfig{Journal: filepath.Join(b.TempDir(), "journal")})
+			var commits atomic.Int64
+			w.OnCommit(func(time.Duration, int, error) { commits.Add(1) })
+			var waited atomic.Int64
+			b.SetParallelism(perCPU)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := w.Admit(true); err != nil {
+						b.Error(err)
+						return
+					}
+					start := time.Now()
+					w.Write(&store.UsageLog{UserID: u.ID, Model: "m", Cost: 3, Status: 200, PromptTokens: 10, CompletionTokens: 20})
+					waited.Add(int64(time.Since(start)))
+				}
+			})
+			w.Close()
+			b.StopTimer()
+			b.ReportMetric(float64(waited.Load())/float64(b.N), "latency-ns")
+			b.ReportMetric(float64(b.N)/float64(max(commits.Load(), 1)), "rows/commit")
+		})
 	}
 }
