@@ -220,7 +220,11 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 		// a body that decodes has its model checked at admission, so only
 		// a refused one is peeked at
 		if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-			if m := p.PeekModel(rt.op, body, x.r); m != "" && !a.channels.Has(m) {
+			if m := p.PeekModel(rt.op, body, x.r); m != "" {
+				if a.channels.Has(m) {
+					x.req.Model = m // the refusal is counted under its model
+					return nil, asError(err)
+				}
 				if e := checkModelName(m); e != nil {
 					return nil, e // not echoed back, nor kept
 				}
@@ -233,6 +237,7 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 	if e := checkModelName(req.Model); e != nil {
 		return nil, e
 	}
+	x.req.Model = req.Model
 	if n := imageURLs(req); n > 0 {
 		if n > a.MaxFetchedImages {
 			return nil, adapters.BadRequest("the request gives %d images by URL, more than the gateway's limit of %d: send the others inline as base64", n, a.MaxFetchedImages)

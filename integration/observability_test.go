@@ -556,3 +556,33 @@ func TestRetentionDeletesInBatchesWhileServing(t *testing.T) {
 			reqBefore, costBefore, reqAfter, costAfter, old+kept)
 	}
 }
+
+// TestMetricsCountBadInputUnderItsModel: a request refused for bad input
+// whose model is known is counted under that model with its status class,
+// and still gets its usage row, costing nothing.
+func TestMetricsCountBadInputUnderItsModel(t *testing.T) {
+	o := startObserved(t, "")
+	key := o.gw.AddUser("bea", 10_000_000)
+	for _, body := range []string{
+		`{"model":"gpt-4o-mini","messages":"not a list"}`,
+		`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`,
+	} {
+		resp, b := o.gw.Do("POST", "/v1/chat/completions", key, []byte(body), nil)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s, want 400", body, resp.StatusCode, b)
+		}
+	}
+	rows := o.gw.WaitUsage("bea", 2)
+	for _, r := range rows {
+		if r.Model != "gpt-4o-mini" || r.Status != http.StatusBadRequest || r.Cost != 0 {
+			t.Errorf("row %+v: want model gpt-4o-mini, status 400, cost 0", r)
+		}
+	}
+	m := o.gw.Metrics()
+	if got := m[requestsSeries("gpt-4o-mini", "", "4xx")]; got != 2 {
+		t.Errorf("%s = %v, want 2", requestsSeries("gpt-4o-mini", "", "4xx"), got)
+	}
+	if got, ok := m[requestsSeries("_other", "", "4xx")]; ok && got != 0 {
+		t.Errorf("bad input on a known model counted under _other: %v", got)
+	}
+}
