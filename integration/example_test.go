@@ -102,3 +102,42 @@ func TestExampleKeysStayOutOfConfig(t *testing.T) {
 		t.Fatalf("the adapted config holds the key, or lost its placeholder:\n%s", out)
 	}
 }
+
+// TestExampleKlingMakesVideoFromText: the contract's own task request, a
+// model and a prompt, sent to Kling with the example as it is: it offers
+// kling-v2-1-master, which makes video from text, priced, and the submit
+// reaches Kling's text-to-video endpoint with that model.
+func TestExampleKlingMakesVideoFromText(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "Caddyfile.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kling := gatewaytest.NewFakeKling(t, "ak-example-kling-01", "sk-example-kling-secret-01")
+	port := gatewaytest.FreePort(t)
+	dir := t.TempDir()
+	t.Setenv("GATEWAY_ADDR", fmt.Sprintf(":%d", port))
+	t.Setenv("GATEWAY_ADMIN", fmt.Sprintf("127.0.0.1:%d", gatewaytest.FreePort(t)))
+	t.Setenv("GATEWAY_DB", filepath.Join(dir, "gateway.db"))
+	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "JINA", "VIDU", "SEEDANCE", "MINIMAX"} {
+		t.Setenv(v+"_API_KEY", "")
+	}
+	t.Setenv("KLING_BASE_URL", kling.BaseURL())
+	t.Setenv("KLING_API_KEY", kling.Access+":"+kling.Secret)
+	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
+	gw.DBPath = os.Getenv("GATEWAY_DB")
+
+	const balance = 5_000_000
+	key := gw.AddUser("kai", balance)
+	sub := submitTask(t, gw, key, `{"model":"kling-v2-1-master","prompt":"a fox runs through fresh snow","duration":5}`)
+	job := kling.Last(t)
+	if job.Path != "/v1/videos/text2video" || submitted(t, job, "model_name") != `"kling-v2-1-master"` {
+		t.Fatalf("Kling got %s with model_name %s, want text2video with kling-v2-1-master", job.Path, submitted(t, job, "model_name"))
+	}
+	// $0.28 a second, 5 seconds, reserved at submit
+	if q, _ := gw.Quota("kai"); q != balance-1_400_000 {
+		t.Fatalf("quota after submit %d, want %d", q, balance-1_400_000)
+	}
+	if st := waitTask(t, gw, key, sub.Data.TaskID, "not_started"); st.Data.Model != "kling-v2-1-master" {
+		t.Fatalf("task: %+v", st.Data)
+	}
+}
