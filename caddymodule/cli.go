@@ -247,7 +247,12 @@ func tokenAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
 	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	// once offered and ignored: kept out of the help, and refused with
+	// where limits are set instead of cobra's bare "unknown flag"
 	limitFlags(c)
+	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
+		_ = c.Flags().MarkHidden(f)
+	}
 	return c
 }
 
@@ -293,6 +298,11 @@ func redeemAddCommand() *cobra.Command {
 		Use:   "add --quota <units> [--count <n>] [--expires <duration>]",
 		Short: "Creates redemption codes and prints them, one a line",
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			for _, f := range []string{"rpm", "tpm", "max-parallel"} {
+				if cmd.Flags().Changed(f) {
+					return fmt.Errorf("--%s: a redemption code adds quota only, never rate limits: set those on the user ('caddy gateway user set') or the key ('caddy gateway token set')", f)
+				}
+			}
 			quota, _ := cmd.Flags().GetInt64("quota")
 			count, _ := cmd.Flags().GetInt("count")
 			expires, _ := cmd.Flags().GetString("expires")
@@ -317,7 +327,12 @@ func redeemAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "units each code adds (1,000,000 = 1 USD)")
 	c.Flags().Int("count", 1, "how many codes")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	// once offered and ignored: kept out of the help, and refused with
+	// where limits are set instead of cobra's bare "unknown flag"
 	limitFlags(c)
+	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
+		_ = c.Flags().MarkHidden(f)
+	}
 	return c
 }
 

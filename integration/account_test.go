@@ -1066,3 +1066,28 @@ func TestAccountSessionSlides(t *testing.T) {
 		t.Fatalf("a fresh session was rewritten: %d %q", a.status, a.header.Get("Set-Cookie"))
 	}
 }
+
+// TestRedeemAddRefusesRateLimits: a redemption code adds quota only, so
+// `redeem add` refuses --rpm, --tpm and --max-parallel (it once took and
+// ignored them) with where limits are set, creates no code, and its help
+// no longer offers them.
+func TestRedeemAddRefusesRateLimits(t *testing.T) {
+	g := startAccounts(t, "off", 1000)
+	ctx := context.Background()
+	for _, flag := range []string{"--rpm", "--tpm", "--max-parallel"} {
+		out, errOut, err := g.TryCLI("redeem", "add", "--quota", "1000", flag, "5")
+		if err == nil || strings.TrimSpace(out) != "" || !strings.Contains(errOut, "adds quota only") || !strings.Contains(errOut, "caddy gateway user set") {
+			t.Errorf("redeem add %s 5: err %v, stdout %q, stderr %q; want a refusal naming user set", flag, err, out, errOut)
+		}
+	}
+	if codes, err := g.Store().ListRedemptionCodes(ctx, store.CodeFilter{Limit: 10}); err != nil || len(codes) != 0 {
+		t.Fatalf("codes after refusals: %d (%v), want none", len(codes), err)
+	}
+	help, _, err := g.TryCLI("redeem", "add", "--help")
+	if err != nil || !strings.Contains(help, "--quota") || strings.Contains(help, "--rpm") || strings.Contains(help, "--max-parallel") {
+		t.Fatalf("redeem add --help (%v):\n%s", err, help)
+	}
+	if codes := makeCodes(t, g, 2, 1000); len(codes) != 2 {
+		t.Fatalf("redeem add printed %v, want two codes", codes)
+	}
+}
