@@ -74,6 +74,19 @@ func (p *Price) TaskOnly() bool {
 		len(p.Images) == 0 && p.ImageInput == nil && p.AudioSecond == 0 && p.Characters == 0
 }
 
+// Chat reports whether the model is priced as a chat model: free, or by
+// output tokens or per request, with no price of another operation
+// (images, audio, Realtime, rerank, tasks). An embedding model, priced by
+// input alone, is not one.
+func (p *Price) Chat() bool {
+	if p == nil {
+		return false
+	}
+	other := len(p.Images) > 0 || p.ImageInput != nil || p.AudioInput != nil || p.AudioOutput != nil ||
+		p.AudioSecond > 0 || p.Characters > 0 || p.SearchUnit > 0 || p.Task > 0 || p.VideoSecond > 0
+	return !other && (p.Free || p.Output > 0 || p.Request > 0)
+}
+
 // TaskReservation is what a task holds from submit to its end: the flat
 // task price plus every second it may produce, the requested duration or,
 // when it names none, the vendor's longest.

@@ -501,15 +501,17 @@ func (h *Account) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller)
 	return map[string]int64{"transferred": moved, "quota": u.Quota, "aff_quota": u.InvitationQuota}, nil
 }
 
-// models lists the models the caller can ask for: served and priced.
+// models lists the models the caller can ask for: served and priced, each
+// saying whether it chats (what the playground can run).
 func (h *Account) models(_ http.ResponseWriter, _ *http.Request, _ *caller) (any, error) {
 	type model struct {
-		ID string `json:"id"`
+		ID   string `json:"id"`
+		Chat bool   `json:"chat"`
 	}
 	out := []model{}
 	for _, m := range h.app.channels.Models() {
-		if _, ok := h.app.prices[m]; ok {
-			out = append(out, model{ID: m})
+		if p, ok := h.app.prices[m]; ok {
+			out = append(out, model{ID: m, Chat: p.Chat()})
 		}
 	}
 	return map[string]any{"data": out}, nil

@@ -369,3 +369,92 @@ func TestConsoleServesPages(t *testing.T) {
 		t.Fatalf("POST /: %d", resp.StatusCode)
 	}
 }
+
+// playgroundModels are channels serving every kind of model, with the
+// prices Caddyfile.example gives them; the upstreams are never called.
+const playgroundModels = `channel demo {
+			type demo
+			models demo
+		}
+		channel openai {
+			type openai
+			base_url http://127.0.0.1:9
+			key sk-never-used-0001
+			models gpt-4o-mini text-embedding-3-small gpt-4o-realtime-preview dall-e-3 whisper-1 tts-1
+		}
+		channel cohere {
+			type cohere
+			base_url http://127.0.0.1:9
+			key never-used-0002
+			models rerank-v3.5
+		}
+		channel minimax {
+			type minimax
+			base_url http://127.0.0.1:9
+			key never-used-0003
+			models MiniMax-Hailuo-02
+		}
+		price gpt-4o-mini {
+			input 0.15
+			output 0.60
+		}
+		price text-embedding-3-small {
+			input 0.02
+		}
+		price gpt-4o-realtime-preview {
+			input 5
+			output 20
+			audio_input 40
+			audio_output 80
+		}
+		price dall-e-3 {
+			image 1024x1024 standard 0.04
+		}
+		price whisper-1 {
+			audio_second 0.0001
+		}
+		price tts-1 {
+			characters 15
+		}
+		price rerank-v3.5 {
+			search_unit 0.002
+		}
+		price MiniMax-Hailuo-02 {
+			video_second 0.082
+			max_seconds 6
+		}`
+
+// TestPlaygroundOffersChatModels: with image, audio, Realtime, rerank,
+// embedding and video models configured too, the playground offers only
+// the models it can run, selects demo, and what is typed and sent is
+// answered.
+func TestPlaygroundOffersChatModels(t *testing.T) {
+	caddyfile := strings.Replace(accountCaddyfile, `channel demo {
+			type demo
+			models demo
+		}`, playgroundModels, 1)
+	g := gatewaytest.Start(t, caddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000"})
+	createUser(g, "pia", 5_000_000, "user")
+	b := startBrowser(t, g)
+	b.open("/", `!document.getElementById('login-card').hidden`)
+	b.do(chromedp.SendKeys(chromedp.ID("login-username"), "pia"),
+		chromedp.SendKeys(chromedp.ID("login-password"), "password-pia\r"))
+	b.waitFor(`!document.getElementById('dashboard').hidden`)
+
+	b.open("/console/playground", `!document.getElementById('playground').hidden`)
+	offered := evalJS[[]string](b, `[...document.getElementById('model').options].map((o) => o.value)`)
+	if strings.Join(offered, ",") != "demo,gpt-4o-mini" {
+		t.Fatalf("the playground offers %v, want [demo gpt-4o-mini]", offered)
+	}
+	if sel := evalJS[string](b, `document.getElementById('model').value`); sel != "demo" {
+		t.Fatalf("the playground selects %q, want demo", sel)
+	}
+	b.do(chromedp.SendKeys(chromedp.ID("prompt"), "hello playground"), chromedp.Click(chromedp.ID("send")))
+	b.waitFor(`document.getElementById('stop').disabled && document.querySelector('.msg.assistant') !== null && !document.querySelector('.msg.assistant .body').hasAttribute('aria-busy')`)
+	if msg := b.text("chat-error"); msg != "" {
+		t.Fatalf("playground error: %s", msg)
+	}
+	if got := evalJS[string](b, `document.querySelector('.msg.assistant .body').textContent`); strings.TrimSpace(got) != "hello playground" {
+		t.Fatalf("the answer shown is %q", got)
+	}
+}

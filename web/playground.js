@@ -28,8 +28,12 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('logout').hidden = false;
   try {
     const r = await api('GET', '/api/user/models');
-    $('model').replaceChildren(...r.data.map((m) => el('option', { value: m.id }, m.id)));
-    if (!r.data.length) showError($('page-error'), new Error('No models are available: the administrator has not configured any priced model.'));
+    // only chat models: an image, audio, rerank, Realtime or video model
+    // would refuse what the playground sends
+    const chat = r.data.filter((m) => m.chat).map((m) => m.id);
+    $('model').replaceChildren(...chat.map((id) => el('option', { value: id }, id)));
+    if (chat.includes('demo')) $('model').value = 'demo';
+    if (!chat.length) showError($('page-error'), new Error('No chat models are available: the administrator has not configured any priced chat model.'));
   } catch (e) {
     showError($('page-error'), e);
     return;
