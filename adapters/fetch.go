@@ -31,72 +31,21 @@ const (
 // nothing else may set it.
 var allowLoopbackFetch = false
 
-// blockedPrefixes are ranges a fetch must never reach beyond what netip's
-// predicates already cover: "this network", CGNAT, IETF protocol
-// assignments, benchmarking, reserved and broadcast.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-}
-
-// blockedPrefixes6 are IPv6 ranges that reach private or embedded IPv4
-// space, or are deprecated: site-local, local-use NAT64, IPv4-compatible,
-// 6to4 and IPv4-translated (::ffff:0:a.b.c.d).
-var blockedPrefixes6 = []netip.Prefix{
-	netip.MustParsePrefix("fec0::/10"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("::/96"),
-	netip.MustParsePrefix("2002::/16"),
-	netip.MustParsePrefix("::ffff:0:0:0/96"),
-}
-
 // defaultFetchPorts are the only ports a fetch connects to unless its
 // FetchPolicy names others.
 var defaultFetchPorts = []int{80, 443}
 
-// nat64 is the well-known NAT64 prefix, whose last four bytes are an IPv4
-// address that must pass the same checks.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
 // errBlockedAddress marks a refused dial.
 var errBlockedAddress = errors.New("address not allowed")
 
-// checkFetchAddr refuses loopback, private, link-local, unspecified,
-// multicast and other non-public addresses.
+// checkFetchAddr refuses what CheckPublicAddr refuses (loopback, in
+// tests, aside).
 func checkFetchAddr(ip netip.Addr) error {
-	ip = ip.Unmap()
-	if nat64.Contains(ip) {
-		b := ip.As16()
-		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	if allowLoopbackFetch && ip.Unmap().IsLoopback() {
+		return nil
 	}
-	switch {
-	case !ip.IsValid():
-		return fmt.Errorf("%w: invalid address", errBlockedAddress)
-	case ip.IsLoopback():
-		if allowLoopbackFetch {
-			return nil
-		}
-		return fmt.Errorf("%w: %s is a loopback address", errBlockedAddress, ip)
-	case ip.IsPrivate():
-		return fmt.Errorf("%w: %s is a private address", errBlockedAddress, ip)
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return fmt.Errorf("%w: %s is a link-local address", errBlockedAddress, ip)
-	case ip.IsUnspecified():
-		return fmt.Errorf("%w: %s is an unspecified address", errBlockedAddress, ip)
-	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return fmt.Errorf("%w: %s is a multicast address", errBlockedAddress, ip)
-	}
-	prefixes := blockedPrefixes
-	if ip.Is6() {
-		prefixes = blockedPrefixes6
-	}
-	for _, p := range prefixes {
-		if p.Contains(ip) {
-			return fmt.Errorf("%w: %s is in the reserved range %s", errBlockedAddress, ip, p)
-		}
+	if err := CheckPublicAddr(ip); err != nil {
+		return fmt.Errorf("%w: %w", errBlockedAddress, err)
 	}
 	return nil
 }

@@ -164,10 +164,10 @@ func taskObject(raw []byte, what string) (map[string]json.RawMessage, *adapters.
 	return m, nil
 }
 
-// checkCallbackURL accepts an absolute https URL whose host is not a
-// loopback, private, link-local or unspecified address or a localhost
-// name, judged on the URL alone: the vendor calls it, not the gateway, so
-// no name is resolved here.
+// checkCallbackURL accepts an absolute https URL whose host is a name
+// other than localhost, or an address adapters.CheckPublicAddr (the policy
+// the image fetcher dials by) accepts, judged on the URL alone: the vendor
+// calls it, not the gateway, so no name is resolved here.
 func checkCallbackURL(raw, prefix string) *adapters.Error {
 	where := "'" + prefix + "metadata.callback_url'"
 	u, err := url.Parse(raw)
@@ -185,10 +185,8 @@ func checkCallbackURL(raw, prefix string) *adapters.Error {
 		return adapters.BadRequest("%s points at localhost: give an address the vendor can reach on the internet", where)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		ip = ip.Unmap()
-		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-			ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-			return adapters.BadRequest("%s points at %s, a loopback, private or link-local address: give an address the vendor can reach on the internet", where, ip)
+		if err := adapters.CheckPublicAddr(ip); err != nil {
+			return adapters.BadRequest("%s is not on the public internet (%v): give an address the vendor can reach on the internet", where, err)
 		}
 		return nil
 	}

@@ -100,8 +100,12 @@ func (c *TasksConfig) maxFileSize() int64 {
 type taskPoller struct {
 	app   *App
 	cfg   *TasksConfig
-	owner string // this instance's name on its leases
-	log   *zap.Logger
+	owner string // this instance's name on the leases of tasks it polls
+	// submitter is its name on the leases of tasks being submitted, which
+	// stop does not hand back: a submit outlives its configuration's stop
+	// (the server drains it), and only it can record the vendor's answer
+	submitter string
+	log       *zap.Logger
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -112,19 +116,21 @@ func newTaskPoller(a *App, cfg *TasksConfig, log *zap.Logger) *taskPoller {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	host, _ := os.Hostname()
-	return &taskPoller{app: a, cfg: cfg, log: log,
-		owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
+	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return &taskPoller{app: a, cfg: cfg, log: log, owner: owner, submitter: owner + "/submit",
 		slots: make(chan struct{}, cfg.concurrency())}
 }
 
-// submitLease is how long a submit holds its new task: the longest a
-// channel may take to accept it, and then some.
-func (p *taskPoller) submitLease() time.Duration {
-	longest := defaultTimeout
-	for _, b := range p.app.bounds {
-		longest = max(longest, b.timeout)
+// submitLease is how long a submit holds its new task: as long as every
+// channel of its plan may take to answer in turn, and then some. Until it
+// runs out no poller takes the task up, so none fails a task whose vendor
+// may still accept it.
+func (p *taskPoller) submitLease(plan []taskChannel) time.Duration {
+	var d time.Duration
+	for _, tc := range plan {
+		d += p.app.bounds[tc.ch.Name].timeout
 	}
-	return longest + p.cfg.lease()
+	return d + p.cfg.lease()
 }
 
 func (p *taskPoller) start() {
@@ -134,8 +140,9 @@ func (p *taskPoller) start() {
 	go p.run(ctx)
 }
 
-// stop ends the polls in flight and hands this instance's leases back, so
-// the next configuration or another gateway takes the tasks up at once.
+// stop ends the polls in flight and hands this instance's poll leases
+// back, so the next configuration or another gateway takes the tasks up at
+// once. Tasks still being submitted keep their submitter's lease.
 func (p *taskPoller) stop() {
 	if p.cancel == nil {
 		return
@@ -214,17 +221,15 @@ const refreshTimeout = 5 * time.Second
 // any other schedules the next poll. ctx ends only when the poller stops.
 func (p *taskPoller) follow(ctx context.Context, t *store.Task, timeout time.Duration) {
 	a := p.app
-	now := time.Now()
-	if now.Sub(t.CreatedAt) > p.cfg.maxAge() {
-		p.finish(ctx, t, &adapters.TaskState{Status: adapters.TaskFailed,
-			Error: fmt.Sprintf("the task did not finish within %s, the gateway's limit (tasks max_age): it was given up and refunded", p.cfg.maxAge())})
+	if t.UpstreamID == "" {
+		// leased here, so its submitter's lease ran out: the gateway died
+		// (or was made to stop) before the vendor answered
+		p.unknownOutcome(ctx, t)
 		return
 	}
-	if t.UpstreamID == "" {
-		// leased here, so its submitter's lease ran out: it stopped before
-		// the vendor answered
+	if time.Since(t.CreatedAt) > p.cfg.maxAge() {
 		p.finish(ctx, t, &adapters.TaskState{Status: adapters.TaskFailed,
-			Error: "the gateway stopped before the vendor accepted the task: it was refunded; submit it again"})
+			Error: fmt.Sprintf("the task did not finish within %s, the gateway's limit (tasks max_age): it was given up and refunded", p.cfg.maxAge())})
 		return
 	}
 	ch := a.channels.Channel(t.Channel)
@@ -355,6 +360,41 @@ func (p *taskPoller) finish(ctx context.Context, t *store.Task, st *adapters.Tas
 		a.db.ledger.Returned(t.UserID, t.TokenID, t.Reserved-t.Cost)
 		a.metrics.taskCost(t.Model, t.UserID, t.Cost)
 		p.log.Info("task settled", zap.String("task_id", t.ID), zap.String("status", t.Status), zap.Int64("cost", t.Cost), zap.Int64("refunded", t.Reserved-t.Cost))
+	}
+}
+
+// unknownOutcomeError is the error of a task whose submit never answered.
+const unknownOutcomeError = "the gateway stopped while the vendor was taking this task, so whether the vendor accepted it is not known. " +
+	"It was charged what was reserved for it, not refunded: the vendor may have made it (and called your callback_url). " +
+	"Ask the gateway's operator, with this task_id, to check it with the vendor"
+
+// unknownOutcome settles a task whose submit died before the vendor
+// answered (a crash, a kill, a grace period cut short). The vendor may have
+// accepted it and bills the operator for it, and may deliver it to the
+// client's callback; it may as well never have seen it. The gateway cannot
+// tell, so it guesses neither way for free: the task fails, charged its
+// reservation, and the log names it so the operator can check it with
+// the vendor and credit the user back if it was never made.
+func (p *taskPoller) unknownOutcome(ctx context.Context, t *store.Task) {
+	a := p.app
+	t.Status, t.Progress, t.Error, t.Cost = adapters.TaskFailed, 0, unknownOutcomeError, t.Reserved
+	now := time.Now()
+	row := &store.UsageLog{CreatedAt: now, Model: t.Model, Channel: t.Channel, Endpoint: submitPath,
+		Status: http.StatusBadGateway, Error: t.Error, LatencyMS: now.Sub(t.CreatedAt).Milliseconds(), RequestID: t.RequestID}
+	settled, err := a.db.store.FinishTask(ctx, t, row)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("settling a task whose submit never answered; trying again at its next poll", zap.String("task_id", t.ID), zap.Error(err))
+			t.LeaseOwner = p.owner
+			p.later(ctx, t, p.cfg.pollInterval())
+		}
+		return
+	}
+	if settled {
+		a.metrics.taskCost(t.Model, t.UserID, t.Cost)
+		p.log.Error("a task's submit never answered: charged its reservation, not refunded; check it with the vendor",
+			zap.String("task_id", t.ID), zap.String("model", t.Model), zap.Int64("user_id", t.UserID),
+			zap.String("request_id", t.RequestID), zap.Time("submitted", t.CreatedAt), zap.Int64("cost", t.Cost))
 	}
 }
 

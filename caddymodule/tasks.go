@@ -216,7 +216,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	// it outlives this request, this configuration and this process.
 	task := &store.Task{ID: newTaskID(), UserID: id.User.ID, TokenID: id.Token.ID, Model: model,
 		Reserved: amount, Duration: sub.req.Duration, RequestID: requestIDOf(r),
-		LeaseOwner: a.tasks.owner, LeaseUntil: time.Now().Add(a.tasks.submitLease())}
+		LeaseOwner: a.tasks.submitter, LeaseUntil: time.Now().Add(a.tasks.submitLease(plan))}
 	if !price.Free {
 		task.PriceTask, task.PriceSecond = price.Task, price.VideoSecond
 	}
@@ -245,8 +245,9 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 			task.Channel, task.UpstreamID, task.Status = tc.ch.Name, upstreamID, adapters.TaskNotStarted
 			task.NextPollAt = time.Now().Add(a.tasks.cfg.pollInterval())
 			if err := db.store.UpdateTask(ctx, task); err != nil {
-				// the lease runs out and the poller fails and refunds it
-				h.log.Error("recording a submitted task", zap.String("task_id", task.ID), zap.Error(err))
+				// the submit lease runs out and the poller settles the
+				// task as one whose outcome is unknown
+				h.log.Error("recording a submitted task", zap.String("task_id", task.ID), zap.String("upstream_id", upstreamID), zap.Error(err))
 			}
 			return writeTaskData(w, map[string]any{"task_id": task.ID, "status": adapters.TaskNotStarted, "created_time": taskTime(task.CreatedAt)})
 		}

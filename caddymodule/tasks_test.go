@@ -30,7 +30,15 @@ func TestCheckCallbackURL(t *testing.T) {
 		{"https://172.16.4.4/cb", "private"},
 		{"https://192.168.1.1:8443/cb", "private"},
 		{"https://169.254.169.254/cb", "link-local"},
-		{"https://0.0.0.0/cb", "loopback, private or link-local"},
+		{"https://0.0.0.0/cb", "unspecified"},
+		// the one address policy (adapters.CheckPublicAddr), as the image
+		// fetcher dials by it
+		{"https://[::127.0.0.1]/cb", "IPv4-compatible"},
+		{"https://100.64.0.1/cb", "carrier-grade NAT"},
+		{"https://0.0.0.1/cb", `"this network"`},
+		{"https://[64:ff9b::7f00:1]/cb", "carries 127.0.0.1, a loopback address"},
+		{"https://[64:ff9b::808:808]/cb", ""},
+		{"https://203.0.113.5/cb", "documentation"},
 		{"https://[::1]/cb", "loopback"},
 		{"https://[fe80::1%25eth0]/cb", "link-local"},
 		{"https://[fd00::1]/cb", "private"},

@@ -179,7 +179,7 @@ var videoFamilies = []family{
 	{model: "viduq1", fake: func(s *familiesSetup) vendorFake { return s.vidu },
 		optionName: "movement_amplitude", optionValue: `"small"`, duration: 5, unitsPerSecond: 80_000, maxSeconds: 5,
 		image: "https://img.example.com/first.png", owned: "resolution",
-		vendorRefusal: `{"model":"viduq1","prompt":"x","duration":8}`, vendorSays: "duration 8 is not supported by viduq1"},
+		vendorRefusal: `{"model":"viduq1","prompt":"x","aspect_ratio":"2:1"}`, vendorSays: `aspect_ratio "2:1" is invalid`},
 	{model: "seedance-1-0-pro", fake: func(s *familiesSetup) vendorFake { return s.seedance },
 		optionName: "camera_fixed", optionValue: `true`, duration: 6, unitsPerSecond: 124_000, maxSeconds: 12,
 		image: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", owned: "content",

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -102,6 +104,56 @@ type submitBody struct {
 // resolutions Vidu names.
 var resolutions = map[string]bool{"360p": true, "540p": true, "720p": true, "1080p": true}
 
+// lengths are the video lengths each model makes, in seconds, as Vidu's
+// API reference lists them. The reservation follows the duration asked
+// for, and Vidu does not say how long a finished video is, so a length the
+// model does not make would be charged for a video it is not.
+var lengths = map[string][]int{
+	"viduq3-pro": span(1, 16), "viduq3-turbo": span(1, 16),
+	"viduq2": span(1, 10), "viduq2-pro": span(1, 10), "viduq2-turbo": span(1, 10),
+	"viduq1": {5}, "viduq1-classic": {5},
+	"vidu2.0": {4, 8}, "vidu1.5": {4, 8},
+}
+
+// unknownLengths holds a model not listed to Vidu's widest range.
+var unknownLengths = span(1, 16)
+
+func span(lo, hi int) []int {
+	s := make([]int, 0, hi-lo+1)
+	for d := lo; d <= hi; d++ {
+		s = append(s, d)
+	}
+	return s
+}
+
+// checkDuration refuses a duration the model does not make.
+func checkDuration(model string, d int) error {
+	if d == 0 {
+		return nil // the model's default, reserved as max_seconds
+	}
+	ls, ok := lengths[model]
+	if !ok {
+		ls = unknownLengths
+	}
+	if slices.Contains(ls, d) {
+		return nil
+	}
+	var makes string
+	switch n := len(ls); {
+	case n == 1:
+		makes = fmt.Sprintf("%d seconds only", ls[0])
+	case n > 2 && ls[n-1]-ls[0] == n-1:
+		makes = fmt.Sprintf("%d to %d seconds", ls[0], ls[n-1])
+	default:
+		words := make([]string, n)
+		for i, l := range ls {
+			words[i] = strconv.Itoa(l)
+		}
+		makes = strings.Join(words[:n-1], ", ") + " or " + words[n-1] + " seconds"
+	}
+	return adapters.BadRequest("vidu's %s makes videos of %s, not %d: set duration to a length it makes, or leave it out for its default", model, makes, d)
+}
+
 // SubmitTask implements adapters.TaskProvider.
 func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
 	if err := adapters.RefuseOwned(t.Metadata, a.OwnedFields(), Name); err != nil {
@@ -109,6 +161,9 @@ func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.
 	}
 	if t.NegativePrompt != "" {
 		return "", adapters.BadRequest("vidu takes no negative_prompt; describe what you want in the prompt instead")
+	}
+	if err := checkDuration(up.Model, t.Duration); err != nil {
+		return "", err
 	}
 	body := submitBody{Model: up.Model, Prompt: t.Prompt, Duration: t.Duration, Seed: t.Seed, CallbackURL: t.CallbackURL}
 	if t.Size != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,7 +130,11 @@ func TestRefusals(t *testing.T) {
 		{"size in pixels", up, adapters.TaskRequest{Prompt: "p", Size: "1280x720"}, 400, "360p, 540p, 720p or 1080p"},
 		{"image and ratio", up, adapters.TaskRequest{Image: "https://img.example.com/a.png", AspectRatio: "16:9"}, 400, "remove aspect_ratio"},
 		{"no prompt", up, adapters.TaskRequest{}, 400, "needs a prompt"},
-		{"vendor: length", up, adapters.TaskRequest{Prompt: "p", Duration: 8}, 400, "duration 8 is not supported by viduq1"},
+		{"length viduq1 does not make", up, adapters.TaskRequest{Prompt: "p", Duration: 1}, 400, "viduq1 makes videos of 5 seconds only, not 1"},
+		{"length past viduq2's", other("viduq2", key), adapters.TaskRequest{Prompt: "p", Duration: 11}, 400, "viduq2 makes videos of 1 to 10 seconds, not 11"},
+		{"length vidu2.0 does not make", other("vidu2.0", key), adapters.TaskRequest{Image: "https://img.example.com/a.png", Duration: 5}, 400, "vidu2.0 makes videos of 4 or 8 seconds, not 5"},
+		{"length past an unknown model's", other("viduq9", key), adapters.TaskRequest{Prompt: "p", Duration: 17}, 400, "viduq9 makes videos of 1 to 16 seconds, not 17"},
+		{"vendor: ratio", up, adapters.TaskRequest{Prompt: "p", AspectRatio: "2:1"}, 400, `aspect_ratio "2:1" is invalid`},
 		{"vendor: model", other("vidu2.0", key), adapters.TaskRequest{Prompt: "p"}, 400, `model "vidu2.0" is not supported by text2video`},
 		{"vendor: key", other("viduq1", "vda-wrong"), adapters.TaskRequest{Prompt: "p"}, 401, "invalid api key"},
 	}
@@ -166,5 +171,22 @@ func TestProvider(t *testing.T) {
 	var m Adapter
 	if err := m.UnmarshalCaddyfile(caddyfile.NewTestDispenser("vidu {\n x 1\n}")); err == nil || !strings.Contains(err.Error(), "takes no options") {
 		t.Fatalf("options for vidu: %v", err)
+	}
+}
+
+// TestDurations: every length Vidu's reference lists for a model is sent,
+// and no other.
+func TestDurations(t *testing.T) {
+	for model, want := range map[string][]int{
+		"viduq1": {5}, "viduq1-classic": {5}, "vidu2.0": {4, 8}, "vidu1.5": {4, 8},
+		"viduq2": span(1, 10), "viduq2-pro": span(1, 10), "viduq2-turbo": span(1, 10),
+		"viduq3-pro": span(1, 16), "viduq3-turbo": span(1, 16), "a-model-vidu-adds-later": span(1, 16),
+	} {
+		for d := -1; d <= 20; d++ {
+			err := checkDuration(model, d)
+			if ok := d == 0 || slices.Contains(want, d); ok != (err == nil) {
+				t.Errorf("%s, %d seconds: %v", model, d, err)
+			}
+		}
 	}
 }

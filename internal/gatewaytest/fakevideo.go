@@ -1,6 +1,7 @@
 package gatewaytest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,14 @@ type VideoJobs struct {
 	// keysToStorage counts downloads from signed storage that carried the
 	// channel's key along
 	keysToStorage int
+	held          int // submits held by HoldSubmits right now
+}
+
+// Held is how many submits the fake is holding right now (HoldSubmits).
+func (v *VideoJobs) Held() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.held
 }
 
 // KeysToStorage is how many signed-storage downloads carried a key.
@@ -123,6 +132,10 @@ type VideoFaults struct {
 	HugePolls    int64 // status queries answer a 200 JSON body this long
 	SubmitStatus int   // submits answer this error status
 	HangSubmits  bool  // submits hold until the gateway hangs up
+	// HoldSubmits makes a vendor slow to accept: each submit waits until
+	// the channel is closed, then is taken as usual (one whose gateway
+	// hung up meanwhile is not).
+	HoldSubmits chan struct{}
 }
 
 // SetFaults replaces the fake's faults.
@@ -152,6 +165,21 @@ func (v *VideoJobs) submitFault(w http.ResponseWriter, r *http.Request, vendorEr
 	case f.SubmitStatus != 0:
 		vendorError(f.SubmitStatus)
 		return true
+	case f.HoldSubmits != nil:
+		// the body read first, as for HangSubmits, and given back whole
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		v.mu.Lock()
+		v.held++
+		v.mu.Unlock()
+		select {
+		case <-f.HoldSubmits:
+		case <-r.Context().Done():
+		}
+		v.mu.Lock()
+		v.held--
+		v.mu.Unlock()
+		return r.Context().Err() != nil
 	}
 	return false
 }
