@@ -228,7 +228,8 @@ func TestRealtimeSession(t *testing.T) {
 	if got := readUntil(t, c, "conversation.item.created"); !slices.Equal(got, []string{"input_audio_buffer.committed", "conversation.item.created"}) {
 		t.Errorf("burst answered with %v", got)
 	}
-	want := append([]string{"session.update", "conversation.item.create", "response.create"}, burst...)
+	// the gateway's own session.update (the output cap) comes first
+	want := append([]string{"session.update", "session.update", "conversation.item.create", "response.create"}, burst...)
 	if got := s.fake.RealtimeEvents(); !slices.Equal(got, want) {
 		t.Errorf("the upstream received %v, want %v", got, want)
 	}
@@ -566,7 +567,7 @@ func TestRealtimeClientLeavesMidResponse(t *testing.T) {
 	eventually(t, "the upstream sees the client's close", func() bool {
 		return slices.Contains(s.fake.RealtimeCloses(), gatewaytest.RealtimeClose{Code: 4004, Reason: "user hung up"})
 	})
-	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"response.create", "response.cancel"}) {
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"session.update", "response.create", "response.cancel"}) {
 		t.Errorf("the upstream received %v", got)
 	}
 	rows := s.gw.WaitUsage("lea", 1)
@@ -613,7 +614,7 @@ func TestRealtimeReload(t *testing.T) {
 	if !sawDone {
 		t.Error("the cancelled response's response.done did not reach the client")
 	}
-	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"response.create", "response.cancel"}) {
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"session.update", "response.create", "response.cancel"}) {
 		t.Errorf("the upstream received %v", got)
 	}
 	if r := s.gw.WaitUsage("rory", 1)[0]; r.Cost != realtimeTurnCost {
