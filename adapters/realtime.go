@@ -3,10 +3,11 @@ package adapters
 import "net/http"
 
 // Realtime sessions (OpRealtime) are WebSocket connections the gateway
-// relays frame by frame; it reads only the server events that end a
-// response, for their usage. A family whose upstream serves them
-// implements RealtimeProvider; a dialect whose clients open them,
-// RealtimeDialect.
+// relays frame by frame. It reads the client's events before relaying them,
+// to reserve for what they will cost and to keep them within what was
+// reserved, and the server events that end a response, for their usage. A
+// family whose upstream serves them implements RealtimeProvider; a dialect
+// whose clients open them, RealtimeDialect.
 
 // RealtimeProvider is implemented by providers whose upstream serves
 // realtime sessions over a WebSocket.
@@ -17,15 +18,66 @@ type RealtimeProvider interface {
 	// upstream needs (an API version it asked for); its credentials are
 	// never copied.
 	RealtimeDial(up *Upstream, client *http.Request) (url string, header http.Header, err error)
-	// RealtimeEvent reads one server event: RealtimeResponseStarted for
-	// the event that opens a response, RealtimeResponseDone with what the
-	// response used for the one that ends it. It is called on every text
-	// frame, so it must pass over others cheaply.
-	RealtimeEvent(event []byte) (RealtimeEventKind, Usage)
-	// RealtimeCancel is the client event that cancels the response under
-	// way: sent when the client leaves mid-response, so that the upstream
-	// ends it and reports what it used.
-	RealtimeCancel() []byte
+	// RealtimeSession returns the reader of one session's events, opened
+	// by client, that keeps the session within limits.
+	RealtimeSession(client *http.Request, limits RealtimeLimits) RealtimeSession
+}
+
+// RealtimeLimits are what the gateway reserved for: every cost a session
+// can cause must be bounded by them.
+type RealtimeLimits struct {
+	// MaxOutputTokens is the most tokens one response may write, whoever
+	// asked for it (the client, or the upstream's turn detection).
+	MaxOutputTokens int64
+	// Transcription reports whether input audio may be transcribed: the
+	// model has a price per second of audio. Without one, a client event
+	// that turns transcription on is refused.
+	Transcription bool
+}
+
+// RealtimeSession reads one session's events, in order in each direction.
+// ClientEvent is called from one goroutine, ServerEvent from another.
+type RealtimeSession interface {
+	// Setup is the client event the gateway sends upstream before any of
+	// the client's, bringing the session's defaults within the limits
+	// (the output cap of responses the upstream starts by itself); nil
+	// when none is needed. The upstream's answer to it is read by
+	// ServerEvent as RealtimeSetupDone or RealtimeSetupFailed and is not
+	// relayed.
+	Setup() []byte
+	// ClientEvent reads a client event before it is relayed and returns
+	// what to relay in its place (the event, or the event with its output
+	// cap lowered to the limit) and what it means for billing. An error
+	// refuses the event: it is not relayed, and the client gets the error.
+	ClientEvent(event []byte) ([]byte, RealtimeClientEvent, *Error)
+	// ServerEvent reads one server event. It is called on every text
+	// frame, so it must pass over audio cheaply.
+	ServerEvent(event []byte) RealtimeServerEvent
+	// Cancel is the client event that cancels the response id: sent when
+	// the client leaves mid-response, so that the upstream ends it and
+	// reports what it used.
+	Cancel(responseID string) []byte
+}
+
+// RealtimeClientEvent is what a client event means for billing.
+type RealtimeClientEvent struct {
+	// CreatesResponse: the event asks for a response.
+	CreatesResponse bool
+	// TranscribedMillis is the input audio the event carries that the
+	// upstream will transcribe, in milliseconds.
+	TranscribedMillis int64
+}
+
+// RealtimeServerEvent is what a server event means for billing.
+type RealtimeServerEvent struct {
+	Kind RealtimeEventKind
+	// ResponseID names the response a RealtimeResponseStarted or
+	// RealtimeResponseDone event is about.
+	ResponseID string
+	// Usage is what a RealtimeResponseDone's response used.
+	Usage Usage
+	// Message is why a RealtimeSetupFailed failed.
+	Message string
 }
 
 // RealtimeEventKind is what a Realtime server event means for billing.
@@ -36,6 +88,9 @@ const (
 	RealtimeOther RealtimeEventKind = iota
 	RealtimeResponseStarted
 	RealtimeResponseDone
+	// RealtimeSetupDone and RealtimeSetupFailed answer Setup.
+	RealtimeSetupDone
+	RealtimeSetupFailed
 )
 
 // RealtimeDialect is implemented by dialects whose clients open realtime
@@ -46,6 +101,7 @@ type RealtimeDialect interface {
 	// a key.
 	RealtimeSubprotocols() []string
 	// RealtimeError is an error event in the dialect's realtime shape,
-	// sent before the gateway ends a session.
+	// sent before the gateway ends a session or in place of an event it
+	// refused.
 	RealtimeError(e *Error) []byte
 }

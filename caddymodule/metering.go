@@ -87,10 +87,10 @@ func (h *Relay) settle(x *exchange) {
 // billedUsage is what a relayed request is billed on: the upstream's
 // counts, or when it reported none, the local tokenizer's. A stream cut
 // before its end event (the client left, the upstream broke) reported at
-// most partial usage (Gemini repeats a growing usageMetadata on every
-// chunk), so it is billed the larger of that usage, plus what was
-// generated after it, and a local count of everything generated,
-// reasoning included.
+// most partial usage (Anthropic's message_start; of Gemini's partial
+// usageMetadata its decoder keeps only the prompt count), so it is billed
+// the larger of that usage, plus what was generated after it, and a local
+// count of everything generated, reasoning included.
 func billedUsage(x *exchange) adapters.Usage {
 	u := x.usage
 	if !u.Known() {

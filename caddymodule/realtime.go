@@ -23,14 +23,25 @@ import (
 // once the key, the model and the quota are checked, and a second one it
 // opens to the channel's upstream with the channel's key. Two pumps copy
 // messages, one per direction, each in order; close codes and reasons
-// cross in both directions. The upstream's response.done events are read
-// for their usage: each settles the response's reservation and is a usage
-// row, and the next response is reserved at once. A user whose quota no
-// longer covers a response gets an error event and the session ends with
-// close code 1008.
+// cross in both directions.
+//
+// Every cost a session can cause is reserved before it is relayed. Each
+// response holds a reservation of its own while it runs (several may run
+// at once: out-of-band responses, or one the upstream's turn detection
+// starts): the session always holds one for the next response, a client's
+// response.create beyond that reserves before it is relayed (or is
+// refused with an error event), and the adapter caps every response's
+// output at what was reserved, the session's default included (Setup).
+// Each response.done settles its response's reservation and is a usage
+// row. Input audio the upstream transcribes is reserved a block of
+// transcriptionBlock at a time, before the audio is relayed, and billed
+// per second at the model's audio_second; a model without that price
+// cannot turn transcription on. A user whose quota no longer covers the
+// next response, or the next block of audio, gets an error event and the
+// session ends with close code 1008.
 //
 // A session ends with 1001 when its configuration is unloaded (a reload,
-// a shutdown), after the response under way is cancelled and billed.
+// a shutdown), after the responses under way are cancelled and billed.
 //
 // Bounds: one message is at most the channel's max_stream_event bytes
 // (the peer that sends more is closed with 1009), and a session silent in
@@ -46,6 +57,10 @@ const (
 
 // closeWait bounds the close handshake with either peer.
 const closeWait = 5 * time.Second
+
+// transcriptionBlock is how much transcribed audio one reservation covers:
+// a usage row a minute of speech, not one per audio frame.
+const transcriptionBlock = 60_000 // milliseconds
 
 // serveRealtime relays one Realtime session.
 func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, id *keys.Identity) error {
@@ -88,8 +103,19 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if e != nil {
 		return x.fail(e)
 	}
-	s.up, s.ch, s.prov = up, ch, a.providers[ch.Name].(adapters.RealtimeProvider)
+	s.up, s.ch = up, ch
 	x.channel = ch.Name
+	s.sess = a.providers[ch.Name].(adapters.RealtimeProvider).RealtimeSession(r, adapters.RealtimeLimits{
+		MaxOutputTokens: h.realtimeOutput(x.price),
+		Transcription:   x.price.Free || x.price.AudioSecond > 0,
+	})
+	if setup := s.sess.Setup(); setup != nil {
+		// before any client event, so that the upstream applies it first
+		if err := up.Write(r.Context(), websocket.MessageText, setup); err != nil {
+			up.CloseNow()
+			return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name))
+		}
+	}
 	opts := &websocket.AcceptOptions{Subprotocols: dialect.RealtimeSubprotocols(), InsecureSkipVerify: true}
 	var client *websocket.Conn
 	var err error
@@ -177,47 +203,68 @@ func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routi
 	return nil, nil, last.err
 }
 
-// realtimeReservation is what one Realtime response holds while it runs:
-// the model's max_output (default_max_tokens without one) of audio in and
-// as much of audio out, the dearest tokens. A response that costs more is
-// still charged in full; the reservation bounds how far below zero one
-// response can take a balance.
-func (h *Relay) realtimeReservation(price *billing.Price) int64 {
-	n := price.MaxOutput
-	if n <= 0 {
-		n = h.app.DefaultMaxTokens
+// realtimeOutput is the most tokens one Realtime response may write: the
+// model's max_output, default_max_tokens without one.
+func (h *Relay) realtimeOutput(price *billing.Price) int64 {
+	if price.MaxOutput > 0 {
+		return price.MaxOutput
 	}
+	return h.app.DefaultMaxTokens
+}
+
+// realtimeReservation is what one Realtime response holds while it runs:
+// its output cap of audio in and as much of audio out, the dearest
+// tokens. The output cannot exceed it; an input larger than the cap (a
+// long conversation) is still charged in full, and the reservation bounds
+// how far below zero one response can take a balance.
+func (h *Relay) realtimeReservation(price *billing.Price) int64 {
+	n := h.realtimeOutput(price)
 	return price.Cost(adapters.Usage{PromptTokens: n, AudioPromptTokens: n, CompletionTokens: n, AudioCompletionTokens: n})
 }
 
-// realtimeSession is one relayed session and its billing: current is the
-// exchange of the response under way, holding its reservation.
+// realtimeSession is one relayed session and its billing.
 type realtimeSession struct {
-	h       *Relay
-	first   *exchange // the session's own exchange: its slot, its rate-limit ticket
-	current *exchange
-	client  *websocket.Conn
-	up      *websocket.Conn
-	ch      *routing.Channel
-	prov    adapters.RealtimeProvider
+	h      *Relay
+	first  *exchange // the session's own exchange: its slot, its rate-limit ticket
+	client *websocket.Conn
+	up     *websocket.Conn
+	ch     *routing.Channel
+	sess   adapters.RealtimeSession
+	// dialect is the client's, for error events
 	dialect adapters.RealtimeDialect
 	ticket  billing.Ticket
-	// responses is how many response.done were billed, tokens their tokens
-	responses int
-	tokens    int64
-	last      atomic.Int64 // unix nanoseconds of the last message either way
-	closing   sync.Once
-	// inFlight: a response was created and is not done; clientGone: the
-	// client cannot be written to; doneCh is told of each response.done
-	mu         sync.Mutex // guards current, which both pumps mark
-	inFlight   atomic.Bool
+	last    atomic.Int64 // unix nanoseconds of the last message either way
+	closing sync.Once
+	// clientGone: the client cannot be written to
 	clientGone atomic.Bool
-	doneCh     chan struct{}
+
+	mu sync.Mutex // guards what follows, which both pumps change
+	// pending are reservations for responses not yet started: one for the
+	// next, and one more for each relayed response.create beyond it;
+	// asked counts the response.create relayed and not yet started
+	pending []billing.Hold
+	asked   int
+	// active are the responses under way, by id; doneCh is told when one
+	// ends
+	active map[string]*exchange
+	doneCh chan struct{}
+	// transcribing is the block of transcribed audio under way: its
+	// reservation covers txCap milliseconds, txMillis are used
+	transcribing     *exchange
+	txMillis, txCap  int64
+	rows             int   // usage rows written
+	tokens           int64 // the responses' tokens, for the rate limits
+	firstSlotClaimed bool  // a row took the session's usage slot
+	status           int   // why the session ended, when it failed
+	errMsg           string
 }
 
 // relay runs the two pumps until the session ends.
 func (s *realtimeSession) relay() {
-	s.current = s.first
+	// the admission's reservation is the first response's
+	s.pending = []billing.Hold{s.first.hold}
+	s.first.hold = billing.Hold{}
+	s.active = map[string]*exchange{}
 	s.doneCh = make(chan struct{}, 1)
 	b := s.h.app.bounds[s.ch.Name]
 	s.client.SetReadLimit(int64(b.maxStreamEvent))
@@ -238,7 +285,7 @@ func (s *realtimeSession) relay() {
 			// as Caddy's reverse_proxy ends its WebSockets on a reload:
 			// the client reconnects to the new configuration
 			s.mark(http.StatusServiceUnavailable, "the gateway's configuration was unloaded")
-			s.cancelResponse(context.Background())
+			s.cancelResponses(context.Background())
 			s.end(closeGoingAway, "the gateway is reloading or shutting down: reconnect", closeGoingAway, "")
 			<-done
 			return
@@ -296,7 +343,8 @@ func closeOf(err error) (websocket.StatusCode, string) {
 	return -1, ""
 }
 
-// pumpToUpstream copies the client's messages to the upstream, in order.
+// pumpToUpstream copies the client's messages to the upstream, in order,
+// each once what it may cost is reserved and it is within the limits.
 func (s *realtimeSession) pumpToUpstream() {
 	ctx := context.Background()
 	for {
@@ -308,11 +356,34 @@ func (s *realtimeSession) pumpToUpstream() {
 				code, reason = websocket.StatusMessageTooBig, "a client message was too large"
 			}
 			s.clientGone.Store(true)
-			s.cancelResponse(ctx)
+			s.cancelResponses(ctx)
 			s.end(code, reason, code, reason)
 			return
 		}
 		s.last.Store(time.Now().UnixNano())
+		if typ == websocket.MessageText {
+			out, ev, e := s.sess.ClientEvent(msg)
+			if e == nil && ev.CreatesResponse {
+				e = s.askResponse()
+			}
+			if e != nil {
+				// refused: the event is not relayed, the session goes on
+				if s.client.Write(ctx, websocket.MessageText, s.dialect.RealtimeError(e)) != nil {
+					s.clientGone.Store(true)
+				}
+				continue
+			}
+			if ev.TranscribedMillis > 0 {
+				if e := s.transcribe(ev.TranscribedMillis); e != nil {
+					s.mark(e.Status, e.Message)
+					_ = s.client.Write(ctx, websocket.MessageText, s.dialect.RealtimeError(e))
+					s.cancelResponses(ctx)
+					s.end(closeQuota, e.Code, websocket.StatusNormalClosure, "")
+					return
+				}
+			}
+			msg = out
+		}
 		if err := s.up.Write(ctx, typ, msg); err != nil {
 			code, reason := closeOf(err)
 			s.end(code, reason, -1, "")
@@ -325,6 +396,7 @@ func (s *realtimeSession) pumpToUpstream() {
 // billing each response.done after relaying it.
 func (s *realtimeSession) pumpToClient() {
 	ctx := context.Background()
+	var ending *adapters.Error // the quota ran out: the session ends once no response is under way
 	for {
 		typ, msg, err := s.up.Read(ctx)
 		if err != nil {
@@ -340,124 +412,261 @@ func (s *realtimeSession) pumpToClient() {
 			return
 		}
 		s.last.Store(time.Now().UnixNano())
-		kind, usage := adapters.RealtimeOther, adapters.Usage{}
+		var ev adapters.RealtimeServerEvent
 		if typ == websocket.MessageText {
-			kind, usage = s.prov.RealtimeEvent(msg)
+			ev = s.sess.ServerEvent(msg)
 		}
-		if kind == adapters.RealtimeResponseStarted {
-			select { // a finished response's signal is not this one's
-			case <-s.doneCh:
-			default:
+		switch ev.Kind {
+		case adapters.RealtimeSetupDone:
+			continue // the answer to the gateway's own event
+		case adapters.RealtimeSetupFailed:
+			// without its limits a response could cost more than it reserved
+			s.h.log.Warn("the upstream refused the Realtime session's limits", zap.String("channel", s.ch.Name), zap.String("error", ev.Message))
+			s.mark(http.StatusBadGateway, "the upstream refused the session's output limit")
+			_ = s.client.Write(ctx, websocket.MessageText, s.dialect.RealtimeError(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+				"the upstream refused the gateway's limits for this session, so the gateway ended it")))
+			s.end(closeUpstream, "the upstream refused the session's limits", websocket.StatusNormalClosure, "")
+			return
+		case adapters.RealtimeResponseStarted:
+			if !s.started(ev.ResponseID) {
+				// nothing covers it: cancelled at once, billed on its end
+				_ = s.up.Write(ctx, websocket.MessageText, s.sess.Cancel(ev.ResponseID))
 			}
-			s.inFlight.Store(true)
 		}
-		if s.clientGone.Load() {
-			// the client left mid-response: only its end is awaited
-			if kind == adapters.RealtimeResponseDone {
-				s.settleResponse(usage)
-				s.responseDone()
+		if !s.clientGone.Load() {
+			if err := s.client.Write(ctx, typ, msg); err != nil {
+				// the client is gone: what the responses use is still
+				// owed, and the other pump ends the session
+				s.clientGone.Store(true)
 			}
+		}
+		if ev.Kind != adapters.RealtimeResponseDone {
 			continue
 		}
-		if err := s.client.Write(ctx, typ, msg); err != nil {
-			// the client is gone: what the response uses is still owed,
-			// and the other pump ends the session
-			s.clientGone.Store(true)
-			if kind == adapters.RealtimeResponseDone {
-				s.settleResponse(usage)
-				s.responseDone()
+		if e := s.settleResponse(ev.ResponseID, ev.Usage); e != nil && ending == nil && !s.clientGone.Load() {
+			// the responses still under way are cancelled and billed
+			// (their ends are read here) before the session ends
+			ending = e
+			_ = s.client.Write(ctx, websocket.MessageText, s.dialect.RealtimeError(e))
+			for _, id := range s.activeIDs() {
+				_ = s.up.Write(ctx, websocket.MessageText, s.sess.Cancel(id))
 			}
-			continue
 		}
-		if kind == adapters.RealtimeResponseDone {
-			e := s.settleResponse(usage)
-			s.responseDone()
-			if e != nil {
-				_ = s.client.Write(ctx, websocket.MessageText, s.dialect.RealtimeError(e))
-				s.end(closeQuota, e.Code, websocket.StatusNormalClosure, "")
-				return
-			}
+		if ending != nil && len(s.activeIDs()) == 0 {
+			s.mark(ending.Status, ending.Message)
+			s.end(closeQuota, ending.Code, websocket.StatusNormalClosure, "")
+			return
 		}
 	}
 }
 
-// mark records why the session ended on the exchange under way.
+// activeIDs are the responses under way.
+func (s *realtimeSession) activeIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// mark records why the session ended.
 func (s *realtimeSession) mark(status int, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.current.status, s.current.errMsg = status, msg
+	s.status, s.errMsg = status, msg
 }
 
-// responseDone marks the response under way as finished.
-func (s *realtimeSession) responseDone() {
-	s.inFlight.Store(false)
+// reserveResponse reserves one response's worth.
+func (s *realtimeSession) reserveResponse() (billing.Hold, int64, bool) {
+	x := s.first
+	amount := s.h.realtimeReservation(x.price)
+	hold, ok := s.h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
+	return hold, amount, ok
+}
+
+// askResponse reserves for a client's response.create before it is
+// relayed, unless a reservation is already waiting for it.
+func (s *realtimeSession) askResponse() *adapters.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) <= s.asked {
+		hold, amount, ok := s.reserveResponse()
+		if !ok {
+			return quotaError("your quota does not cover another Realtime response alongside those under way (each reserves up to " +
+				formatUnits(amount) + "), so the gateway did not relay this response.create: wait for a response to finish, or top up your account")
+		}
+		s.pending = append(s.pending, hold)
+	}
+	s.asked++
+	return nil
+}
+
+// started gives a response that began upstream a waiting reservation, and
+// reserves the next response's; false when nothing covers it.
+func (s *realtimeSession) started(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.newRow()
+	s.active[id] = x
+	s.asked = max(s.asked-1, 0)
+	covered := len(s.pending) > 0
+	if covered {
+		x.hold, s.pending = s.pending[0], s.pending[1:]
+	} else if hold, _, ok := s.reserveResponse(); ok {
+		x.hold, covered = hold, true
+	}
+	if len(s.pending) == 0 {
+		// a response the upstream starts by itself finds this one; if the
+		// quota does not cover it now, the next response.done says so
+		if hold, _, ok := s.reserveResponse(); ok {
+			s.pending = append(s.pending, hold)
+		}
+	}
+	return covered
+}
+
+// newRow is the exchange of one usage row of the session; its hold names
+// the user and token, so a cost settles on them even unreserved.
+func (s *realtimeSession) newRow() *exchange {
+	f := s.first
+	return &exchange{w: f.w, r: f.r, dialect: f.dialect, id: f.id, start: time.Now(), requestID: f.requestID,
+		req: f.req, price: f.price, channel: f.channel, upstreamID: f.upstreamID,
+		hold: billing.Hold{UserID: f.id.User.ID, TokenID: f.id.Token.ID}}
+}
+
+// bill settles a row of the session; the first takes the session's usage
+// slot. Called with mu held.
+func (s *realtimeSession) bill(x *exchange) {
+	if !s.firstSlotClaimed {
+		s.firstSlotClaimed = true
+		x.slot, s.first.slot = s.first.slot, false
+	} else {
+		x.slot = s.h.app.db.writer.Admit(true) == nil
+	}
+	x.status = http.StatusOK
+	s.rows++
+	s.h.settle(x)
+}
+
+// settleResponse bills a finished response; it returns the error that
+// ends the session when the user cannot afford the next response.
+func (s *realtimeSession) settleResponse(id string, u adapters.Usage) *adapters.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, ok := s.active[id]
+	if !ok {
+		x = s.newRow() // a response whose start was not seen
+	}
+	delete(s.active, id)
+	x.usage = u
+	s.tokens += u.PromptTokens + u.CompletionTokens
+	s.bill(x)
 	select {
 	case s.doneCh <- struct{}{}:
 	default:
 	}
-}
-
-// cancelResponse, when a session ends mid-response (the client left, the
-// configuration was unloaded), asks the upstream to cancel the response
-// and waits a while for its response.done, which says what the response
-// used; otherwise what was generated would go unbilled.
-func (s *realtimeSession) cancelResponse(ctx context.Context) {
-	if !s.inFlight.Load() {
-		return
+	if len(s.pending) > 0 {
+		return nil
 	}
-	if s.up.Write(ctx, websocket.MessageText, s.prov.RealtimeCancel()) != nil {
-		return
-	}
-	select {
-	case <-s.doneCh:
-	case <-time.After(closeWait):
-		s.h.log.Warn("a cancelled Realtime response reported no usage", zap.String("channel", s.ch.Name))
-	}
-}
-
-// settleResponse bills a finished response and reserves the next one; it
-// returns the error that ends the session when the user cannot afford
-// another response.
-func (s *realtimeSession) settleResponse(u adapters.Usage) *adapters.Error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.h
-	x := s.current
-	x.usage, x.status = u, http.StatusOK
-	if x != s.first && !x.slot {
-		x.slot = h.app.db.writer.Admit(true) == nil
-	}
-	s.responses++
-	s.tokens += u.PromptTokens + u.CompletionTokens
-	h.settle(x)
-	next := &exchange{w: x.w, r: x.r, dialect: x.dialect, id: x.id, start: time.Now(), requestID: x.requestID,
-		req: x.req, price: x.price, channel: x.channel, upstreamID: x.upstreamID}
-	s.current = next
-	amount := h.realtimeReservation(x.price)
-	hold, ok := h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
+	hold, amount, ok := s.reserveResponse()
 	if !ok {
-		next.channel = "" // nothing more is relayed
-		return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrInsufficientQuota, Code: "insufficient_quota",
-			Message: "your quota does not cover another Realtime response (each reserves up to " + formatUnits(amount) + "), so the gateway ended the session: top up your account and reconnect"}
+		return quotaError("your quota does not cover another Realtime response (each reserves up to " + formatUnits(amount) +
+			"), so the gateway ended the session: top up your account and reconnect")
 	}
-	next.hold = hold
+	s.pending = append(s.pending, hold)
 	return nil
 }
 
-// finish settles what the session still holds: the reservation of a
-// response that never finished is released (and the session's own row
-// written, when no response was billed), and the rate limits are let go.
+// transcribe reserves for millis of audio the upstream will transcribe,
+// billing the block under way when it is full.
+func (s *realtimeSession) transcribe(millis int64) *adapters.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.transcribing != nil && s.txMillis+millis > s.txCap {
+		s.billTranscription()
+	}
+	if s.transcribing == nil {
+		x := s.newRow()
+		x.req = &adapters.Request{Op: adapters.OpRealtime, Dialect: x.req.Dialect, Model: x.req.Model, Stream: true, Media: &adapters.MediaRequest{}}
+		x.media = &media{}
+		capMillis := max(int64(transcriptionBlock), millis)
+		amount := x.price.AudioCost(capMillis)
+		hold, ok := s.h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
+		if !ok {
+			return quotaError("your quota does not cover transcribing more of this session's audio (each minute reserves " + formatUnits(amount) +
+				"), so the gateway ended the session: top up your account and reconnect")
+		}
+		x.hold = hold
+		s.transcribing, s.txMillis, s.txCap = x, 0, capMillis
+	}
+	s.txMillis += millis
+	return nil
+}
+
+// billTranscription bills the block of transcribed audio under way for the
+// audio it covered. Called with mu held.
+func (s *realtimeSession) billTranscription() {
+	x := s.transcribing
+	if x == nil {
+		return
+	}
+	s.transcribing = nil
+	x.media.usage = adapters.MediaUsage{AudioMillis: s.txMillis, AudioKnown: true}
+	s.bill(x)
+}
+
+// cancelResponses, when a session ends mid-response (the client left, the
+// configuration was unloaded), asks the upstream to cancel the responses
+// under way and waits a while for their response.done, which say what
+// they used; otherwise what was generated would go unbilled.
+func (s *realtimeSession) cancelResponses(ctx context.Context) {
+	for _, id := range s.activeIDs() {
+		if s.up.Write(ctx, websocket.MessageText, s.sess.Cancel(id)) != nil {
+			return
+		}
+	}
+	deadline := time.After(closeWait)
+	for len(s.activeIDs()) > 0 {
+		select {
+		case <-s.doneCh:
+		case <-deadline:
+			s.h.log.Warn("a cancelled Realtime response reported no usage", zap.String("channel", s.ch.Name))
+			return
+		}
+	}
+}
+
+// finish settles what the session still holds: the transcribed audio is
+// billed, the reservations of responses that never started or never
+// finished are released (and the session's own row written, when nothing
+// was billed), and the rate limits are let go.
 func (s *realtimeSession) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.ticket.Done(time.Now(), s.tokens)
-	if s.responses == 0 {
+	s.billTranscription()
+	ledger := s.h.app.db.ledger
+	for _, hold := range s.pending {
+		ledger.Settle(hold, 0)
+	}
+	for _, x := range s.active {
+		ledger.Settle(x.hold, 0)
+	}
+	s.pending, s.active = nil, nil
+	if s.rows == 0 {
+		if s.status >= 400 {
+			s.first.status, s.first.errMsg = s.status, s.errMsg
+		}
 		s.h.settle(s.first) // the session's row, a refusal's too
 		return
 	}
-	s.h.app.db.ledger.Settle(s.current.hold, 0)
-	// its rows are the responses'; why it ended goes to the log
-	if x := s.current; x.status >= 400 {
-		s.h.log.Warn("realtime session ended", zap.String("channel", s.ch.Name), zap.Int("responses", s.responses),
-			zap.Int("status", x.status), zap.String("reason", x.errMsg))
+	// its rows are the responses' and the transcriptions'; why it ended
+	// goes to the log
+	if s.status >= 400 {
+		s.h.log.Warn("realtime session ended", zap.String("channel", s.ch.Name), zap.Int("rows", s.rows),
+			zap.Int("status", s.status), zap.String("reason", s.errMsg))
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 // thinker streams a reasoning answer, a word an event, and never ends it:
 // it waits for the gateway to hang up. The Anthropic form reports usage
 // at message_start (prompt 500 tokens, 1 output token so far), as
-// Anthropic does; the OpenAI form reports none before the end.
+// Anthropic does; the OpenAI form reports none before the end; the Gemini
+// form repeats a partial usageMetadata on every thought chunk (the prompt
+// count, no output yet), as Gemini does while it thinks.
 func thinker(t *testing.T, words []string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -33,6 +35,10 @@ func thinker(t *testing.T, words []string) *httptest.Server {
 			send("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`)
 			for _, wd := range words {
 				send("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"`+wd+` "}}`)
+			}
+		} else if strings.Contains(r.URL.Path, ":streamGenerateContent") {
+			for _, wd := range words {
+				send("", `{"candidates":[{"content":{"parts":[{"text":"`+wd+` ","thought":true}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-x","responseId":"r1"}`)
 			}
 		} else {
 			send("", `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`)
@@ -99,5 +105,40 @@ func TestDisconnectBeforeUsageBillsReasoning(t *testing.T) {
 	rows := gw.WaitUsage("dora", 2)
 	if used != rows[0].Cost+rows[1].Cost {
 		t.Fatalf("used %d, rows cost %d + %d", used, rows[0].Cost, rows[1].Cost)
+	}
+}
+
+// TestDisconnectMidThinkingBillsThoughts: Gemini repeats a partial
+// usageMetadata on every chunk while it thinks (the prompt's 9 tokens, no
+// output yet); a client that hangs up then is billed the thoughts it was
+// sent, counted locally, not the partial usage alone.
+func TestDisconnectMidThinkingBillsThoughts(t *testing.T) {
+	words := strings.Fields(strings.Repeat("let me think about this carefully ", 50))
+	up := thinker(t, words)
+	gw := gatewaytest.Start(t, reservationCaddyfile, gatewaytest.Vars{"UP": up.URL})
+	key := gw.AddUser("gert", 1_000_000_000)
+	// every thought but the last is surely relayed before the hang-up
+	thoughts := int64(tokenizer.Count("gemini-x", strings.Join(words[:len(words)-1], " ")+" "))
+
+	for i, c := range []struct {
+		name, path, body string
+	}{
+		{"gemini client", "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+			`{"contents":[{"role":"user","parts":[{"text":"think"}]}],"generationConfig":{"thinkingConfig":{"includeThoughts":true}}}`},
+		{"openai client", "/v1/chat/completions",
+			`{"model":"gemini-x","stream":true,"messages":[{"role":"user","content":"think"}]}`},
+	} {
+		// two lines an event: the openai client's first is its role chunk
+		readThenLeave(t, gw, c.path, key, c.body, http.Header{"X-Goog-Api-Key": {key}}, 2*len(words))
+		r := gw.WaitUsage("gert", i+1)[i]
+		// 1 unit a prompt token, 2 an output token
+		if !r.Estimated || r.PromptTokens < 9 || r.CompletionTokens < thoughts || r.Cost < r.PromptTokens+2*thoughts {
+			t.Errorf("%s: row %+v; want at least 9 prompt tokens and %d of thoughts, costing at least %d", c.name, r, thoughts, 9+2*thoughts)
+		}
+	}
+	_, used := gw.Quota("gert")
+	rows := gw.WaitUsage("gert", 2)
+	if used != rows[0].Cost+rows[1].Cost {
+		t.Errorf("used %d, rows cost %d + %d", used, rows[0].Cost, rows[1].Cost)
 	}
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,8 +19,10 @@ import (
 
 // realtimeCaddyfile: gpt-4o-realtime-preview on an OpenAI channel at
 // OpenAI's prices (text 5 in, 2.50 cached, 20 out; audio 40 in, 80 out,
-// USD per million), each response reserving max_output 1000 tokens of
-// audio in and out: 1000*40 + 1000*80 = 120000 units. An anthropic model
+// USD per million; transcription 0.0001 USD, 100 units, a second of
+// audio), each response reserving max_output 1000 tokens of audio in and
+// out: 1000*40 + 1000*80 = 120000 units. gpt-realtime-untranscribed has
+// no price for transcription. An anthropic model
 // has no Realtime endpoint. {{PROTOCOLS}} lets a test serve h2c.
 const realtimeCaddyfile = `{
 	admin {{ADMIN}}
@@ -32,7 +35,7 @@ const realtimeCaddyfile = `{
 			type openai
 			base_url {{OPENAI}}
 			key sk-rt-upstream
-			models gpt-4o-realtime-preview
+			models gpt-4o-realtime-preview gpt-realtime-untranscribed
 			{{BOUNDS}}
 		}
 		channel claude {
@@ -47,6 +50,12 @@ const realtimeCaddyfile = `{
 			output 20
 			audio_input 40
 			audio_output 80
+			audio_second 0.0001
+			max_output 1000
+		}
+		price gpt-realtime-untranscribed {
+			input 5
+			output 20
 			max_output 1000
 		}
 		price claude-test {
@@ -100,6 +109,18 @@ func startRealtimeWith(t *testing.T, protocols, bounds string) *realtimeSetup {
 
 func (s *realtimeSetup) url(model string) string {
 	return "ws" + strings.TrimPrefix(s.gw.URL, "http") + "/v1/realtime?model=" + model
+}
+
+// dialModel opens a session on model with the key as a Bearer token.
+func (s *realtimeSetup) dialModel(t *testing.T, key, model string) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, s.url(model), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		t.Fatalf("dial %s: %v", model, err)
+	}
+	return c
 }
 
 // dial opens a session with the key as a Bearer token.
@@ -228,7 +249,8 @@ func TestRealtimeSession(t *testing.T) {
 	if got := readUntil(t, c, "conversation.item.created"); !slices.Equal(got, []string{"input_audio_buffer.committed", "conversation.item.created"}) {
 		t.Errorf("burst answered with %v", got)
 	}
-	want := append([]string{"session.update", "conversation.item.create", "response.create"}, burst...)
+	// the gateway's own session.update (the output cap) comes first
+	want := append([]string{"session.update", "session.update", "conversation.item.create", "response.create"}, burst...)
 	if got := s.fake.RealtimeEvents(); !slices.Equal(got, want) {
 		t.Errorf("the upstream received %v, want %v", got, want)
 	}
@@ -566,7 +588,7 @@ func TestRealtimeClientLeavesMidResponse(t *testing.T) {
 	eventually(t, "the upstream sees the client's close", func() bool {
 		return slices.Contains(s.fake.RealtimeCloses(), gatewaytest.RealtimeClose{Code: 4004, Reason: "user hung up"})
 	})
-	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"response.create", "response.cancel"}) {
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"session.update", "response.create", "response.cancel"}) {
 		t.Errorf("the upstream received %v", got)
 	}
 	rows := s.gw.WaitUsage("lea", 1)
@@ -613,7 +635,7 @@ func TestRealtimeReload(t *testing.T) {
 	if !sawDone {
 		t.Error("the cancelled response's response.done did not reach the client")
 	}
-	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"response.create", "response.cancel"}) {
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"session.update", "response.create", "response.cancel"}) {
 		t.Errorf("the upstream received %v", got)
 	}
 	if r := s.gw.WaitUsage("rory", 1)[0]; r.Cost != realtimeTurnCost {
@@ -627,5 +649,144 @@ func TestRealtimeReload(t *testing.T) {
 	defer c2.CloseNow()
 	if ev := readEvent(t, c2); ev.Type != "session.created" {
 		t.Errorf("got %s", ev.Raw)
+	}
+}
+
+// pcm is seconds of silence as 24 kHz 16-bit PCM, base64, as
+// input_audio_buffer.append carries it.
+func pcm(seconds float64) string {
+	return base64.StdEncoding.EncodeToString(make([]byte, int(seconds*48000)))
+}
+
+// Turning input audio transcription on costs what the audio sent is
+// transcribed at, per second, without a response ever being asked for.
+func TestRealtimeTranscriptionBilled(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	key := s.gw.AddUser("tess", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c) // session.created
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`)
+	if ev := readEvent(t, c); ev.Type != "session.updated" {
+		t.Fatalf("got %s, want session.updated", ev.Raw)
+	}
+	// 2.5 seconds of speech, in two appends, then committed
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(1.5)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(1)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	readUntil(t, c, "conversation.item.input_audio_transcription.completed")
+	c.Close(websocket.StatusNormalClosure, "")
+	// 2500 ms at 100 units a second
+	rows := s.gw.WaitUsage("tess", 1)
+	if r := rows[0]; r.Cost != 250 || r.Status != 200 || r.Endpoint != "/v1/realtime" {
+		t.Errorf("row %+v, want the transcription's 250 units", r)
+	}
+	if _, used := s.gw.Quota("tess"); used != 250 {
+		t.Errorf("used %d, want 250", used)
+	}
+}
+
+// A model without a price for transcription cannot turn it on: the client
+// gets an error event and the upstream never sees the request.
+func TestRealtimeTranscriptionUnpriced(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	key := s.gw.AddUser("ulla", 10_000_000)
+	c := s.dialModel(t, key, "gpt-realtime-untranscribed")
+	defer c.CloseNow()
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"session.update","session":{"input_audio_transcription":{"model":"whisper-1"}}}`)
+	ev := readEvent(t, c)
+	if ev.Type != "error" || ev.Error == nil || ev.Error.Code != "transcription_not_priced" || !strings.Contains(ev.Error.Message, "audio_second") {
+		t.Fatalf("got %s, want an error event saying transcription has no price", ev.Raw)
+	}
+	// the session goes on: a later update is relayed
+	sendEvent(t, c, `{"type":"session.update","session":{"instructions":"Be brief."}}`)
+	if ev := readEvent(t, c); ev.Type != "session.updated" || strings.Contains(string(ev.Raw), "whisper-1") {
+		t.Errorf("got %s", ev.Raw)
+	}
+	// the gateway's own update, then the client's second
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"session.update", "session.update"}) {
+		t.Errorf("the upstream received %v", got)
+	}
+}
+
+// No response writes more than it reserved: a client's "inf" (in the
+// session and in response.create) is lowered to the model's max_output,
+// and so is the session's own default, which the responses the upstream's
+// turn detection starts by itself get.
+func TestRealtimeOutputCapped(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	// an answer of 5000 audio tokens, were it allowed
+	long := realtimeTurn
+	long.OutputText, long.OutputAudio = 0, 5000
+	s.fake.SetRealtimeUsage(long)
+	key := s.gw.AddUser("ines", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c)
+	// turn detection on: each append is a spoken turn answered at once
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"turn_detection":{"type":"server_vad"}}}}}`)
+	readUntil(t, c, "session.updated")
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(0.5)+`"}`)
+	readUntil(t, c, "response.done")
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","max_output_tokens":"inf","audio":{"input":{"turn_detection":null}}}}`)
+	readUntil(t, c, "session.updated")
+	sendEvent(t, c, `{"type":"response.create","response":{"max_output_tokens":"inf"}}`)
+	readUntil(t, c, "response.done")
+	sendEvent(t, c, `{"type":"response.create"}`)
+	readUntil(t, c, "response.done")
+	if got := s.fake.RealtimeCaps(); !slices.Equal(got, []int64{1000, 1000, 1000}) {
+		t.Errorf("the responses ran with output caps %v, want 1000 each", got)
+	}
+	// 1000 audio tokens out: 80*5 + 20*2.5 + 400*40 + 100*2.5 + 1000*80
+	const capped = 96700
+	rows := s.gw.WaitUsage("ines", 3)
+	for _, r := range rows {
+		if r.Cost != capped || r.Cost > realtimeReservation {
+			t.Errorf("row %+v, want %d, within the reservation %d", r, capped, realtimeReservation)
+		}
+	}
+}
+
+// Out-of-band responses run beside the default conversation's, each
+// reserving its own: one the quota cannot cover beside those under way is
+// refused with an error event and never reaches the upstream.
+func TestRealtimeConcurrentResponses(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	s.fake.Set(func(b *gatewaytest.Behavior) { b.ChunkDelay = 100 * time.Millisecond })
+	// covers two reservations (240000), not three
+	key := s.gw.AddUser("otto", 300000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"response.create"}`)
+	sendEvent(t, c, `{"type":"response.create","response":{"conversation":"none","metadata":{"topic":"summary"}}}`)
+	sendEvent(t, c, `{"type":"response.create","response":{"conversation":"none","metadata":{"topic":"title"}}}`)
+	done, refused := 0, 0
+	for done < 2 || refused < 1 {
+		ev := readEvent(t, c)
+		switch ev.Type {
+		case "response.done":
+			done++
+		case "error":
+			if ev.Error == nil || ev.Error.Type != "insufficient_quota" || !strings.Contains(ev.Error.Message, "alongside those under way") {
+				t.Fatalf("error %s", ev.Raw)
+			}
+			refused++
+		}
+	}
+	if got := s.fake.RealtimeEvents(); !slices.Equal(got, []string{"session.update", "response.create", "response.create"}) {
+		t.Errorf("the upstream received %v", got)
+	}
+	// both responses billed; the session goes on
+	exchangeTurn(t, c, false)
+	rows := s.gw.WaitUsage("otto", 3)
+	for _, r := range rows {
+		if r.Cost != realtimeTurnCost {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if _, used := s.gw.Quota("otto"); used != 3*realtimeTurnCost {
+		t.Errorf("used %d, want %d", used, 3*realtimeTurnCost)
 	}
 }

@@ -170,6 +170,7 @@ var (
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamFlusher     = (*streamStep)(nil)
+	_ adapters.UsageSoFar        = (*streamStep)(nil)
 	_ adapters.StreamEncoder     = (*streamEncoder)(nil)
 	_ adapters.CredentialHinter  = (*Adapter)(nil)
 	_ adapters.RequestIDReader   = (*Adapter)(nil)

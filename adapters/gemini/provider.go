@@ -308,12 +308,28 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 	if h.PromptFeedback != nil && h.PromptFeedback.BlockReason != "" {
 		s.finished = true
 	}
-	var u *adapters.Usage
-	if h.UsageMetadata != nil {
-		n := usageFromWire(h.UsageMetadata)
-		u = &n
+	if h.UsageMetadata == nil {
+		return nil, s.end(), nil
 	}
-	return u, s.end(), nil
+	u := usageFromWire(h.UsageMetadata)
+	if !s.finished {
+		// the counts before the finish are not final (the thoughts so far
+		// are often missing): they are kept for UsageSoFar, and the chunks
+		// stay with the decoder, to be counted if the stream is cut
+		s.usage = &u
+		return nil, s.end(), nil
+	}
+	return &u, s.end(), nil
+}
+
+// UsageSoFar implements adapters.UsageSoFar: of the usage a chunk before
+// the finish reported, only the prompt's counts are final; the output is
+// counted from the chunks seen.
+func (s *streamStep) UsageSoFar() *adapters.Usage {
+	if s.usage == nil {
+		return nil
+	}
+	return &adapters.Usage{PromptTokens: s.usage.PromptTokens, CachedTokens: s.usage.CachedTokens}
 }
 
 func (s *streamStep) end() adapters.StreamEnd {

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,25 +57,92 @@ func TestEncodeRerankAnswer(t *testing.T) {
 const responseDoneEvent = `{"type":"response.done","event_id":"event_3132","response":{"id":"resp_001","object":"realtime.response","status":"completed","status_details":null,"output":[],"usage":{"total_tokens":253,"input_tokens":132,"output_tokens":121,"input_token_details":{"text_tokens":119,"audio_tokens":13,"cached_tokens":64,"cached_tokens_details":{"text_tokens":64,"audio_tokens":0}},"output_token_details":{"text_tokens":30,"audio_tokens":91}}}}`
 
 func TestRealtimeUsage(t *testing.T) {
-	kind, u := Adapter{}.RealtimeEvent([]byte(responseDoneEvent))
+	r := httptest.NewRequest(http.MethodGet, "/v1/realtime?model=m", nil)
+	s := Adapter{}.RealtimeSession(r, adapters.RealtimeLimits{MaxOutputTokens: 1000})
+	ev := s.ServerEvent([]byte(responseDoneEvent))
 	want := adapters.Usage{PromptTokens: 132, CachedTokens: 64, AudioPromptTokens: 13, CompletionTokens: 121, AudioCompletionTokens: 91}
-	if kind != adapters.RealtimeResponseDone || u != want {
-		t.Errorf("usage %+v %v, want %+v", u, kind, want)
+	if ev.Kind != adapters.RealtimeResponseDone || ev.Usage != want || ev.ResponseID != "resp_001" {
+		t.Errorf("usage %+v, want %+v", ev, want)
 	}
-	if kind, _ := (Adapter{}).RealtimeEvent([]byte(`{"event_id":"e1","type":"response.created","response":{"id":"resp_1"}}`)); kind != adapters.RealtimeResponseStarted {
-		t.Errorf("response.created read as %v", kind)
+	if ev := s.ServerEvent([]byte(`{"event_id":"e1","type":"response.created","response":{"id":"resp_1"}}`)); ev.Kind != adapters.RealtimeResponseStarted || ev.ResponseID != "resp_1" {
+		t.Errorf("response.created read as %+v", ev)
 	}
 	for _, ev := range []string{
 		`{"type":"response.audio.delta","delta":"AAAA"}`,
 		`{"type":"conversation.item.created","item":{"content":[{"text":"\"response.done\""}]}}`,
 		`not json "response.done"`,
 	} {
-		if kind, _ := (Adapter{}).RealtimeEvent([]byte(ev)); kind != adapters.RealtimeOther {
-			t.Errorf("%s read as %v", ev, kind)
+		if got := s.ServerEvent([]byte(ev)); got.Kind != adapters.RealtimeOther {
+			t.Errorf("%s read as %v", ev, got.Kind)
 		}
 	}
-	if kind, u := (Adapter{}).RealtimeEvent([]byte(`{"type":"response.done","response":{"status":"failed","usage":null}}`)); kind != adapters.RealtimeResponseDone || u.Known() {
-		t.Errorf("a response.done without usage: %+v %v", u, kind)
+	if ev := s.ServerEvent([]byte(`{"type":"response.done","response":{"status":"failed","usage":null}}`)); ev.Kind != adapters.RealtimeResponseDone || ev.Usage.Known() {
+		t.Errorf("a response.done without usage: %+v", ev)
+	}
+}
+
+// Every output cap a client sets is kept at or under the limit, in either
+// interface's spelling, and a response.create without one gets it.
+func TestRealtimeCaps(t *testing.T) {
+	ga := httptest.NewRequest(http.MethodGet, "/v1/realtime?model=m", nil)
+	beta := httptest.NewRequest(http.MethodGet, "/v1/realtime?model=m", nil)
+	beta.Header.Set("OpenAI-Beta", "realtime=v1")
+	for _, c := range []struct {
+		name     string
+		r        *http.Request
+		in, want string
+		creates  bool
+	}{
+		{"ga setup", ga, "", `{"event_id":"event_gateway_limits","session":{"max_output_tokens":1000,"type":"realtime"},"type":"session.update"}`, false},
+		{"beta setup", beta, "", `{"event_id":"event_gateway_limits","session":{"max_response_output_tokens":1000},"type":"session.update"}`, false},
+		{"ga bare response", ga, `{"type":"response.create"}`, `{"type":"response.create","response":{"max_output_tokens":1000}}`, true},
+		{"ga inf", ga, `{"type":"response.create","response":{"conversation":"none","max_output_tokens":"inf"}}`, `{"type":"response.create","response":{"conversation":"none","max_output_tokens":1000}}`, true},
+		{"ga under", ga, `{"type":"response.create","response":{"max_output_tokens":200}}`, `{"type":"response.create","response":{"max_output_tokens":200}}`, true},
+		{"beta over", beta, `{"type":"response.create","response":{"max_response_output_tokens":5000}}`, `{"type":"response.create","response":{"max_response_output_tokens":1000}}`, true},
+		{"beta session inf", beta, `{"type":"session.update","session":{"max_response_output_tokens":"inf","voice":"alloy"}}`, `{"type":"session.update","session":{"max_response_output_tokens":1000,"voice":"alloy"}}`, false},
+		{"session untouched", ga, `{"type":"session.update","session":{"instructions":"hi"}}`, `{"type":"session.update","session":{"instructions":"hi"}}`, false},
+	} {
+		s := Adapter{}.RealtimeSession(c.r, adapters.RealtimeLimits{MaxOutputTokens: 1000})
+		if c.in == "" {
+			if got := string(s.Setup()); got != c.want {
+				t.Errorf("%s: %s, want %s", c.name, got, c.want)
+			}
+			continue
+		}
+		out, ev, err := s.ClientEvent([]byte(c.in))
+		if err != nil || string(out) != c.want || ev.CreatesResponse != c.creates {
+			t.Errorf("%s: %s %+v %v, want %s", c.name, out, ev, err, c.want)
+		}
+	}
+}
+
+// Transcription is refused without a price, and with one the audio it
+// will transcribe is measured in the session's input format.
+func TestRealtimeTranscription(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/v1/realtime?model=m", nil)
+	on := `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`
+	s := Adapter{}.RealtimeSession(r, adapters.RealtimeLimits{MaxOutputTokens: 1000})
+	if _, _, err := s.ClientEvent([]byte(on)); err == nil || err.Status != http.StatusBadRequest {
+		t.Errorf("unpriced transcription: %v", err)
+	}
+	s = Adapter{}.RealtimeSession(r, adapters.RealtimeLimits{MaxOutputTokens: 1000, Transcription: true})
+	second := `{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(make([]byte, 48000)) + `"}`
+	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 0 {
+		t.Errorf("audio before transcription: %+v", ev)
+	}
+	if _, _, err := s.ClientEvent([]byte(on)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 1000 {
+		t.Errorf("a second of 24 kHz PCM: %+v", ev)
+	}
+	s.ClientEvent([]byte(`{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcmu"}}}}}`))
+	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 6000 {
+		t.Errorf("48000 bytes of G.711: %+v", ev)
+	}
+	s.ClientEvent([]byte(`{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":null}}}}`))
+	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 0 {
+		t.Errorf("audio after transcription: %+v", ev)
 	}
 }
 

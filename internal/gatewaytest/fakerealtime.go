@@ -21,9 +21,19 @@ import (
 // conversation.item.created, input_audio_buffer.commit by
 // input_audio_buffer.committed, and response.create by response.created,
 // the reply's text deltas a word each, and response.done with the usage
-// set by SetRealtimeUsage. A client event it does not know gets an error
-// event. The beta interface's event names are used when the socket was
-// opened with OpenAI-Beta: realtime=v1.
+// set by SetRealtimeUsage, its output cut to the response's cap
+// (response.max_output_tokens, else the session's, "inf" by default;
+// max_response_output_tokens in the beta) with status "incomplete". One
+// response at a time runs in the default conversation; out-of-band ones
+// (response.conversation "none") run beside it. With server_vad turn
+// detection each input_audio_buffer.append is taken as a whole spoken
+// turn: speech started and stopped, the buffer committed, and a response
+// created (unless create_response is false). With input audio
+// transcription on, each committed buffer gets a
+// conversation.item.input_audio_transcription.completed with its
+// duration. A client event it does not know gets an error event. The beta
+// interface's event names are used when the socket was opened with
+// OpenAI-Beta: realtime=v1.
 
 // RealtimeUsage is what the fake's response.done reports. Input totals
 // include their cached tokens, as OpenAI counts them.
@@ -41,6 +51,7 @@ type realtimeState struct {
 	mu       sync.Mutex
 	usage    RealtimeUsage
 	events   []string // client event types received, in order
+	caps     []int64  // each response's output cap, -1 for "inf"
 	closes   []RealtimeClose
 	sessions map[*websocket.Conn]bool
 }
@@ -57,6 +68,14 @@ func (f *FakeOpenAI) RealtimeEvents() []string {
 	f.rt.mu.Lock()
 	defer f.rt.mu.Unlock()
 	return append([]string(nil), f.rt.events...)
+}
+
+// RealtimeCaps are the output caps the responses ran with, in order of
+// their start; -1 is "inf".
+func (f *FakeOpenAI) RealtimeCaps() []int64 {
+	f.rt.mu.Lock()
+	defer f.rt.mu.Unlock()
+	return append([]int64(nil), f.rt.caps...)
 }
 
 // RealtimeCloses are the close frames the gateway sent the fake.
@@ -115,12 +134,13 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 	s := &fakeSession{c: c, beta: beta, reply: cfg.Reply, delay: cfg.ChunkDelay}
 	s.session = map[string]any{"id": "sess_fake1", "object": "realtime.session", "model": model,
 		"modalities": []string{"text", "audio"}, "voice": "alloy", "instructions": "", "turn_detection": nil}
+	s.session[s.capKey()] = "inf"
 	ctx := context.Background()
 	s.send(ctx, map[string]any{"type": "session.created", "session": s.session})
 	for {
 		_, msg, err := c.Read(ctx)
 		if err != nil {
-			s.stop(nil)
+			s.stopAll()
 			s.wg.Wait()
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
@@ -160,22 +180,109 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 			item["status"] = "completed"
 			s.send(ctx, map[string]any{"type": "conversation.item.created", "previous_item_id": nil, "item": item})
 		case "input_audio_buffer.append":
-		case "input_audio_buffer.commit":
-			s.send(ctx, map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": nil, "item_id": s.newItem()})
-		case "response.create":
-			cancel, ok := s.start()
-			if !ok {
-				s.fail(ctx, eventID, "conversation_already_has_active_response", "Conversation already has an active response in progress.")
+			if !s.vad() {
 				continue
 			}
-			s.wg.Add(1)
-			go func() { defer s.wg.Done(); s.respond(ctx, usage, cancel) }()
+			s.send(ctx, map[string]any{"type": "input_audio_buffer.speech_started", "audio_start_ms": 0, "item_id": ""})
+			s.send(ctx, map[string]any{"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 1000, "item_id": ""})
+			audio, _ := ev["audio"].(string)
+			s.commit(ctx, audio)
+			if s.vadResponds() {
+				s.startResponse(ctx, f, "", nil, usage)
+			}
+		case "input_audio_buffer.commit":
+			s.commit(ctx, "")
+		case "response.create":
+			resp, _ := ev["response"].(map[string]any)
+			s.startResponse(ctx, f, eventID, resp, usage)
 		case "response.cancel":
-			s.stop(nil)
+			id, _ := ev["response_id"].(string)
+			s.stop(id)
 		default:
 			s.fail(ctx, eventID, "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'session.update', 'input_audio_buffer.append', 'input_audio_buffer.commit', 'conversation.item.create', 'response.create' and 'response.cancel'.", typ))
 		}
 	}
+}
+
+// startResponse plays a response in its own goroutine, unless the
+// default conversation already has one.
+func (s *fakeSession) startResponse(ctx context.Context, f *FakeOpenAI, eventID string, resp map[string]any, usage RealtimeUsage) {
+	inBand := resp == nil || resp["conversation"] != "none"
+	limit := s.capOf(resp)
+	id, cancel, ok := s.start(inBand)
+	if !ok {
+		s.fail(ctx, eventID, "conversation_already_has_active_response", "Conversation already has an active response in progress.")
+		return
+	}
+	f.rt.mu.Lock()
+	f.rt.caps = append(f.rt.caps, limit)
+	f.rt.mu.Unlock()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.respond(ctx, id, usage, limit, cancel) }()
+}
+
+// capKey names the output cap in the interface the session speaks.
+func (s *fakeSession) capKey() string {
+	if s.beta {
+		return "max_response_output_tokens"
+	}
+	return "max_output_tokens"
+}
+
+// capOf is a response's output cap: its own, else the session's; -1 for
+// "inf".
+func (s *fakeSession) capOf(resp map[string]any) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := resp[s.capKey()]
+	if !ok {
+		v = s.session[s.capKey()]
+	}
+	if n, ok := v.(float64); ok {
+		return int64(n)
+	}
+	return -1
+}
+
+// input is the session's audio.input (GA) or the session itself (beta).
+func (s *fakeSession) input(key string) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.beta {
+		if key == "transcription" {
+			key = "input_audio_transcription"
+		}
+		return s.session[key]
+	}
+	audio, _ := s.session["audio"].(map[string]any)
+	in, _ := audio["input"].(map[string]any)
+	return in[key]
+}
+
+// vad reports whether server turn detection is on.
+func (s *fakeSession) vad() bool {
+	td, _ := s.input("turn_detection").(map[string]any)
+	return td != nil && td["type"] == "server_vad"
+}
+
+// vadResponds reports whether turn detection creates responses.
+func (s *fakeSession) vadResponds() bool {
+	td, _ := s.input("turn_detection").(map[string]any)
+	create, set := td["create_response"].(bool)
+	return !set || create
+}
+
+// commit commits the input buffer; with transcription on, the item's
+// transcript follows with the audio's duration (24 kHz 16-bit PCM).
+func (s *fakeSession) commit(ctx context.Context, audio string) {
+	item := s.newItem()
+	s.send(ctx, map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": nil, "item_id": item})
+	if t, _ := s.input("transcription").(map[string]any); t == nil {
+		return
+	}
+	seconds := float64(len(audio)) * 3 / 4 / 48000
+	s.send(ctx, map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": item, "content_index": 0,
+		"transcript": "Hello.", "usage": map[string]any{"type": "duration", "seconds": seconds}})
 }
 
 // fakeSession is one socket's state. A response plays in its own
@@ -191,8 +298,11 @@ type fakeSession struct {
 	responses int
 	events    atomic.Int64
 	mu        sync.Mutex
-	active    chan struct{} // the response under way, closed to cancel it
-	wg        sync.WaitGroup
+	// running responses by id, each closed to cancel it; inBand is the
+	// default conversation's
+	running map[string]chan struct{}
+	inBand  string
+	wg      sync.WaitGroup
 }
 
 // newItem names a new conversation item.
@@ -203,27 +313,54 @@ func (s *fakeSession) newItem() string {
 	return fmt.Sprintf("item_fake%d", s.items)
 }
 
-// start begins a response, unless one is under way.
-func (s *fakeSession) start() (chan struct{}, bool) {
+// start begins a response, unless one is under way in the default
+// conversation and this one would be too.
+func (s *fakeSession) start(inBand bool) (string, chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active != nil {
-		return nil, false
+	if inBand && s.inBand != "" {
+		return "", nil, false
 	}
-	s.active = make(chan struct{})
-	return s.active, true
+	s.responses++
+	id := fmt.Sprintf("resp_fake%d", s.responses)
+	if s.running == nil {
+		s.running = map[string]chan struct{}{}
+	}
+	s.running[id] = make(chan struct{})
+	if inBand {
+		s.inBand = id
+	}
+	return id, s.running[id], true
 }
 
-// stop cancels the response under way (which: nil for any) or forgets a
-// finished one.
-func (s *fakeSession) stop(which chan struct{}) {
+// stop cancels a response: id, or the default conversation's for "".
+func (s *fakeSession) stop(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active != nil && (which == nil || which == s.active) {
-		if which == nil {
-			close(s.active)
-		}
-		s.active = nil
+	if id == "" {
+		id = s.inBand
+	}
+	if c, ok := s.running[id]; ok {
+		close(c)
+		s.forget(id)
+	}
+}
+
+// stopAll cancels every response.
+func (s *fakeSession) stopAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.running {
+		close(c)
+		s.forget(id)
+	}
+}
+
+// forget drops a response from those running; mu is held.
+func (s *fakeSession) forget(id string) {
+	delete(s.running, id)
+	if s.inBand == id {
+		s.inBand = ""
 	}
 }
 
@@ -244,11 +381,11 @@ func (s *fakeSession) fail(ctx context.Context, eventID, code, msg string) {
 
 // respond plays one text response: created, a delta a word, done; a
 // cancelled one ends early, done with status "cancelled" and its usage.
-func (s *fakeSession) respond(ctx context.Context, u RealtimeUsage, cancel chan struct{}) {
+// Output past the cap is not written: status "incomplete".
+func (s *fakeSession) respond(ctx context.Context, id string, u RealtimeUsage, limit int64, cancel chan struct{}) {
 	s.mu.Lock()
-	s.responses++
 	s.items++
-	id, item := fmt.Sprintf("resp_fake%d", s.responses), fmt.Sprintf("item_fake%d", s.items)
+	item := fmt.Sprintf("item_fake%d", s.items)
 	s.mu.Unlock()
 	delta, textDone := "response.output_text.delta", "response.output_text.done"
 	if s.beta {
@@ -269,7 +406,18 @@ words:
 		s.send(ctx, map[string]any{"type": delta, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "delta": w})
 	}
 	// the next response may be asked for as soon as this one is done
-	s.stop(cancel)
+	s.mu.Lock()
+	if s.running[id] == cancel {
+		s.forget(id)
+	}
+	s.mu.Unlock()
+	if limit >= 0 && u.OutputText+u.OutputAudio > limit {
+		u.OutputAudio = min(u.OutputAudio, limit)
+		u.OutputText = min(u.OutputText, limit-u.OutputAudio)
+		if status == "completed" {
+			status, details = "incomplete", map[string]any{"type": "incomplete", "reason": "max_output_tokens"}
+		}
+	}
 	if status == "completed" {
 		s.send(ctx, map[string]any{"type": textDone, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "text": s.reply})
 	}
