@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -1064,5 +1068,37 @@ func TestAccountSessionSlides(t *testing.T) {
 	a = c.do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session="+id)
 	if a.status != 200 || a.header.Get("Set-Cookie") != "" {
 		t.Fatalf("a fresh session was rewritten: %d %q", a.status, a.header.Get("Set-Cookie"))
+	}
+}
+
+// TestAccountDatabaseFilesPrivate starts the gateway on a database path
+// whose directory does not exist yet: the directory is made 0700, and the
+// database and its WAL files, which hold password and key hashes and
+// redemption codes, 0600 whatever the umask lets through.
+func TestAccountDatabaseFilesPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fresh", "data")
+	db := filepath.Join(dir, "gateway.db")
+	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "DB": db})
+	// a write, so the WAL and its index are in use
+	loggedIn(t, g, "owner", 0, "user")
+
+	info, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o700 {
+		t.Errorf("database directory is %v, want -rwx------", perm)
+	}
+	for _, name := range []string{"gateway.db", "gateway.db-wal", "gateway.db-shm", "gateway.db-journal"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) && name == "gateway.db-journal" {
+			continue // WAL mode needs no rollback journal; if one appears, it must be private too
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s is %v, want -rw-------", name, perm)
+		}
 	}
 }
