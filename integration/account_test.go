@@ -35,6 +35,7 @@ const accountCaddyfile = `{
 		registration {{REGISTRATION}}
 		invitation_reward 250000
 		account_rate_limit {{RATE}} 1m
+		registration_rate_limit {{SIGNUPS}} 1h
 		channel demo {
 			type demo
 			models demo
@@ -65,7 +66,7 @@ http://127.0.0.1:{{PORT}} {
 
 func startAccounts(t *testing.T, registration string, rate int) *gatewaytest.Gateway {
 	t.Helper()
-	return gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": registration, "RATE": fmt.Sprint(rate)})
+	return gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": registration, "RATE": fmt.Sprint(rate), "SIGNUPS": "1000"})
 }
 
 // client is one browser-like caller: a cookie jar, and by default the
@@ -332,7 +333,7 @@ func TestAccountRegisterWithInvitation(t *testing.T) {
 }
 
 func TestAccountRegistrationClosedByDefault(t *testing.T) {
-	g := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "registration {{REGISTRATION}}\n", "", 1), gatewaytest.Vars{"RATE": "1000"})
+	g := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "registration {{REGISTRATION}}\n", "", 1), gatewaytest.Vars{"RATE": "1000", "SIGNUPS": "1000"})
 	newClient(t, g).do(http.MethodPost, "/api/user/register", map[string]string{"username": "x", "password": "long-enough"}).
 		apiErr(t, 403, "registration_closed")
 }
@@ -803,17 +804,36 @@ func TestAccountRateLimits(t *testing.T) {
 	// is on attempts, or a guesser would learn when it guessed right
 	c.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
 
-	// per user: from fresh addresses, the fourth attempt at one name
+	// another address is not locked out of the name by those failures:
+	// the right password from an address that has not failed gets in
 	c2 := newClient(t, g)
 	c2.from = "10.0.0.2"
-	c2.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
+	c2.login("target")
+	// but a guesser spread over many addresses is slowed: with the name's
+	// failures over the limit, each address that fails at it gets no
+	// second attempt, not even with the right password
+	for i := range 3 {
+		spread := newClient(t, g)
+		spread.from = fmt.Sprint("10.0.3.", i)
+		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 401, "invalid_credentials")
+		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 429, "rate_limited")
+		spread.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
+	}
+	clean := newClient(t, g)
+	clean.from = "10.0.4.1"
+	clean.login("target")
 	// another name from a fresh address is untouched
 	createUser(g, "bystander", 0, "user")
 	c3 := newClient(t, g)
 	c3.from = "10.0.0.3"
 	c3.login("bystander")
+	// people logging in behind one address do not use up each other's
+	// attempts: only failures count against it
+	for range 5 {
+		newClient(t, g).login("bystander")
+	}
 
-	// registration, by address
+	// registration attempts, by address
 	r := newClient(t, g)
 	r.from = "10.0.0.4"
 	for i := range 3 {
@@ -828,6 +848,58 @@ func TestAccountRateLimits(t *testing.T) {
 	}
 	c3.from = "10.0.2.1"
 	c3.do(http.MethodPost, "/api/user/topup", map[string]string{"key": "GUESS"}).apiErr(t, 429, "rate_limited")
+}
+
+// TestAccountRegistrationRateLimit: accounts registered from one IPv4
+// address, or from anywhere in one IPv6 /64, are limited on their own
+// (registration_rate_limit), however generous the attempt limit; a refused
+// signup does not count.
+func TestAccountRegistrationRateLimit(t *testing.T) {
+	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "on", "RATE": "1000", "SIGNUPS": "2"})
+	register := func(from, name string) apiAnswer {
+		c := newClient(t, g)
+		c.from = from
+		return c.do(http.MethodPost, "/api/user/register", map[string]string{"username": name, "password": "long-enough"})
+	}
+	for _, tc := range []struct{ first, second, third, other string }{
+		{"10.0.0.1", "10.0.0.1", "10.0.0.1", "10.0.0.2"},
+		{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:3::1"},
+	} {
+		if a := register(tc.first, "u-"+tc.first); a.status != 200 {
+			t.Fatalf("first signup from %s: %d %s", tc.first, a.status, a.body)
+		}
+		register(tc.first, "u-"+tc.first).apiErr(t, 400, "invalid_request") // taken: not counted
+		if a := register(tc.second, "u2-"+tc.second); a.status != 200 {
+			t.Fatalf("second signup from %s: %d %s", tc.second, a.status, a.body)
+		}
+		a := register(tc.third, "u3-"+tc.third)
+		if msg := a.apiErr(t, 429, "rate_limited"); !strings.Contains(msg, "registered") || a.header.Get("Retry-After") == "" {
+			t.Fatalf("third signup from %s: %q, Retry-After %q", tc.third, msg, a.header.Get("Retry-After"))
+		}
+		if a := register(tc.other, "u-"+tc.other); a.status != 200 {
+			t.Fatalf("signup from another network %s: %d %s", tc.other, a.status, a.body)
+		}
+	}
+}
+
+// TestAccountLongUsernameRefused: a login or signup whose username no
+// user can have is refused as bad input before the rate limiter keeps
+// anything of it (each would otherwise hold up to the body limit), and so
+// does not count against the address either.
+func TestAccountLongUsernameRefused(t *testing.T) {
+	g := startAccounts(t, "on", 3)
+	createUser(g, "plain", 0, "user")
+	c := newClient(t, g)
+	c.from = "10.9.9.9"
+	for i := range 10 {
+		long := fmt.Sprint(i, strings.Repeat("u", 60<<10))
+		msg := c.do(http.MethodPost, "/api/user/login", map[string]string{"username": long, "password": "whatever-it-is"}).apiErr(t, 400, "invalid_request")
+		if !strings.Contains(msg, "at most 64 characters") {
+			t.Fatalf("login with a 60 KB username: %q", msg)
+		}
+		c.do(http.MethodPost, "/api/user/register", map[string]string{"username": long, "password": "long-enough"}).apiErr(t, 400, "invalid_request")
+	}
+	c.login("plain")
 }
 
 func TestAccountAdmin(t *testing.T) {
@@ -1078,7 +1150,7 @@ func TestAccountSessionSlides(t *testing.T) {
 func TestAccountDatabaseFilesPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fresh", "data")
 	db := filepath.Join(dir, "gateway.db")
-	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "DB": db})
+	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000", "DB": db})
 	// a write, so the WAL and its index are in use
 	loggedIn(t, g, "owner", 0, "user")
 
