@@ -143,8 +143,8 @@ func CreateUser(ctx context.Context, st store.Store, n NewUser) (*store.User, er
 }
 
 // Register creates a user who signed up on their own. A non-empty
-// inviteCode must be another user's invitation code; that user's invitation
-// quota grows by reward in the same transaction.
+// inviteCode must be another user's invitation code; that user is owed
+// reward, paid into their invitation quota when the new user first pays.
 func Register(ctx context.Context, st store.Store, username, password, inviteCode string, reward int64) (*store.User, error) {
 	u, err := prepareUser(username, password)
 	if err != nil {

@@ -1012,7 +1012,12 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 		}
 	}
 	if in.QuotaDelta != nil && *in.QuotaDelta != 0 {
-		if err := st.AddQuota(ctx, id, *in.QuotaDelta); err != nil {
+		// a credit is a payment, which may owe an inviter their reward
+		add := st.CreditQuota
+		if *in.QuotaDelta < 0 {
+			add = st.AddQuota
+		}
+		if err := add(ctx, id, *in.QuotaDelta); err != nil {
 			return nil, err
 		}
 		h.app.db.ledger.Credit(id, *in.QuotaDelta)

@@ -312,8 +312,13 @@ func TestAccountRegisterWithInvitation(t *testing.T) {
 	}
 	c.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "newbie", "password": "long-enough"})
 	c.ok(http.MethodPost, "/api/user/register", map[string]string{"username": "plain", "password": "long-enough"})
+	// the reward is owed, not paid, until the invitee pays
+	if got := inviter.self(); got.AffQuota != 0 {
+		t.Fatalf("inviter's aff_quota = %d after a signup alone, want 0", got.AffQuota)
+	}
+	c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 1)[0]})
 	if got := inviter.self(); got.AffQuota != 250_000 {
-		t.Fatalf("inviter's aff_quota = %d after one invitation, want 250000", got.AffQuota)
+		t.Fatalf("inviter's aff_quota = %d after the invitee paid, want 250000", got.AffQuota)
 	}
 
 	for name, body := range map[string]map[string]string{
@@ -438,16 +443,76 @@ func TestAccountTopupRaceRedeemsOnce(t *testing.T) {
 	}
 }
 
-// inviterWith registers n users with a fresh user's invitation code, so it
-// has n * 250000 units of invitation quota.
+// inviterWith registers n users with a fresh user's invitation code, each
+// of whom then pays, so it has n * 250000 units of invitation quota.
 func inviterWith(t *testing.T, g *gatewaytest.Gateway, name string, n int) *client {
 	c := loggedIn(t, g, name, 0, "user")
 	code := c.self().AffCode
+	payments := makeCodes(t, g, n, 1)
 	for i := range n {
-		newClient(t, g).ok(http.MethodPost, "/api/user/register",
-			map[string]string{"username": fmt.Sprintf("%s-guest%d", name, i), "password": "long-enough", "aff_code": code})
+		guest := newClient(t, g)
+		creds := map[string]string{"username": fmt.Sprintf("%s-guest%d", name, i), "password": "long-enough"}
+		guest.ok(http.MethodPost, "/api/user/register", map[string]string{"username": creds["username"], "password": creds["password"], "aff_code": code})
+		guest.ok(http.MethodPost, "/api/user/login", creds)
+		guest.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": payments[i]})
 	}
 	return c
+}
+
+// TestAccountInvitationRewardOnFirstPayment: signups with an invitation
+// code mint nothing spendable; each invitee's first payment (a redeemed
+// code, or an administrator's credit) pays the inviter's reward, once,
+// however many payments race.
+func TestAccountInvitationRewardOnFirstPayment(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	inviter := loggedIn(t, g, "host", 0, "user")
+	admin := loggedIn(t, g, "boss", 0, "admin")
+	code := inviter.self().AffCode
+	guests := make([]*client, 3)
+	for i := range guests {
+		name := fmt.Sprint("guest", i)
+		guests[i] = newClient(t, g)
+		guests[i].ok(http.MethodPost, "/api/user/register", map[string]string{"username": name, "password": "long-enough", "aff_code": code})
+		guests[i].ok(http.MethodPost, "/api/user/login", map[string]string{"username": name, "password": "long-enough"})
+	}
+	if got := inviter.self(); got.AffQuota != 0 {
+		t.Fatalf("three signups alone gave the inviter %d of invitation quota", got.AffQuota)
+	}
+	inviter.do(http.MethodPost, "/api/user/aff_transfer", struct{}{}).apiErr(t, 400, "invalid_request")
+
+	// four codes redeemed at once by one invitee: one reward
+	codes := makeCodes(t, g, 4, 1_000)
+	var wg sync.WaitGroup
+	for _, c := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if a := guests[0].do(http.MethodPost, "/api/user/topup", map[string]string{"key": c}); a.status != 200 {
+				t.Errorf("topup: %d %s", a.status, a.body)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := inviter.self(); got.AffQuota != 250_000 {
+		t.Fatalf("after one invitee's payments the inviter has %d, want 250000", got.AffQuota)
+	}
+	// a refused code is no payment
+	guests[1].do(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[0]}).apiErr(t, 400, "invalid_redemption_code")
+	// an administrator's credit is a payment
+	guestID := guests[1].self().ID
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 10})
+	if got := inviter.self(); got.AffQuota != 500_000 {
+		t.Fatalf("after an administrator's credit the inviter has %d, want 500000", got.AffQuota)
+	}
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 10})
+	if got := inviter.self(); got.AffQuota != 500_000 {
+		t.Fatalf("a second credit paid again: %d", got.AffQuota)
+	}
+	var tr transferAnswer
+	inviter.ok(http.MethodPost, "/api/user/aff_transfer", struct{}{}).decode(t, &tr)
+	if tr != (transferAnswer{Transferred: 500_000, Quota: 500_000, AffQuota: 0}) {
+		t.Fatalf("transfer = %+v", tr)
+	}
 }
 
 type transferAnswer struct {
