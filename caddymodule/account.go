@@ -117,6 +117,8 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	m.HandleFunc("POST /api/user/login", h.wrap(h.login))
 	m.HandleFunc("POST /api/user/register", h.wrap(h.register))
 	m.HandleFunc("POST /api/user/logout", h.wrap(h.logout))
+	m.HandleFunc("POST /api/user/logout_all", h.user(h.logoutAll))
+	m.HandleFunc("POST /api/user/password", h.user(h.changePassword))
 	m.HandleFunc("GET /api/user/self", h.user(h.self))
 	m.HandleFunc("POST /api/user/topup", h.user(h.topup))
 	m.HandleFunc("POST /api/user/aff_transfer", h.user(h.affTransfer))
@@ -236,7 +238,7 @@ func (h *Account) authenticate(w http.ResponseWriter, r *http.Request) (*caller,
 		return &caller{user: u}, nil
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if _, err := r.Cookie(sessionCookie); err == nil && (!sameOrigin(r) || !jsonBody(r)) {
+		if _, ok := sessionCookieOf(r); ok && (!sameOrigin(r) || !jsonBody(r)) {
 			return nil, errCrossSite
 		}
 	}
@@ -538,8 +540,8 @@ func (h *Account) register(w http.ResponseWriter, r *http.Request) (any, error) 
 }
 
 func (h *Account) logout(w http.ResponseWriter, r *http.Request) (any, error) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
+	c, ok := sessionCookieOf(r)
+	if !ok {
 		return struct{}{}, nil // logged out already
 	}
 	if !sameOrigin(r) || !jsonBody(r) {
@@ -549,6 +551,42 @@ func (h *Account) logout(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	setSessionCookie(w, r, "", 0)
+	return struct{}{}, nil
+}
+
+// logoutAll ends every session of the caller, this one included: for a
+// lost or shared device, with the session or with a key.
+func (h *Account) logoutAll(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if err := h.app.db.store.DeleteUserSessions(r.Context(), c.user.ID); err != nil {
+		return nil, err
+	}
+	if _, ok := sessionCookieOf(r); ok {
+		setSessionCookie(w, r, "", 0)
+	}
+	return struct{}{}, nil
+}
+
+// changePassword sets the caller's password, given the current one, and
+// ends every other session of theirs; the session that asked stays.
+func (h *Account) changePassword(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in struct {
+		CurrentPassword string `json:"current_password"`
+		Password        string `json:"password"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	// a guess at the current password is a login attempt
+	if err := h.limit(r, "password", strconv.FormatInt(c.user.ID, 10)); err != nil {
+		return nil, err
+	}
+	keep := ""
+	if sc, ok := sessionCookieOf(r); ok && bearerKey(r) == "" {
+		keep = keys.Hash(sc.Value)
+	}
+	if err := account.ChangePassword(r.Context(), h.app.db.store, c.user, in.CurrentPassword, in.Password, keep); err != nil {
+		return nil, err
+	}
 	return struct{}{}, nil
 }
 
@@ -1006,8 +1044,14 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 			}
 		}
 	}
-	if in.Role != nil {
+	if in.Role != nil && *in.Role != target.Role {
 		if err := st.SetUserRole(ctx, id, *in.Role); err != nil {
+			return nil, err
+		}
+		// every request reads the role afresh, but a session is ended too:
+		// a login made for one role does not carry over to another, and
+		// whoever holds a copy of a demoted user's cookie loses it
+		if err := st.DeleteUserSessions(ctx, id); err != nil {
 			return nil, err
 		}
 	}

@@ -1023,6 +1023,9 @@ func TestAccountAdmin(t *testing.T) {
 		t.Fatalf("root's promotion: %+v", changed)
 	}
 	root.ok(http.MethodPatch, workerPath, map[string]any{"role": "user"})
+	// a role change ends the user's sessions
+	user.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	user.login("worker")
 
 	// codes
 	var codes struct {
@@ -1237,5 +1240,108 @@ func TestAccountDatabaseFilesPrivate(t *testing.T) {
 		if perm := info.Mode().Perm(); perm != 0o600 {
 			t.Errorf("%s is %v, want -rw-------", name, perm)
 		}
+	}
+}
+
+// TestAccountSessionsEnd: a password change, through the API or the CLI,
+// ends every other session of the user (the API keeps the one that asked);
+// a role change ends the user's sessions; "log out everywhere" ends them
+// all, with the session or with a key.
+func TestAccountSessionsEnd(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	createUser(g, "pat", 0, "user")
+	here, there := newClient(t, g), newClient(t, g)
+	here.login("pat")
+	there.login("pat")
+
+	here.do(http.MethodPost, "/api/user/password", map[string]string{"current_password": "wrong-password", "password": "a-new-password"}).
+		apiErr(t, 400, "invalid_request")
+	here.do(http.MethodPost, "/api/user/password", map[string]string{"current_password": "password-pat", "password": "short"}).
+		apiErr(t, 400, "invalid_request")
+	there.self() // refused changes end nothing
+	here.ok(http.MethodPost, "/api/user/password", map[string]string{"current_password": "password-pat", "password": "a-new-password"})
+	here.self()
+	there.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	newClient(t, g).do(http.MethodPost, "/api/user/login", map[string]string{"username": "pat", "password": "password-pat"}).
+		apiErr(t, 401, "invalid_credentials")
+	there.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "pat", "password": "a-new-password"})
+
+	// the CLI ends them all
+	g.CLI("user", "passwd", "--username", "pat", "--password", "password-pat")
+	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	there.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+
+	// a role change, either way
+	rootPW := strings.TrimSpace(g.CLI("user", "passwd", "--username", "root"))
+	root := newClient(t, g)
+	root.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "root", "password": rootPW})
+	patPath := fmt.Sprint("/api/admin/users/", g.User("pat").ID)
+	for _, role := range []string{"admin", "user"} {
+		here.login("pat")
+		root.ok(http.MethodPatch, patPath, map[string]any{"role": role})
+		here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	}
+	// changing something else ends nothing
+	here.login("pat")
+	root.ok(http.MethodPatch, patPath, map[string]any{"quota_delta": 5})
+	here.self()
+
+	// log out everywhere, with the cookie: this session's cookie is cleared
+	there.login("pat")
+	a := here.ok(http.MethodPost, "/api/user/logout_all", struct{}{})
+	if cookies := (&http.Response{Header: a.header}).Cookies(); len(cookies) != 1 || cookies[0].MaxAge >= 0 {
+		t.Fatalf("log out everywhere left the cookie: %+v", cookies)
+	}
+	there.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "not_logged_in")
+	// and with a key, for a device whose cookie is out of reach
+	here.login("pat")
+	keyed := newClient(t, g)
+	keyed.bearer = g.AddToken("pat")
+	keyed.ok(http.MethodPost, "/api/user/logout_all", struct{}{})
+	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	newClient(t, g).do(http.MethodPost, "/api/user/logout_all", struct{}{}).apiErr(t, 401, "not_logged_in")
+}
+
+// TestAccountSessionCookieBehindTLSProxy: behind a TLS-terminating proxy
+// the server trusts, X-Forwarded-Proto: https makes the session cookie
+// Secure and __Host- prefixed, and only that name is read over HTTPS; from
+// a peer the server does not trust the same header changes nothing.
+func TestAccountSessionCookieBehindTLSProxy(t *testing.T) {
+	login := func(g *gatewaytest.Gateway) *http.Cookie {
+		t.Helper()
+		a := newClient(t, g).do(http.MethodPost, "/api/user/login", map[string]string{"username": "tess", "password": "password-tess"},
+			"X-Forwarded-Proto", "https")
+		cookies := (&http.Response{Header: a.header}).Cookies()
+		if a.status != 200 || len(cookies) != 1 {
+			t.Fatalf("login: %d %s, cookies %+v", a.status, a.body, cookies)
+		}
+		return cookies[0]
+	}
+
+	trusted := startAccounts(t, "off", 1000) // trusts 127.0.0.1
+	createUser(trusted, "tess", 0, "user")
+	c := login(trusted)
+	if c.Name != "__Host-gateway_session" || !c.Secure || c.Path != "/" || c.Domain != "" || !c.HttpOnly {
+		t.Fatalf("cookie behind a trusted TLS proxy: %+v", c)
+	}
+	self := func(g *gatewaytest.Gateway, cookie string) apiAnswer {
+		return newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", cookie, "X-Forwarded-Proto", "https")
+	}
+	if a := self(trusted, "__Host-gateway_session="+c.Value); a.status != 200 {
+		t.Fatalf("self with the __Host- cookie: %d %s", a.status, a.body)
+	}
+	// a cookie without the prefix (one a subdomain could plant) is not a session over HTTPS
+	self(trusted, "gateway_session="+c.Value).apiErr(t, 401, "not_logged_in")
+
+	untrusted := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "trusted_proxies static 127.0.0.1/32", "trusted_proxies static 192.0.2.0/24", 1),
+		gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000"})
+	createUser(untrusted, "tess", 0, "user")
+	c = login(untrusted)
+	if c.Name != "gateway_session" || c.Secure {
+		t.Fatalf("an untrusted peer's X-Forwarded-Proto changed the cookie: %+v", c)
+	}
+	if a := self(untrusted, "gateway_session="+c.Value); a.status != 200 {
+		t.Fatalf("self: %d %s", a.status, a.body)
 	}
 }

@@ -253,7 +253,10 @@ type Store interface {
 	UserByName(ctx context.Context, username string) (*User, error)
 	UserByInviteCode(ctx context.Context, code string) (*User, error)
 	CountUsers(ctx context.Context) (int64, error)
-	UpdatePassword(ctx context.Context, userID int64, hash string) error
+	// UpdatePassword replaces a user's password hash and ends every session
+	// of theirs but keepSession (an id hash; "" ends them all), in one
+	// transaction: whoever knew the old password is logged out with it.
+	UpdatePassword(ctx context.Context, userID int64, hash, keepSession string) error
 	// AddQuota adds delta (which may be negative) to a user's balance.
 	AddQuota(ctx context.Context, userID int64, delta int64) error
 	// TransferInvitationQuota moves amount from invitation quota to quota;
