@@ -143,8 +143,8 @@ func CreateUser(ctx context.Context, st store.Store, n NewUser) (*store.User, er
 }
 
 // Register creates a user who signed up on their own. A non-empty
-// inviteCode must be another user's invitation code; that user's invitation
-// quota grows by reward in the same transaction.
+// inviteCode must be another user's invitation code; that user is owed
+// reward, paid into their invitation quota when the new user first pays.
 func Register(ctx context.Context, st store.Store, username, password, inviteCode string, reward int64) (*store.User, error) {
 	u, err := prepareUser(username, password)
 	if err != nil {
@@ -191,8 +191,10 @@ func nameTaken(err error, name string) error {
 	return err
 }
 
-// SetPassword checks and stores a new password.
-func SetPassword(ctx context.Context, st store.Store, userID int64, password string) error {
+// SetPassword checks and stores a new password and ends every session of
+// the user but keepSession (the id hash of the session that made the
+// change; "" ends them all).
+func SetPassword(ctx context.Context, st store.Store, userID int64, password, keepSession string) error {
 	if err := CheckPassword(password); err != nil {
 		return err
 	}
@@ -200,7 +202,16 @@ func SetPassword(ctx context.Context, st store.Store, userID int64, password str
 	if err != nil {
 		return err
 	}
-	return st.UpdatePassword(ctx, userID, hash)
+	return st.UpdatePassword(ctx, userID, hash, keepSession)
+}
+
+// ChangePassword is a user changing their own password: the current one
+// must be right, so a borrowed session cannot lock its owner out.
+func ChangePassword(ctx context.Context, st store.Store, u *store.User, current, password, keepSession string) error {
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+		return inputErrorf("current_password is wrong")
+	}
+	return SetPassword(ctx, st, u.ID, password, keepSession)
 }
 
 // TokenSpec is what a person chooses about a new or changed API key.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type Account struct {
 	log      *zap.Logger
 	mux      *http.ServeMux
 	attempts *attemptLimiter
+	// signups counts registrations per address (IPv6: per /64), apart
+	// from attempts: signing up is rare, so its limit is much lower.
+	signups *attemptLimiter
 }
 
 // CaddyModule returns the Caddy module information.
@@ -97,12 +101,24 @@ func (h *Account) Provision(ctx caddy.Context) error {
 			window = time.Duration(c.Window)
 		}
 	}
-	h.attempts = newAttemptLimiter(limit, window)
+	h.attempts = newAttemptLimiter(limit, window, maxAttemptKeys)
+	signups, signupWindow := 10, time.Hour
+	if c := app.RegistrationRateLimit; c != nil {
+		if c.Attempts > 0 {
+			signups = c.Attempts
+		}
+		if c.Window > 0 {
+			signupWindow = time.Duration(c.Window)
+		}
+	}
+	h.signups = newAttemptLimiter(signups, signupWindow, maxAttemptKeys)
 
 	m := http.NewServeMux()
 	m.HandleFunc("POST /api/user/login", h.wrap(h.login))
 	m.HandleFunc("POST /api/user/register", h.wrap(h.register))
 	m.HandleFunc("POST /api/user/logout", h.wrap(h.logout))
+	m.HandleFunc("POST /api/user/logout_all", h.user(h.logoutAll))
+	m.HandleFunc("POST /api/user/password", h.user(h.changePassword))
 	m.HandleFunc("GET /api/user/self", h.user(h.self))
 	m.HandleFunc("POST /api/user/topup", h.user(h.topup))
 	m.HandleFunc("POST /api/user/aff_transfer", h.user(h.affTransfer))
@@ -222,7 +238,7 @@ func (h *Account) authenticate(w http.ResponseWriter, r *http.Request) (*caller,
 		return &caller{user: u}, nil
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if _, err := r.Cookie(sessionCookie); err == nil && (!sameOrigin(r) || !jsonBody(r)) {
+		if _, ok := sessionCookieOf(r); ok && (!sameOrigin(r) || !jsonBody(r)) {
 			return nil, errCrossSite
 		}
 	}
@@ -312,10 +328,31 @@ func clientAddress(r *http.Request) string {
 	return host
 }
 
+// clientNetwork is what rate limits count a client by: its IPv4 address,
+// or the /64 of its IPv6 address, since one subscriber is commonly given a
+// whole /64 and so could otherwise speak from unlimited addresses.
+func clientNetwork(r *http.Request) string {
+	a := clientAddress(r)
+	ip, err := netip.ParseAddr(a)
+	if err != nil {
+		return a
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
+}
+
+func tooMany(action string, wait time.Duration) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: errRateLimit, code: "rate_limited", retryAfter: wait,
+		msg: fmt.Sprintf("too many %s attempts: wait %s and try again", action, wait.Round(time.Second))}
+}
+
 // limit counts an attempt at action by the client's address and the
-// given subjects (a username, a user id); 429 when any is over the limit.
+// given subjects (a user id); 429 when any is over the limit.
 func (h *Account) limit(r *http.Request, action string, subjects ...string) error {
-	ks := []string{action + " ip " + clientAddress(r)}
+	ks := []string{action + " ip " + clientNetwork(r)}
 	for _, s := range subjects {
 		ks = append(ks, action+" user "+s)
 	}
@@ -323,8 +360,57 @@ func (h *Account) limit(r *http.Request, action string, subjects ...string) erro
 	if ok {
 		return nil
 	}
-	return &apiError{status: http.StatusTooManyRequests, typ: errRateLimit, code: "rate_limited", retryAfter: wait,
-		msg: fmt.Sprintf("too many %s attempts: wait %s and try again", action, wait.Round(time.Second))}
+	return tooMany(action, wait)
+}
+
+// loginAttempt names the limiter keys one login counts on: the address,
+// the address at this username, and the username from anywhere.
+type loginAttempt struct {
+	addr, pair, user string
+}
+
+// startLogin admits a login attempt or refuses it with 429. An address is
+// limited on its own failures, so nobody can lock a user out from
+// elsewhere: failures at a username from many addresses refuse further
+// attempts only from addresses that have themselves failed at it, which
+// slows a spread-out guesser to one guess per address and window and
+// never refuses the right password from an address that has not failed.
+// The decision comes before the password is checked, so a 429 says
+// nothing about whether the guess was right.
+func (h *Account) startLogin(r *http.Request, username string) (loginAttempt, error) {
+	now := time.Now()
+	network := clientNetwork(r)
+	a := loginAttempt{addr: "login ip " + network, pair: "login ip " + network + " user " + username, user: "login user " + username}
+	// the address first, so a refused address keeps no username
+	if ok, wait := h.attempts.allow(now, a.addr); !ok {
+		return a, tooMany("login", wait)
+	}
+	pairFailures, pairWait := h.attempts.count(now, a.pair)
+	if pairFailures >= h.attempts.limit {
+		h.attempts.undo(now, a.addr)
+		return a, tooMany("login", pairWait)
+	}
+	if pairFailures > 0 {
+		if userFailures, _ := h.attempts.count(now, a.user); userFailures >= h.attempts.limit {
+			h.attempts.undo(now, a.addr)
+			return a, tooMany("login", pairWait)
+		}
+	}
+	return a, nil
+}
+
+// endLogin records how an admitted attempt ended: a failure counts at the
+// username, here and from anywhere; the right password gives the address
+// its attempt back, so many people logging in behind one address are not
+// refused for each other's successes.
+func (h *Account) endLogin(a loginAttempt, failed bool) {
+	now := time.Now()
+	if failed {
+		h.attempts.add(now, a.pair)
+		h.attempts.add(now, a.user)
+		return
+	}
+	h.attempts.undo(now, a.addr)
 }
 
 // userView is what the API shows of a user: never the password hash. The
@@ -395,17 +481,25 @@ func (h *Account) login(w http.ResponseWriter, r *http.Request) (any, error) {
 	if in.AffCode != "" {
 		return nil, badRequest("invalid_request", "aff_code belongs to registration, not login")
 	}
-	if err := h.limit(r, "login", in.Username); err != nil {
+	// before the name is kept anywhere: a name no user can have is refused
+	// as it is, however long
+	if err := account.CheckUsername(in.Username); err != nil {
+		return nil, err
+	}
+	attempt, err := h.startLogin(r, in.Username)
+	if err != nil {
 		return nil, err
 	}
 	u, err := account.Login(r.Context(), h.app.db.store, in.Username, in.Password)
 	if errors.Is(err, account.ErrBadCredentials) {
+		h.endLogin(attempt, true)
 		return nil, &apiError{status: http.StatusUnauthorized, typ: errAuthentication, code: "invalid_credentials",
 			msg: "wrong username or password"}
 	}
 	if err != nil {
 		return nil, err
 	}
+	h.endLogin(attempt, false)
 	if err := h.app.startSession(r.Context(), w, r, u.ID); err != nil {
 		return nil, err
 	}
@@ -424,19 +518,30 @@ func (h *Account) register(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	if err := h.limit(r, "register", in.Username); err != nil {
+	if err := account.CheckUsername(in.Username); err != nil {
 		return nil, err
+	}
+	if err := h.limit(r, "register"); err != nil {
+		return nil, err
+	}
+	// a signup is counted before it is made, so concurrent ones cannot
+	// all pass, and given back when it is refused
+	now, network := time.Now(), "signup "+clientNetwork(r)
+	if ok, wait := h.signups.allow(now, network); !ok {
+		return nil, &apiError{status: http.StatusTooManyRequests, typ: errRateLimit, code: "rate_limited", retryAfter: wait,
+			msg: fmt.Sprintf("too many accounts were registered from your address: wait %s and try again", wait.Round(time.Second))}
 	}
 	u, err := account.Register(r.Context(), h.app.db.store, in.Username, in.Password, strings.TrimSpace(in.AffCode), h.app.InvitationReward)
 	if err != nil {
+		h.signups.undo(now, network)
 		return nil, err
 	}
 	return viewUser(u), nil
 }
 
 func (h *Account) logout(w http.ResponseWriter, r *http.Request) (any, error) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
+	c, ok := sessionCookieOf(r)
+	if !ok {
 		return struct{}{}, nil // logged out already
 	}
 	if !sameOrigin(r) || !jsonBody(r) {
@@ -446,6 +551,42 @@ func (h *Account) logout(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	setSessionCookie(w, r, "", 0)
+	return struct{}{}, nil
+}
+
+// logoutAll ends every session of the caller, this one included: for a
+// lost or shared device, with the session or with a key.
+func (h *Account) logoutAll(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if err := h.app.db.store.DeleteUserSessions(r.Context(), c.user.ID); err != nil {
+		return nil, err
+	}
+	if _, ok := sessionCookieOf(r); ok {
+		setSessionCookie(w, r, "", 0)
+	}
+	return struct{}{}, nil
+}
+
+// changePassword sets the caller's password, given the current one, and
+// ends every other session of theirs; the session that asked stays.
+func (h *Account) changePassword(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in struct {
+		CurrentPassword string `json:"current_password"`
+		Password        string `json:"password"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	// a guess at the current password is a login attempt
+	if err := h.limit(r, "password", strconv.FormatInt(c.user.ID, 10)); err != nil {
+		return nil, err
+	}
+	keep := ""
+	if sc, ok := sessionCookieOf(r); ok && bearerKey(r) == "" {
+		keep = keys.Hash(sc.Value)
+	}
+	if err := account.ChangePassword(r.Context(), h.app.db.store, c.user, in.CurrentPassword, in.Password, keep); err != nil {
+		return nil, err
+	}
 	return struct{}{}, nil
 }
 
@@ -905,13 +1046,24 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 			}
 		}
 	}
-	if in.Role != nil {
+	if in.Role != nil && *in.Role != target.Role {
 		if err := st.SetUserRole(ctx, id, *in.Role); err != nil {
+			return nil, err
+		}
+		// every request reads the role afresh, but a session is ended too:
+		// a login made for one role does not carry over to another, and
+		// whoever holds a copy of a demoted user's cookie loses it
+		if err := st.DeleteUserSessions(ctx, id); err != nil {
 			return nil, err
 		}
 	}
 	if in.QuotaDelta != nil && *in.QuotaDelta != 0 {
-		if err := st.AddQuota(ctx, id, *in.QuotaDelta); err != nil {
+		// a credit is a payment, which may owe an inviter their reward
+		add := st.CreditQuota
+		if *in.QuotaDelta < 0 {
+			add = st.AddQuota
+		}
+		if err := add(ctx, id, *in.QuotaDelta); err != nil {
 			return nil, err
 		}
 		h.app.db.ledger.Credit(id, *in.QuotaDelta)

@@ -25,6 +25,7 @@ func init() {
 //	invitation_reward <units>
 //	session_lifetime <duration>
 //	account_rate_limit <attempts> <window>
+//	registration_rate_limit <signups> <window>
 func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 	opt := d.Val()
 	args := d.RemainingArgs()
@@ -52,19 +53,28 @@ func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 			return d.Errf("session_lifetime must be a positive duration such as 168h or 7d, not %q", args[0])
 		}
 		a.SessionLifetime = caddy.Duration(dur)
-	case "account_rate_limit":
+	case "account_rate_limit", "registration_rate_limit":
+		what := "attempts"
+		if opt == "registration_rate_limit" {
+			what = "signups"
+		}
 		if len(args) != 2 {
-			return d.Errf("account_rate_limit takes attempts and a window, e.g. 'account_rate_limit 10 1m'")
+			return d.Errf("%s takes %s and a window, e.g. '%s 10 1m'", opt, what, opt)
 		}
 		n, err := strconv.Atoi(args[0])
 		if err != nil || n <= 0 {
-			return d.Errf("account_rate_limit: attempts must be a positive integer, not %q", args[0])
+			return d.Errf("%s: %s must be a positive integer, not %q", opt, what, args[0])
 		}
 		dur, err := caddy.ParseDuration(args[1])
 		if err != nil || dur <= 0 {
-			return d.Errf("account_rate_limit: window must be a positive duration, not %q", args[1])
+			return d.Errf("%s: window must be a positive duration, not %q", opt, args[1])
 		}
-		a.AccountRateLimit = &RateLimitConfig{Attempts: n, Window: caddy.Duration(dur)}
+		rl := &RateLimitConfig{Attempts: n, Window: caddy.Duration(dur)}
+		if opt == "registration_rate_limit" {
+			a.RegistrationRateLimit = rl
+		} else {
+			a.AccountRateLimit = rl
+		}
 	}
 	return nil
 }

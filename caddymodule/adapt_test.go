@@ -84,6 +84,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"bad session lifetime", "session_lifetime forever", "session_lifetime must be a positive duration"},
 		{"rate limit without window", "account_rate_limit 5", "account_rate_limit takes attempts and a window"},
 		{"zero attempts", "account_rate_limit 0 1m", "attempts must be a positive integer"},
+		{"registration rate limit without window", "registration_rate_limit 5", "registration_rate_limit takes signups and a window"},
+		{"zero signups", "registration_rate_limit 0 1h", "signups must be a positive integer"},
 		{"bad retention", "usage_retention soon", "not a duration such as 90d"},
 		{"bad retention batch", "usage_retention 90d {\n batch_size 0\n}", "batch_size must be a positive integer"},
 		{"bad health", "health {\n base_ejection never\n}", "base_ejection must be a duration above zero"},

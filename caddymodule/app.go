@@ -100,6 +100,9 @@ type App struct {
 	// AccountRateLimit bounds login, registration and redemption attempts
 	// per client address and per user. Default 10 a minute.
 	AccountRateLimit *RateLimitConfig `json:"account_rate_limit,omitempty"`
+	// RegistrationRateLimit bounds the accounts registered per client
+	// address (IPv6: per /64). Default 10 an hour.
+	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
 
 	db       *database
 	channels *routing.Set

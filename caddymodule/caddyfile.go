@@ -198,7 +198,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.DefaultMaxTokens = int64(n)
 			}
-		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit":
+		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit", "registration_rate_limit":
 			if err := a.parseAccountOption(d); err != nil {
 				return err
 			}

@@ -185,7 +185,7 @@ func userPasswdCommand() *cobra.Command {
 					return err
 				}
 			}
-			if err := account.SetPassword(ctx, st, u.ID, password); err != nil {
+			if err := account.SetPassword(ctx, st, u.ID, password, ""); err != nil {
 				return err
 			}
 			if generated {

@@ -7,9 +7,11 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account"
@@ -19,8 +21,44 @@ import (
 )
 
 // sessionCookie carries a web login. The store keeps only its hash, so a
-// copy of the database lets nobody in.
-const sessionCookie = "gateway_session"
+// copy of the database lets nobody in. Over HTTPS it is named
+// secureSessionCookie: browsers take a __Host- cookie only from a secure
+// origin, for this host alone and for every path, so no other subdomain
+// and no plain-HTTP page can set or shadow it.
+const (
+	sessionCookie       = "gateway_session"
+	secureSessionCookie = "__Host-" + sessionCookie
+)
+
+// secureRequest reports whether the client reached the gateway over HTTPS:
+// its own TLS, or X-Forwarded-Proto from a peer in the server's
+// trusted_proxies (from anyone else that header is the client's word).
+func secureRequest(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
+// sessionCookieName is the session cookie's name for this request. Over
+// HTTPS only the __Host- name is read, so a cookie planted without the
+// prefix cannot stand in for a session.
+func sessionCookieName(r *http.Request) string {
+	if secureRequest(r) {
+		return secureSessionCookie
+	}
+	return sessionCookie
+}
+
+// sessionCookieOf returns the request's session cookie, if it has one.
+func sessionCookieOf(r *http.Request) (*http.Cookie, bool) {
+	c, err := r.Cookie(sessionCookieName(r))
+	return c, err == nil && c.Value != ""
+}
 
 // sessionIDLength is 43 base-62 characters: about 256 bits.
 const sessionIDLength = 43
@@ -51,8 +89,8 @@ func (a *App) startSession(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 func setSessionCookie(w http.ResponseWriter, r *http.Request, id string, lifetime time.Duration) {
-	c := &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: int(lifetime.Seconds())}
+	c := &http.Cookie{Name: sessionCookieName(r), Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: secureRequest(r), MaxAge: int(lifetime.Seconds())}
 	if id == "" {
 		c.MaxAge = -1
 	}
@@ -69,8 +107,8 @@ var errSessionExpired = errors.New("the session has expired or was ended: log in
 // its lifetime has passed, so an active user stays logged in without a
 // write on every request.
 func (a *App) sessionUser(w http.ResponseWriter, r *http.Request) (*store.User, error) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
+	c, ok := sessionCookieOf(r)
+	if !ok {
 		return nil, errNoSession
 	}
 	ctx := r.Context()
@@ -144,7 +182,7 @@ var playgroundMu sync.Mutex
 // and the request is billed to the user's "playground" token, made on first
 // use, so every usage row still names a token.
 func (a *App) sessionIdentity(w http.ResponseWriter, r *http.Request) (*keys.Identity, *adapters.Error) {
-	if _, err := r.Cookie(sessionCookie); err != nil {
+	if _, ok := sessionCookieOf(r); !ok {
 		return nil, nil
 	}
 	if !sameOrigin(r) || !jsonBody(r) {

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +35,7 @@ const accountCaddyfile = `{
 		registration {{REGISTRATION}}
 		invitation_reward 250000
 		account_rate_limit {{RATE}} 1m
+		registration_rate_limit {{SIGNUPS}} 1h
 		channel demo {
 			type demo
 			models demo
@@ -61,7 +66,7 @@ http://127.0.0.1:{{PORT}} {
 
 func startAccounts(t *testing.T, registration string, rate int) *gatewaytest.Gateway {
 	t.Helper()
-	return gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": registration, "RATE": fmt.Sprint(rate)})
+	return gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": registration, "RATE": fmt.Sprint(rate), "SIGNUPS": "1000"})
 }
 
 // client is one browser-like caller: a cookie jar, and by default the
@@ -307,8 +312,13 @@ func TestAccountRegisterWithInvitation(t *testing.T) {
 	}
 	c.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "newbie", "password": "long-enough"})
 	c.ok(http.MethodPost, "/api/user/register", map[string]string{"username": "plain", "password": "long-enough"})
+	// the reward is owed, not paid, until the invitee pays
+	if got := inviter.self(); got.AffQuota != 0 {
+		t.Fatalf("inviter's aff_quota = %d after a signup alone, want 0", got.AffQuota)
+	}
+	c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 1)[0]})
 	if got := inviter.self(); got.AffQuota != 250_000 {
-		t.Fatalf("inviter's aff_quota = %d after one invitation, want 250000", got.AffQuota)
+		t.Fatalf("inviter's aff_quota = %d after the invitee paid, want 250000", got.AffQuota)
 	}
 
 	for name, body := range map[string]map[string]string{
@@ -328,7 +338,7 @@ func TestAccountRegisterWithInvitation(t *testing.T) {
 }
 
 func TestAccountRegistrationClosedByDefault(t *testing.T) {
-	g := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "registration {{REGISTRATION}}\n", "", 1), gatewaytest.Vars{"RATE": "1000"})
+	g := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "registration {{REGISTRATION}}\n", "", 1), gatewaytest.Vars{"RATE": "1000", "SIGNUPS": "1000"})
 	newClient(t, g).do(http.MethodPost, "/api/user/register", map[string]string{"username": "x", "password": "long-enough"}).
 		apiErr(t, 403, "registration_closed")
 }
@@ -433,16 +443,76 @@ func TestAccountTopupRaceRedeemsOnce(t *testing.T) {
 	}
 }
 
-// inviterWith registers n users with a fresh user's invitation code, so it
-// has n * 250000 units of invitation quota.
+// inviterWith registers n users with a fresh user's invitation code, each
+// of whom then pays, so it has n * 250000 units of invitation quota.
 func inviterWith(t *testing.T, g *gatewaytest.Gateway, name string, n int) *client {
 	c := loggedIn(t, g, name, 0, "user")
 	code := c.self().AffCode
+	payments := makeCodes(t, g, n, 1)
 	for i := range n {
-		newClient(t, g).ok(http.MethodPost, "/api/user/register",
-			map[string]string{"username": fmt.Sprintf("%s-guest%d", name, i), "password": "long-enough", "aff_code": code})
+		guest := newClient(t, g)
+		creds := map[string]string{"username": fmt.Sprintf("%s-guest%d", name, i), "password": "long-enough"}
+		guest.ok(http.MethodPost, "/api/user/register", map[string]string{"username": creds["username"], "password": creds["password"], "aff_code": code})
+		guest.ok(http.MethodPost, "/api/user/login", creds)
+		guest.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": payments[i]})
 	}
 	return c
+}
+
+// TestAccountInvitationRewardOnFirstPayment: signups with an invitation
+// code mint nothing spendable; each invitee's first payment (a redeemed
+// code, or an administrator's credit) pays the inviter's reward, once,
+// however many payments race.
+func TestAccountInvitationRewardOnFirstPayment(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	inviter := loggedIn(t, g, "host", 0, "user")
+	admin := loggedIn(t, g, "boss", 0, "admin")
+	code := inviter.self().AffCode
+	guests := make([]*client, 3)
+	for i := range guests {
+		name := fmt.Sprint("guest", i)
+		guests[i] = newClient(t, g)
+		guests[i].ok(http.MethodPost, "/api/user/register", map[string]string{"username": name, "password": "long-enough", "aff_code": code})
+		guests[i].ok(http.MethodPost, "/api/user/login", map[string]string{"username": name, "password": "long-enough"})
+	}
+	if got := inviter.self(); got.AffQuota != 0 {
+		t.Fatalf("three signups alone gave the inviter %d of invitation quota", got.AffQuota)
+	}
+	inviter.do(http.MethodPost, "/api/user/aff_transfer", struct{}{}).apiErr(t, 400, "invalid_request")
+
+	// four codes redeemed at once by one invitee: one reward
+	codes := makeCodes(t, g, 4, 1_000)
+	var wg sync.WaitGroup
+	for _, c := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if a := guests[0].do(http.MethodPost, "/api/user/topup", map[string]string{"key": c}); a.status != 200 {
+				t.Errorf("topup: %d %s", a.status, a.body)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := inviter.self(); got.AffQuota != 250_000 {
+		t.Fatalf("after one invitee's payments the inviter has %d, want 250000", got.AffQuota)
+	}
+	// a refused code is no payment
+	guests[1].do(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[0]}).apiErr(t, 400, "invalid_redemption_code")
+	// an administrator's credit is a payment
+	guestID := guests[1].self().ID
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 10})
+	if got := inviter.self(); got.AffQuota != 500_000 {
+		t.Fatalf("after an administrator's credit the inviter has %d, want 500000", got.AffQuota)
+	}
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 10})
+	if got := inviter.self(); got.AffQuota != 500_000 {
+		t.Fatalf("a second credit paid again: %d", got.AffQuota)
+	}
+	var tr transferAnswer
+	inviter.ok(http.MethodPost, "/api/user/aff_transfer", struct{}{}).decode(t, &tr)
+	if tr != (transferAnswer{Transferred: 500_000, Quota: 500_000, AffQuota: 0}) {
+		t.Fatalf("transfer = %+v", tr)
+	}
 }
 
 type transferAnswer struct {
@@ -799,17 +869,36 @@ func TestAccountRateLimits(t *testing.T) {
 	// is on attempts, or a guesser would learn when it guessed right
 	c.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
 
-	// per user: from fresh addresses, the fourth attempt at one name
+	// another address is not locked out of the name by those failures:
+	// the right password from an address that has not failed gets in
 	c2 := newClient(t, g)
 	c2.from = "10.0.0.2"
-	c2.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
+	c2.login("target")
+	// but a guesser spread over many addresses is slowed: with the name's
+	// failures over the limit, each address that fails at it gets no
+	// second attempt, not even with the right password
+	for i := range 3 {
+		spread := newClient(t, g)
+		spread.from = fmt.Sprint("10.0.3.", i)
+		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 401, "invalid_credentials")
+		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 429, "rate_limited")
+		spread.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
+	}
+	clean := newClient(t, g)
+	clean.from = "10.0.4.1"
+	clean.login("target")
 	// another name from a fresh address is untouched
 	createUser(g, "bystander", 0, "user")
 	c3 := newClient(t, g)
 	c3.from = "10.0.0.3"
 	c3.login("bystander")
+	// people logging in behind one address do not use up each other's
+	// attempts: only failures count against it
+	for range 5 {
+		newClient(t, g).login("bystander")
+	}
 
-	// registration, by address
+	// registration attempts, by address
 	r := newClient(t, g)
 	r.from = "10.0.0.4"
 	for i := range 3 {
@@ -824,6 +913,58 @@ func TestAccountRateLimits(t *testing.T) {
 	}
 	c3.from = "10.0.2.1"
 	c3.do(http.MethodPost, "/api/user/topup", map[string]string{"key": "GUESS"}).apiErr(t, 429, "rate_limited")
+}
+
+// TestAccountRegistrationRateLimit: accounts registered from one IPv4
+// address, or from anywhere in one IPv6 /64, are limited on their own
+// (registration_rate_limit), however generous the attempt limit; a refused
+// signup does not count.
+func TestAccountRegistrationRateLimit(t *testing.T) {
+	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "on", "RATE": "1000", "SIGNUPS": "2"})
+	register := func(from, name string) apiAnswer {
+		c := newClient(t, g)
+		c.from = from
+		return c.do(http.MethodPost, "/api/user/register", map[string]string{"username": name, "password": "long-enough"})
+	}
+	for _, tc := range []struct{ first, second, third, other string }{
+		{"10.0.0.1", "10.0.0.1", "10.0.0.1", "10.0.0.2"},
+		{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:3::1"},
+	} {
+		if a := register(tc.first, "u-"+tc.first); a.status != 200 {
+			t.Fatalf("first signup from %s: %d %s", tc.first, a.status, a.body)
+		}
+		register(tc.first, "u-"+tc.first).apiErr(t, 400, "invalid_request") // taken: not counted
+		if a := register(tc.second, "u2-"+tc.second); a.status != 200 {
+			t.Fatalf("second signup from %s: %d %s", tc.second, a.status, a.body)
+		}
+		a := register(tc.third, "u3-"+tc.third)
+		if msg := a.apiErr(t, 429, "rate_limited"); !strings.Contains(msg, "registered") || a.header.Get("Retry-After") == "" {
+			t.Fatalf("third signup from %s: %q, Retry-After %q", tc.third, msg, a.header.Get("Retry-After"))
+		}
+		if a := register(tc.other, "u-"+tc.other); a.status != 200 {
+			t.Fatalf("signup from another network %s: %d %s", tc.other, a.status, a.body)
+		}
+	}
+}
+
+// TestAccountLongUsernameRefused: a login or signup whose username no
+// user can have is refused as bad input before the rate limiter keeps
+// anything of it (each would otherwise hold up to the body limit), and so
+// does not count against the address either.
+func TestAccountLongUsernameRefused(t *testing.T) {
+	g := startAccounts(t, "on", 3)
+	createUser(g, "plain", 0, "user")
+	c := newClient(t, g)
+	c.from = "10.9.9.9"
+	for i := range 10 {
+		long := fmt.Sprint(i, strings.Repeat("u", 60<<10))
+		msg := c.do(http.MethodPost, "/api/user/login", map[string]string{"username": long, "password": "whatever-it-is"}).apiErr(t, 400, "invalid_request")
+		if !strings.Contains(msg, "at most 64 characters") {
+			t.Fatalf("login with a 60 KB username: %q", msg)
+		}
+		c.do(http.MethodPost, "/api/user/register", map[string]string{"username": long, "password": "long-enough"}).apiErr(t, 400, "invalid_request")
+	}
+	c.login("plain")
 }
 
 func TestAccountAdmin(t *testing.T) {
@@ -882,6 +1023,9 @@ func TestAccountAdmin(t *testing.T) {
 		t.Fatalf("root's promotion: %+v", changed)
 	}
 	root.ok(http.MethodPatch, workerPath, map[string]any{"role": "user"})
+	// a role change ends the user's sessions
+	user.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	user.login("worker")
 
 	// codes
 	var codes struct {
@@ -1089,5 +1233,140 @@ func TestRedeemAddRefusesRateLimits(t *testing.T) {
 	}
 	if codes := makeCodes(t, g, 2, 1000); len(codes) != 2 {
 		t.Fatalf("redeem add printed %v, want two codes", codes)
+	}
+}
+
+// TestAccountDatabaseFilesPrivate starts the gateway on a database path
+// whose directory does not exist yet: the directory is made 0700, and the
+// database and its WAL files, which hold password and key hashes and
+// redemption codes, 0600 whatever the umask lets through.
+func TestAccountDatabaseFilesPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fresh", "data")
+	db := filepath.Join(dir, "gateway.db")
+	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000", "DB": db})
+	// a write, so the WAL and its index are in use
+	loggedIn(t, g, "owner", 0, "user")
+
+	info, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o700 {
+		t.Errorf("database directory is %v, want -rwx------", perm)
+	}
+	for _, name := range []string{"gateway.db", "gateway.db-wal", "gateway.db-shm", "gateway.db-journal"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) && name == "gateway.db-journal" {
+			continue // WAL mode needs no rollback journal; if one appears, it must be private too
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s is %v, want -rw-------", name, perm)
+		}
+	}
+}
+
+// TestAccountSessionsEnd: a password change, through the API or the CLI,
+// ends every other session of the user (the API keeps the one that asked);
+// a role change ends the user's sessions; "log out everywhere" ends them
+// all, with the session or with a key.
+func TestAccountSessionsEnd(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	createUser(g, "pat", 0, "user")
+	here, there := newClient(t, g), newClient(t, g)
+	here.login("pat")
+	there.login("pat")
+
+	here.do(http.MethodPost, "/api/user/password", map[string]string{"current_password": "wrong-password", "password": "a-new-password"}).
+		apiErr(t, 400, "invalid_request")
+	here.do(http.MethodPost, "/api/user/password", map[string]string{"current_password": "password-pat", "password": "short"}).
+		apiErr(t, 400, "invalid_request")
+	there.self() // refused changes end nothing
+	here.ok(http.MethodPost, "/api/user/password", map[string]string{"current_password": "password-pat", "password": "a-new-password"})
+	here.self()
+	there.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	newClient(t, g).do(http.MethodPost, "/api/user/login", map[string]string{"username": "pat", "password": "password-pat"}).
+		apiErr(t, 401, "invalid_credentials")
+	there.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "pat", "password": "a-new-password"})
+
+	// the CLI ends them all
+	g.CLI("user", "passwd", "--username", "pat", "--password", "password-pat")
+	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	there.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+
+	// a role change, either way
+	rootPW := strings.TrimSpace(g.CLI("user", "passwd", "--username", "root"))
+	root := newClient(t, g)
+	root.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "root", "password": rootPW})
+	patPath := fmt.Sprint("/api/admin/users/", g.User("pat").ID)
+	for _, role := range []string{"admin", "user"} {
+		here.login("pat")
+		root.ok(http.MethodPatch, patPath, map[string]any{"role": role})
+		here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	}
+	// changing something else ends nothing
+	here.login("pat")
+	root.ok(http.MethodPatch, patPath, map[string]any{"quota_delta": 5})
+	here.self()
+
+	// log out everywhere, with the cookie: this session's cookie is cleared
+	there.login("pat")
+	a := here.ok(http.MethodPost, "/api/user/logout_all", struct{}{})
+	if cookies := (&http.Response{Header: a.header}).Cookies(); len(cookies) != 1 || cookies[0].MaxAge >= 0 {
+		t.Fatalf("log out everywhere left the cookie: %+v", cookies)
+	}
+	there.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "not_logged_in")
+	// and with a key, for a device whose cookie is out of reach
+	here.login("pat")
+	keyed := newClient(t, g)
+	keyed.bearer = g.AddToken("pat")
+	keyed.ok(http.MethodPost, "/api/user/logout_all", struct{}{})
+	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	newClient(t, g).do(http.MethodPost, "/api/user/logout_all", struct{}{}).apiErr(t, 401, "not_logged_in")
+}
+
+// TestAccountSessionCookieBehindTLSProxy: behind a TLS-terminating proxy
+// the server trusts, X-Forwarded-Proto: https makes the session cookie
+// Secure and __Host- prefixed, and only that name is read over HTTPS; from
+// a peer the server does not trust the same header changes nothing.
+func TestAccountSessionCookieBehindTLSProxy(t *testing.T) {
+	login := func(g *gatewaytest.Gateway) *http.Cookie {
+		t.Helper()
+		a := newClient(t, g).do(http.MethodPost, "/api/user/login", map[string]string{"username": "tess", "password": "password-tess"},
+			"X-Forwarded-Proto", "https")
+		cookies := (&http.Response{Header: a.header}).Cookies()
+		if a.status != 200 || len(cookies) != 1 {
+			t.Fatalf("login: %d %s, cookies %+v", a.status, a.body, cookies)
+		}
+		return cookies[0]
+	}
+
+	trusted := startAccounts(t, "off", 1000) // trusts 127.0.0.1
+	createUser(trusted, "tess", 0, "user")
+	c := login(trusted)
+	if c.Name != "__Host-gateway_session" || !c.Secure || c.Path != "/" || c.Domain != "" || !c.HttpOnly {
+		t.Fatalf("cookie behind a trusted TLS proxy: %+v", c)
+	}
+	self := func(g *gatewaytest.Gateway, cookie string) apiAnswer {
+		return newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", cookie, "X-Forwarded-Proto", "https")
+	}
+	if a := self(trusted, "__Host-gateway_session="+c.Value); a.status != 200 {
+		t.Fatalf("self with the __Host- cookie: %d %s", a.status, a.body)
+	}
+	// a cookie without the prefix (one a subdomain could plant) is not a session over HTTPS
+	self(trusted, "gateway_session="+c.Value).apiErr(t, 401, "not_logged_in")
+
+	untrusted := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "trusted_proxies static 127.0.0.1/32", "trusted_proxies static 192.0.2.0/24", 1),
+		gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000"})
+	createUser(untrusted, "tess", 0, "user")
+	c = login(untrusted)
+	if c.Name != "gateway_session" || c.Secure {
+		t.Fatalf("an untrusted peer's X-Forwarded-Proto changed the cookie: %+v", c)
+	}
+	if a := self(untrusted, "gateway_session="+c.Value); a.status != 200 {
+		t.Fatalf("self: %d %s", a.status, a.body)
 	}
 }

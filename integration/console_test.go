@@ -310,6 +310,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal("a user sees the admin pages")
 	}
 
+	// "log out everywhere" ends this browser's session and carol's other
+	// one (the API client's), then log in again and out
+	b.open("/", `!document.getElementById('logout-all').hidden && !document.getElementById('dashboard').hidden`)
+	b.do(chromedp.Click(chromedp.ID("logout-all")))
+	b.waitFor(`!document.getElementById('login-card').hidden`)
+	carol.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
+	carol.login("carol")
+	b.do(chromedp.SendKeys(chromedp.ID("login-username"), "carol"),
+		chromedp.SendKeys(chromedp.ID("login-password"), "password-carol\r"))
+	b.waitFor(`!document.getElementById('dashboard').hidden`)
+
 	// log out, then in as an administrator
 	b.open("/", `!document.getElementById('logout').hidden`)
 	b.do(chromedp.Click(chromedp.ID("logout")))

@@ -253,15 +253,25 @@ type Store interface {
 	UserByName(ctx context.Context, username string) (*User, error)
 	UserByInviteCode(ctx context.Context, code string) (*User, error)
 	CountUsers(ctx context.Context) (int64, error)
-	UpdatePassword(ctx context.Context, userID int64, hash string) error
+	// UpdatePassword replaces a user's password hash and ends every session
+	// of theirs but keepSession (an id hash; "" ends them all), in one
+	// transaction: whoever knew the old password is logged out with it.
+	UpdatePassword(ctx context.Context, userID int64, hash, keepSession string) error
 	// AddQuota adds delta (which may be negative) to a user's balance.
 	AddQuota(ctx context.Context, userID int64, delta int64) error
 	// TransferInvitationQuota moves amount from invitation quota to quota;
 	// ErrInsufficientQuota when the invitation quota is smaller.
 	TransferInvitationQuota(ctx context.Context, userID int64, amount int64) error
 	// RegisterUser creates u (as CreateUser) and, when u.InvitedBy is not
-	// zero, adds reward to the inviter's invitation quota, in one transaction.
+	// zero, records reward as owed to the inviter, in one transaction. The
+	// reward is paid into the inviter's invitation quota by u's first
+	// payment (Redeem or CreditQuota), in that payment's transaction,
+	// exactly once: a signup alone never mints quota.
 	RegisterUser(ctx context.Context, u *User, reward int64) error
+	// CreditQuota adds a payment (an administrator's credit, amount > 0)
+	// to a user's balance and pays any invitation reward their signup owes,
+	// in one transaction.
+	CreditQuota(ctx context.Context, userID int64, amount int64) error
 	// ListUsers pages through users by id.
 	ListUsers(ctx context.Context, f UserFilter) ([]*User, error)
 	SetUserStatus(ctx context.Context, userID int64, status string) error
@@ -292,7 +302,8 @@ type Store interface {
 
 	// Redemption codes.
 	CreateRedemptionCodes(ctx context.Context, codes []*RedemptionCode) error
-	// Redeem marks the code used by userID and credits its quota, atomically;
+	// Redeem marks the code used by userID and credits its quota, and pays
+	// any invitation reward userID's signup owes, atomically;
 	// ErrNotFound when the code does not exist, was used already, is
 	// disabled or has expired.
 	Redeem(ctx context.Context, code string, userID int64) (int64, error)

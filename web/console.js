@@ -15,6 +15,7 @@ document.addEventListener('DOMContentLoaded', () => {
   if ($('register-form')) $('register-form').addEventListener('submit', onRegister);
   $('redeem-form').addEventListener('submit', onRedeem);
   $('transfer-form').addEventListener('submit', onTransfer);
+  $('logout-all').addEventListener('click', onLogoutAll);
   $('token-form').addEventListener('submit', onCreateToken);
   $('copy-key').addEventListener('click', () => copyText($('new-key-value').textContent, $('copy-key-feedback'), $('new-key-value')));
   $('usage-form').addEventListener('submit', (ev) => { ev.preventDefault(); loadUsage(true); });
@@ -117,6 +118,13 @@ function onTransfer(ev) {
     $('transfer-amount').value = '';
     await refreshUser();
     $('transfer-feedback').textContent = 'Moved ' + usd(r.transferred) + ' to your balance.';
+  });
+}
+
+function onLogoutAll() {
+  runAction($('logout-all'), $('logout-all-error'), async () => {
+    await api('POST', '/api/user/logout_all', {});
+    location.href = '/';
   });
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -11,10 +12,10 @@ import (
 // defaultListLimit is the page size of listings whose filter names none.
 const defaultListLimit = 100
 
-// RegisterUser creates u, as CreateUser does, and credits reward to the
-// inviter's invitation quota when u.InvitedBy is set, in one transaction: a
-// user is never registered without the inviter's reward, nor rewarded twice.
-// An inviter that does not exist is store.ErrNotFound and nothing is created.
+// RegisterUser creates u, as CreateUser does, and when u.InvitedBy is set
+// records reward as owed to the inviter, paid by the invitee's first
+// payment (Redeem, CreditQuota). An inviter that does not exist is
+// store.ErrNotFound and nothing is created.
 func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) error {
 	if reward < 0 {
 		return fmt.Errorf("register user: negative reward %d", reward)
@@ -22,24 +23,79 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 	var id int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if u.InvitedBy != 0 {
-			res, err := tx.ExecContext(ctx, `UPDATE users SET invitation_quota = invitation_quota + ?
-				WHERE id = ?`, reward, u.InvitedBy)
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, u.InvitedBy).Scan(&one)
 			if err != nil {
-				return fmt.Errorf("reward inviter %d: %w", u.InvitedBy, err)
-			}
-			if err := mustAffect(res, fmt.Sprintf("inviter %d", u.InvitedBy)); err != nil {
-				return err
+				return notFound(err, fmt.Sprintf("inviter %d", u.InvitedBy))
 			}
 		}
 		var err error
-		id, err = insertUser(ctx, tx, u)
-		return err
+		if id, err = insertUser(ctx, tx, u); err != nil {
+			return err
+		}
+		if u.InvitedBy != 0 && reward > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE users SET invitation_reward_owed = ? WHERE id = ?`, reward, id); err != nil {
+				return fmt.Errorf("record the invitation reward: %w", err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("register user %q: %w", u.Username, err)
 	}
 	u.ID = id
 	return nil
+}
+
+// payInvitationReward pays what userID's signup owes their inviter, if
+// anything, inside a payment's transaction: the owed amount is zeroed in
+// the statement that reads it, so it is paid once however many payments
+// race (the writer's transactions hold the write lock from BEGIN).
+func payInvitationReward(ctx context.Context, tx *sql.Tx, userID int64) error {
+	var inviter, owed int64
+	err := tx.QueryRowContext(ctx, `SELECT invited_by, invitation_reward_owed FROM users
+		WHERE id = ? AND invitation_reward_owed > 0`, userID).Scan(&inviter, &owed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("invitation reward of user %d: %w", userID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET invitation_reward_owed = 0 WHERE id = ?`, userID); err != nil {
+		return fmt.Errorf("invitation reward of user %d: %w", userID, err)
+	}
+	// an inviter deleted since is simply not paid
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET invitation_quota = invitation_quota + ?
+		WHERE id = ? AND typeof(invitation_quota + ?) = 'integer'`, owed, inviter, owed); err != nil {
+		return fmt.Errorf("pay inviter %d: %w", inviter, err)
+	}
+	return nil
+}
+
+// CreditQuota adds a payment of amount units to a user's balance and, on
+// their first payment, pays their inviter's reward, in one transaction.
+func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) error {
+	if amount <= 0 {
+		return fmt.Errorf("credit user %d: amount must be positive, got %d", userID, amount)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET quota = quota + ?
+			WHERE id = ? AND typeof(quota + ?) = 'integer'`, amount, userID, amount)
+		if err != nil {
+			return fmt.Errorf("credit user %d: %w", userID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return err
+			}
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, userID).Scan(&one); err != nil {
+				return notFound(err, fmt.Sprintf("user %d", userID))
+			}
+			return fmt.Errorf("credit %d to user %d: the balance would overflow", amount, userID)
+		}
+		return payInvitationReward(ctx, tx, userID)
+	})
 }
 
 // collect scans every row with scan; an empty, non-nil slice when there are

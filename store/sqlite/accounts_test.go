@@ -10,7 +10,10 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestRegisterUserRewardsInviter(t *testing.T) {
+// TestRegisterUserRewardsInviterOnFirstPayment: a signup with an
+// invitation owes the inviter a reward that the invitee's first payment
+// (a redeemed code, an administrator's credit) pays, once.
+func TestRegisterUserRewardsInviterOnFirstPayment(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	inviter := mustUser(t, s, "inviter", 0)
@@ -18,25 +21,68 @@ func TestRegisterUserRewardsInviter(t *testing.T) {
 	if err := s.RegisterUser(ctx, u, 250); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 250 {
-		t.Fatalf("inviter's invitation quota = %d, want 250", got.InvitationQuota)
+	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 0 {
+		t.Fatalf("a signup alone paid the inviter %d", got.InvitationQuota)
 	}
 	if got := mustGetUser(t, s, u.ID); got.InvitedBy != inviter.ID || got.Role != store.RoleUser {
 		t.Fatalf("registered user = %+v", got)
 	}
-	// a taken name rolls the reward back
+	// a taken name records nothing
 	err := s.RegisterUser(ctx, &store.User{Username: "new", InvitedBy: inviter.ID}, 250)
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("duplicate name: %v", err)
-	}
-	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 250 {
-		t.Fatalf("reward kept after a failed registration: %d", got.InvitationQuota)
 	}
 	if err := s.RegisterUser(ctx, &store.User{Username: "orphan", InvitedBy: 999}, 1); !isNotFound(err) {
 		t.Fatalf("missing inviter: %v", err)
 	}
 	if _, err := s.UserByName(ctx, "orphan"); !isNotFound(err) {
 		t.Fatalf("user created despite a missing inviter: %v", err)
+	}
+
+	// the first payment pays the reward; later ones do not
+	if err := s.CreateRedemptionCodes(ctx, []*store.RedemptionCode{{Code: "C1", Quota: 1000}, {Code: "C2", Quota: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{"C1", "C2"} {
+		if _, err := s.Redeem(ctx, code, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 250 {
+			t.Fatalf("after redeeming %s the inviter has %d, want 250", code, got.InvitationQuota)
+		}
+	}
+	if err := s.CreditQuota(ctx, u.ID, 5); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 250 {
+		t.Fatalf("a later credit paid again: %d", got.InvitationQuota)
+	}
+	if got := mustGetUser(t, s, u.ID); got.Quota != 2005 || got.InvitationQuota != 0 {
+		t.Fatalf("invitee = %+v", got)
+	}
+
+	// an administrator's credit is a first payment too; a refused code is not
+	credited := &store.User{Username: "credited", InvitedBy: inviter.ID, InviteCode: "CREDITED"}
+	if err := s.RegisterUser(ctx, credited, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Redeem(ctx, "C1", credited.ID); !isNotFound(err) {
+		t.Fatalf("a used code: %v", err)
+	}
+	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 250 {
+		t.Fatalf("a refused redemption paid the reward: %d", got.InvitationQuota)
+	}
+	if err := s.CreditQuota(ctx, credited.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 350 {
+		t.Fatalf("after the credit the inviter has %d, want 350", got.InvitationQuota)
+	}
+	if err := s.CreditQuota(ctx, 999, 1); !isNotFound(err) {
+		t.Fatalf("credit to a missing user: %v", err)
+	}
+	if err := s.CreditQuota(ctx, u.ID, -1); err == nil {
+		t.Fatal("a negative credit was accepted")
 	}
 }
 

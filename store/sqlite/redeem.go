@@ -65,8 +65,9 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 	return nil
 }
 
-// Redeem marks code used by userID and credits its quota to that user, in
-// one transaction, and returns the amount credited. store.ErrNotFound when
+// Redeem marks code used by userID and credits its quota to that user, and
+// on the user's first payment their inviter's reward, in one transaction,
+// and returns the amount credited. store.ErrNotFound when
 // the code does not exist, was used already, is disabled or expired, or the
 // user does not exist: the caller cannot tell which, and need not.
 func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, error) {
@@ -96,7 +97,10 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		if err != nil {
 			return fmt.Errorf("credit user %d: %w", userID, err)
 		}
-		return mustAffect(res, fmt.Sprintf("user %d", userID))
+		if err := mustAffect(res, fmt.Sprintf("user %d", userID)); err != nil {
+			return err
+		}
+		return payInvitationReward(ctx, tx, userID)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("redeem: %w", err)

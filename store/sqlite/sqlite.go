@@ -8,6 +8,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -127,25 +128,50 @@ func params(writer bool) string {
 }
 
 // fileURI turns a path into an absolute file: URI (so that '?', '#' and '%'
-// in a path mean themselves) and creates its parent directory. A dsn that is
-// already a file: URI is returned as it is.
+// in a path mean themselves) and creates its parent directory and the file.
+// A dsn that is already a file: URI is returned as it is, its file created
+// the same way.
 func fileURI(dsn string) (string, error) {
 	if strings.HasPrefix(dsn, "file:") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("sqlite: database URI: %w", err)
+		}
+		if p := cmp.Or(u.Opaque, u.Path); p != "" && p != ":memory:" && u.Query().Get("mode") != "memory" {
+			if err := createPrivate(p); err != nil {
+				return "", err
+			}
+		}
 		return dsn, nil
 	}
 	abs, err := filepath.Abs(dsn)
 	if err != nil {
 		return "", fmt.Errorf("sqlite: database path %s: %w", dsn, err)
 	}
-	// 0700: the file holds password and key hashes.
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return "", fmt.Errorf("sqlite: create database directory: %w", err)
+	if err := createPrivate(abs); err != nil {
+		return "", err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
 	if !strings.HasPrefix(u.Path, "/") {
 		u.Path = "/" + u.Path // Windows drive letters: file:///C:/...
 	}
 	return u.String(), nil
+}
+
+// createPrivate creates the database file, and its directory when missing,
+// readable by the gateway's user alone: the file holds redemption codes and
+// password and key hashes. SQLite gives its -wal, -shm and -journal files
+// the database file's permissions, so they are private too; left to itself
+// it would create all of them 0644. An existing file keeps its mode.
+func createPrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sqlite: create database directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	return f.Close()
 }
 
 func withParams(uri, params string) string {

@@ -116,13 +116,22 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// UpdatePassword replaces a user's password hash.
-func (s *Store) UpdatePassword(ctx context.Context, userID int64, hash string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, userID)
-	if err != nil {
-		return fmt.Errorf("update password of user %d: %w", userID, err)
-	}
-	return mustAffect(res, fmt.Sprintf("user %d", userID))
+// UpdatePassword replaces a user's password hash and ends their sessions
+// but keepSession, in one transaction.
+func (s *Store) UpdatePassword(ctx context.Context, userID int64, hash, keepSession string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, userID)
+		if err != nil {
+			return fmt.Errorf("update password of user %d: %w", userID, err)
+		}
+		if err := mustAffect(res, fmt.Sprintf("user %d", userID)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepSession); err != nil {
+			return fmt.Errorf("end the sessions of user %d: %w", userID, err)
+		}
+		return nil
+	})
 }
 
 // AddQuota adds delta, which may be negative, to a user's balance in one

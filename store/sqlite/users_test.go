@@ -113,7 +113,7 @@ func TestUserNotFound(t *testing.T) {
 		"by name":           func() error { _, err := s.UserByName(ctx, "nobody"); return err },
 		"by invite code":    func() error { _, err := s.UserByInviteCode(ctx, "NOPE"); return err },
 		"by empty code":     func() error { _, err := s.UserByInviteCode(ctx, ""); return err },
-		"update password":   func() error { return s.UpdatePassword(ctx, 999, "h") },
+		"update password":   func() error { return s.UpdatePassword(ctx, 999, "h", "") },
 		"add quota":         func() error { return s.AddQuota(ctx, 999, 1) },
 		"transfer invites":  func() error { return s.TransferInvitationQuota(ctx, 999, 1) },
 		"redeem for nobody": func() error { _, err := s.Redeem(ctx, "nothing", 999); return err },
@@ -131,11 +131,30 @@ func TestUpdatePassword(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	u := mustUser(t, s, "p", 0)
-	if err := s.UpdatePassword(ctx, u.ID, "new-hash"); err != nil {
+	other := mustUser(t, s, "q", 0)
+	expires := time.Now().Add(time.Hour)
+	for _, sess := range []*store.Session{{IDHash: "kept", UserID: u.ID}, {IDHash: "ended", UserID: u.ID}, {IDHash: "others", UserID: other.ID}} {
+		sess.ExpiresAt = expires
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.UpdatePassword(ctx, u.ID, "new-hash", "kept"); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustGetUser(t, s, u.ID); got.PasswordHash != "new-hash" {
 		t.Fatalf("hash = %q", got.PasswordHash)
+	}
+	for hash, live := range map[string]bool{"kept": true, "ended": false, "others": true} {
+		if _, err := s.SessionByHash(ctx, hash); (err == nil) != live {
+			t.Fatalf("session %s: %v, want live %v", hash, err, live)
+		}
+	}
+	if err := s.UpdatePassword(ctx, u.ID, "newer-hash", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SessionByHash(ctx, "kept"); !isNotFound(err) {
+		t.Fatalf("a change from the CLI left a session: %v", err)
 	}
 }
 

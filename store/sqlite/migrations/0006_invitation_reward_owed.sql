@@ -1,0 +1,5 @@
+-- An invitation's reward is owed from the invitee's signup and paid to the
+-- inviter's invitation quota when the invitee first pays (redeems a code or
+-- is credited by an administrator), in that payment's transaction: signups
+-- alone mint nothing spendable. Zero once paid, or when nothing is owed.
+ALTER TABLE users ADD COLUMN invitation_reward_owed BIGINT NOT NULL DEFAULT 0;
