@@ -84,7 +84,12 @@ func (j *Journal) Append(rows []*store.UsageLog) error {
 // parse (the tail of a batch cut by a crash before its sync returned) is
 // skipped and counted in bad.
 func (j *Journal) Rows() (rows []*store.UsageLog, bad int, err error) {
-	f, err := os.Open(j.path)
+	return readRows(j.path)
+}
+
+// readRows reads a file of usage rows as JSON lines, as Journal.Rows says.
+func readRows(path string) (rows []*store.UsageLog, bad int, err error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -110,7 +115,7 @@ func (j *Journal) Rows() (rows []*store.UsageLog, bad int, err error) {
 			return rows, bad, nil
 		}
 		if err != nil {
-			return rows, bad, fmt.Errorf("journal: reading %s: %w", j.path, err)
+			return rows, bad, fmt.Errorf("journal: reading %s: %w", path, err)
 		}
 	}
 }

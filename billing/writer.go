@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,9 +37,7 @@ type WriterConfig struct {
 	// MaxBatch bounds the rows of one transaction. Default 1024.
 	MaxBatch int
 	// Linger is how long the first row of a batch waits for company.
-	// Default 0: none, since the requests whose rows are being committed
-	// wait for that commit, and the rows queued meanwhile make the next
-	// batch (group commit) without any request waiting longer.
+	// Default 5ms.
 	Linger time.Duration
 	// RetryInterval is how often a store that refused writes is tried
 	// again. Default 1s.
@@ -54,6 +53,9 @@ func (c *WriterConfig) defaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
 	}
+	if c.Linger <= 0 {
+		c.Linger = 5 * time.Millisecond
+	}
 	if c.RetryInterval <= 0 {
 		c.RetryInterval = time.Second
 	}
@@ -67,16 +69,15 @@ func (c *WriterConfig) defaults() {
 // Under load a batch holds hundreds of rows, so the store sees a few commits
 // a second however many requests are served.
 //
-// Every row is recorded exactly once, and never waits for room:
+// Every row is recorded exactly once, and nothing waits for it:
 //
 //	slots taken = rows queued + rows held in memory <= QueueSize
 //
 // A request takes a slot at admission (Admit) and its row gives it back
-// once committed to the store or synced to the journal. Write returns once
-// its row is recorded, so a caller that writes before the last byte of its
-// answer leaves no answered request unbilled when the process is killed;
-// rows queued during one commit share the next, so the wait is about one
-// commit however many requests finish at once. When the store refuses a batch it goes to the journal, and so does
+// once committed to the store or synced to the journal, so Write never
+// blocks. With a journal configured, Write first appends the row to an
+// inflight log beside it (one unsynced write), so a process killed before
+// the commit loses no row of an answer it sent: the next start replays it. When the store refuses a batch it goes to the journal, and so does
 // every later batch until the journal has been replayed into the store (one
 // order, no row in both). When the journal refuses too, rows are held in
 // memory, still holding their slots, and priced requests are refused until
@@ -95,13 +96,17 @@ type Writer struct {
 	closed bool
 	done   chan struct{}
 
-	pmu       sync.Mutex // the state below; held by one persist at a time
-	journal   *Journal
-	degraded  bool                  // the store refused: rows go to the journal
-	held      []*store.UsageLog     // rows neither store nor journal took
-	stuck     atomic.Bool           // len(held) > 0, for Admit
-	journaled atomic.Bool           // degraded, for health
-	lastErr   atomic.Pointer[error] // why, for logs and health
+	pmu      sync.Mutex // the state below; held by one persist at a time
+	journal  *Journal
+	inflight *inflightLog // nil without a journal
+	heldSegs []*segment   // the inflight segments of held rows
+
+	inflightFailing atomic.Bool           // the inflight log refused the last row
+	degraded        bool                  // the store refused: rows go to the journal
+	held            []*store.UsageLog     // rows neither store nor journal took
+	stuck           atomic.Bool           // len(held) > 0, for Admit
+	journaled       atomic.Bool           // degraded, for health
+	lastErr         atomic.Pointer[error] // why, for logs and health
 
 	// what health checks and metrics read, written only by commit
 	writeErrors  atomic.Uint64
@@ -109,10 +114,10 @@ type Writer struct {
 	onCommit     atomic.Pointer[func(time.Duration, int, error)]
 }
 
-// queued is a row and the channel closed once it is recorded.
+// queued is a row and the inflight segment holding it (nil: none).
 type queued struct {
-	row  *store.UsageLog
-	done chan struct{}
+	row *store.UsageLog
+	seg *segment
 }
 
 // QueueDepth is how many rows are admitted and not yet recorded, of
@@ -159,6 +164,8 @@ func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger, cfg WriterConfig
 	}
 	if cfg.Journal != "" {
 		w.journal = OpenJournal(cfg.Journal)
+		w.adoptInflight()
+		w.inflight = newInflightLog(cfg.Journal, w.prefix)
 		if rows, bad, err := w.journal.Rows(); err != nil || len(rows) > 0 || bad > 0 {
 			w.degraded = true
 			w.journaled.Store(true)
@@ -189,27 +196,45 @@ func (w *Writer) Admit(priced bool) error {
 	return nil
 }
 
-// Write records the row of an admitted request, with the next commit, and
-// returns once it is committed to the store or synced to the journal (or,
-// while neither takes writes, held in memory: then priced requests are
-// refused until one does). Its Cost is charged by that commit. After Close
-// it records the row at once, so a request that outlives the writer still
-// gets recorded.
+// Write queues the row of an admitted request; its Cost is charged when
+// the row is committed. It never blocks. After Close it records the row at
+// once, so a request that outlives the writer still gets recorded.
 func (w *Writer) Write(row *store.UsageLog) {
 	if row.Key == "" {
 		row.Key = w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
 	}
+	if row.CreatedAt.IsZero() {
+		row.CreatedAt = time.Now() // a replayed row keeps its time
+	}
 	w.mu.RLock()
 	if !w.closed {
-		done := make(chan struct{})
-		w.queue <- queued{row, done} // a slot was taken for it: the send never waits
+		seg := w.logInflight(row)
+		w.queue <- queued{row, seg} // a slot was taken for it: the send never waits
 		w.mu.RUnlock()
-		<-done
 		return
 	}
 	w.mu.RUnlock()
-	w.persist([]*store.UsageLog{row})
+	w.persist([]*store.UsageLog{row}, nil)
 	w.retry()
+}
+
+// logInflight appends row to the inflight log, if there is one, and
+// returns its segment. A failure is logged when it starts, not per row.
+func (w *Writer) logInflight(row *store.UsageLog) *segment {
+	if w.inflight == nil {
+		return nil
+	}
+	seg, err := w.inflight.append(row)
+	if err != nil {
+		if !w.inflightFailing.Swap(true) {
+			w.log.Warn("usage rows cannot be written to the inflight log: until they can, a row is safe from a kill only once committed", zap.Error(err))
+		}
+		return nil
+	}
+	if w.inflightFailing.Load() && w.inflightFailing.Swap(false) {
+		w.log.Info("usage rows are written to the inflight log again")
+	}
+	return seg
 }
 
 // WriteUnadmitted records the row of a request refused before it took a
@@ -248,9 +273,14 @@ func (w *Writer) Close() {
 	w.pmu.Lock()
 	defer w.pmu.Unlock()
 	for _, r := range w.held {
-		w.log.Error("usage row could be neither committed nor journaled", zap.Any("row", r))
+		if w.inflight != nil {
+			w.log.Error("usage row could be neither committed nor journaled: it stays in the inflight log for the next start", zap.Any("row", r))
+		} else {
+			w.log.Error("usage row could be neither committed nor journaled", zap.Any("row", r))
+		}
 	}
 	if w.journal != nil {
+		w.inflight.close()
 		_ = w.journal.Close()
 	}
 }
@@ -258,12 +288,9 @@ func (w *Writer) Close() {
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]*store.UsageLog, 0, w.cfg.MaxBatch)
-	waiting := make([]chan struct{}, 0, w.cfg.MaxBatch)
-	var linger *time.Timer
-	if w.cfg.Linger > 0 {
-		linger = time.NewTimer(time.Hour)
-		linger.Stop()
-	}
+	segs := make([]*segment, 0, w.cfg.MaxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	tick := time.NewTicker(w.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
@@ -279,14 +306,10 @@ func (w *Writer) run() {
 			w.retry()
 			continue
 		}
-		batch, waiting = append(batch[:0], q.row), append(waiting[:0], q.done)
-		// take every row already queued: they came while the last batch
-		// was committed. With a linger, wait that long for more as well.
-		var until <-chan time.Time
-		if linger != nil {
-			linger.Reset(w.cfg.Linger)
-			until = linger.C
-		}
+		// wait a moment for more rows, so that even a light load commits
+		// many rows a transaction instead of one
+		batch, segs = append(batch[:0], q.row), append(segs[:0], q.seg)
+		linger.Reset(w.cfg.Linger)
 	fill:
 		for len(batch) < w.cfg.MaxBatch {
 			select {
@@ -294,43 +317,27 @@ func (w *Writer) run() {
 				if !ok {
 					break fill
 				}
-				batch, waiting = append(batch, r.row), append(waiting, r.done)
-				continue
-			default:
-			}
-			if until == nil {
-				break
-			}
-			select {
-			case r, ok := <-w.queue:
-				if !ok {
-					break fill
-				}
-				batch, waiting = append(batch, r.row), append(waiting, r.done)
-			case <-until:
+				batch, segs = append(batch, r.row), append(segs, r.seg)
+			case <-linger.C:
 				break fill
 			}
 		}
-		if linger != nil {
-			linger.Stop()
-		}
-		w.persist(batch)
-		for _, done := range waiting {
-			close(done)
-		}
-		clear(waiting)
+		linger.Stop()
+		w.persist(batch, segs)
+		clear(segs) // let removed segments go
 	}
 }
 
 // persist records a batch: in the store, or while the store refuses, in
 // the journal, or while both refuse, in memory.
-func (w *Writer) persist(batch []*store.UsageLog) {
+func (w *Writer) persist(batch []*store.UsageLog, segs []*segment) {
 	w.pmu.Lock()
 	defer w.pmu.Unlock()
 	if !w.degraded {
 		err := w.commit(batch)
 		if err == nil {
 			w.slots.Add(-int64(len(batch)))
+			w.inflight.recorded(segs)
 			return
 		}
 		w.fail(err)
@@ -339,19 +346,21 @@ func (w *Writer) persist(batch []*store.UsageLog) {
 		w.degraded = true
 		w.journaled.Store(true)
 	}
-	w.hold(batch)
+	w.hold(batch, segs)
 }
 
 // hold journals rows, or keeps them in memory when the journal fails.
 // Called with pmu held.
-func (w *Writer) hold(batch []*store.UsageLog) {
+func (w *Writer) hold(batch []*store.UsageLog, segs []*segment) {
 	rows := append(w.held, batch...)
+	heldSegs := append(w.heldSegs, segs...)
 	if w.journal != nil {
 		err := w.journal.Append(rows)
 		if err == nil {
-			w.held = nil
+			w.held, w.heldSegs = nil, nil
 			w.stuck.Store(false)
 			w.slots.Add(-int64(len(rows)))
+			w.inflight.recorded(heldSegs)
 			return
 		}
 		w.fail(err)
@@ -360,8 +369,43 @@ func (w *Writer) hold(batch []*store.UsageLog) {
 				zap.Int("rows", len(rows)), zap.Error(err))
 		}
 	}
-	w.held = rows
+	w.held, w.heldSegs = rows, heldSegs
 	w.stuck.Store(true)
+}
+
+// adoptInflight moves the rows an earlier run left in the inflight log
+// (killed, or stopped with rows nothing took) into the journal, whose
+// replay then commits them; rows it had committed are skipped by their
+// keys. When the journal refuses them they go to the store directly, and
+// when that refuses too they stay where they are for the next start,
+// counted against their owners meanwhile. Called before run starts.
+func (w *Writer) adoptInflight() {
+	rows, paths, bad, err := leftInflight(w.cfg.Journal)
+	if err != nil {
+		w.log.Error("reading the inflight usage log left by an earlier run", zap.Error(err))
+		return // its files stay, for a start that can read them
+	}
+	if len(paths) == 0 {
+		return
+	}
+	if jerr := w.journal.Append(rows); jerr != nil {
+		for start := 0; start < len(rows); start += w.cfg.MaxBatch {
+			if cerr := w.commit(rows[start:min(start+w.cfg.MaxBatch, len(rows))]); cerr != nil {
+				w.fail(cerr)
+				w.log.Error("usage rows left in the inflight log by an earlier run can be neither journaled nor committed: they stay there for the next start",
+					zap.Int("rows", len(rows)), zap.NamedError("journal", jerr), zap.NamedError("store", cerr))
+				for _, r := range rows {
+					w.ledger.Owe(r.UserID, r.TokenID, r.Cost)
+				}
+				return
+			}
+		}
+	}
+	for _, p := range paths {
+		_ = os.Remove(p)
+	}
+	w.log.Info("usage rows left in the inflight log by an earlier run recovered (those it had committed are skipped)",
+		zap.Int("rows", len(rows)), zap.Int("unreadable_lines", bad))
 }
 
 // retry tries again what failed: rows held in memory go to the journal,
@@ -371,9 +415,9 @@ func (w *Writer) retry() {
 	w.pmu.Lock()
 	defer w.pmu.Unlock()
 	if len(w.held) > 0 && w.journal != nil {
-		held := w.held
-		w.held = nil
-		w.hold(held)
+		held, segs := w.held, w.heldSegs
+		w.held, w.heldSegs = nil, nil
+		w.hold(held, segs)
 	}
 	if w.degraded && !w.replay() {
 		return
@@ -384,7 +428,8 @@ func (w *Writer) retry() {
 			return
 		}
 		w.slots.Add(-int64(len(w.held)))
-		w.held = nil
+		w.inflight.recorded(w.heldSegs)
+		w.held, w.heldSegs = nil, nil
 		w.stuck.Store(false)
 	}
 }

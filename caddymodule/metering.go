@@ -28,8 +28,9 @@ func (h *Relay) countLocally(x *exchange) error {
 
 // settle charges what the request used, by the upstream's counts or, when
 // it reported none, by the local tokenizer, and records its usage row. It
-// runs before the handler returns, so the row is committed before the
-// answer's last byte (a body's end, a stream's closing chunk) goes out.
+// runs before the handler returns, so the row is in the usage writer's
+// inflight log before the answer's last byte (a body's end, a stream's
+// closing chunk) goes out.
 func (h *Relay) settle(x *exchange) {
 	req := x.req
 	u := x.usage
