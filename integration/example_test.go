@@ -3,8 +3,11 @@ package integration
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -172,4 +176,78 @@ func TestExampleKeysStayOutOfConfig(t *testing.T) {
 		t.Fatalf("GET /config/ answered %d %s", resp.StatusCode, b.String())
 	}
 	leaked("the admin API's /config/", b.String())
+}
+
+// TestExampleServerTimeouts: the example bounds how long a client may take
+// to send its headers and how long a kept-alive connection may sit idle,
+// and sets no read or write timeout that would cut an upload or a long
+// stream.
+func TestExampleServerTimeouts(t *testing.T) {
+	cmd := exec.Command(gatewaytest.Binary(t), "adapt", "--config", filepath.Join("..", "Caddyfile.example"), "--adapter", "caddyfile")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("caddy adapt: %v", err)
+	}
+	var cfg struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]map[string]any `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Apps.HTTP.Servers) == 0 {
+		t.Fatalf("no server in the adapted example:\n%s", out)
+	}
+	for name, srv := range cfg.Apps.HTTP.Servers {
+		for field, most := range map[string]time.Duration{"read_header_timeout": 30 * time.Second, "idle_timeout": 5 * time.Minute} {
+			d, ok := srv[field].(float64) // nanoseconds
+			if !ok || d <= 0 || time.Duration(d) > most {
+				t.Errorf("server %s: %s = %v, want set, at most %v", name, field, srv[field], most)
+			}
+		}
+		for _, field := range []string{"read_timeout", "write_timeout"} {
+			if v, ok := srv[field]; ok {
+				t.Errorf("server %s: %s = %v would cut long uploads and streams", name, field, v)
+			}
+		}
+	}
+}
+
+// TestStalledHeadersAreClosed: with read_header set, a client that sends
+// part of a request and stalls has its connection closed by the server
+// instead of holding it (and a goroutine) open.
+func TestStalledHeadersAreClosed(t *testing.T) {
+	gw := gatewaytest.Start(t, `{
+	admin {{ADMIN}}
+	servers {
+		timeouts {
+			read_header 200ms
+		}
+	}
+	gateway {
+		database sqlite {{DB}}
+	}
+}
+:{{PORT}} {
+	gateway_health live
+}`, nil)
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", gw.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /livez HTTP/1.1\r\nHost: gateway\r\nX-Slow: ")); err != nil {
+		t.Fatal(err)
+	}
+	// a safety net so a broken server fails the test instead of hanging
+	// it; the server closes long before
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server kept a connection with half a request open")
+	}
 }
