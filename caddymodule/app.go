@@ -115,6 +115,7 @@ type App struct {
 	transports map[transportKey]*http.Client
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
+	failureLog *routing.LogThrottle // failed attempts, logged per channel
 	inflight   *inflightBodies
 	spooled    *inflightBodies // upload bytes on disk
 	fetch      *adapters.FetchPolicy
@@ -278,6 +279,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.health = a.Health.policy()
+	a.failureLog = &routing.LogThrottle{Interval: failureLogInterval}
 	if err := a.provisionChannels(ctx, repl); err != nil {
 		return err
 	}

@@ -2,10 +2,14 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,5 +73,153 @@ func TestExampleLogHidesRealtimeSubprotocolKey(t *testing.T) {
 	// the other subprotocols are still there to debug a negotiation
 	if !strings.Contains(logs, "openai-beta.realtime-v1") {
 		t.Fatalf("the access log lost the request's other subprotocols:\n%s", logs)
+	}
+}
+
+// failureLogCaddyfile: "solo" is served by one failing channel; "pair" by
+// a failing channel and, below it, a working one.
+const failureLogCaddyfile = `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite {{DB}}
+		channel solo {
+			type openai
+			base_url {{DOWN}}
+			key sk-failure-log-down
+			models solo
+		}
+		channel first {
+			type openai
+			base_url {{DOWN}}
+			key sk-failure-log-down
+			models pair
+			priority 10
+		}
+		channel second {
+			type openai
+			base_url {{UP}}
+			key sk-failure-log-up
+			models pair
+		}
+		price solo free
+		price pair free
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	route {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+
+// logLine is a line of the gateway's JSON log, as far as these tests read it.
+type logLine struct {
+	Msg      string `json:"msg"`
+	Channel  string `json:"channel"`
+	Failures int    `json:"failures"`
+	Upstream string `json:"upstream"`
+}
+
+func gatewayLogLines(t *testing.T, gw *gatewaytest.Gateway) []logLine {
+	t.Helper()
+	var out []logLine
+	for _, text := range strings.Split(gw.Logs(), "\n") {
+		var l logLine
+		if json.Unmarshal([]byte(text), &l) == nil && l.Msg != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestUpstreamOutageLogsOncePerInterval: an outage fails every request;
+// the log says so once a second per channel with a count, not once or
+// twice a request, and says "trying the next channel" only when there is
+// one.
+func TestUpstreamOutageLogsOncePerInterval(t *testing.T) {
+	down := gatewaytest.NewFakeOpenAI(t, "sk-failure-log-down")
+	down.Set(func(b *gatewaytest.Behavior) { b.FailStatus = http.StatusServiceUnavailable })
+	up := gatewaytest.NewFakeOpenAI(t, "sk-failure-log-up")
+	gw := gatewaytest.Start(t, failureLogCaddyfile, gatewaytest.Vars{"DOWN": down.BaseURL(), "UP": up.BaseURL()})
+	key := gw.AddUser("outage", 1_000_000)
+	chat := func(model string) int {
+		resp, _ := gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`), nil)
+		return resp.StatusCode
+	}
+
+	const requests = 400
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < requests/8; i++ {
+				if chat("solo") == http.StatusServiceUnavailable {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed.Load() != requests {
+		t.Fatalf("%d of %d requests failed with 503, want all", failed.Load(), requests)
+	}
+
+	solo := func() (lines []logLine) {
+		for _, l := range gatewayLogLines(t, gw) {
+			if l.Channel == "solo" && (strings.HasPrefix(l.Msg, "channel failed") || strings.HasPrefix(l.Msg, "upstream")) {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	// one line a second at most, whatever the rate of failures
+	lines := solo()
+	if most := int(elapsed/time.Second) + 1; len(lines) == 0 || len(lines) > most {
+		t.Fatalf("%d log lines about channel solo for %d failures in %v, want 1 to %d:\n%s", len(lines), requests, elapsed, most, gw.Logs())
+	}
+	for _, l := range lines {
+		if l.Msg != "channel failed; no other channel to try" || !strings.Contains(l.Upstream, "HTTP 503") {
+			t.Fatalf("channel solo, the model's only channel, logged %+v", l)
+		}
+	}
+	// the failures held back are counted on the next line: keep failing
+	// until one is written, then every failure is accounted for
+	sent := requests
+	deadline := time.Now().Add(10 * time.Second)
+	for len(solo()) == len(lines) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new line about channel solo after %d more failures", sent-requests)
+		}
+		chat("solo")
+		sent++
+		time.Sleep(50 * time.Millisecond)
+	}
+	total := 0
+	for _, l := range solo() {
+		total += l.Failures
+	}
+	if total != sent {
+		t.Fatalf("the log lines count %d failures of channel solo, want %d", total, sent)
+	}
+
+	// with a channel left to try, the wording says so, and the request
+	// succeeds there
+	if status := chat("pair"); status != http.StatusOK {
+		t.Fatalf("pair answered %d, want 200 from the second channel", status)
+	}
+	var first []logLine
+	for _, l := range gatewayLogLines(t, gw) {
+		if l.Channel == "first" {
+			first = append(first, l)
+		}
+	}
+	if len(first) != 1 || first[0].Msg != "channel failed; trying the next channel" || first[0].Failures != 1 {
+		t.Fatalf("channel first logged %+v, want one line saying the next channel is tried", first)
 	}
 }
