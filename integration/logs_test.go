@@ -223,3 +223,105 @@ func TestUpstreamOutageLogsOncePerInterval(t *testing.T) {
 		t.Fatalf("channel first logged %+v, want one line saying the next channel is tried", first)
 	}
 }
+
+// plainLogCaddyfile: a site's own access log, as a Caddy user writes one,
+// with no filter and Caddy's defaults (log_credentials off).
+const plainLogCaddyfile = `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite {{DB}}
+		channel demo {
+			type demo
+			models demo
+		}
+		price demo free
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	log {
+		output file {{LOG}}
+		format json
+	}
+	route {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+
+// TestKeysStayOutOfAnyAccessLog: whichever way a key is sent, a site's
+// plain access log (no filter) holds none, while still logging each
+// request as Caddy does.
+func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	gw := gatewaytest.Start(t, plainLogCaddyfile, gatewaytest.Vars{"LOG": logFile})
+	gw.CLI("user", "add", "--username", "logs", "--password", "password-logs", "--quota", "1000000")
+	keys := map[string]string{}
+	for _, how := range []string{"authorization", "x-api-key", "x-goog-api-key", "query", "subprotocol"} {
+		keys[how] = gw.AddToken("logs")
+	}
+	keys["bad x-api-key"] = "sk-not-a-gateway-key-but-secret-all-the-same"
+	gatewaytest.Secret(keys["bad x-api-key"])
+
+	send := func(path string, header http.Header, body string) {
+		t.Helper()
+		gw.Do(http.MethodPost, path, "", []byte(body), header)
+	}
+	send("/v1/chat/completions", http.Header{"Authorization": {"Bearer " + keys["authorization"]}}, `{"model":"demo","messages":[{"role":"user","content":"hi"}]}`)
+	messages := `{"model":"demo","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+	send("/v1/messages", http.Header{"X-Api-Key": {keys["x-api-key"]}, "Anthropic-Version": {"2023-06-01"}}, messages)
+	send("/v1/messages", http.Header{"X-Api-Key": {keys["bad x-api-key"]}, "Anthropic-Version": {"2023-06-01"}}, messages)
+	gemini := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	send("/v1beta/models/demo:generateContent", http.Header{"X-Goog-Api-Key": {keys["x-goog-api-key"]}}, gemini)
+	send("/v1beta/models/demo:generateContent?alt=json&key="+keys["query"], nil, gemini)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// the demo channel has no Realtime: the upgrade is refused after the
+	// key is read, which is all this needs
+	if c, _, err := websocket.Dial(ctx, strings.Replace(gw.URL, "http", "ws", 1)+"/v1/realtime?model=demo", &websocket.DialOptions{
+		Subprotocols: []string{"realtime", "openai-insecure-api-key." + keys["subprotocol"]}}); err == nil {
+		c.Close(websocket.StatusNormalClosure, "")
+	}
+
+	read := func() string {
+		b, _ := os.ReadFile(logFile)
+		return string(b)
+	}
+	var lines []map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for len(lines) < len(keys) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d access log lines, want %d:\n%s", len(lines), len(keys), read())
+		}
+		time.Sleep(20 * time.Millisecond)
+		lines = lines[:0]
+		for _, text := range strings.Split(read(), "\n") {
+			var l map[string]any
+			if json.Unmarshal([]byte(text), &l) == nil && l["msg"] == "handled request" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	text := read()
+	for how, key := range keys {
+		if strings.Contains(text, key) || strings.Contains(gw.Logs(), key) {
+			t.Errorf("the key sent as %s is in the log:\n%s", how, text)
+		}
+	}
+	// still Caddy's line: the request (the query's other parameters kept),
+	// its status and the gateway's fields
+	var sawQuery bool
+	for _, l := range lines {
+		req, _ := l["request"].(map[string]any)
+		if req == nil || req["headers"] == nil || l["status"] == nil || l["request_id"] == nil {
+			t.Fatalf("an access log line lost Caddy's fields: %v", l)
+		}
+		if uri, _ := req["uri"].(string); strings.HasPrefix(uri, "/v1beta/models/demo:generateContent?") {
+			sawQuery = uri == "/v1beta/models/demo:generateContent?alt=json"
+		}
+	}
+	if !sawQuery {
+		t.Fatalf("the request with the key in its query was not logged with its other parameters:\n%s", text)
+	}
+}
