@@ -170,7 +170,7 @@ func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routi
 		last = f
 		a.metrics.attemptFailed(ch.Name, f.err.Status, true)
 		ch.Failed(a.health, time.Now(), f.retryAfter)
-		a.logFailure(h.log, ch, f, i+1 < len(plan))
+		a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
 	}
 	if last == nil {
 		return nil, nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", model)

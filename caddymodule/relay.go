@@ -167,7 +167,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			if ch.Failed(a.health, time.Now(), f.retryAfter) {
 				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
 			}
-			a.logFailure(h.log, ch, f, i+1 < len(plan))
+			a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
 			continue
 		}
 		ch.Succeeded()

@@ -265,7 +265,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		if tc.ch.Failed(a.health, time.Now(), 0) {
 			h.log.Warn("channel ejected", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status))
 		}
-		a.logFailure(h.log, tc.ch, &failure{err: last, detail: maskKeys(err.Error(), tc.ch.Keys)}, i+1 < len(plan))
+		a.logFailure(h.log, tc.ch, &failure{err: e, detail: maskKeys(err.Error(), tc.ch.Keys)}, failover(i+1 < len(plan)))
 	}
 	task.Status, task.Error = adapters.TaskFailed, last.Message
 	row := &store.UsageLog{CreatedAt: start, Model: model, Channel: task.Channel, Endpoint: submitPath,

@@ -33,17 +33,29 @@ type failure struct {
 // says what a line a request would.
 const failureLogInterval = time.Second
 
+// What a channel's failed attempt leads to, as its log line says.
+const (
+	failedTryingNext = "channel failed; trying the next channel"
+	failedNoNext     = "channel failed; no other channel to try"
+	failedMidAnswer  = "channel failed mid-answer; the answer ends with an error"
+)
+
+// failover is the log line of a failed attempt before any answer, when
+// next says whether another channel is tried.
+func failover(next bool) string {
+	if next {
+		return failedTryingNext
+	}
+	return failedNoNext
+}
+
 // logFailure logs a channel's failed attempt, once a failureLogInterval
-// per channel, with the number of failures the line stands for, and says
-// whether the request goes on to another channel.
-func (a *App) logFailure(log *zap.Logger, ch *routing.Channel, f *failure, next bool) {
+// per channel, with the number of failures the line stands for; msg says
+// what the failure led to.
+func (a *App) logFailure(log *zap.Logger, ch *routing.Channel, f *failure, msg string) {
 	ok, n := a.failureLog.Allow(ch.Name, time.Now())
 	if !ok {
 		return
-	}
-	msg := "channel failed; no other channel to try"
-	if next {
-		msg = "channel failed; trying the next channel"
 	}
 	if ce := log.Check(zap.WarnLevel, msg); ce != nil {
 		ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message),
