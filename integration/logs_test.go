@@ -316,8 +316,9 @@ func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 	}
 	// still Caddy's line: the request (the query's other parameters kept),
 	// its status and the gateway's fields
-	var sawQuery bool
+	var sawQuery, sawUser bool
 	for _, l := range lines {
+		sawUser = sawUser || l["gateway_user"] == "logs"
 		req, _ := l["request"].(map[string]any)
 		if req == nil || req["headers"] == nil || l["status"] == nil || l["request_id"] == nil {
 			t.Fatalf("an access log line lost Caddy's fields: %v", l)
@@ -325,6 +326,9 @@ func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 		if uri, _ := req["uri"].(string); strings.HasPrefix(uri, "/v1beta/models/demo:generateContent?") {
 			sawQuery = uri == "/v1beta/models/demo:generateContent?alt=json"
 		}
+	}
+	if !sawUser {
+		t.Fatalf("no access log line names the gateway user:\n%s", text)
 	}
 	if !sawQuery {
 		t.Fatalf("the request with the key in its query was not logged with its other parameters:\n%s", text)
