@@ -47,9 +47,8 @@ type accessLine struct {
 
 // takeOverAccessLog arranges for the access log line of r, whose
 // credentials are already stripped, to show it as stripped. It returns
-// the writer to answer through and the function that writes the line when
-// the request is done; when the server logs no access for r, it returns w
-// and nil.
+// the writer to answer through and the line, to write when the request is
+// done; when the server logs no access for r, it returns w and nil.
 func (h *Auth) takeOverAccessLog(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *accessLine) {
 	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv == nil || srv.Logs == nil || !logsHost(srv.Logs, r.Host) {
