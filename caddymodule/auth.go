@@ -104,7 +104,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		d.StripCredentials(r)
 	}
 	if r.URL.RawQuery != query {
-		// {http.request.uri} shows the query as stripped too
+		// the access log line shows the query as stripped, as the URL does
 		r.RequestURI = r.URL.RequestURI()
 	}
 	if credentialFootprint(r) != footprint {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,6 +246,8 @@ http://127.0.0.1:{{PORT}} {
 	}
 	route {
 		gateway_auth
+		# placeholders read after gateway_auth see the request as stripped
+		header X-Seen "{http.request.uri} {http.request.header.X-Api-Key} {http.request.header.X-Goog-Api-Key} {http.request.header.Sec-Websocket-Protocol}"
 		gateway_relay
 	}
 }
@@ -264,9 +267,11 @@ func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 	keys["bad x-api-key"] = "sk-not-a-gateway-key-but-secret-all-the-same"
 	gatewaytest.Secret(keys["bad x-api-key"])
 
+	var seen []string
 	send := func(path string, header http.Header, body string) {
 		t.Helper()
-		gw.Do(http.MethodPost, path, "", []byte(body), header)
+		resp, _ := gw.Do(http.MethodPost, path, "", []byte(body), header)
+		seen = append(seen, resp.Header.Get("X-Seen"))
 	}
 	send("/v1/chat/completions", http.Header{"Authorization": {"Bearer " + keys["authorization"]}}, `{"model":"demo","messages":[{"role":"user","content":"hi"}]}`)
 	messages := `{"model":"demo","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
@@ -313,6 +318,14 @@ func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 		if strings.Contains(text, key) || strings.Contains(gw.Logs(), key) {
 			t.Errorf("the key sent as %s is in the log:\n%s", how, text)
 		}
+		for _, s := range seen {
+			if strings.Contains(s, key) {
+				t.Errorf("a placeholder read after gateway_auth holds the key sent as %s: %s", how, s)
+			}
+		}
+	}
+	if !slices.Contains(seen, "/v1beta/models/demo:generateContent?alt=json") {
+		t.Errorf("the placeholders saw %q", seen)
 	}
 	// still Caddy's line: the request (the query's other parameters kept),
 	// its status and the gateway's fields
