@@ -128,6 +128,7 @@ func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b cha
 			f := h.streamFailure(ch, at, b, err)
 			if f.channel {
 				ch.Failed(h.app.health, time.Now(), 0)
+				h.app.logFailure(h.log, ch, f, failedMidAnswer)
 			}
 			e := f.err
 			x.status, x.errMsg = e.Status, e.Message

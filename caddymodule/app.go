@@ -118,6 +118,7 @@ type App struct {
 	transports map[transportKey]*http.Client
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
+	failureLog *routing.LogThrottle // failed attempts, logged per channel
 	inflight   *inflightBodies
 	spooled    *inflightBodies // upload bytes on disk
 	fetch      *adapters.FetchPolicy
@@ -281,6 +282,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.health = a.Health.policy()
+	a.failureLog = &routing.LogThrottle{Interval: failureLogInterval}
 	if err := a.provisionChannels(ctx, repl); err != nil {
 		return err
 	}

@@ -24,8 +24,9 @@ func init() {
 // and puts the identity in the request context for the handlers after it.
 // Failures are answered in the caller's dialect.
 type Auth struct {
-	app *App
-	log *zap.Logger
+	app       *App
+	log       *zap.Logger
+	accessLog *zap.Logger // Caddy's http.log.access, see accesslog.go
 }
 
 // CaddyModule returns the Caddy module information.
@@ -39,6 +40,7 @@ func (Auth) CaddyModule() caddy.ModuleInfo {
 // Provision finds the gateway app.
 func (h *Auth) Provision(ctx caddy.Context) error {
 	h.log = ctx.Logger()
+	h.accessLog = ctx.Logger(new(caddyhttp.App)).Named("log.access")
 	app, err := gatewayApp(ctx)
 	if err != nil {
 		return err
@@ -97,8 +99,20 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	key := rt.dialect.Credential(r)
 	// a key is removed wherever any dialect reads one, so it reaches no
 	// later handler or log line whichever path it was sent to
+	footprint, query := credentialFootprint(r), r.URL.RawQuery
 	for _, d := range h.app.dialects {
 		d.StripCredentials(r)
+	}
+	if r.URL.RawQuery != query {
+		// the access log line shows the query as stripped, as the URL does
+		r.RequestURI = r.URL.RequestURI()
+	}
+	if credentialFootprint(r) != footprint {
+		// Caddy's access log copied the request before it was stripped
+		var line *accessLine
+		if w, line = h.takeOverAccessLog(w, r); line != nil {
+			defer line.write()
+		}
 	}
 	if key == "" {
 		// the console's playground rides on the login session instead

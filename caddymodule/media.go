@@ -171,7 +171,7 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 			if ch.Failed(a.health, time.Now(), f.retryAfter) {
 				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
 			}
-			h.log.Warn("channel failed; trying the next", zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message))
+			a.logFailure(h.log, ch, f, failover(i+1 < len(served)))
 			continue
 		}
 		ch.Succeeded()

@@ -154,7 +154,8 @@ func realtimeChannels(a *App, model string) []*routing.Channel {
 func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
 	a := h.app
 	var last *failure
-	for i, ch := range realtimeChannels(a, model) {
+	plan := realtimeChannels(a, model)
+	for i, ch := range plan {
 		if i > 0 && x.r.Context().Err() != nil {
 			return nil, nil, adapters.ClientClosed()
 		}
@@ -186,8 +187,7 @@ func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routi
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			f = h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, body), resp.Header)
 		default:
-			h.log.Warn("realtime upstream socket failed", zap.String("channel", ch.Name), zap.Error(err))
-			f = &failure{channel: true, err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+			f = &failure{channel: true, detail: maskKeys(err.Error(), ch.Keys), err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 				"the upstream channel %q could not open a Realtime session", ch.Name)}
 		}
 		if !f.channel {
@@ -196,6 +196,7 @@ func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routi
 		last = f
 		a.metrics.attemptFailed(ch.Name, f.err.Status, true)
 		ch.Failed(a.health, time.Now(), f.retryAfter)
+		a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
 	}
 	if last == nil {
 		return nil, nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", model)

@@ -167,9 +167,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 			if ch.Failed(a.health, time.Now(), f.retryAfter) {
 				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
 			}
-			if ce := h.log.Check(zap.WarnLevel, "channel failed; trying the next"); ce != nil {
-				ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message))
-			}
+			a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
 			continue
 		}
 		ch.Succeeded()

@@ -231,7 +231,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	// the job already, and the task is the client's to look up.
 	ctx := adapters.WithImageFetcher(context.WithoutCancel(r.Context()), a.fetch.NewFetcher())
 	var last *adapters.Error
-	for _, tc := range plan {
+	for i, tc := range plan {
 		b := a.bounds[tc.ch.Name]
 		sctx, cancel := context.WithTimeout(ctx, b.timeout)
 		up := &adapters.Upstream{Channel: tc.ch.Name, BaseURL: tc.ch.BaseURL, Key: tc.ch.Key(), Model: tc.ch.UpstreamModel(model)}
@@ -266,7 +266,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		if tc.ch.Failed(a.health, time.Now(), 0) {
 			h.log.Warn("channel ejected", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status))
 		}
-		h.log.Warn("task submit failed on a channel; trying the next", zap.String("channel", tc.ch.Name), zap.Int("status", e.Status), zap.String("error", maskKeys(err.Error(), tc.ch.Keys)))
+		a.logFailure(h.log, tc.ch, &failure{err: e, detail: maskKeys(err.Error(), tc.ch.Keys)}, failover(i+1 < len(plan)))
 	}
 	task.Status, task.Error = adapters.TaskFailed, last.Message
 	row := &store.UsageLog{CreatedAt: start, Model: model, Channel: task.Channel, Endpoint: submitPath,

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +23,44 @@ type failure struct {
 	err        *adapters.Error
 	channel    bool
 	retryAfter time.Duration // an upstream 429's Retry-After
+	// detail is what the upstream said or the transport's error, keys
+	// masked, for the log line logFailure writes
+	detail string
+}
+
+// failureLogInterval is how often, at most, a failing channel is logged:
+// during an outage every request fails, and a line a second with a count
+// says what a line a request would.
+const failureLogInterval = time.Second
+
+// What a channel's failed attempt leads to, as its log line says.
+const (
+	failedTryingNext = "channel failed; trying the next channel"
+	failedNoNext     = "channel failed; no other channel to try"
+	failedMidAnswer  = "channel failed mid-answer; the answer ends with an error"
+)
+
+// failover is the log line of a failed attempt before any answer, when
+// next says whether another channel is tried.
+func failover(next bool) string {
+	if next {
+		return failedTryingNext
+	}
+	return failedNoNext
+}
+
+// logFailure logs a channel's failed attempt, once a failureLogInterval
+// per channel, with the number of failures the line stands for; msg says
+// what the failure led to.
+func (a *App) logFailure(log *zap.Logger, ch *routing.Channel, f *failure, msg string) {
+	ok, n := a.failureLog.Allow(ch.Name, time.Now())
+	if !ok {
+		return
+	}
+	if ce := log.Check(zap.WarnLevel, msg); ce != nil {
+		ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.err.Status), zap.String("error", f.err.Message),
+			zap.String("upstream", f.detail), zap.Int("failures", n))
+	}
 }
 
 // upstreamFailure classifies an upstream's error answer (a non-2xx status,
@@ -31,10 +70,18 @@ type failure struct {
 // refusal of the request itself (400, 413, 422) keeps the upstream's
 // explanation, since the client must fix its request.
 func (h *Relay) upstreamFailure(ch *routing.Channel, e *adapters.Error, header http.Header) *failure {
-	if ce := h.log.Check(zap.WarnLevel, "upstream answered with an error"); ce != nil {
+	f := classifyUpstreamError(ch, e, header)
+	if f.channel {
+		// the failover loop logs it, throttled: an outage is every request
+		f.detail = strings.TrimSpace(fmt.Sprintf("HTTP %d %s %s: %s", e.Status, e.Type, e.Code, maskKeys(e.Message, ch.Keys)))
+	} else if ce := h.log.Check(zap.WarnLevel, "upstream answered with an error"); ce != nil {
 		ce.Write(zap.String("channel", ch.Name), zap.Int("status", e.Status), zap.String("type", string(e.Type)),
 			zap.String("code", e.Code), zap.String("upstream_message", maskKeys(e.Message, ch.Keys)))
 	}
+	return f
+}
+
+func classifyUpstreamError(ch *routing.Channel, e *adapters.Error, header http.Header) *failure {
 	st := e.Status
 	switch {
 	case e.Fault == adapters.FaultChannel || st == http.StatusUnauthorized || st == http.StatusForbidden ||
@@ -71,13 +118,13 @@ func (h *Relay) upstreamFailure(ch *routing.Channel, e *adapters.Error, header h
 
 // transportFailure classifies an attempt that got no answer at all.
 func (h *Relay) transportFailure(ch *routing.Channel, at *attempt, err error) *failure {
-	h.log.Warn("upstream request failed", zap.String("channel", ch.Name), zap.Error(err))
+	detail := maskKeys(err.Error(), ch.Keys)
 	var ne net.Error
 	if errors.Is(at.cause(), errTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &failure{channel: true, err: adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
+		return &failure{channel: true, detail: detail, err: adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream channel %q did not answer in time: retry shortly", ch.Name)}
 	}
-	return &failure{channel: true, err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+	return &failure{channel: true, detail: detail, err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 		"the upstream channel %q could not be reached", ch.Name)}
 }
 
@@ -96,14 +143,11 @@ func (h *Relay) streamFailure(ch *routing.Channel, at *attempt, b channelBounds,
 	if errors.As(err, &e) {
 		return h.upstreamFailure(ch, e, nil)
 	}
-	if ce := h.log.Check(zap.WarnLevel, "upstream stream broke off"); ce != nil {
-		ce.Write(zap.String("channel", ch.Name), zap.Error(err))
-	}
 	msg := "the upstream stream broke off before its end"
 	if errors.Is(err, io.EOF) {
 		msg = "the upstream stream ended before any event"
 	}
-	return &failure{channel: true, err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%s (channel %q)", msg, ch.Name)}
+	return &failure{channel: true, detail: maskKeys(err.Error(), ch.Keys), err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%s (channel %q)", msg, ch.Name)}
 }
 
 // retryAfter reads a Retry-After header, in seconds or as an HTTP date.

@@ -2,13 +2,20 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -86,20 +93,162 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	}
 }
 
-// TestExampleKeysStayOutOfConfig: the example reads vendor keys as {env.X}
-// placeholders, replaced when the config loads, so `caddy adapt` (and so
-// the admin API's config and autosave) never holds the key itself.
+// TestExampleKeysStayOutOfConfig: the example reads every vendor key as an
+// {env.X} placeholder, replaced when the config loads, so neither `caddy
+// adapt` nor the running gateway's admin API (and so autosave) holds a key.
+// Every secret the example reads gets a distinct value; none may show.
 func TestExampleKeysStayOutOfConfig(t *testing.T) {
-	const secret = "sk-example-secret-do-not-bake"
-	gatewaytest.Secret(secret)
-	cmd := exec.Command(gatewaytest.Binary(t), "adapt", "--config", filepath.Join("..", "Caddyfile.example"), "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+secret)
+	path := filepath.Join("..", "Caddyfile.example")
+	example, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// every environment variable the example reads that holds a secret,
+	// whichever placeholder form it uses
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\{(?:env\.|\$)([A-Z0-9_]+)`).FindAllStringSubmatch(string(example), -1) {
+		if regexp.MustCompile(`_API_KEY$|SECRET|TOKEN|PASSWORD`).MatchString(m[1]) {
+			names[m[1]] = true
+		}
+	}
+	if len(names) < 10 {
+		t.Fatalf("found only %d secrets in the example: %v", len(names), names)
+	}
+	// two halves, so a key split at its colon (Kling's access:secret
+	// pair) is still found
+	var halves []string
+	env := []string{}
+	for name := range names {
+		a, b := rand.Text(), rand.Text()
+		value := a + ":" + b
+		gatewaytest.Secret(value)
+		halves = append(halves, a, b)
+		env = append(env, name+"="+value)
+	}
+	// no channel may reach a real vendor
+	for _, m := range regexp.MustCompile(`\{\$([A-Z0-9_]+_BASE_URL)`).FindAllStringSubmatch(string(example), -1) {
+		env = append(env, m[1]+"=http://127.0.0.1:9")
+	}
+	leaked := func(where, text string) {
+		t.Helper()
+		for _, h := range halves {
+			if strings.Contains(text, h) {
+				t.Fatalf("%s holds a key (…%s…):\n%s", where, h, text)
+			}
+		}
+	}
+
+	cmd := exec.Command(gatewaytest.Binary(t), "adapt", "--config", path, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("caddy adapt: %v\n%s", err, out)
 	}
-	if strings.Contains(string(out), secret) || !strings.Contains(string(out), "{env.OPENAI_API_KEY}") {
-		t.Fatalf("the adapted config holds the key, or lost its placeholder:\n%s", out)
+	leaked("the adapted config", string(out))
+	for name := range names {
+		if !strings.Contains(string(out), "{env."+name+"}") {
+			t.Fatalf("the adapted config lost the placeholder of %s:\n%s", name, out)
+		}
+	}
+
+	// the running gateway, with every channel on: its admin API's config
+	port := gatewaytest.FreePort(t)
+	admin := fmt.Sprintf("127.0.0.1:%d", gatewaytest.FreePort(t))
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("GATEWAY_ADDR", fmt.Sprintf(":%d", port))
+	t.Setenv("GATEWAY_ADMIN", admin)
+	t.Setenv("GATEWAY_DB", filepath.Join(t.TempDir(), "gateway.db"))
+	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
+	if strings.Contains(gw.Logs(), "channel skipped") {
+		t.Fatalf("a channel was skipped although every key is set:\n%s", gw.Logs())
+	}
+	resp, err := http.Get("http://" + admin + "/config/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), `"gateway"`) {
+		t.Fatalf("GET /config/ answered %d %s", resp.StatusCode, b.String())
+	}
+	leaked("the admin API's /config/", b.String())
+}
+
+// TestExampleServerTimeouts: the example bounds how long a client may take
+// to send its headers and how long a kept-alive connection may sit idle,
+// and sets no read or write timeout that would cut an upload or a long
+// stream.
+func TestExampleServerTimeouts(t *testing.T) {
+	cmd := exec.Command(gatewaytest.Binary(t), "adapt", "--config", filepath.Join("..", "Caddyfile.example"), "--adapter", "caddyfile")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("caddy adapt: %v", err)
+	}
+	var cfg struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]map[string]any `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Apps.HTTP.Servers) == 0 {
+		t.Fatalf("no server in the adapted example:\n%s", out)
+	}
+	for name, srv := range cfg.Apps.HTTP.Servers {
+		for field, most := range map[string]time.Duration{"read_header_timeout": 30 * time.Second, "idle_timeout": 5 * time.Minute} {
+			d, ok := srv[field].(float64) // nanoseconds
+			if !ok || d <= 0 || time.Duration(d) > most {
+				t.Errorf("server %s: %s = %v, want set, at most %v", name, field, srv[field], most)
+			}
+		}
+		for _, field := range []string{"read_timeout", "write_timeout"} {
+			if v, ok := srv[field]; ok {
+				t.Errorf("server %s: %s = %v would cut long uploads and streams", name, field, v)
+			}
+		}
+	}
+}
+
+// TestStalledHeadersAreClosed: with read_header set, a client that sends
+// part of a request and stalls has its connection closed by the server
+// instead of holding it (and a goroutine) open.
+func TestStalledHeadersAreClosed(t *testing.T) {
+	gw := gatewaytest.Start(t, `{
+	admin {{ADMIN}}
+	servers {
+		timeouts {
+			read_header 200ms
+		}
+	}
+	gateway {
+		database sqlite {{DB}}
+	}
+}
+:{{PORT}} {
+	gateway_health live
+}`, nil)
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", gw.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /livez HTTP/1.1\r\nHost: gateway\r\nX-Slow: ")); err != nil {
+		t.Fatal(err)
+	}
+	// a safety net so a broken server fails the test instead of hanging
+	// it; the server closes long before
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server kept a connection with half a request open")
 	}
 }
 
