@@ -75,12 +75,10 @@ const BaseURL = "https://vendor.test"
 
 // taskFixture is one submit, poll, error or file fixture.
 type taskFixture struct {
-	Model   string          `json:"model"`
-	Request *neutralTask    `json:"request"`
-	ID      string          `json:"id"`
-	Answers []answer        `json:"answers"`
-	Status  int             `json:"status"`
-	Body    json.RawMessage `json:"body"`
+	Model   string       `json:"model"`
+	Request *neutralTask `json:"request"`
+	ID      string       `json:"id"`
+	Answers []answer     `json:"answers"`
 	File    *adapters.TaskFile
 }
 
@@ -123,7 +121,7 @@ func RunTasks(t *testing.T, s TaskSuite) {
 		s.Testdata = "testdata"
 	}
 	if s.Key == "" {
-		s.Key = "sk-adaptertest-key"
+		s.Key = kitKey
 	}
 	if s.KeyHeader == "" {
 		t.Fatal("adaptertest: TaskSuite.KeyHeader is required")
@@ -163,22 +161,16 @@ func (k *taskKit) upstream(model string) *adapters.Upstream {
 	return &adapters.Upstream{Channel: "kit", BaseURL: BaseURL, Key: k.s.Key, Model: model}
 }
 
-// fixtures calls fn with each fixture of a directory and the golden path
-// it is checked against.
+// fixtures calls fn with each fixture of a directory, decoded, and the
+// golden it is checked against.
 func (k *taskKit) fixtures(t *testing.T, sub string, fn func(t *testing.T, f *taskFixture, golden string)) {
-	files, _ := filepath.Glob(filepath.Join(k.dir(sub), "*.json"))
-	for _, path := range files {
-		name := strings.TrimSuffix(filepath.Base(path), ".json")
-		t.Run(name, func(t *testing.T) {
-			var f taskFixture
-			if err := json.Unmarshal(goldentest.Read(t, path), &f); err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			golden := strings.TrimSuffix(path, ".json") + ".golden"
-			k.checked[golden] = true
-			fn(t, &f, golden)
-		})
-	}
+	eachFixture(t, k.dir(sub), k.checked, func(t *testing.T, raw []byte, golden string) {
+		var f taskFixture
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, &f, golden)
+	})
 }
 
 func (k *taskKit) capabilities(t *testing.T) {
@@ -260,23 +252,7 @@ func (k *taskKit) poll(t *testing.T) {
 }
 
 func (k *taskKit) errors(t *testing.T) {
-	k.fixtures(t, "error", func(t *testing.T, f *taskFixture, golden string) {
-		body := []byte(f.Body)
-		var text string
-		if json.Unmarshal(f.Body, &text) == nil {
-			body = []byte(text)
-		}
-		e := k.decoder.DecodeError(f.Status, body)
-		if e == nil {
-			t.Fatal("DecodeError returned nil")
-		}
-		if e.Status < 400 || e.Type == "" || e.Message == "" {
-			t.Errorf("an error the gateway cannot report: %+v", e)
-		}
-		var out strings.Builder
-		renderError(t, &out, e)
-		goldentest.Golden(t, golden, []byte(out.String()))
-	})
+	checkErrors(t, k.dir("error"), k.checked, k.decoder.DecodeError)
 }
 
 func (k *taskKit) files(t *testing.T) {
@@ -314,45 +290,21 @@ func (k *taskKit) coverage(t *testing.T) {
 		t.Errorf("no poll fixture reaches a task still pending")
 	}
 	for _, sub := range []string{"submit", "error"} {
-		if files, _ := filepath.Glob(filepath.Join(k.dir(sub), "*.json")); len(files) == 0 {
+		if fixtureCount(k.dir(sub)) == 0 {
 			t.Errorf("no %s fixture in %s", sub, k.dir(sub))
 		}
 	}
-	if files, _ := filepath.Glob(filepath.Join(k.dir("file"), "*.json")); k.s.Fetcher && len(files) == 0 {
+	if k.s.Fetcher && fixtureCount(k.dir("file")) == 0 {
 		t.Errorf("a TaskFetcher without a file fixture in %s", k.dir("file"))
 	}
-	for _, sub := range []string{"submit", "poll", "error", "file"} {
-		goldens, _ := filepath.Glob(filepath.Join(k.dir(sub), "*.golden"))
-		for _, g := range goldens {
-			if !k.checked[g] {
-				t.Errorf("%s: no fixture checks this golden (remove it, or restore its .json)", g)
-			}
-		}
-	}
+	uncheckedGoldens(t, k.checked, k.dir("submit"), k.dir("poll"), k.dir("error"), k.dir("file"))
 }
 
 // checkCalls holds the credential to its place: every call carries
 // KeyHeader, and the key is in no other header, no URL and no body.
 func (k *taskKit) checkCalls(t *testing.T, do *recorder) {
 	t.Helper()
-	for _, c := range do.calls {
-		if c.header.Get(k.s.KeyHeader) == "" {
-			t.Errorf("%s %s carries no %s", c.method, c.url, k.s.KeyHeader)
-		}
-		for name, vs := range c.header {
-			if http.CanonicalHeaderKey(name) == http.CanonicalHeaderKey(k.s.KeyHeader) {
-				continue
-			}
-			for _, v := range vs {
-				if strings.Contains(v, k.s.Key) {
-					t.Errorf("%s %s: the key travels in %s", c.method, c.url, name)
-				}
-			}
-		}
-		if strings.Contains(c.url, k.s.Key) || strings.Contains(string(c.body), k.s.Key) {
-			t.Errorf("%s %s: the key travels in the URL or the body", c.method, c.url)
-		}
-	}
+	checkKey(t, do, k.s.KeyHeader, k.s.Key)
 }
 
 // checkCallback: the vendor is given the client's callback URL byte for
