@@ -71,7 +71,11 @@ func (Adapter) OwnedFields() []string {
 }
 
 // SubmitTask implements adapters.TaskProvider.
-func (Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
+func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
+	// refused here too, as every task family does, whatever the caller did
+	if err := adapters.RefuseOwned(t.Metadata, a.OwnedFields(), "Veo"); err != nil {
+		return "", err
+	}
 	if t.Seed != nil {
 		return "", adapters.BadRequest("Veo on the Gemini API takes no seed")
 	}

@@ -51,7 +51,11 @@ func (Adapter) OwnedFields() []string {
 }
 
 // SubmitTask implements adapters.TaskProvider.
-func (Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
+func (a Adapter) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
+	// refused here too, as every task family does, whatever the caller did
+	if err := adapters.RefuseOwned(t.Metadata, a.OwnedFields(), "OpenAI's video API"); err != nil {
+		return "", err
+	}
 	if t.NegativePrompt != "" {
 		return "", adapters.BadRequest("OpenAI's video API takes no negative_prompt: say what to avoid in the prompt")
 	}
