@@ -444,7 +444,7 @@ func TestPlaygroundOffersChatModels(t *testing.T) {
 			type demo
 			models demo
 		}`, playgroundModels, 1)
-	g := gatewaytest.Start(t, caddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000"})
+	g := gatewaytest.Start(t, caddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000"})
 	createUser(g, "pia", 5_000_000, "user")
 	b := startBrowser(t, g)
 	b.open("/", `!document.getElementById('login-card').hidden`)
