@@ -203,7 +203,7 @@ func TestSessionsSlideAndEnd(t *testing.T) {
 	if _, _, err := sessions.User(ctx, fresh); !errors.Is(err, account.ErrSessionExpired) {
 		t.Fatalf("a session outlived EndAll: %v", err)
 	}
-	if _, err := account.Login(ctx, st, "pat", "new-password"); err != nil {
+	if _, err := account.NewGate(st, account.GateConfig{}).LogIn(ctx, "10.0.0.1", "pat", "new-password"); err != nil {
 		t.Fatalf("the new password: %v", err)
 	}
 }

@@ -127,7 +127,7 @@ func (g *Gate) LogIn(ctx context.Context, network, username, password string) (*
 			return nil, tooManyAttempts("login", pairWait)
 		}
 	}
-	u, err := Login(ctx, g.store, username, password)
+	u, err := checkCredentials(ctx, g.store, username, password)
 	now = time.Now()
 	switch {
 	case errors.Is(err, ErrBadCredentials):

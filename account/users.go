@@ -29,10 +29,10 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.De
 // ErrBadCredentials is one answer for a wrong name and a wrong password.
 var ErrBadCredentials = errors.New("wrong username or password")
 
-// Login checks a username and password. A missing user, a wrong password and
+// checkCredentials checks a username and password. A missing user, a wrong password and
 // a disabled account are all ErrBadCredentials, so a caller learns nothing
 // about which names exist.
-func Login(ctx context.Context, st store.Store, username, password string) (*store.User, error) {
+func checkCredentials(ctx context.Context, st store.Store, username, password string) (*store.User, error) {
 	u, err := st.UserByName(ctx, username)
 	if errors.Is(err, store.ErrNotFound) {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
