@@ -19,6 +19,13 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("gateway_console", httpcaddyfile.Before, "reverse_proxy")
 }
 
+// RateLimitConfig is a number of attempts allowed per window; the
+// account package's Gate counts them.
+type RateLimitConfig struct {
+	Attempts int            `json:"attempts,omitempty"`
+	Window   caddy.Duration `json:"window,omitempty"`
+}
+
 // parseAccountOption reads the gateway global option's account settings:
 //
 //	registration on|off

@@ -123,21 +123,15 @@ func userAddCommand() *cobra.Command {
 			n.Password, _ = cmd.Flags().GetString("password")
 			n.Role, _ = cmd.Flags().GetString("role")
 			n.Quota, _ = cmd.Flags().GetInt64("quota")
-			limits, err := readLimits(cmd, store.Limits{})
+			var err error
+			if n.Limits, err = newLimits(cmd); err != nil {
+				return err
+			}
+			u, err := account.CreateUser(ctx, st, account.Operator, n)
 			if err != nil {
 				return err
 			}
-			u, err := account.CreateUser(ctx, st, n)
-			if err != nil {
-				return err
-			}
-			if limits != (store.Limits{}) {
-				if err := st.SetUserLimits(ctx, u.ID, limits); err != nil {
-					return err
-				}
-				u.Limits = limits
-			}
-			return printJSON(cmd, viewUser(u))
+			return printJSON(cmd, account.ViewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -161,7 +155,7 @@ func userShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, viewUser(u))
+			return printJSON(cmd, account.ViewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -225,18 +219,12 @@ func tokenAddCommand() *cobra.Command {
 				}
 				spec.ExpiresAt = time.Now().Add(d)
 			}
-			limits, err := readLimits(cmd, store.Limits{})
-			if err != nil {
+			if spec.Limits, err = newLimits(cmd); err != nil {
 				return err
 			}
-			key, t, err := account.CreateToken(ctx, st, u.ID, spec)
+			key, _, err := account.CreateToken(ctx, st, u.ID, spec)
 			if err != nil {
 				return err
-			}
-			if limits != (store.Limits{}) {
-				if err := st.SetTokenLimits(ctx, t.ID, limits); err != nil {
-					return err
-				}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
 			return nil

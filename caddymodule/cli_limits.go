@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -17,22 +18,33 @@ func limitFlags(c *cobra.Command) {
 	c.Flags().Int64("max-parallel", 0, "requests at once (0: the gateway's default)")
 }
 
-// readLimits returns l with the limit flags the command was given set.
-func readLimits(cmd *cobra.Command, l store.Limits) (store.Limits, error) {
+// limitsChange is the change the limit flags the command was given ask
+// for; a negative value is refused by its flag's name.
+func limitsChange(cmd *cobra.Command) (account.LimitsChange, error) {
+	var c account.LimitsChange
 	for _, f := range []struct {
 		name string
-		into *int64
-	}{{"rpm", &l.RPM}, {"tpm", &l.TPM}, {"max-parallel", &l.MaxParallel}} {
+		into **int64
+	}{{"rpm", &c.RPM}, {"tpm", &c.TPM}, {"max-parallel", &c.MaxParallel}} {
 		if !cmd.Flags().Changed(f.name) {
 			continue
 		}
 		v, _ := cmd.Flags().GetInt64(f.name)
 		if v < 0 {
-			return l, fmt.Errorf("--%s must not be negative", f.name)
+			return c, fmt.Errorf("--%s must not be negative", f.name)
 		}
-		*f.into = v
+		*f.into = &v
 	}
-	return l, nil
+	return c, nil
+}
+
+// newLimits are the limits the flags give something new.
+func newLimits(cmd *cobra.Command) (store.Limits, error) {
+	c, err := limitsChange(cmd)
+	if err != nil {
+		return store.Limits{}, err
+	}
+	return c.Apply(store.Limits{})
 }
 
 func userSetCommand() *cobra.Command {
@@ -48,13 +60,14 @@ func userSetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if u.Limits, err = readLimits(cmd, u.Limits); err != nil {
+			change, err := limitsChange(cmd)
+			if err != nil {
 				return err
 			}
-			if err := st.SetUserLimits(ctx, u.ID, u.Limits); err != nil {
+			if u, err = account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{Limits: &change}); err != nil {
 				return err
 			}
-			return printJSON(cmd, viewUser(u))
+			return printJSON(cmd, account.ViewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -68,14 +81,15 @@ func tokenSetCommand() *cobra.Command {
 		Short: "Sets an API key's rate limits (0 clears one: the gateway's default applies)",
 		RunE: withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			id, _ := cmd.Flags().GetInt64("id")
-			t, err := st.TokenByID(ctx, id)
+			change, err := limitsChange(cmd)
 			if err != nil {
-				return fmt.Errorf("no token with id %d: %w", id, err)
-			}
-			if t.Limits, err = readLimits(cmd, t.Limits); err != nil {
 				return err
 			}
-			if err := st.SetTokenLimits(ctx, id, t.Limits); err != nil {
+			t, err := account.SetKeyLimits(ctx, st, account.Operator, id, change)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no token with id %d: %w", id, err)
+			}
+			if err != nil {
 				return err
 			}
 			return printJSON(cmd, t)

@@ -3,12 +3,10 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -60,31 +58,19 @@ func sessionCookieOf(r *http.Request) (*http.Cookie, bool) {
 	return c, err == nil && c.Value != ""
 }
 
-// sessionIDLength is 43 base-62 characters: about 256 bits.
-const sessionIDLength = 43
-
-// playgroundToken names the token a user's playground requests are billed
-// to, so they appear in usage like any other request.
-const playgroundToken = "playground"
-
-func (a *App) sessionLifetime() time.Duration {
-	if a.SessionLifetime > 0 {
-		return time.Duration(a.SessionLifetime)
-	}
-	return 7 * 24 * time.Hour
+// sessions are the app's web logins, with the configured lifetime.
+func (a *App) sessions() account.Sessions {
+	return account.Sessions{Store: a.db.store, Lifetime: time.Duration(a.SessionLifetime)}
 }
 
 // startSession stores a new session for userID and sets its cookie.
 func (a *App) startSession(ctx context.Context, w http.ResponseWriter, r *http.Request, userID int64) error {
-	id, err := keys.Random("", sessionIDLength)
+	sessions := a.sessions()
+	id, err := sessions.Start(ctx, userID)
 	if err != nil {
 		return err
 	}
-	expires := time.Now().Add(a.sessionLifetime())
-	if err := a.db.store.CreateSession(ctx, &store.Session{IDHash: keys.Hash(id), UserID: userID, ExpiresAt: expires}); err != nil {
-		return fmt.Errorf("starting a session: %w", err)
-	}
-	setSessionCookie(w, r, id, a.sessionLifetime())
+	setSessionCookie(w, r, id, sessions.MaxAge())
 	return nil
 }
 
@@ -100,38 +86,21 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, id string, lifetim
 // errNoSession means the request carries no session cookie at all.
 var errNoSession = errors.New("no session")
 
-// errSessionExpired means the cookie names no live session.
-var errSessionExpired = errors.New("the session has expired or was ended: log in again")
-
-// sessionUser returns the user a session cookie belongs to. It slides the session's expiry forward once a quarter of
-// its lifetime has passed, so an active user stays logged in without a
-// write on every request.
+// sessionUser returns the user a session cookie belongs to, or
+// account.ErrSessionExpired, and sends the cookie again when the session
+// slid forward.
 func (a *App) sessionUser(w http.ResponseWriter, r *http.Request) (*store.User, error) {
 	c, ok := sessionCookieOf(r)
 	if !ok {
 		return nil, errNoSession
 	}
-	ctx := r.Context()
-	h := keys.Hash(c.Value)
-	sess, err := a.db.store.SessionByHash(ctx, h)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errSessionExpired
-	}
+	sessions := a.sessions()
+	u, slid, err := sessions.User(r.Context(), c.Value)
 	if err != nil {
 		return nil, err
 	}
-	u, err := a.db.store.UserByID(ctx, sess.UserID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserEnabled {
-		return nil, errSessionExpired
-	}
-	if err != nil {
-		return nil, err
-	}
-	life := a.sessionLifetime()
-	if time.Until(sess.ExpiresAt) < life*3/4 {
-		if err := a.db.store.TouchSession(ctx, h, time.Now().Add(life)); err == nil {
-			setSessionCookie(w, r, c.Value, life)
-		}
+	if slid {
+		setSessionCookie(w, r, c.Value, sessions.MaxAge())
 	}
 	return u, nil
 }
@@ -172,10 +141,6 @@ func jsonBody(r *http.Request) bool {
 	return err == nil && mt == "application/json"
 }
 
-// playgroundMu keeps two first playground requests of one user from each
-// creating a playground token.
-var playgroundMu sync.Mutex
-
 // sessionIdentity lets the console's playground call the model endpoints
 // with the session cookie instead of a key. It returns nil, nil when there
 // is no cookie. The cookie is honoured only for same-origin JSON requests,
@@ -190,34 +155,17 @@ func (a *App) sessionIdentity(w http.ResponseWriter, r *http.Request) (*keys.Ide
 			Message: "the session cookie is accepted only on JSON requests from the gateway's own pages; other clients send 'Authorization: Bearer sk-...'"}
 	}
 	u, err := a.sessionUser(w, r)
-	if errors.Is(err, errSessionExpired) {
+	if errors.Is(err, account.ErrSessionExpired) {
 		return nil, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "session_expired", Message: err.Error()}
 	}
 	if err != nil {
 		a.log.Error("reading a session", zap.Error(err))
 		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check sessions right now; try again shortly")
 	}
-	t, err := a.playgroundToken(r.Context(), u.ID)
+	t, err := account.PlaygroundToken(r.Context(), a.db.store, u.ID)
 	if err != nil {
 		a.log.Error("finding the playground token", zap.Error(err))
 		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot prepare the playground right now; try again shortly")
 	}
 	return &keys.Identity{Token: t, User: u}, nil
-}
-
-func (a *App) playgroundToken(ctx context.Context, userID int64) (*store.Token, error) {
-	playgroundMu.Lock()
-	defer playgroundMu.Unlock()
-	tokens, err := a.db.store.ListTokens(ctx, userID)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range tokens {
-		if t.Name == playgroundToken {
-			return t, nil
-		}
-	}
-	// the key is thrown away: only the session uses this token
-	_, t, err := account.CreateToken(ctx, a.db.store, userID, account.TokenSpec{Name: playgroundToken})
-	return t, err
 }

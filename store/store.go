@@ -232,6 +232,21 @@ type DailySpend struct {
 	Requests int64     `json:"requests"`
 }
 
+// UserChange is an administrator's change to one user, which UpdateUser
+// applies whole or not at all. Nil fields and a zero QuotaDelta are kept.
+type UserChange struct {
+	Status *string
+	Role   *string
+	// QuotaDelta is added to the balance. A credit (> 0) is a payment and
+	// pays any invitation reward the user's signup owes, as CreditQuota
+	// does; a debit (< 0) that would take the balance below zero is
+	// ErrInsufficientQuota.
+	QuotaDelta int64
+	Limits     *Limits
+	// EndSessions logs the user out everywhere (disabled, or a new role).
+	EndSessions bool
+}
+
 // UserFilter narrows ListUsers: users with an id above AfterID, oldest first.
 type UserFilter struct {
 	AfterID int64
@@ -276,6 +291,10 @@ type Store interface {
 	ListUsers(ctx context.Context, f UserFilter) ([]*User, error)
 	SetUserStatus(ctx context.Context, userID int64, status string) error
 	SetUserRole(ctx context.Context, userID int64, role string) error
+	// UpdateUser applies c to a user in one transaction and returns the
+	// user as it then is: a change is never half made, and a debit is
+	// checked against the balance it is taken from.
+	UpdateUser(ctx context.Context, userID int64, c UserChange) (*User, error)
 
 	// Tokens.
 	CreateToken(ctx context.Context, t *Token) error // sets t.ID and t.CreatedAt

@@ -1,19 +1,11 @@
-package caddymodule
+package account
 
 import (
 	"container/list"
 	"hash/maphash"
 	"sync"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 )
-
-// RateLimitConfig is a number of attempts allowed per window.
-type RateLimitConfig struct {
-	Attempts int            `json:"attempts,omitempty"`
-	Window   caddy.Duration `json:"window,omitempty"`
-}
 
 // maxAttemptKeys bounds an attemptLimiter's memory: about 100 bytes a key,
 // so some 6 MiB however many addresses and names unauthenticated callers

@@ -1,0 +1,82 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// CreateCodes makes count redemption codes worth quota units each.
+func CreateCodes(ctx context.Context, st store.Store, count int, quota int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
+	if quota <= 0 {
+		return nil, inputErrorf("quota must be a positive number of units (1,000,000 = 1 USD)")
+	}
+	if count <= 0 || count > MaxCodesAtOnce {
+		return nil, inputErrorf("count must be between 1 and %d", MaxCodesAtOnce)
+	}
+	if !expiresAt.IsZero() && !expiresAt.After(time.Now()) {
+		return nil, inputErrorf("expiry must be in the future")
+	}
+	codes := make([]*store.RedemptionCode, count)
+	for i := range codes {
+		code, err := keys.Random("", codeLen)
+		if err != nil {
+			return nil, err
+		}
+		codes[i] = &store.RedemptionCode{Code: code, Quota: quota, ExpiresAt: expiresAt}
+	}
+	if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
+// ErrCodeRefused is the one answer for a code that is unknown, used,
+// disabled or expired: which of these it was would help a guesser.
+var ErrCodeRefused = errors.New("this redemption code cannot be used: check that you typed it correctly")
+
+// Redeem credits a code's quota to userID and returns the amount.
+func Redeem(ctx context.Context, st store.Store, userID int64, code string) (int64, error) {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return 0, inputErrorf("key is required: the redemption code to redeem")
+	}
+	n, err := st.Redeem(ctx, code, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, ErrCodeRefused
+	}
+	return n, err
+}
+
+// Transfer moves amount units (all of it when amount is 0) of userID's
+// invitation quota into their quota and returns how much moved.
+func Transfer(ctx context.Context, st store.Store, userID, amount int64, all bool) (int64, error) {
+	if all {
+		u, err := st.UserByID(ctx, userID)
+		if err != nil {
+			return 0, err
+		}
+		if u.InvitationQuota <= 0 {
+			return 0, inputErrorf("there is no invitation quota to transfer")
+		}
+		amount = u.InvitationQuota
+	} else if amount <= 0 {
+		return 0, inputErrorf("quota must be a positive number of units")
+	}
+	err := st.TransferInvitationQuota(ctx, userID, amount)
+	if errors.Is(err, store.ErrInsufficientQuota) {
+		if all {
+			// spent by a concurrent transfer between the read and the move
+			return 0, inputErrorf("the invitation quota changed while transferring: try again")
+		}
+		return 0, inputErrorf("quota %d exceeds your invitation quota", amount)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return amount, nil
+}

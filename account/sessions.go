@@ -1,0 +1,89 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// DefaultSessionLifetime is how long a web login lasts unused when the
+// configuration names no lifetime.
+const DefaultSessionLifetime = 7 * 24 * time.Hour
+
+// sessionIDLength is 43 base-62 characters: about 256 bits.
+const sessionIDLength = 43
+
+// ErrSessionExpired means a session id names no live session of an
+// enabled user.
+var ErrSessionExpired = errors.New("the session has expired or was ended: log in again")
+
+// Sessions are web logins. The caller carries a session's id (in a
+// cookie); the store keeps only its hash, so a copy of the database lets
+// nobody in.
+type Sessions struct {
+	Store    store.Store
+	Lifetime time.Duration // 0: DefaultSessionLifetime
+}
+
+// MaxAge is how long a new or slid session lasts.
+func (s Sessions) MaxAge() time.Duration {
+	if s.Lifetime > 0 {
+		return s.Lifetime
+	}
+	return DefaultSessionLifetime
+}
+
+// Start stores a new session for userID and returns its id.
+func (s Sessions) Start(ctx context.Context, userID int64) (string, error) {
+	id, err := keys.Random("", sessionIDLength)
+	if err != nil {
+		return "", err
+	}
+	sess := &store.Session{IDHash: keys.Hash(id), UserID: userID, ExpiresAt: time.Now().Add(s.MaxAge())}
+	if err := s.Store.CreateSession(ctx, sess); err != nil {
+		return "", fmt.Errorf("starting a session: %w", err)
+	}
+	return id, nil
+}
+
+// User returns the enabled user session id belongs to, or
+// ErrSessionExpired. It slides the session's expiry forward once a
+// quarter of its lifetime has passed, so an active user stays logged in
+// without a write on every request; slid says so, for the caller to send
+// the id again with its new lifetime.
+func (s Sessions) User(ctx context.Context, id string) (u *store.User, slid bool, err error) {
+	h := keys.Hash(id)
+	sess, err := s.Store.SessionByHash(ctx, h)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, ErrSessionExpired
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	u, err = s.Store.UserByID(ctx, sess.UserID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserEnabled {
+		return nil, false, ErrSessionExpired
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	life := s.MaxAge()
+	if time.Until(sess.ExpiresAt) < life*3/4 {
+		slid = s.Store.TouchSession(ctx, h, time.Now().Add(life)) == nil
+	}
+	return u, slid, nil
+}
+
+// End ends the session id; ending one already gone is no error.
+func (s Sessions) End(ctx context.Context, id string) error {
+	return s.Store.DeleteSession(ctx, keys.Hash(id))
+}
+
+// EndAll ends every session of userID: for a lost or shared device.
+func (s Sessions) EndAll(ctx context.Context, userID int64) error {
+	return s.Store.DeleteUserSessions(ctx, userID)
+}

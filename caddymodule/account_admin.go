@@ -1,0 +1,240 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+func (h *Account) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	f := store.UserFilter{Limit: 50}
+	var err error
+	if f.AfterID, err = queryID(r, "after", "a user id"); err != nil {
+		return nil, err
+	}
+	users, err := h.app.db.store.ListUsers(r.Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]account.UserView, len(users))
+	for i, u := range users {
+		out[i] = account.ViewUser(u)
+	}
+	next := ""
+	if len(users) == f.Limit {
+		next = strconv.FormatInt(users[len(users)-1].ID, 10)
+	}
+	return map[string]any{"data": out, "next_cursor": next}, nil
+}
+
+func (h *Account) createUser(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in struct {
+		Username string `json:"username"`
+		Password string `json:"password"`
+		Role     string `json:"role"`
+		Quota    int64  `json:"quota"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	u, err := account.CreateUser(r.Context(), h.app.db.store, c.user, account.NewUser{Username: in.Username, Password: in.Password, Role: in.Role, Quota: in.Quota})
+	if err != nil {
+		return nil, err
+	}
+	return account.ViewUser(u), nil
+}
+
+func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	var in struct {
+		Status     *string               `json:"status"`
+		Role       *string               `json:"role"`
+		QuotaDelta *int64                `json:"quota_delta"`
+		Limits     *account.LimitsChange `json:"limits"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	u, err := account.UpdateUser(r.Context(), h.app.db.store, c.user, id,
+		account.UserChange{Status: in.Status, Role: in.Role, QuotaDelta: in.QuotaDelta, Limits: in.Limits})
+	if err != nil {
+		return nil, err
+	}
+	if in.QuotaDelta != nil && *in.QuotaDelta != 0 {
+		h.app.db.ledger.Credit(id, *in.QuotaDelta)
+	}
+	if in.Limits != nil {
+		// the user's keys carry the user's limits: admit on the new ones now
+		h.app.db.keys.ForgetUser(id)
+	}
+	return account.ViewUser(u), nil
+}
+
+// updateTokenLimits sets any user's key's rate limits: PATCH
+// /api/admin/tokens/{id} {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}.
+func (h *Account) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	var in struct {
+		Limits *account.LimitsChange `json:"limits"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Limits == nil {
+		return nil, badRequest("invalid_request", `send {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}: the fields to change, 0 to clear one`)
+	}
+	t, err := account.SetKeyLimits(r.Context(), h.app.db.store, c.user, id, *in.Limits)
+	if err != nil {
+		return nil, err
+	}
+	h.app.db.keys.Forget(t.KeyHash)
+	return account.ViewToken(t), nil
+}
+
+func (h *Account) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	f := store.CodeFilter{Limit: 50}
+	var err error
+	if f.BeforeID, err = queryID(r, "before", "a code id"); err != nil {
+		return nil, err
+	}
+	codes, err := h.app.db.store.ListRedemptionCodes(r.Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	next := ""
+	if len(codes) == f.Limit {
+		next = strconv.FormatInt(codes[len(codes)-1].ID, 10)
+	}
+	return map[string]any{"data": account.ViewCodes(codes), "next_cursor": next}, nil
+}
+
+func (h *Account) createCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	var in struct {
+		Count     int    `json:"count"`
+		Quota     int64  `json:"quota"`
+		ExpiresAt string `json:"expires_at"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Count == 0 {
+		in.Count = 1
+	}
+	var expires time.Time
+	if in.ExpiresAt != "" {
+		t, err := time.Parse(time.RFC3339, in.ExpiresAt)
+		if err != nil {
+			return nil, badRequest("invalid_expires_at", "expires_at must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
+		}
+		expires = t
+	}
+	codes, err := account.CreateCodes(r.Context(), h.app.db.store, in.Count, in.Quota, expires)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"data": account.ViewCodes(codes)}, nil
+}
+
+func (h *Account) updateCode(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	var in struct {
+		Status string `json:"status"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if !slices.Contains([]string{store.CodeEnabled, store.CodeDisabled}, in.Status) {
+		return nil, badRequest("invalid_status", "status must be enabled or disabled, not %q", in.Status)
+	}
+	if err := h.app.db.store.SetRedemptionCodeStatus(r.Context(), id, in.Status); err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": id, "status": in.Status}, nil
+}
+
+func (h *Account) adminUsage(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	var f store.UsageFilter
+	if err := usageQuery(r, &f); err != nil {
+		return nil, err
+	}
+	if v := r.URL.Query().Get("user_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, badRequest("invalid_user_id", "user_id must be a user's id, not %q", v)
+		}
+		f.UserID = n
+	}
+	return h.listUsage(r, f)
+}
+
+// usageQuery reads the usage filter from the query string:
+// limit (1-100, default 20), model, since and until (RFC 3339 or unix
+// seconds), after (the next_cursor of the page before).
+func usageQuery(r *http.Request, f *store.UsageFilter) error {
+	q := r.URL.Query()
+	f.Limit = 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return badRequest("invalid_limit", "limit must be a whole number from 1 to 100, not %q", v)
+		}
+		f.Limit = n
+	}
+	f.Model = q.Get("model")
+	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		t, err := parseTime(v)
+		if err != nil {
+			return badRequest("invalid_"+name, "%s must be an RFC 3339 time or unix seconds, not %q", name, v)
+		}
+		*dst = t
+	}
+	if v := q.Get("after"); v != "" {
+		ms, id, ok := strings.Cut(v, "_")
+		msN, err1 := strconv.ParseInt(ms, 10, 64)
+		idN, err2 := strconv.ParseInt(id, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return badRequest("invalid_cursor", "after must be the next_cursor of the previous page, as it was given")
+		}
+		f.After = &store.UsageCursor{CreatedAt: time.UnixMilli(msN), ID: idN}
+	}
+	return nil
+}
+
+func parseTime(v string) (time.Time, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(n, 0), nil
+	}
+	return time.Parse(time.RFC3339, v)
+}
+
+func (h *Account) listUsage(r *http.Request, f store.UsageFilter) (any, error) {
+	logs, err := h.app.db.store.ListUsage(r.Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	next := ""
+	if len(logs) == f.Limit {
+		last := logs[len(logs)-1]
+		next = fmt.Sprintf("%d_%d", last.CreatedAt.UnixMilli(), last.ID)
+	}
+	return map[string]any{"data": logs, "next_cursor": next}, nil
+}

@@ -1,0 +1,303 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+type credentials struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	AffCode  string `json:"aff_code,omitempty"`
+}
+
+func (h *Account) login(w http.ResponseWriter, r *http.Request) (any, error) {
+	if crossOrigin(r) {
+		return nil, errCrossSite
+	}
+	var in credentials
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if in.AffCode != "" {
+		return nil, badRequest("invalid_request", "aff_code belongs to registration, not login")
+	}
+	u, err := h.gate.LogIn(r.Context(), clientNetwork(r), in.Username, in.Password)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.app.startSession(r.Context(), w, r, u.ID); err != nil {
+		return nil, err
+	}
+	return account.ViewUser(u), nil
+}
+
+func (h *Account) register(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.gate.RegistrationOpen(); err != nil {
+		return nil, err
+	}
+	if crossOrigin(r) {
+		return nil, errCrossSite
+	}
+	var in credentials
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	u, err := h.gate.Register(r.Context(), clientNetwork(r), in.Username, in.Password, in.AffCode)
+	if err != nil {
+		return nil, err
+	}
+	return account.ViewUser(u), nil
+}
+
+func (h *Account) logout(w http.ResponseWriter, r *http.Request) (any, error) {
+	c, ok := sessionCookieOf(r)
+	if !ok {
+		return struct{}{}, nil // logged out already
+	}
+	if !sameOrigin(r) || !jsonBody(r) {
+		return nil, errCrossSite
+	}
+	if err := h.app.sessions().End(r.Context(), c.Value); err != nil {
+		return nil, err
+	}
+	setSessionCookie(w, r, "", 0)
+	return struct{}{}, nil
+}
+
+// logoutAll ends every session of the caller, this one included: for a
+// lost or shared device, with the session or with a key.
+func (h *Account) logoutAll(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if err := h.app.sessions().EndAll(r.Context(), c.user.ID); err != nil {
+		return nil, err
+	}
+	if _, ok := sessionCookieOf(r); ok {
+		setSessionCookie(w, r, "", 0)
+	}
+	return struct{}{}, nil
+}
+
+// changePassword sets the caller's password, given the current one, and
+// ends every other session of theirs; the session that asked stays.
+func (h *Account) changePassword(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in struct {
+		CurrentPassword string `json:"current_password"`
+		Password        string `json:"password"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	keep := ""
+	if sc, ok := sessionCookieOf(r); ok && bearerKey(r) == "" {
+		keep = sc.Value
+	}
+	if err := h.gate.ChangePassword(r.Context(), clientNetwork(r), c.user, in.CurrentPassword, in.Password, keep); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+func (h *Account) self(_ http.ResponseWriter, _ *http.Request, c *caller) (any, error) {
+	return account.ViewUser(c.user), nil
+}
+
+func (h *Account) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in struct {
+		Key string `json:"key"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	added, err := h.gate.Redeem(r.Context(), clientNetwork(r), c.user.ID, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	// spendable at once, not after the ledger's next sync with the store
+	h.app.db.ledger.Credit(c.user.ID, added)
+	return struct{}{}, nil
+}
+
+func (h *Account) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in struct {
+		Quota *int64 `json:"quota"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	var amount int64
+	if in.Quota != nil {
+		amount = *in.Quota
+		if amount <= 0 {
+			return nil, badRequest("invalid_quota", "quota must be a positive number of units, or left out to move all of it")
+		}
+	}
+	moved, err := account.Transfer(r.Context(), h.app.db.store, c.user.ID, amount, in.Quota == nil)
+	if err != nil {
+		return nil, err
+	}
+	h.app.db.ledger.Credit(c.user.ID, moved)
+	u, err := h.app.db.store.UserByID(r.Context(), c.user.ID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int64{"transferred": moved, "quota": u.Quota, "aff_quota": u.InvitationQuota}, nil
+}
+
+// models lists the models the caller can ask for: served and priced, each
+// saying whether it chats (what the playground can run).
+func (h *Account) models(_ http.ResponseWriter, _ *http.Request, _ *caller) (any, error) {
+	type model struct {
+		ID   string `json:"id"`
+		Chat bool   `json:"chat"`
+	}
+	out := []model{}
+	for _, m := range h.app.channels.Models() {
+		if p, ok := h.app.prices[m]; ok {
+			out = append(out, model{ID: m, Chat: p.Chat()})
+		}
+	}
+	return map[string]any{"data": out}, nil
+}
+
+func (h *Account) listTokens(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	tokens, err := h.app.db.store.ListTokens(r.Context(), c.user.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]account.TokenView, len(tokens))
+	for i, t := range tokens {
+		out[i] = account.ViewToken(t)
+	}
+	return map[string]any{"data": out}, nil
+}
+
+// tokenInput is a token's fields in a request; absent fields keep their
+// value on update.
+type tokenInput struct {
+	Name       *string   `json:"name"`
+	QuotaLimit *int64    `json:"quota_limit"`
+	Models     *[]string `json:"models"`
+	// ExpiresAt is RFC 3339; "" means never.
+	ExpiresAt *string `json:"expires_at"`
+	Status    *string `json:"status"`
+}
+
+func (in *tokenInput) apply(spec *account.TokenSpec) error {
+	if in.Name != nil {
+		spec.Name = *in.Name
+	}
+	if in.QuotaLimit != nil {
+		spec.QuotaLimit = *in.QuotaLimit
+	}
+	if in.Models != nil {
+		spec.Models = *in.Models
+	}
+	if in.ExpiresAt != nil {
+		spec.ExpiresAt = time.Time{}
+		if *in.ExpiresAt != "" {
+			t, err := time.Parse(time.RFC3339, *in.ExpiresAt)
+			if err != nil {
+				return badRequest("invalid_expires_at", "expires_at must be an RFC 3339 time such as 2030-01-02T15:04:05Z, or \"\" for never")
+			}
+			spec.ExpiresAt = t
+		}
+	}
+	return nil
+}
+
+func (h *Account) createToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var in tokenInput
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if in.Status != nil {
+		return nil, badRequest("invalid_request", "a new token is always enabled: leave out status")
+	}
+	var spec account.TokenSpec
+	if err := in.apply(&spec); err != nil {
+		return nil, err
+	}
+	key, t, err := account.CreateToken(r.Context(), h.app.db.store, c.user.ID, spec)
+	if err != nil {
+		return nil, err
+	}
+	v := account.ViewToken(t)
+	v.Key = key
+	return v, nil
+}
+
+func (h *Account) updateToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := account.OwnToken(r.Context(), h.app.db.store, c.user.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	var in tokenInput
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	spec := account.TokenSpec{Name: t.Name, QuotaLimit: t.QuotaLimit, Models: t.Models, ExpiresAt: t.ExpiresAt}
+	if err := in.apply(&spec); err != nil {
+		return nil, err
+	}
+	status := t.Status
+	if in.Status != nil {
+		status = *in.Status
+	}
+	updated, err := account.UpdateToken(r.Context(), h.app.db.store, c.user.ID, t.ID, spec, status)
+	if err != nil {
+		return nil, err
+	}
+	h.app.db.keys.Forget(t.KeyHash)
+	return account.ViewToken(updated), nil
+}
+
+func (h *Account) deleteToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := account.DeleteToken(r.Context(), h.app.db.store, c.user.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	h.app.db.keys.Forget(t.KeyHash)
+	return struct{}{}, nil
+}
+
+func (h *Account) usage(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	var f store.UsageFilter
+	if err := usageQuery(r, &f); err != nil {
+		return nil, err
+	}
+	if r.URL.Query().Has("user_id") {
+		return nil, badRequest("invalid_request", "user_id is for administrators (GET /api/admin/usage); this lists your own usage")
+	}
+	f.UserID = c.user.ID
+	return h.listUsage(r, f)
+}
+
+// dailySpend answers one entry per UTC day for the last days (default 30,
+// at most 366) days, today included, zero-filled.
+func (h *Account) dailySpend(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	days := 30
+	if v := r.URL.Query().Get("days"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 366 {
+			return nil, badRequest("invalid_days", "days must be a whole number from 1 to 366, not %q", v)
+		}
+		days = n
+	}
+	out, err := account.DailySpend(r.Context(), h.app.db.store, c.user.ID, days)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"data": out}, nil
+}
