@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/tasks"
 )
 
 func init() {
@@ -311,7 +312,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
 	}
-	a.taskDialect = taskDialect{a.dialects[len(a.dialects)-1]}
+	a.taskDialect = tasks.Dialect{Dialect: a.dialects[len(a.dialects)-1]}
 	a.tasks = newTaskPoller(a, a.Tasks, a.log.Named("tasks"))
 	return nil
 }

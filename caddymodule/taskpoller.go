@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
+	"github.com/caddy-model-gateway/gateway/tasks"
 )
 
 // TasksConfig tunes how submitted tasks are followed.
@@ -344,7 +345,7 @@ func (p *taskPoller) finish(ctx context.Context, t *store.Task, st *adapters.Tas
 		status = http.StatusBadGateway
 	}
 	now := time.Now()
-	row := &store.UsageLog{CreatedAt: now, Model: t.Model, Channel: t.Channel, Endpoint: submitPath,
+	row := &store.UsageLog{CreatedAt: now, Model: t.Model, Channel: t.Channel, Endpoint: tasks.SubmitPath,
 		Status: status, Error: t.Error, LatencyMS: now.Sub(t.CreatedAt).Milliseconds(),
 		RequestID: t.RequestID, UpstreamRequestID: t.UpstreamID}
 	settled, err := a.db.store.FinishTask(ctx, t, row)
@@ -379,7 +380,7 @@ func (p *taskPoller) unknownOutcome(ctx context.Context, t *store.Task) {
 	a := p.app
 	t.Status, t.Progress, t.Error, t.Cost = adapters.TaskFailed, 0, unknownOutcomeError, t.Reserved
 	now := time.Now()
-	row := &store.UsageLog{CreatedAt: now, Model: t.Model, Channel: t.Channel, Endpoint: submitPath,
+	row := &store.UsageLog{CreatedAt: now, Model: t.Model, Channel: t.Channel, Endpoint: tasks.SubmitPath,
 		Status: http.StatusBadGateway, Error: t.Error, LatencyMS: now.Sub(t.CreatedAt).Milliseconds(), RequestID: t.RequestID}
 	settled, err := a.db.store.FinishTask(ctx, t, row)
 	if err != nil {

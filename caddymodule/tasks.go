@@ -23,6 +23,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
+	"github.com/caddy-model-gateway/gateway/tasks"
 )
 
 func init() {
@@ -59,39 +60,9 @@ func (h *Tasks) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// The task endpoints' paths.
-const (
-	taskPathPrefix = "/api/generate/"
-	submitPath     = "/api/generate/submit"
-	statusPrefix   = "/api/generate/status/"
-	filePrefix     = "/api/generate/file/"
-)
-
 // isTaskPath reports whether a path is a task endpoint's, whose errors
 // take the task shape.
-func isTaskPath(p string) bool { return strings.HasPrefix(p, taskPathPrefix) }
-
-// taskDialect is how the task endpoints speak: the fallback (OpenAI's)
-// dialect's Bearer credential, and errors in the task shape
-// {"code": <status>, "error": {"message", "type"}}.
-type taskDialect struct{ adapters.Dialect }
-
-func (taskDialect) Name() string { return "task" }
-
-func (taskDialect) EncodeError(e *adapters.Error) []byte {
-	b, _ := json.Marshal(taskErrorBody{Code: e.Status, Error: taskErrorDetail{Message: e.Message, Type: string(e.Type)}})
-	return b
-}
-
-type taskErrorBody struct {
-	Code  int             `json:"code"`
-	Error taskErrorDetail `json:"error"`
-}
-
-type taskErrorDetail struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-}
+func isTaskPath(p string) bool { return tasks.IsPath(p) }
 
 func (h *Tasks) fail(w http.ResponseWriter, e *adapters.Error) error {
 	return writeError(w, h.app.taskDialect, e)
@@ -108,24 +79,24 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	p := r.URL.Path
 	switch {
-	case p == submitPath:
+	case p == tasks.SubmitPath:
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			return h.fail(w, adapters.Errorf(http.StatusMethodNotAllowed, adapters.ErrInvalidRequest, "%s takes POST", submitPath))
+			return h.fail(w, adapters.Errorf(http.StatusMethodNotAllowed, adapters.ErrInvalidRequest, "%s takes POST", tasks.SubmitPath))
 		}
 		return h.submit(w, r, id)
-	case strings.HasPrefix(p, statusPrefix) || strings.HasPrefix(p, filePrefix):
+	case strings.HasPrefix(p, tasks.StatusPrefix) || strings.HasPrefix(p, tasks.FilePrefix):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", http.MethodGet)
 			return h.fail(w, adapters.Errorf(http.StatusMethodNotAllowed, adapters.ErrInvalidRequest, "%s takes GET", p))
 		}
-		if strings.HasPrefix(p, statusPrefix) {
-			return h.status(w, r, id, strings.TrimPrefix(p, statusPrefix))
+		if strings.HasPrefix(p, tasks.StatusPrefix) {
+			return h.status(w, r, id, strings.TrimPrefix(p, tasks.StatusPrefix))
 		}
-		return h.file(w, r, id, strings.TrimPrefix(p, filePrefix))
+		return h.file(w, r, id, strings.TrimPrefix(p, tasks.FilePrefix))
 	}
 	return h.fail(w, adapters.Errorf(http.StatusNotFound, adapters.ErrNotFound,
-		"unknown endpoint %s %s: the task endpoints are POST %s and GET %s{task_id}", r.Method, p, submitPath, statusPrefix))
+		"unknown endpoint %s %s: the task endpoints are POST %s and GET %s{task_id}", r.Method, p, tasks.SubmitPath, tasks.StatusPrefix))
 }
 
 // newTaskID is task_ and 130 random bits: unguessable, so knowing one
@@ -135,9 +106,6 @@ func newTaskID() string {
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	return "task_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:26]
 }
-
-// taskTime is how the task endpoints write times: UTC, to the second.
-func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
 
 // taskChannel is a channel that can run the task, with its provider.
 type taskChannel struct {
@@ -156,7 +124,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	refuse := func(e *adapters.Error) error {
 		// every request past authentication gets a usage row, refused ones too
 		db.writer.WriteUnadmitted(&store.UsageLog{CreatedAt: start, UserID: id.User.ID, TokenID: id.Token.ID,
-			Model: model, Endpoint: submitPath, Status: e.Status, Error: e.Message,
+			Model: model, Endpoint: tasks.SubmitPath, Status: e.Status, Error: e.Message,
 			LatencyMS: time.Since(start).Milliseconds(), RequestID: requestIDOf(r)})
 		if e.Status == adapters.StatusClientClosed {
 			return nil
@@ -182,14 +150,14 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	if e := adapters.PreScan(body, a.MaxElements); e != nil {
 		return refuse(e)
 	}
-	sub, e := parseTaskSubmission(body)
+	sub, e := tasks.ParseSubmission(body)
 	if e != nil {
 		return refuse(e)
 	}
-	if e := checkModelName(sub.req.Model); e != nil {
+	if e := checkModelName(sub.Req.Model); e != nil {
 		return refuse(e)
 	}
-	model = sub.req.Model
+	model = sub.Req.Model
 	plan, e := h.taskPlan(id, sub)
 	if e != nil {
 		return refuse(e)
@@ -202,7 +170,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	// submitted, not while it runs
 	defer ticket.Done(time.Now(), 0)
 	price := a.prices[model]
-	amount := price.TaskReservation(int64(sub.req.Duration))
+	amount := price.TaskReservation(int64(sub.Req.Duration))
 	hold, ok := db.ledger.Admit(id.User, id.Token, amount)
 	if !ok {
 		if avail, _ := db.ledger.Available(id.User.ID); avail <= 0 {
@@ -215,7 +183,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 	// The reservation moves to the store with the task, in one transaction:
 	// it outlives this request, this configuration and this process.
 	task := &store.Task{ID: newTaskID(), UserID: id.User.ID, TokenID: id.Token.ID, Model: model,
-		Reserved: amount, Duration: sub.req.Duration, RequestID: requestIDOf(r),
+		Reserved: amount, Duration: sub.Req.Duration, RequestID: requestIDOf(r),
 		LeaseOwner: a.tasks.submitter, LeaseUntil: time.Now().Add(a.tasks.submitLease(plan))}
 	if !price.Free {
 		task.PriceTask, task.PriceSecond = price.Task, price.VideoSecond
@@ -235,7 +203,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		b := a.bounds[tc.ch.Name]
 		sctx, cancel := context.WithTimeout(ctx, b.timeout)
 		up := &adapters.Upstream{Channel: tc.ch.Name, BaseURL: tc.ch.BaseURL, Key: tc.ch.Key(), Model: tc.ch.UpstreamModel(model)}
-		upstreamID, err := tc.prov.SubmitTask(sctx, a.tasks.doer(tc.ch.Name), up, &sub.req)
+		upstreamID, err := tc.prov.SubmitTask(sctx, a.tasks.doer(tc.ch.Name), up, &sub.Req)
 		cancel()
 		if err == nil && upstreamID == "" {
 			err = adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream accepted the task but gave no id for it")
@@ -249,7 +217,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 				// task as one whose outcome is unknown
 				h.log.Error("recording a submitted task", zap.String("task_id", task.ID), zap.String("upstream_id", upstreamID), zap.Error(err))
 			}
-			return writeTaskData(w, map[string]any{"task_id": task.ID, "status": adapters.TaskNotStarted, "created_time": taskTime(task.CreatedAt)})
+			return writeTaskData(w, map[string]any{"task_id": task.ID, "status": adapters.TaskNotStarted, "created_time": tasks.FormatTime(task.CreatedAt)})
 		}
 		e := maskedError(err, tc.ch)
 		if !isChannelFault(e) {
@@ -269,7 +237,7 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		a.logFailure(h.log, tc.ch, &failure{err: e, detail: maskKeys(err.Error(), tc.ch.Keys)}, failover(i+1 < len(plan)))
 	}
 	task.Status, task.Error = adapters.TaskFailed, last.Message
-	row := &store.UsageLog{CreatedAt: start, Model: model, Channel: task.Channel, Endpoint: submitPath,
+	row := &store.UsageLog{CreatedAt: start, Model: model, Channel: task.Channel, Endpoint: tasks.SubmitPath,
 		Status: last.Status, Error: last.Message, LatencyMS: time.Since(start).Milliseconds(), RequestID: task.RequestID}
 	if settled, err := db.store.FinishTask(ctx, task, row); err != nil {
 		h.log.Error("refunding a refused task", zap.String("task_id", task.ID), zap.Error(err))
@@ -283,8 +251,8 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 // asked, refusing what no channel can: a model that is not a task model, a
 // callback for a polling-only family, a metadata field the gateway or the
 // vendor's adapter owns.
-func (h *Tasks) taskPlan(id *keys.Identity, sub *taskSubmission) ([]taskChannel, *adapters.Error) {
-	a, model := h.app, sub.req.Model
+func (h *Tasks) taskPlan(id *keys.Identity, sub *tasks.Submission) ([]taskChannel, *adapters.Error) {
+	a, model := h.app, sub.Req.Model
 	if len(id.Token.Models) > 0 && !slices.Contains(id.Token.Models, model) {
 		return nil, &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
 			Message: "this API key may not use model " + model + "; it may use: " + strings.Join(id.Token.Models, ", ")}
@@ -303,11 +271,8 @@ func (h *Tasks) taskPlan(id *keys.Identity, sub *taskSubmission) ([]taskChannel,
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "not_a_task_model",
 			Message: "the model " + model + " is not a task model: it has no task or video_second price. Call its own endpoint (/v1/...) instead, or ask the operator to price it per task"}
 	}
-	prefix := ""
-	if sub.form == "B" {
-		prefix = "input."
-	}
-	if k := ownedByGateway(sub.metaKeys); k != "" {
+	prefix := sub.Prefix()
+	if k := ownedByGateway(sub.MetaKeys); k != "" {
 		return nil, adapters.BadRequest("'%smetadata.%s' is set by the gateway, not the client: name the model with the top-level 'model' (the one that is billed)", prefix, k)
 	}
 	var plan []taskChannel
@@ -317,12 +282,12 @@ func (h *Tasks) taskPlan(id *keys.Identity, sub *taskSubmission) ([]taskChannel,
 		if !ok {
 			continue
 		}
-		if sub.req.CallbackURL != "" && !tp.CallbackCapable() {
+		if sub.Req.CallbackURL != "" && !tp.CallbackCapable() {
 			polling = true
 			continue
 		}
 		if o, ok := tp.(adapters.TaskOwnedFields); ok {
-			for _, k := range sub.metaKeys {
+			for _, k := range sub.MetaKeys {
 				if slices.Contains(o.OwnedFields(), k) {
 					return nil, adapters.BadRequest("'%smetadata.%s' is set by the gateway for this model, not by the client: use the task endpoint's own fields (prompt, image, duration, aspect_ratio, size, negative_prompt, seed) instead", prefix, k)
 				}
@@ -331,7 +296,7 @@ func (h *Tasks) taskPlan(id *keys.Identity, sub *taskSubmission) ([]taskChannel,
 		plan = append(plan, taskChannel{ch: ch, prov: tp})
 	}
 	if len(plan) == 0 && polling {
-		return nil, adapters.BadRequest("the model %s is polling-only: it takes no callback_url. Drop '%smetadata.callback_url' and poll GET %s{task_id} instead", model, prefix, statusPrefix)
+		return nil, adapters.BadRequest("the model %s is polling-only: it takes no callback_url. Drop '%smetadata.callback_url' and poll GET %s{task_id} instead", model, prefix, tasks.StatusPrefix)
 	}
 	if len(plan) == 0 {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "not_a_task_model",
@@ -386,7 +351,7 @@ func maskedError(err error, ch *routing.Channel) *adapters.Error {
 }
 
 func writeTaskData(w http.ResponseWriter, data any) error {
-	b, err := json.Marshal(map[string]any{"code": http.StatusOK, "data": data})
+	b, err := tasks.DataBody(data)
 	if err != nil {
 		return err
 	}
@@ -400,7 +365,7 @@ func writeTaskData(w http.ResponseWriter, data any) error {
 // of someone else's alike, so an id's owner is never revealed.
 func taskNotFound() *adapters.Error {
 	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "task_not_found",
-		Message: "no such task for this account: check the task_id that POST " + submitPath + " returned"}
+		Message: "no such task for this account: check the task_id that POST " + tasks.SubmitPath + " returned"}
 }
 
 // ownTask loads the caller's task, or nil with the 404 to answer.
@@ -438,10 +403,10 @@ func (h *Tasks) status(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		"status":       t.Status,
 		"progress":     t.Progress,
 		"files":        h.clientFiles(r, t),
-		"created_time": taskTime(t.CreatedAt),
+		"created_time": tasks.FormatTime(t.CreatedAt),
 	}
 	if !t.FinishedAt.IsZero() {
-		data["finished_time"] = taskTime(t.FinishedAt)
+		data["finished_time"] = tasks.FormatTime(t.FinishedAt)
 	}
 	if t.Status == adapters.TaskFailed {
 		data["error_message"] = t.Error
@@ -465,7 +430,7 @@ func (h *Tasks) clientFiles(r *http.Request, t *store.Task) []adapters.TaskFile 
 	}
 	out := make([]adapters.TaskFile, len(files))
 	for i, f := range files {
-		out[i] = adapters.TaskFile{URL: fmt.Sprintf("%s://%s%s%s/%d", scheme, r.Host, filePrefix, t.ID, i), Type: f.Type}
+		out[i] = adapters.TaskFile{URL: fmt.Sprintf("%s://%s%s%s/%d", scheme, r.Host, tasks.FilePrefix, t.ID, i), Type: f.Type}
 	}
 	return out
 }
@@ -493,7 +458,7 @@ func (h *Tasks) file(w http.ResponseWriter, r *http.Request, id *keys.Identity, 
 	files := taskFiles(t)
 	if err != nil || i < 0 || i >= len(files) || t.Status != adapters.TaskFinished {
 		return h.fail(w, &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "file_not_found",
-			Message: "the task has no such file: GET " + statusPrefix + t.ID + " lists its files once it has finished"})
+			Message: "the task has no such file: GET " + tasks.StatusPrefix + t.ID + " lists its files once it has finished"})
 	}
 	a := h.app
 	fetcher, ok := a.providers[t.Channel].(adapters.TaskFetcher)
@@ -581,5 +546,4 @@ func fetchFollowing(c *http.Client, req *http.Request) (*http.Response, error) {
 var (
 	_ caddyhttp.MiddlewareHandler = (*Tasks)(nil)
 	_ caddy.Provisioner           = (*Tasks)(nil)
-	_ adapters.Dialect            = taskDialect{}
 )
