@@ -3,9 +3,7 @@ package caddymodule
 import (
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
@@ -19,19 +17,6 @@ func TestPriceConfigTaskPrices(t *testing.T) {
 	}
 	if _, err := (&PriceConfig{Task: "-1"}).price(); err == nil {
 		t.Fatal("a negative task price was accepted")
-	}
-}
-
-func TestTaskBackoff(t *testing.T) {
-	p := &taskPoller{cfg: &TasksConfig{PollInterval: caddy.Duration(time.Second), MaxPollInterval: caddy.Duration(4 * time.Second)}}
-	want := []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond, 3375 * time.Millisecond, 4 * time.Second, 4 * time.Second}
-	for i, w := range want {
-		if got := p.backoff(i + 1); got != w {
-			t.Errorf("poll %d waits %s, want %s", i+1, got, w)
-		}
-	}
-	if id := newTaskID(); len(id) != len("task_")+26 || id == newTaskID() {
-		t.Fatalf("task ids %q", id)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // The task endpoints' paths.
@@ -54,3 +55,28 @@ func DataBody(data any) ([]byte, error) {
 func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
 
 var _ adapters.Dialect = Dialect{}
+
+// SubmittedData is the data of a submit's answer.
+func SubmittedData(t *store.Task) map[string]any {
+	return map[string]any{"task_id": t.ID, "status": adapters.TaskNotStarted, "created_time": FormatTime(t.CreatedAt)}
+}
+
+// StatusData is the data of a status call's answer, files as the client
+// is shown them (Engine.ClientFiles).
+func StatusData(t *store.Task, files []adapters.TaskFile) map[string]any {
+	data := map[string]any{
+		"task_id":      t.ID,
+		"model":        t.Model,
+		"status":       t.Status,
+		"progress":     t.Progress,
+		"files":        files,
+		"created_time": FormatTime(t.CreatedAt),
+	}
+	if !t.FinishedAt.IsZero() {
+		data["finished_time"] = FormatTime(t.FinishedAt)
+	}
+	if t.Status == adapters.TaskFailed {
+		data["error_message"] = t.Error
+	}
+	return data
+}
