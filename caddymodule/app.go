@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/tasks"
 )
 
 func init() {
@@ -128,8 +129,8 @@ type App struct {
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
 	retention *retention
-	// this configuration's task poller, and the task endpoints' dialect
-	tasks       *taskPoller
+	// this configuration's task engine, and the task endpoints' dialect
+	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
 }
 
@@ -311,8 +312,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
 	}
-	a.taskDialect = taskDialect{a.dialects[len(a.dialects)-1]}
-	a.tasks = newTaskPoller(a, a.Tasks, a.log.Named("tasks"))
+	a.taskDialect = tasks.Dialect{Dialect: a.dialects[len(a.dialects)-1]}
+	a.tasks = a.newTaskEngine()
 	return nil
 }
 
@@ -564,7 +565,7 @@ func (a *App) Start() error {
 	if a.retention != nil {
 		a.retention.start()
 	}
-	a.tasks.start()
+	a.tasks.Start()
 	return nil
 }
 
@@ -575,7 +576,7 @@ func (a *App) Stop() error {
 	if a.retention != nil {
 		a.retention.stop()
 	}
-	a.tasks.stop()
+	a.tasks.Stop()
 	return nil
 }
 

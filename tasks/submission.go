@@ -1,10 +1,9 @@
-package caddymodule
+package tasks
 
 import (
 	"bytes"
 	"encoding/json"
-	"net/netip"
-	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,45 +11,60 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
-// taskSubmission is a decoded POST /api/generate/submit body.
-type taskSubmission struct {
-	req adapters.TaskRequest
-	// metadata's member names, for the owned-field checks
-	metaKeys []string
-	// form is "A" (fields at the top level) or "B" (inside input), for
-	// messages that name where a field goes
-	form string
+// Submission is a decoded POST /api/generate/submit body.
+type Submission struct {
+	Req adapters.TaskRequest
+	// MetaKeys are metadata's member names, for the owned-field checks.
+	MetaKeys []string
+	// Form is FormA (fields at the top level) or FormB (inside input), for
+	// messages that name where a field goes.
+	Form string
 }
 
-// taskFields are the common generation fields, beside prompt in either
+// The two body forms.
+const (
+	FormA = "A"
+	FormB = "B"
+)
+
+// Prefix is where the form puts the common fields, as messages name them:
+// "" for form A, "input." for form B.
+func (s *Submission) Prefix() string {
+	if s.Form == FormB {
+		return "input."
+	}
+	return ""
+}
+
+// Fields are the common generation fields, beside prompt in either
 // form; their values are checked here, the rest is the vendor's.
-var taskFields = []string{"prompt", "metadata", "image", "duration", "aspect_ratio", "size", "negative_prompt", "seed"}
+var Fields = []string{"prompt", "metadata", "image", "duration", "aspect_ratio", "size", "negative_prompt", "seed"}
 
-// maxTaskText bounds prompt, negative prompt, size and aspect ratio (the
+// MaxText bounds prompt, negative prompt, size and aspect ratio (the
 // image, often base64, is bounded only by the body's size).
-const maxTaskText = 32 << 10
+const MaxText = 32 << 10
 
-// parseTaskSubmission decodes either body form. Form A puts model, prompt,
+// ParseSubmission decodes either body form. Form A puts model, prompt,
 // metadata and the common fields at the top level; form B puts everything
 // but model inside input. A body that mixes them, or puts callback_url
 // anywhere but under metadata, is refused with where it belongs.
-func parseTaskSubmission(body []byte) (*taskSubmission, *adapters.Error) {
-	top, e := taskObject(body, "the request body")
+func ParseSubmission(body []byte) (*Submission, *adapters.Error) {
+	top, e := object(body, "the request body")
 	if e != nil {
 		return nil, e
 	}
-	sub := &taskSubmission{form: "A"}
+	sub := &Submission{Form: FormA}
 	rawModel, ok := top["model"]
 	if !ok {
 		return nil, adapters.BadRequest("'model' is required: name the task model at the top level, e.g. {\"model\": \"sora-2\", \"prompt\": \"...\"}")
 	}
-	if err := json.Unmarshal(rawModel, &sub.req.Model); err != nil || sub.req.Model == "" {
+	if err := json.Unmarshal(rawModel, &sub.Req.Model); err != nil || sub.Req.Model == "" {
 		return nil, adapters.BadRequest("'model' must be a non-empty string")
 	}
 	fields := top
 	prefix := ""
 	if rawInput, ok := top["input"]; ok {
-		sub.form, prefix = "B", "input."
+		sub.Form, prefix = FormB, "input."
 		var mixed []string
 		for k := range top {
 			if k != "model" && k != "input" {
@@ -61,7 +75,7 @@ func parseTaskSubmission(body []byte) (*taskSubmission, *adapters.Error) {
 			sort.Strings(mixed)
 			return nil, adapters.BadRequest("the body mixes the two forms: with 'input', only 'model' stays at the top level; move %s into 'input' (or drop 'input' and put everything at the top level)", quoteList(mixed))
 		}
-		if fields, e = taskObject(rawInput, "'input'"); e != nil {
+		if fields, e = object(rawInput, "'input'"); e != nil {
 			return nil, e
 		}
 	}
@@ -72,8 +86,8 @@ func parseTaskSubmission(body []byte) (*taskSubmission, *adapters.Error) {
 		case k == "model" && prefix != "":
 			return nil, adapters.BadRequest("'input.model' is not read: 'model' belongs at the top level of the body")
 		case k == "model":
-		case !contains(taskFields, k):
-			return nil, adapters.BadRequest("'%s%s' is not a field of the task endpoint (known: %s); the vendor's own options go under '%smetadata'", prefix, k, strings.Join(taskFields, ", "), prefix)
+		case !slices.Contains(Fields, k):
+			return nil, adapters.BadRequest("'%s%s' is not a field of the task endpoint (known: %s); the vendor's own options go under '%smetadata'", prefix, k, strings.Join(Fields, ", "), prefix)
 		}
 	}
 	if e := decodeTaskFields(fields, prefix, sub); e != nil {
@@ -82,8 +96,8 @@ func parseTaskSubmission(body []byte) (*taskSubmission, *adapters.Error) {
 	return sub, nil
 }
 
-func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *taskSubmission) *adapters.Error {
-	r := &sub.req
+func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *Submission) *adapters.Error {
+	r := &sub.Req
 	text := func(name string, dst *string) *adapters.Error {
 		raw, ok := f[name]
 		if !ok || string(raw) == "null" {
@@ -92,8 +106,8 @@ func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *taskSubm
 		if err := json.Unmarshal(raw, dst); err != nil {
 			return adapters.BadRequest("'%s%s' must be a string", prefix, name)
 		}
-		if name != "image" && len(*dst) > maxTaskText {
-			return adapters.BadRequest("'%s%s' is longer than %d bytes", prefix, name, maxTaskText)
+		if name != "image" && len(*dst) > MaxText {
+			return adapters.BadRequest("'%s%s' is longer than %d bytes", prefix, name, MaxText)
 		}
 		return nil
 	}
@@ -124,7 +138,7 @@ func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *taskSubm
 	if !ok || string(raw) == "null" {
 		return nil
 	}
-	meta, e := taskObject(raw, "'"+prefix+"metadata'")
+	meta, e := object(raw, "'"+prefix+"metadata'")
 	if e != nil {
 		return e
 	}
@@ -132,15 +146,15 @@ func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *taskSubm
 		if err := json.Unmarshal(cb, &r.CallbackURL); err != nil {
 			return adapters.BadRequest("'%smetadata.callback_url' must be a string", prefix)
 		}
-		if e := checkCallbackURL(r.CallbackURL, prefix); e != nil {
+		if e := CheckCallbackURL(r.CallbackURL, prefix); e != nil {
 			return e
 		}
 		delete(meta, "callback_url")
 	}
 	for k := range meta {
-		sub.metaKeys = append(sub.metaKeys, k)
+		sub.MetaKeys = append(sub.MetaKeys, k)
 	}
-	sort.Strings(sub.metaKeys)
+	sort.Strings(sub.MetaKeys)
 	if len(meta) > 0 {
 		// the members as the client sent them, callback_url taken out
 		b, err := json.Marshal(meta)
@@ -152,8 +166,8 @@ func decodeTaskFields(f map[string]json.RawMessage, prefix string, sub *taskSubm
 	return nil
 }
 
-// taskObject decodes a JSON object into its members, raw.
-func taskObject(raw []byte, what string) (map[string]json.RawMessage, *adapters.Error) {
+// object decodes a JSON object into its members, raw.
+func object(raw []byte, what string) (map[string]json.RawMessage, *adapters.Error) {
 	var m map[string]json.RawMessage
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, adapters.BadRequest("%s must be a JSON object", what)
@@ -162,50 +176,6 @@ func taskObject(raw []byte, what string) (map[string]json.RawMessage, *adapters.
 		return nil, adapters.BadRequest("%s is not valid JSON: %v", what, err)
 	}
 	return m, nil
-}
-
-// checkCallbackURL accepts an absolute https URL whose host is a name
-// other than localhost, or an address adapters.CheckPublicAddr (the policy
-// the image fetcher dials by) accepts, judged on the URL alone: the vendor
-// calls it, not the gateway, so no name is resolved here.
-func checkCallbackURL(raw, prefix string) *adapters.Error {
-	where := "'" + prefix + "metadata.callback_url'"
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return adapters.BadRequest("%s must be an absolute https URL, e.g. https://example.com/hooks/video", where)
-	}
-	if !strings.EqualFold(u.Scheme, "https") {
-		return adapters.BadRequest("%s must use https, not %s: the vendor posts the task's result to it", where, u.Scheme)
-	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if host == "" {
-		return adapters.BadRequest("%s has no host", where)
-	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return adapters.BadRequest("%s points at localhost: give an address the vendor can reach on the internet", where)
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := adapters.CheckPublicAddr(ip); err != nil {
-			return adapters.BadRequest("%s is not on the public internet (%v): give an address the vendor can reach on the internet", where, err)
-		}
-		return nil
-	}
-	// a last label of digits or hex is an IP in a form netip does not read
-	// (127.1, 2130706433, 0x7f.0.0.1), which resolvers still take
-	labels := strings.Split(host, ".")
-	if last := labels[len(labels)-1]; last == "" || strings.Trim(last, "0123456789") == "" || strings.HasPrefix(last, "0x") {
-		return adapters.BadRequest("%s has %q as its host, which is neither a name nor an IP address in dotted form", where, host)
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quoteList(names []string) string {

@@ -1,0 +1,51 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+)
+
+// ClientError is err, from talking to ch, as a neutral error fit for the
+// client: an upstream's own error with the channel's keys masked, or, for
+// a failure to talk to the upstream at all, what happened without
+// addresses (err itself goes to the log).
+func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
+	var ue *adapters.Error
+	if !errors.As(err, &ue) {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI, "the upstream did not answer within the channel's timeout")
+		}
+		if errors.Is(err, ErrAnswerTooLarge) {
+			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", ErrAnswerTooLarge)
+		}
+		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream could not be reached")
+	}
+	ce := *ue
+	if ce.Status == 0 {
+		ce.Status = http.StatusBadGateway
+	}
+	ce.Message = e.deps.MaskKeys(ce.Message, ch.Keys)
+	return &ce
+}
+
+// NotFound is the answer for a task that does not exist and for one of
+// someone else's alike, so an id's owner is never revealed.
+func NotFound() *adapters.Error {
+	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "task_not_found",
+		Message: "no such task for this account: check the task_id that POST " + SubmitPath + " returned"}
+}
+
+func quotaError(msg string) *adapters.Error {
+	return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrInsufficientQuota, Code: "insufficient_quota", Message: msg}
+}
+
+func formatUnits(u int64) string {
+	return fmt.Sprintf("%d.%06d USD", u/billing.UnitsPerUSD, u%billing.UnitsPerUSD)
+}
