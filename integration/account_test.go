@@ -104,19 +104,17 @@ func (a apiAnswer) decode(t *testing.T, v any) {
 // apiErr checks the OpenAI error shape and returns the error object.
 func (a apiAnswer) apiErr(t *testing.T, status int, code string) (msg string) {
 	t.Helper()
-	var e struct {
-		Error *struct{ Message, Type, Code string }
-	}
-	if a.status != status || json.Unmarshal(a.body, &e) != nil || e.Error == nil || e.Error.Message == "" || e.Error.Type == "" {
+	e, ok := errorBody(a.body)
+	if a.status != status || !ok || e.Message == "" || e.Type == "" {
 		t.Fatalf("got %d %s, want %d with an OpenAI-shaped error", a.status, a.body, status)
 	}
-	if code != "" && e.Error.Code != code {
-		t.Fatalf("error code %q (%s), want %q", e.Error.Code, e.Error.Message, code)
+	if code != "" && e.Code != code {
+		t.Fatalf("error code %q (%s), want %q", e.Code, e.Message, code)
 	}
 	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("error content type %q", ct)
 	}
-	return e.Error.Message
+	return e.Message
 }
 
 func (c *client) do(method, path string, body any, header ...string) apiAnswer {

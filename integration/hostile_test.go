@@ -30,11 +30,8 @@ func TestHostileInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		resp, body := s.gw.Do("POST", "/v1/chat/completions", s.key, []byte(tt.body), nil)
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		_ = json.Unmarshal(body, &e)
-		if resp.StatusCode != http.StatusBadRequest || e.Error.Code != tt.code {
+		e, _ := errorBody(body)
+		if resp.StatusCode != http.StatusBadRequest || e.Code != tt.code {
 			t.Errorf("%s: %d %s, want 400 %s", tt.name, resp.StatusCode, body, tt.code)
 		}
 	}

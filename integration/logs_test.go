@@ -22,17 +22,12 @@ import (
 // waitLog waits until logs() holds want, and returns what it holds.
 func waitLog(t *testing.T, logs func() string, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		text := logs()
-		if strings.Contains(text, want) {
-			return text
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log:\n%s", want, text)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var text string
+	within(t, 10*time.Second, fmt.Sprintf("%q in the log", want), func() bool {
+		text = logs()
+		return strings.Contains(text, want)
+	})
+	return text
 }
 
 // TestExampleLogHidesRealtimeSubprotocolKey: a browser can send its key
@@ -192,15 +187,15 @@ func TestUpstreamOutageLogsOncePerInterval(t *testing.T) {
 	// the failures held back are counted on the next line: keep failing
 	// until one is written, then every failure is accounted for
 	sent := requests
-	deadline := time.Now().Add(10 * time.Second)
-	for len(solo()) == len(lines) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no new line about channel solo after %d more failures", sent-requests)
+	within(t, 10*time.Second, "a new line about channel solo", func() bool {
+		if len(solo()) != len(lines) {
+			return true
 		}
 		chat("solo")
 		sent++
 		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 	total := 0
 	for _, l := range solo() {
 		total += l.Failures
@@ -294,12 +289,7 @@ func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 		return string(b)
 	}
 	var lines []map[string]any
-	deadline := time.Now().Add(10 * time.Second)
-	for len(lines) < len(keys) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d access log lines, want %d:\n%s", len(lines), len(keys), read())
-		}
-		time.Sleep(20 * time.Millisecond)
+	within(t, 10*time.Second, fmt.Sprintf("%d access log lines", len(keys)), func() bool {
 		lines = lines[:0]
 		for _, text := range strings.Split(read(), "\n") {
 			var l map[string]any
@@ -307,7 +297,8 @@ func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 				lines = append(lines, l)
 			}
 		}
-	}
+		return len(lines) >= len(keys)
+	})
 	text := read()
 	// one line a request: the gateway's took the place of Caddy's (both
 	// are written before the answer ends)

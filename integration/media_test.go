@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -15,7 +14,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -172,15 +170,6 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func apiStatus(t *testing.T, err error) (int, string) {
-	t.Helper()
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) {
-		t.Fatalf("want an API error, got %v", err)
-	}
-	return apiErr.StatusCode, apiErr.Message
-}
-
 func TestMediaImages(t *testing.T) {
 	s := startMedia(t, "2MB")
 	c := s.client()
@@ -265,8 +254,8 @@ func TestMediaImages(t *testing.T) {
 		u.expect("/v1/images/generations", "gemini-2.5-flash-image", 200, perMillion(9, 300_000, 1290, 30_000_000))
 		// an image URL cannot come from an upstream that answers with bytes
 		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "gemini-2.5-flash-image", Prompt: "x", ResponseFormat: openai.ImageGenerateParamsResponseFormatURL})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "b64_json") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "b64_json") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/images/generations", "gemini-2.5-flash-image", 400, 0)
 	})
@@ -292,8 +281,8 @@ func TestMediaImages(t *testing.T) {
 		_, err = c.Images.Edit(ctx, openai.ImageEditParams{Model: "gemini-2.5-flash-image", Prompt: "x",
 			Image: openai.ImageEditParamsImageUnion{OfFile: openai.File(bytes.NewReader(a), "a.png", "image/png")},
 			Mask:  openai.File(bytes.NewReader(b), "m.png", "image/png")})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "mask") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "mask") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/images/edits", "gemini-2.5-flash-image", 400, 0)
 	})
@@ -341,22 +330,22 @@ func TestMediaImages(t *testing.T) {
 		// over max_upload_size: 413, nothing reaches the upstream
 		_, err := c.Images.Edit(ctx, openai.ImageEditParams{Model: "gpt-image-1", Prompt: "too big",
 			Image: openai.ImageEditParamsImageUnion{OfFile: openai.File(bytes.NewReader(randomBytes(5, 3<<20)), "big.png", "image/png")}})
-		if st, msg := apiStatus(t, err); st != 413 || !strings.Contains(msg, "max_upload_size") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 413 || !strings.Contains(e.Message, "max_upload_size") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/images/edits", "", 413, 0)
 
 		// a family without an image endpoint
 		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "claude-sonnet-4-6", Prompt: "a cat"})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "claude-sonnet-4-6") || !strings.Contains(msg, "image generations") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "claude-sonnet-4-6") || !strings.Contains(e.Message, "image generations") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/images/generations", "claude-sonnet-4-6", 400, 0)
 		// Imagen edits only on Vertex AI, not on the Gemini API
 		_, err = c.Images.Edit(ctx, openai.ImageEditParams{Model: "imagen-4.0-generate-001", Prompt: "x",
 			Image: openai.ImageEditParamsImageUnion{OfFile: openai.File(bytes.NewReader([]byte("png")), "a.png", "image/png")}})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "cannot edit images") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "cannot edit images") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/images/edits", "imagen-4.0-generate-001", 400, 0)
 
@@ -381,8 +370,8 @@ func TestMediaImages(t *testing.T) {
 		u.expect("/v1/images/generations", "", 400, 0)
 		// a size the price table does not price
 		_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "dall-e-3", Prompt: "x", Size: "256x256"})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "256x256") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "256x256") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/images/generations", "dall-e-3", 400, 0)
 		if n := len(s.openai.Requests()); n != before {
@@ -407,8 +396,8 @@ func TestMediaImages(t *testing.T) {
 		defer s.openai.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 0 })
 		_, err := c.Images.Edit(ctx, openai.ImageEditParams{Model: "gpt-image-1", Prompt: "x",
 			Image: openai.ImageEditParamsImageUnion{OfFile: openai.File(bytes.NewReader([]byte("png")), "a.png", "image/png")}})
-		if st, _ := apiStatus(t, err); st != 502 {
-			t.Fatalf("status %d", st)
+		if e := sdkError(t, err); e.StatusCode != 502 {
+			t.Fatalf("status %d", e.StatusCode)
 		}
 		u.expect("/v1/images/edits", "gpt-image-1", 502, 0)
 	})
@@ -521,8 +510,8 @@ func TestMediaAudio(t *testing.T) {
 		}
 		u.expect("/v1/audio/transcriptions", "whisper-1", 400, 0) // a refusal whose model is known is counted under it
 		_, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "imagen-4.0-generate-001", Input: "hi", Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
-		if st, msg := apiStatus(t, err); st != 400 || !strings.Contains(msg, "no speech endpoint") || !strings.Contains(msg, "imagen-4.0-generate-001") {
-			t.Fatalf("%d %s", st, msg)
+		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "no speech endpoint") || !strings.Contains(e.Message, "imagen-4.0-generate-001") {
+			t.Fatalf("%d %s", e.StatusCode, e.Message)
 		}
 		u.expect("/v1/audio/speech", "imagen-4.0-generate-001", 400, 0)
 	})
@@ -726,25 +715,14 @@ func TestMediaUploadsInFlightBounded(t *testing.T) {
 	conn.Write(randomBytes(11, 64<<10))
 	body, ct := form(t, map[string]string{"model": "whisper-1"}, map[string][]byte{"file": randomBytes(10, 3<<19)})
 	// the stalled upload holds its 1.9 MB of the 3 MB
-	waitFor(t, func() bool {
+	eventually(t, "the stalled upload to hold its space", func() bool {
 		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
 		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" && strings.Contains(string(out), "too many uploads")
 	})
 	conn.Close()
 	// the space is back
-	waitFor(t, func() bool {
+	eventually(t, "the space to come back", func() bool {
 		resp, _ := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
 		return resp.StatusCode == 200
 	})
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("the condition never held")
 }

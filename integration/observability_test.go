@@ -420,17 +420,13 @@ func TestHealthWhenTheStoreRefusesWrites(t *testing.T) {
 	}
 	waitReady := func(want int) string {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			code, _, body := o.ready(t)
-			if code == want {
-				return body
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("readyz stayed %d (%s), want %d", code, body, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		var body string
+		eventually(t, fmt.Sprintf("readyz to answer %d", want), func() bool {
+			var code int
+			code, _, body = o.ready(t)
+			return code == want
+		})
+		return body
 	}
 	body = waitReady(http.StatusServiceUnavailable)
 	if !strings.Contains(body, `"store":{"ok":false`) || strings.Contains(body, o.gw.DBPath) {
@@ -501,15 +497,15 @@ func TestRetentionDeletesInBatchesWhileServing(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(60 * time.Second)
 	var servedWhileDeleting int64
-	for o.gw.Metrics()["gateway_usage_retention_deleted_total"] < old {
-		servedWhileDeleting = served.Load()
-		if time.Now().After(deadline) {
-			t.Fatalf("retention deleted %v rows, want %d", o.gw.Metrics()["gateway_usage_retention_deleted_total"], old)
+	eventually(t, fmt.Sprintf("retention to delete %d rows", old), func() bool {
+		if o.gw.Metrics()["gateway_usage_retention_deleted_total"] >= old {
+			return true
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		servedWhileDeleting = served.Load()
+		time.Sleep(40 * time.Millisecond)
+		return false
+	})
 	close(stop)
 	wg.Wait()
 	t.Logf("%d requests answered while retention was still deleting, %d in all", servedWhileDeleting, served.Load())

@@ -239,11 +239,8 @@ func TestResponsesRefusals(t *testing.T) {
 				body = `{"model":"` + model + `",` + c.body + `}`
 			}
 			resp, out := s.gw.Do("POST", "/v1/responses", key, []byte(body), nil)
-			var e struct {
-				Error struct{ Message, Param string }
-			}
-			_ = json.Unmarshal(out, &e)
-			if resp.StatusCode != 400 || e.Error.Param != c.param || !strings.Contains(e.Error.Message, c.says) {
+			e, _ := errorBody(out)
+			if resp.StatusCode != 400 || e.Param != c.param || !strings.Contains(e.Message, c.says) {
 				t.Errorf("%s %s: %d %s", model, c.body, resp.StatusCode, out)
 			}
 		}

@@ -88,13 +88,12 @@ http://127.0.0.1:{{PORT}} {
 
 // vendorFake is what the tests drive of each fake vendor.
 type vendorFake interface {
-	Jobs() []gatewaytest.VendorJob
-	Last(t testing.TB) gatewaytest.VendorJob
+	Jobs() []gatewaytest.Job
+	Last(t testing.TB) gatewaytest.Job
 	Run(id string)
 	Finish(id string)
 	Fail(id, reason string)
-	FailPolls(status int)
-	HangPolls(hang bool)
+	SetFaults(f gatewaytest.JobFaults)
 	Faulted() int
 }
 
@@ -191,7 +190,7 @@ var videoFamilies = []family{
 }
 
 // submitted returns the member name of the vendor's submit body, as sent.
-func submitted(t *testing.T, job gatewaytest.VendorJob, name string) string {
+func submitted(t *testing.T, job gatewaytest.Job, name string) string {
 	t.Helper()
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(job.Body, &body); err != nil {
@@ -379,7 +378,7 @@ func TestTaskFamiliesPollFaults(t *testing.T) {
 			if f.model == "MiniMax-Hailuo-02" {
 				status = http.StatusOK // a base_resp error
 			}
-			fake.FailPolls(status)
+			fake.SetFaults(gatewaytest.JobFaults{PollStatus: status})
 			fake.Run(job.ID)
 			before := fake.Faulted()
 			eventually(t, "polls to meet the failing vendor", func() bool { return fake.Faulted() >= before+2 })
@@ -387,11 +386,10 @@ func TestTaskFamiliesPollFaults(t *testing.T) {
 				t.Fatalf("a failing read changed the task: %+v", st.Data)
 			}
 
-			fake.FailPolls(0)
-			fake.HangPolls(true)
+			fake.SetFaults(gatewaytest.JobFaults{HangPolls: true})
 			before = fake.Faulted()
 			eventually(t, "polls to hang", func() bool { return fake.Faulted() >= before+2 })
-			fake.HangPolls(false)
+			fake.SetFaults(gatewaytest.JobFaults{})
 
 			fake.Finish(job.ID)
 			waitTask(t, s.gw, key, sub.Data.TaskID, "finished")

@@ -75,7 +75,7 @@ func startInflight(t *testing.T, timeout string) (*inflightSetup, <-chan submitR
 	s.gw = gatewaytest.Start(t, inflightCaddyfile, s.vars)
 	s.gw.DBPath = s.vars["DB"]
 	s.key = s.gw.AddUser("ada", 5_000_000)
-	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{HoldSubmits: s.hold})
+	s.openai.Videos.SetFaults(gatewaytest.JobFaults{HoldSubmits: s.hold})
 	res := submitAsync(s.gw.URL, s.key, `{"model":"sora-2","prompt":"a slow vendor","duration":4}`)
 	eventually(t, "the vendor to hold the submit", func() bool { return s.openai.Videos.Held() == 1 })
 	return s, res
@@ -120,10 +120,7 @@ func (s *inflightSetup) accepted(t *testing.T, res <-chan submitResult) (taskID,
 	if err := json.Unmarshal(r.body, &a); err != nil || a.Data.TaskID == "" {
 		t.Fatalf("the held submit's answer: %s", r.body)
 	}
-	job, ok := s.openai.Videos.Last()
-	if !ok {
-		t.Fatal("the vendor holds no job")
-	}
+	job := s.openai.Videos.Last(t) // fails the test when the vendor holds no job
 	st := gatewaytest.OpenStore(t, s.vars["DB"])
 	task, err := st.TaskByID(context.Background(), a.Data.TaskID)
 	if err != nil || task.UpstreamID != job.ID {
@@ -160,7 +157,7 @@ func TestTaskSubmitInFlightAcrossReload(t *testing.T) {
 	if st := taskStatus(t, s.gw, s.key, taskID); st.Data.Status != "not_started" {
 		t.Fatalf("the task once the vendor accepted it: %+v", st.Data)
 	}
-	s.openai.Videos.Finish(jobID, 4)
+	s.openai.Videos.Finish(jobID)
 	waitTask(t, s.gw, s.key, taskID, "finished")
 	chargedOnce(t, s.gw)
 }
@@ -183,7 +180,7 @@ func TestTaskSubmitInFlightAcrossRestart(t *testing.T) {
 	close(s.hold)
 	taskID, jobID := s.accepted(t, res)
 	s.gw.Wait()
-	s.openai.Videos.Finish(jobID, 4)
+	s.openai.Videos.Finish(jobID)
 	waitTask(t, next, s.key, taskID, "finished")
 	chargedOnce(t, next)
 }

@@ -235,8 +235,8 @@ func TestTaskSoraFormA(t *testing.T) {
 	if q, _ := s.gw.Quota("ada"); q != 5_000_000-800_000 {
 		t.Fatalf("quota after submit %d, want the 800000 reservation taken", q)
 	}
-	job, ok := s.openai.Videos.Last()
-	if !ok || job.Model != "sora-2" || job.Prompt != "a red kite over the sea" || job.Params["seconds"] != "8" ||
+	job := s.openai.Videos.Last(t)
+	if job.Model != "sora-2" || job.Prompt != "a red kite over the sea" || job.Params["seconds"] != "8" ||
 		job.Params["size"] != "1280x720" || !bytes.Equal(job.Image, pngPixel) || job.ImageType != "image/png" {
 		t.Fatalf("OpenAI received %+v", job)
 	}
@@ -245,7 +245,7 @@ func TestTaskSoraFormA(t *testing.T) {
 		t.Fatalf("queued status: %+v", st.Data)
 	}
 
-	s.openai.Videos.Run(job.ID, 40)
+	s.openai.Videos.Progress(job.ID, 40)
 	eventually(t, "progress 40", func() bool {
 		st := taskStatus(t, s.gw, key, sub.Data.TaskID)
 		return st.Data.Status == "running" && *st.Data.Progress == 40
@@ -259,7 +259,7 @@ func TestTaskSoraFormA(t *testing.T) {
 		}
 	}
 
-	s.openai.Videos.Finish(job.ID, 8)
+	s.openai.Videos.Finish(job.ID)
 	done := waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 	if *done.Data.Progress != 100 || !taskTimePattern.MatchString(done.Data.FinishedTime) || done.Data.ErrorMessage != "" ||
 		len(done.Data.Files) != 1 || done.Data.Files[0].Type != "video" {
@@ -285,11 +285,11 @@ func TestTaskSoraFormA(t *testing.T) {
 	if q, _ := s.gw.Quota("ada"); q != 5_000_000-800_000-1_200_000 {
 		t.Fatalf("quota with a 12 s reservation held: %d", q)
 	}
-	job2, _ := s.openai.Videos.Last()
+	job2 := s.openai.Videos.Last(t)
 	if _, set := job2.Params["seconds"]; set {
 		t.Fatalf("seconds sent though the client named no duration: %+v", job2.Params)
 	}
-	s.openai.Videos.Finish(job2.ID, 4)
+	s.openai.Videos.Finish(job2.ID)
 	waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
 	rows := s.gw.WaitUsage("ada", 2)
 	if len(rows) != 2 || rows[0].Cost != 800_000 || rows[1].Cost != 400_000 || rows[0].Model != "sora-2" || rows[0].Endpoint != "/api/generate/submit" {
@@ -314,13 +314,13 @@ func TestTaskVeoFormB(t *testing.T) {
 	if q, _ := s.gw.Quota("ada"); q != 5_000_000-2_400_000 {
 		t.Fatalf("quota after submit %d, want 6 s at 0.40 USD reserved", q)
 	}
-	job, ok := s.gemini.Videos.Last()
+	job := s.gemini.Videos.Last(t)
 	want := map[string]any{"aspectRatio": "16:9", "negativePrompt": "people", "durationSeconds": 6.0,
 		"personGeneration": "allow_adult", "enhancePrompt": true}
-	if !ok || job.Model != "veo-3.0-generate-001" || job.Prompt != "a lighthouse at dusk" || fmt.Sprint(job.Params) != fmt.Sprint(want) {
+	if job.Model != "veo-3.0-generate-001" || job.Prompt != "a lighthouse at dusk" || fmt.Sprint(job.Params) != fmt.Sprint(want) {
 		t.Fatalf("Veo received %+v, want parameters %v", job, want)
 	}
-	s.gemini.Videos.Run(job.ID, 0)
+	s.gemini.Videos.Progress(job.ID, 0)
 	waitTask(t, s.gw, key, sub.Data.TaskID, "running")
 	s.gemini.Videos.Fail(job.ID, "The video could not be generated: audio generation failed.")
 	failed := waitTask(t, s.gw, key, sub.Data.TaskID, "failed")
@@ -337,11 +337,11 @@ func TestTaskVeoFormB(t *testing.T) {
 	// follows Google's redirect to signed storage without the key
 	image := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngPixel)
 	sub2 := submitTask(t, s.gw, key, `{"model":"veo-3.0-generate-001","input":{"prompt":"the lighthouse turns on","image":"`+image+`"}}`)
-	job2, _ := s.gemini.Videos.Last()
+	job2 := s.gemini.Videos.Last(t)
 	if !bytes.Equal(job2.Image, pngPixel) || job2.ImageType != "image/png" {
 		t.Fatalf("Veo's image: %q %q", job2.Image, job2.ImageType)
 	}
-	s.gemini.Videos.Finish(job2.ID, 8)
+	s.gemini.Videos.Finish(job2.ID)
 	done := waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
 	if len(done.Data.Files) != 1 || done.Data.Files[0].Type != "video" {
 		t.Fatalf("finished status: %+v", done.Data)
@@ -483,22 +483,22 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	s := startTasks(t, "24h")
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"a slow sunrise","duration":4}`)
-	job, _ := s.openai.Videos.Last()
-	s.openai.Videos.Run(job.ID, 10)
+	job := s.openai.Videos.Last(t)
+	s.openai.Videos.Progress(job.ID, 10)
 	waitTask(t, s.gw, key, sub.Data.TaskID, "running")
 
 	// the gateway goes down; the job finishes meanwhile
 	s.gw.Stop()
-	s.openai.Videos.Finish(job.ID, 4)
+	s.openai.Videos.Finish(job.ID)
 	s.gw.Restart()
 	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 
 	// a task in flight across a reload is taken up by the new
 	// configuration (the old one handed its leases back)
 	sub2 := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"across a reload","duration":8}`)
-	job2, _ := s.openai.Videos.Last()
+	job2 := s.openai.Videos.Last(t)
 	s.gw.Reload(tasksCaddyfile, s.vars)
-	s.openai.Videos.Finish(job2.ID, 8)
+	s.openai.Videos.Finish(job2.ID)
 	waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
 
 	time.Sleep(300 * time.Millisecond) // several poll intervals: no second settlement
@@ -518,16 +518,16 @@ func TestTaskSurvivesKill(t *testing.T) {
 	s := startTasks(t, "24h")
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job, _ := s.openai.Videos.Last()
-	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{HangPolls: true})
+	job := s.openai.Videos.Last(t)
+	s.openai.Videos.SetFaults(gatewaytest.JobFaults{HangPolls: true})
 	time.Sleep(300 * time.Millisecond) // a poll hangs, its lease held
 	s.gw.Kill()
 	st := gatewaytest.OpenStore(t, s.vars["DB"])
 	if task, err := st.TaskByID(context.Background(), sub.Data.TaskID); err != nil || task.LeaseOwner == "" {
 		t.Fatalf("the killed gateway held no lease: %+v %v", task, err)
 	}
-	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{})
-	s.openai.Videos.Finish(job.ID, 4)
+	s.openai.Videos.SetFaults(gatewaytest.JobFaults{})
+	s.openai.Videos.Finish(job.ID)
 	s.gw.Restart()
 	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 	rows := s.gw.WaitUsage("ada", 1)
@@ -578,7 +578,7 @@ func TestTaskTwoInstancesSettleOnce(t *testing.T) {
 	}
 	for i, j := range jobs {
 		if i%2 == 0 {
-			s.openai.Videos.Finish(j.ID, 4)
+			s.openai.Videos.Finish(j.ID)
 		} else {
 			s.openai.Videos.Fail(j.ID, "generation failed")
 		}
@@ -639,11 +639,11 @@ func TestTaskStatusRefreshes(t *testing.T) {
 	s := startTasksWith(t, taskConfig{poll: "100ms", maxPoll: "1h"})
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job, _ := s.openai.Videos.Last()
+	job := s.openai.Videos.Last(t)
 	// seven polls: the poller's next one is 1.7 s away
-	eventually(t, "seven polls", func() bool { j, _ := s.openai.Videos.Last(); return j.Polls >= 7 })
+	eventually(t, "seven polls", func() bool { j, _ := s.openai.Videos.Job(job.ID); return j.Polls >= 7 })
 	time.Sleep(150 * time.Millisecond) // the stored state is older than poll_interval
-	s.openai.Videos.Finish(job.ID, 4)
+	s.openai.Videos.Finish(job.ID)
 	st := taskStatus(t, s.gw, key, sub.Data.TaskID)
 	if st.Data.Status != "finished" || len(st.Data.Files) != 1 || *st.Data.Progress != 100 {
 		t.Fatalf("one status call after the vendor finished: %+v", st.Data)
@@ -661,16 +661,16 @@ func TestTaskPollFaults(t *testing.T) {
 	s := startTasks(t, "24h")
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job, _ := s.openai.Videos.Last()
-	s.openai.Videos.Finish(job.ID, 4)
-	for _, f := range []gatewaytest.VideoFaults{{PollStatus: 500}, {HangPolls: true}, {HugePolls: 1 << 20}} {
+	job := s.openai.Videos.Last(t)
+	s.openai.Videos.Finish(job.ID)
+	for _, f := range []gatewaytest.JobFaults{{PollStatus: 500}, {HangPolls: true}, {HugePolls: 1 << 20}} {
 		s.openai.Videos.SetFaults(f)
 		time.Sleep(400 * time.Millisecond) // polls (and status refreshes) meet the fault
 		if st := taskStatus(t, s.gw, key, sub.Data.TaskID); st.Data.Status != "not_started" {
 			t.Fatalf("status while the vendor misbehaves (%+v): %+v", f, st.Data)
 		}
 	}
-	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{})
+	s.openai.Videos.SetFaults(gatewaytest.JobFaults{})
 	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 	if q, _ := s.gw.Quota("ada"); q != 4_600_000 {
 		t.Fatalf("quota after a task polled through faults: %d", q)
@@ -683,9 +683,9 @@ func TestTaskSubmitFaults(t *testing.T) {
 	s := startTasks(t, "24h")
 	key := s.gw.AddUser("ada", 5_000_000)
 	for _, tc := range []struct {
-		f      gatewaytest.VideoFaults
+		f      gatewaytest.JobFaults
 		status int
-	}{{gatewaytest.VideoFaults{SubmitStatus: 503}, 502}, {gatewaytest.VideoFaults{HangSubmits: true}, 504}} {
+	}{{gatewaytest.JobFaults{SubmitStatus: 503}, 502}, {gatewaytest.JobFaults{HangSubmits: true}, 504}} {
 		s.gemini.Videos.SetFaults(tc.f)
 		resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"veo-3.0-generate-001","prompt":"x"}`), nil)
 		if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != tc.status || a.Error == nil {
@@ -698,13 +698,13 @@ func TestTaskSubmitFaults(t *testing.T) {
 	}
 
 	// a failing channel fails over to the next; the task lives there
-	s.openai.Videos.SetFaults(gatewaytest.VideoFaults{SubmitStatus: 500})
+	s.openai.Videos.SetFaults(gatewaytest.JobFaults{SubmitStatus: 500})
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job, ok := s.backup.Videos.Last()
-	if !ok || len(s.openai.Videos.Jobs()) != 0 {
+	if len(s.backup.Videos.Jobs()) == 0 || len(s.openai.Videos.Jobs()) != 0 {
 		t.Fatalf("the backup channel got no job (primary has %d)", len(s.openai.Videos.Jobs()))
 	}
-	s.backup.Videos.Finish(job.ID, 4)
+	job := s.backup.Videos.Last(t)
+	s.backup.Videos.Finish(job.ID)
 	done := waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
 	resp, b := s.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, s.gw.URL), key, nil, nil)
 	if resp.StatusCode != 200 || !bytes.Equal(b, gatewaytest.VideoBytes(job.ID)) {
@@ -730,8 +730,8 @@ func TestTaskBounds(t *testing.T) {
 	small := startTasksWith(t, taskConfig{maxFile: "16"})
 	key = small.gw.AddUser("bo", 5_000_000)
 	sub := submitTask(t, small.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job, _ := small.openai.Videos.Last()
-	small.openai.Videos.Finish(job.ID, 4)
+	job := small.openai.Videos.Last(t)
+	small.openai.Videos.Finish(job.ID)
 	done := waitTask(t, small.gw, key, sub.Data.TaskID, "finished")
 	resp, b = small.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, small.gw.URL), key, nil, nil)
 	if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != http.StatusBadGateway || !strings.Contains(a.Error.Message, "max_file_size") {

@@ -24,7 +24,7 @@ type FakeGemini struct {
 	Key string // the key it expects in x-goog-api-key
 	recorder
 	// Videos is Veo's job table (fakevideo.go).
-	Videos *VideoJobs
+	Videos *JobStore
 }
 
 var _ Fake = (*FakeGemini)(nil)
@@ -32,7 +32,7 @@ var _ Fake = (*FakeGemini)(nil)
 // NewFakeGemini starts a fake that expects key.
 func NewFakeGemini(t testing.TB, key string) *FakeGemini {
 	Secret(key)
-	f := &FakeGemini{Key: key, Videos: newVideoJobs()}
+	f := &FakeGemini{Key: key, Videos: &JobStore{}}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)

@@ -24,7 +24,7 @@ import (
 // its nbf and exp: anything else gets Kling's 401 (codes 1000-1004). A bad
 // body gets a 400 with code 1201, an unknown task a 404 with code 1203.
 type FakeKling struct {
-	*vendorJobs
+	*videoVendor
 	Access, Secret string
 	now            func() time.Time
 }
@@ -44,7 +44,7 @@ func NewFakeKling(t testing.TB, access, secret string) *FakeKling {
 	Secret(access)
 	Secret(secret)
 	f := &FakeKling{Access: access, Secret: secret, now: time.Now}
-	f.vendorJobs = newVendorJobs(t, "kl-", f.serve)
+	f.videoVendor = newVideoVendor(t, "kl-", f.serve)
 	return f
 }
 
@@ -93,6 +93,11 @@ func (f *FakeKling) checkToken(r *http.Request) (int, string) {
 	return 0, ""
 }
 
+// serverError answers a fault the test set, in the vendor's shape.
+func (f *FakeKling) serverError(w http.ResponseWriter, status int) {
+	klingAnswer(w, status, 5000, "Server internal error", nil)
+}
+
 func (f *FakeKling) serve(w http.ResponseWriter, r *http.Request) {
 	if code, msg := f.checkToken(r); code != 0 {
 		klingAnswer(w, http.StatusUnauthorized, code, msg, nil)
@@ -106,9 +111,11 @@ func (f *FakeKling) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && id == "":
-		f.submit(w, r, endpoint)
+		if !f.submitGate(w, r, f.serverError) {
+			f.submit(w, r, endpoint)
+		}
 	case r.Method == http.MethodGet && id != "":
-		if f.pollGate(w, r, func(w http.ResponseWriter, status int) { klingAnswer(w, status, 5000, "Server internal error", nil) }) {
+		if f.pollGate(w, r, f.serverError) {
 			f.query(w, endpoint, id)
 		}
 	default:
@@ -172,7 +179,7 @@ func (f *FakeKling) submit(w http.ResponseWriter, r *http.Request, endpoint stri
 		bad("callback_url is invalid")
 		return
 	}
-	j := f.add(r.URL.Path, raw, seconds)
+	j := f.accept(r.URL.Path, raw, seconds)
 	now := time.Now().UnixMilli()
 	klingAnswer(w, http.StatusOK, 0, "SUCCEED", map[string]any{
 		"task_id": j.ID, "task_status": "submitted", "task_info": map[string]any{}, "created_at": now, "updated_at": now,
@@ -180,25 +187,24 @@ func (f *FakeKling) submit(w http.ResponseWriter, r *http.Request, endpoint stri
 }
 
 func (f *FakeKling) query(w http.ResponseWriter, endpoint, id string) {
-	f.polled()
-	j, ok := f.Job(id)
+	j, ok := f.polled(id)
 	if !ok || j.Path != "/v1/videos/"+endpoint {
 		klingAnswer(w, http.StatusNotFound, 1203, "The requested resource does not exist", nil)
 		return
 	}
 	data := map[string]any{"task_id": j.ID, "task_info": map[string]any{}, "created_at": 0, "updated_at": 0}
 	switch j.State {
-	case VendorQueued:
+	case JobQueued:
 		data["task_status"] = "submitted"
-	case VendorRunning:
+	case JobRunning:
 		data["task_status"] = "processing"
-	case VendorSucceeded:
+	case JobSucceeded:
 		data["task_status"] = "succeed"
 		data["task_status_msg"] = ""
 		data["task_result"] = map[string]any{"videos": []map[string]any{
 			{"id": j.ID + "-v", "url": j.VideoURL, "duration": fmt.Sprintf("%.1f", j.Seconds)},
 		}}
-	case VendorFailed:
+	case JobFailed:
 		data["task_status"] = "failed"
 		data["task_status_msg"] = j.Reason
 	}

@@ -19,7 +19,7 @@ import (
 // status_msg}: 1004 for a wrong Bearer key, 2013 for bad parameters, 1026
 // for a prompt it will not take. A failed job says why in its base_resp.
 type FakeMiniMax struct {
-	*vendorJobs
+	*videoVendor
 	Key string
 	// GroupID, when set, must come as GroupId with each file lookup.
 	GroupID string
@@ -36,7 +36,7 @@ var minimaxModels = map[string]bool{
 func NewFakeMiniMax(t testing.TB, key string) *FakeMiniMax {
 	Secret(key)
 	f := &FakeMiniMax{Key: key}
-	f.vendorJobs = newVendorJobs(t, "3617", f.serve)
+	f.videoVendor = newVideoVendor(t, "3617", f.serve)
 	return f
 }
 
@@ -48,6 +48,15 @@ func minimaxAnswer(w http.ResponseWriter, code int, msg string, fields map[strin
 	writeJSONStatus(w, http.StatusOK, fields)
 }
 
+// serverError answers a fault the test set, in the vendor's shape.
+func (f *FakeMiniMax) serverError(w http.ResponseWriter, status int) {
+	if status == http.StatusOK {
+		minimaxAnswer(w, 1000, "unknown error", nil)
+		return
+	}
+	w.WriteHeader(status)
+}
+
 func (f *FakeMiniMax) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "Bearer "+f.Key {
 		minimaxAnswer(w, 1004, "login fail: Please carry the API secret key in the 'Authorization' field of the request header", nil)
@@ -55,15 +64,11 @@ func (f *FakeMiniMax) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/video_generation":
-		f.submit(w, r)
+		if !f.submitGate(w, r, f.serverError) {
+			f.submit(w, r)
+		}
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/query/video_generation":
-		if f.pollGate(w, r, func(w http.ResponseWriter, status int) {
-			if status == http.StatusOK {
-				minimaxAnswer(w, 1000, "unknown error", nil)
-				return
-			}
-			w.WriteHeader(status)
-		}) {
+		if f.pollGate(w, r, f.serverError) {
 			f.query(w, r.URL.Query().Get("task_id"))
 		}
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/files/retrieve":
@@ -128,27 +133,26 @@ func (f *FakeMiniMax) submit(w http.ResponseWriter, r *http.Request) {
 		bad("callback_url must be a string")
 		return
 	}
-	j := f.add(r.URL.Path, raw, float64(duration))
+	j := f.accept(r.URL.Path, raw, float64(duration))
 	minimaxAnswer(w, 0, "success", map[string]any{"task_id": j.ID})
 }
 
 func (f *FakeMiniMax) query(w http.ResponseWriter, id string) {
-	f.polled()
-	j, ok := f.Job(id)
+	j, ok := f.polled(id)
 	if !ok {
 		minimaxAnswer(w, 2013, "invalid params, task_id not found", nil)
 		return
 	}
 	answer := map[string]any{"task_id": j.ID, "file_id": ""}
 	switch j.State {
-	case VendorQueued:
+	case JobQueued:
 		answer["status"] = "Queueing"
-	case VendorRunning:
+	case JobRunning:
 		answer["status"] = "Processing"
-	case VendorSucceeded:
+	case JobSucceeded:
 		answer["status"], answer["file_id"] = "Success", j.FileID
 		answer["video_width"], answer["video_height"] = 1366, 768
-	case VendorFailed:
+	case JobFailed:
 		answer["status"] = "Fail"
 		minimaxAnswer(w, 1027, j.Reason, answer)
 		return
@@ -163,7 +167,7 @@ func (f *FakeMiniMax) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	fileID := r.URL.Query().Get("file_id")
 	for _, j := range f.Jobs() {
-		if j.FileID == fileID && j.State == VendorSucceeded {
+		if j.FileID == fileID && j.State == JobSucceeded {
 			var id int64
 			fmt.Sscan(fileID, &id)
 			minimaxAnswer(w, 0, "success", map[string]any{"file": map[string]any{

@@ -32,7 +32,7 @@ type FakeOpenAI struct {
 	// azure opens streams with Azure's prompt-filter chunk (FakeAzure)
 	azure bool
 	// Videos is the video API's job table (fakevideo.go).
-	Videos *VideoJobs
+	Videos *JobStore
 	rt     realtimeState // the Realtime API (fakerealtime.go)
 }
 
@@ -114,7 +114,7 @@ var fakeRequestIDs atomic.Int64
 // NewFakeOpenAI starts a fake that expects key.
 func NewFakeOpenAI(t testing.TB, key string) *FakeOpenAI {
 	Secret(key)
-	f := &FakeOpenAI{Key: key, Videos: newVideoJobs()}
+	f := &FakeOpenAI{Key: key, Videos: &JobStore{}}
 	f.b = defaultBehavior()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)

@@ -21,7 +21,7 @@ import (
 // gets 401, a bad body 400, an unknown model 404, each as {"error": {code,
 // message, param, type}}.
 type FakeSeedance struct {
-	*vendorJobs
+	*videoVendor
 	Key string
 }
 
@@ -36,13 +36,18 @@ var seedanceModels = map[string]string{
 func NewFakeSeedance(t testing.TB, key string) *FakeSeedance {
 	Secret(key)
 	f := &FakeSeedance{Key: key}
-	f.vendorJobs = newVendorJobs(t, "cgt-2025", f.serve)
+	f.videoVendor = newVideoVendor(t, "cgt-2025", f.serve)
 	return f
 }
 
 func arkError(w http.ResponseWriter, status int, code, msg, param string) {
 	typ := map[int]string{400: "BadRequest", 401: "Unauthorized", 404: "NotFound"}[status]
 	writeJSONStatus(w, status, map[string]any{"error": map[string]any{"code": code, "message": msg, "param": param, "type": typ}})
+}
+
+// serverError answers a fault the test set, in the vendor's shape.
+func (f *FakeSeedance) serverError(w http.ResponseWriter, status int) {
+	arkError(w, status, "InternalServiceError", "the service encountered an unexpected internal error", "")
 }
 
 func (f *FakeSeedance) serve(w http.ResponseWriter, r *http.Request) {
@@ -53,11 +58,11 @@ func (f *FakeSeedance) serve(w http.ResponseWriter, r *http.Request) {
 	const tasks = "/api/v3/contents/generations/tasks"
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == tasks:
-		f.submit(w, r)
+		if !f.submitGate(w, r, f.serverError) {
+			f.submit(w, r)
+		}
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, tasks+"/"):
-		if f.pollGate(w, r, func(w http.ResponseWriter, status int) {
-			arkError(w, status, "InternalServiceError", "the service encountered an unexpected internal error", "")
-		}) {
+		if f.pollGate(w, r, f.serverError) {
 			f.query(w, strings.TrimPrefix(r.URL.Path, tasks+"/"))
 		}
 	default:
@@ -158,13 +163,12 @@ func (f *FakeSeedance) submit(w http.ResponseWriter, r *http.Request) {
 		bad("callback_url", "must be a string")
 		return
 	}
-	j := f.add(r.URL.Path, raw, seconds)
+	j := f.accept(r.URL.Path, raw, seconds)
 	writeJSONStatus(w, http.StatusOK, map[string]any{"id": j.ID})
 }
 
 func (f *FakeSeedance) query(w http.ResponseWriter, id string) {
-	f.polled()
-	j, ok := f.Job(id)
+	j, ok := f.polled(id)
 	if !ok {
 		arkError(w, http.StatusNotFound, "ResourceNotFound", fmt.Sprintf("the task %s is not found", id), "id")
 		return
@@ -176,18 +180,18 @@ func (f *FakeSeedance) query(w http.ResponseWriter, id string) {
 	now := time.Now().Unix()
 	answer := map[string]any{"id": j.ID, "model": model, "error": nil, "created_at": now, "updated_at": now}
 	switch j.State {
-	case VendorQueued:
+	case JobQueued:
 		answer["status"] = "queued"
-	case VendorRunning:
+	case JobRunning:
 		answer["status"] = "running"
-	case VendorSucceeded:
+	case JobSucceeded:
 		answer["status"] = "succeeded"
 		answer["content"] = map[string]any{"video_url": j.VideoURL}
 		answer["seed"], answer["resolution"], answer["ratio"] = 10, "720p", "16:9"
 		answer["duration"], answer["framespersecond"] = int(j.Seconds), 24
 		tokens := int(j.Seconds) * 21780
 		answer["usage"] = map[string]any{"completion_tokens": tokens, "total_tokens": tokens}
-	case VendorFailed:
+	case JobFailed:
 		answer["status"] = "failed"
 		answer["error"] = map[string]any{"code": "OutputVideoSensitiveContentDetected", "message": j.Reason}
 	}

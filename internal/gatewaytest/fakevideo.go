@@ -1,7 +1,6 @@
 package gatewaytest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,213 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
-
-// VideoJobs is a fake vendor's table of video jobs. FakeOpenAI serves it
-// as OpenAI's video API (Sora) and FakeGemini as Veo's long-running
-// operations, each in its vendor's wire format; a job stays queued until
-// the test moves it (Run, Finish, Fail), as a real job moves on the
-// vendor's side while the gateway polls.
-type VideoJobs struct {
-	mu     sync.Mutex
-	jobs   map[string]*VideoJob
-	ids    []string
-	faults VideoFaults
-	// keysToStorage counts downloads from signed storage that carried the
-	// channel's key along
-	keysToStorage int
-	held          int // submits held by HoldSubmits right now
-}
-
-// Held is how many submits the fake is holding right now (HoldSubmits).
-func (v *VideoJobs) Held() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.held
-}
-
-// KeysToStorage is how many signed-storage downloads carried a key.
-func (v *VideoJobs) KeysToStorage() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.keysToStorage
-}
-
-// VideoJob is one job as the fake vendor holds it.
-type VideoJob struct {
-	ID     string
-	Model  string
-	Prompt string
-	// Params are the submit's parameters other than model and prompt:
-	// Sora's form fields (seconds, size, ...), Veo's parameters object.
-	Params map[string]any
-	// Image is the first frame the submit carried, and its media type.
-	Image     []byte
-	ImageType string
-	Status    string // queued, running, finished or failed
-	Progress  int
-	Error     string
-	Seconds   int // the video's length, once finished
-	Polls     int // status queries so far
-	Downloads int
-}
-
-// Job states a test moves a job through.
-const (
-	JobQueued   = "queued"
-	JobRunning  = "running"
-	JobFinished = "finished"
-	JobFailed   = "failed"
-)
-
-func newVideoJobs() *VideoJobs { return &VideoJobs{jobs: map[string]*VideoJob{}} }
-
-func (v *VideoJobs) add(j *VideoJob) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	j.Status = JobQueued
-	v.jobs[j.ID] = j
-	v.ids = append(v.ids, j.ID)
-}
-
-// Jobs returns copies of every job, in submit order.
-func (v *VideoJobs) Jobs() []VideoJob {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := make([]VideoJob, 0, len(v.ids))
-	for _, id := range v.ids {
-		out = append(out, *v.jobs[id])
-	}
-	return out
-}
-
-// Last returns a copy of the newest job; ok is false when there is none.
-func (v *VideoJobs) Last() (VideoJob, bool) {
-	jobs := v.Jobs()
-	if len(jobs) == 0 {
-		return VideoJob{}, false
-	}
-	return jobs[len(jobs)-1], true
-}
-
-func (v *VideoJobs) move(id string, change func(j *VideoJob)) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if j, ok := v.jobs[id]; ok {
-		change(j)
-	}
-}
-
-// Run puts a job in progress at progress percent.
-func (v *VideoJobs) Run(id string, progress int) {
-	v.move(id, func(j *VideoJob) { j.Status, j.Progress = JobRunning, progress })
-}
-
-// Finish completes a job with a video seconds long.
-func (v *VideoJobs) Finish(id string, seconds int) {
-	v.move(id, func(j *VideoJob) { j.Status, j.Progress, j.Seconds = JobFinished, 100, seconds })
-}
-
-// Fail ends a job with the vendor's reason.
-func (v *VideoJobs) Fail(id, reason string) {
-	v.move(id, func(j *VideoJob) { j.Status, j.Error = JobFailed, reason })
-}
-
-// VideoFaults are how a fake vendor misbehaves; the zero value is none.
-type VideoFaults struct {
-	PollStatus   int   // status queries answer this error status
-	HangPolls    bool  // status queries hold until the gateway hangs up
-	HugePolls    int64 // status queries answer a 200 JSON body this long
-	SubmitStatus int   // submits answer this error status
-	HangSubmits  bool  // submits hold until the gateway hangs up
-	// HoldSubmits makes a vendor slow to accept: each submit waits until
-	// the channel is closed, then is taken as usual (one whose gateway
-	// hung up meanwhile is not).
-	HoldSubmits chan struct{}
-}
-
-// SetFaults replaces the fake's faults.
-func (v *VideoJobs) SetFaults(f VideoFaults) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.faults = f
-}
-
-func (v *VideoJobs) currentFaults() VideoFaults {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.faults
-}
-
-// submitFault answers a submit with the fault set, if any, in the vendor's
-// error shape, and reports whether it did.
-func (v *VideoJobs) submitFault(w http.ResponseWriter, r *http.Request, vendorError func(status int)) bool {
-	f := v.currentFaults()
-	switch {
-	case f.HangSubmits:
-		// the body read first: only then does the server see the
-		// gateway hang up
-		_, _ = io.Copy(io.Discard, r.Body)
-		<-r.Context().Done()
-		return true
-	case f.SubmitStatus != 0:
-		vendorError(f.SubmitStatus)
-		return true
-	case f.HoldSubmits != nil:
-		// the body read first, as for HangSubmits, and given back whole
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		v.mu.Lock()
-		v.held++
-		v.mu.Unlock()
-		select {
-		case <-f.HoldSubmits:
-		case <-r.Context().Done():
-		}
-		v.mu.Lock()
-		v.held--
-		v.mu.Unlock()
-		return r.Context().Err() != nil
-	}
-	return false
-}
-
-// poll counts a status query and returns the job as it stands, or the
-// fault to answer instead.
-func (v *VideoJobs) poll(w http.ResponseWriter, r *http.Request, id string) (job VideoJob, ok bool, fault int) {
-	v.mu.Lock()
-	f := v.faults
-	j, ok := v.jobs[id]
-	if ok && f.PollStatus == 0 && !f.HangPolls && f.HugePolls == 0 {
-		j.Polls++
-		job = *j
-	}
-	v.mu.Unlock()
-	switch {
-	case f.HangPolls:
-		<-r.Context().Done()
-		return VideoJob{}, false, -1
-	case f.HugePolls > 0:
-		writeHuge(w, f.HugePolls)
-		return VideoJob{}, false, -1
-	}
-	return job, ok, f.PollStatus
-}
-
-func (v *VideoJobs) download(id string) (VideoJob, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	j, ok := v.jobs[id]
-	if !ok {
-		return VideoJob{}, false
-	}
-	j.Downloads++
-	return *j, true
-}
-
-// VideoBytes is the content a fake serves for a finished job.
-func VideoBytes(id string) []byte { return []byte("\x00\x00\x00\x18ftypmp42fake video " + id) }
 
 // --- OpenAI's video API ---
 
@@ -231,7 +24,7 @@ var (
 )
 
 // serveSora answers /v1/videos... as OpenAI does.
-func (v *VideoJobs) serveSora(w http.ResponseWriter, r *http.Request, key string) {
+func (v *JobStore) serveSora(w http.ResponseWriter, r *http.Request, key string) {
 	if r.Header.Get("Authorization") != "Bearer "+key {
 		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")
 		return
@@ -248,7 +41,7 @@ func (v *VideoJobs) serveSora(w http.ResponseWriter, r *http.Request, key string
 				writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "Video with id '"+id+"' not found.")
 				return
 			}
-			if j.Status != JobFinished {
+			if j.State != JobSucceeded {
 				writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "Video is not ready yet, use GET /v1/videos/{video_id} to check status.")
 				return
 			}
@@ -257,14 +50,11 @@ func (v *VideoJobs) serveSora(w http.ResponseWriter, r *http.Request, key string
 			_, _ = w.Write(VideoBytes(id))
 			return
 		}
-		j, ok, fault := v.poll(w, r, id)
-		switch {
-		case fault < 0:
+		if !v.pollGate(w, r, soraServerError) {
 			return
-		case fault > 0:
-			writeOpenAIError(w, fault, "server_error", "The server had an error while processing your request.")
-			return
-		case !ok:
+		}
+		j, ok := v.polled(id)
+		if !ok {
 			writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "Video with id '"+id+"' not found.")
 			return
 		}
@@ -274,10 +64,8 @@ func (v *VideoJobs) serveSora(w http.ResponseWriter, r *http.Request, key string
 	}
 }
 
-func (v *VideoJobs) soraCreate(w http.ResponseWriter, r *http.Request) {
-	if v.submitFault(w, r, func(status int) {
-		writeOpenAIError(w, status, "server_error", "The server had an error while processing your request.")
-	}) {
+func (v *JobStore) soraCreate(w http.ResponseWriter, r *http.Request) {
+	if v.submitGate(w, r, soraServerError) {
 		return
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -286,7 +74,7 @@ func (v *VideoJobs) soraCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mr := multipart.NewReader(io.LimitReader(r.Body, 64<<20), params["boundary"])
-	j := &VideoJob{ID: fmt.Sprintf("video_%d", fakeRequestIDs.Add(1)), Params: map[string]any{}}
+	j := &Job{ID: fmt.Sprintf("video_%d", fakeRequestIDs.Add(1)), Params: map[string]any{}}
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
@@ -332,9 +120,15 @@ func (v *VideoJobs) soraCreate(w http.ResponseWriter, r *http.Request) {
 		writeSoraParamError(w, "Your request was blocked by our moderation system.", "prompt", "moderation_blocked")
 		return
 	}
-	v.add(j)
-	got, _ := v.Last()
-	writeJSON(w, soraObject(got))
+	j.Seconds = 4
+	if s, ok := j.Params["seconds"].(string); ok {
+		j.Seconds, _ = strconv.ParseFloat(s, 64)
+	}
+	writeJSON(w, soraObject(v.add(j, nil)))
+}
+
+func soraServerError(w http.ResponseWriter, status int) {
+	writeOpenAIError(w, status, "server_error", "The server had an error while processing your request.")
 }
 
 func writeSoraParamError(w http.ResponseWriter, msg, param, code string) {
@@ -343,14 +137,14 @@ func writeSoraParamError(w http.ResponseWriter, msg, param, code string) {
 }
 
 // soraObject is the job as OpenAI's video object.
-func soraObject(j VideoJob) map[string]any {
-	status := map[string]string{JobQueued: "queued", JobRunning: "in_progress", JobFinished: "completed", JobFailed: "failed"}[j.Status]
+func soraObject(j Job) map[string]any {
+	status := map[string]string{JobQueued: "queued", JobRunning: "in_progress", JobSucceeded: "completed", JobFailed: "failed"}[j.State]
 	seconds, _ := j.Params["seconds"].(string)
 	if seconds == "" {
 		seconds = "4"
 	}
 	if j.Seconds > 0 {
-		seconds = strconv.Itoa(j.Seconds)
+		seconds = strconv.FormatFloat(j.Seconds, 'f', -1, 64)
 	}
 	size, _ := j.Params["size"].(string)
 	if size == "" {
@@ -359,11 +153,11 @@ func soraObject(j VideoJob) map[string]any {
 	o := map[string]any{"id": j.ID, "object": "video", "model": j.Model, "status": status,
 		"progress": j.Progress, "created_at": 1761622232, "completed_at": nil, "expires_at": nil,
 		"prompt": j.Prompt, "seconds": seconds, "size": size, "remixed_from_video_id": nil, "error": nil}
-	if j.Status == JobFinished {
+	if j.State == JobSucceeded {
 		o["completed_at"], o["expires_at"] = 1761622332, 1761708732
 	}
-	if j.Status == JobFailed {
-		o["error"] = map[string]any{"code": "video_generation_failed", "message": j.Error}
+	if j.State == JobFailed {
+		o["error"] = map[string]any{"code": "video_generation_failed", "message": j.Reason}
 	}
 	return o
 }
@@ -377,7 +171,7 @@ var veoParameters = []string{"aspectRatio", "negativePrompt", "durationSeconds",
 
 // serveVeo answers predictLongRunning, operations and file downloads as
 // the Gemini API does. It reports whether the path was Veo's.
-func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string) bool {
+func (v *JobStore) serveVeo(w http.ResponseWriter, r *http.Request, key string) bool {
 	p := r.URL.Path
 	switch {
 	case strings.HasPrefix(p, "/v1beta/models/") && strings.HasSuffix(p, ":predictLongRunning"):
@@ -392,9 +186,7 @@ func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string)
 			return true
 		}
 		if r.Header.Get("x-goog-api-key") != "" {
-			v.mu.Lock()
-			v.keysToStorage++
-			v.mu.Unlock()
+			v.storageKeyed()
 		}
 		w.Header().Set("Content-Type", "video/mp4")
 		_, _ = w.Write(VideoBytes(id))
@@ -412,22 +204,20 @@ func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string)
 	case strings.HasSuffix(p, ":download"):
 		id := strings.TrimSuffix(strings.TrimPrefix(p, "/v1beta/files/"), ":download")
 		j, ok := v.download(id)
-		if !ok || j.Status != JobFinished || r.URL.Query().Get("alt") != "media" {
+		if !ok || j.State != JobSucceeded || r.URL.Query().Get("alt") != "media" {
 			geminiError(w, 404, "File not found.")
 			return true
 		}
 		http.Redirect(w, r, "/signed/"+id+"?sig=ok-"+url.QueryEscape(id), http.StatusFound)
 	case r.Method == http.MethodGet:
 		_, opID, _ := strings.Cut(p, "/operations/")
-		j, ok, fault := v.poll(w, r, opID)
-		switch {
-		case fault < 0:
-		case fault > 0:
-			geminiError(w, fault, "The service is currently unavailable.")
-		case !ok:
-			geminiError(w, 404, "Operation not found.")
-		default:
+		if !v.pollGate(w, r, veoServerError) {
+			return true
+		}
+		if j, ok := v.polled(opID); ok {
 			writeJSON(w, veoOperation(j, "http://"+r.Host))
+		} else {
+			geminiError(w, 404, "Operation not found.")
 		}
 	default:
 		geminiError(w, 404, "no such method")
@@ -435,8 +225,8 @@ func (v *VideoJobs) serveVeo(w http.ResponseWriter, r *http.Request, key string)
 	return true
 }
 
-func (v *VideoJobs) veoCreate(w http.ResponseWriter, r *http.Request, model string) {
-	if v.submitFault(w, r, func(status int) { geminiError(w, status, "The service is currently unavailable.") }) {
+func (v *JobStore) veoCreate(w http.ResponseWriter, r *http.Request, model string) {
+	if v.submitGate(w, r, veoServerError) {
 		return
 	}
 	var body struct {
@@ -481,19 +271,27 @@ func (v *VideoJobs) veoCreate(w http.ResponseWriter, r *http.Request, model stri
 		geminiError(w, 400, "The prompt could not be submitted: it violates the usage guidelines.")
 		return
 	}
-	j := &VideoJob{ID: fmt.Sprintf("op%d", fakeRequestIDs.Add(1)), Model: model, Prompt: inst.Prompt, Params: body.Parameters}
+	j := &Job{ID: fmt.Sprintf("op%d", fakeRequestIDs.Add(1)), Model: model, Prompt: inst.Prompt, Params: body.Parameters}
 	if inst.Image != nil {
 		j.Image, j.ImageType = inst.Image.BytesBase64Encoded, inst.Image.MimeType
 	}
-	v.add(j)
+	j.Seconds = 8
+	if d, ok := body.Parameters["durationSeconds"].(float64); ok {
+		j.Seconds = d
+	}
+	v.add(j, nil)
 	writeJSON(w, map[string]any{"name": "models/" + model + "/operations/" + j.ID})
 }
 
+func veoServerError(w http.ResponseWriter, status int) {
+	geminiError(w, status, "The service is currently unavailable.")
+}
+
 // veoOperation is the job as a Gemini API operation.
-func veoOperation(j VideoJob, base string) map[string]any {
+func veoOperation(j Job, base string) map[string]any {
 	op := map[string]any{"name": "models/" + j.Model + "/operations/" + j.ID}
-	switch j.Status {
-	case JobFinished:
+	switch j.State {
+	case JobSucceeded:
 		op["done"] = true
 		op["response"] = map[string]any{
 			"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse",
@@ -503,7 +301,7 @@ func veoOperation(j VideoJob, base string) map[string]any {
 		}
 	case JobFailed:
 		op["done"] = true
-		op["error"] = map[string]any{"code": 3, "message": j.Error, "status": "INVALID_ARGUMENT"}
+		op["error"] = map[string]any{"code": 3, "message": j.Reason, "status": "INVALID_ARGUMENT"}
 	}
 	return op
 }

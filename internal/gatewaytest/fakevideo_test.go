@@ -29,11 +29,11 @@ func TestFakeSoraSpeaksTheSDK(t *testing.T) {
 	if v.Status != openai.VideoStatusQueued || v.Seconds != "8" || v.Size != "1280x720" || v.Model != "sora-2" {
 		t.Fatalf("created %+v", v)
 	}
-	f.Videos.Run(v.ID, 30)
+	f.Videos.Progress(v.ID, 30)
 	if got, err := c.Videos.Get(ctx, v.ID); err != nil || got.Status != openai.VideoStatusInProgress || got.Progress != 30 {
 		t.Fatalf("running: %+v %v", got, err)
 	}
-	f.Videos.Finish(v.ID, 8)
+	f.Videos.Finish(v.ID)
 	if got, err := c.Videos.Get(ctx, v.ID); err != nil || got.Status != openai.VideoStatusCompleted || got.CompletedAt == 0 {
 		t.Fatalf("completed: %+v %v", got, err)
 	}
@@ -79,7 +79,7 @@ func TestFakeVeoSpeaksTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, _ := f.Videos.Last()
+	job := f.Videos.Last(t)
 	if op.Done || job.Prompt != "a lighthouse" || string(job.Image) != "png bytes" || job.ImageType != "image/png" ||
 		job.Params["durationSeconds"] != 8.0 || job.Params["personGeneration"] != "allow_adult" || job.Params["negativePrompt"] != "fog" {
 		t.Fatalf("operation %+v, job %+v", op, job)
@@ -87,7 +87,7 @@ func TestFakeVeoSpeaksTheSDK(t *testing.T) {
 	if op, err = c.Operations.GetVideosOperation(ctx, op, nil); err != nil || op.Done {
 		t.Fatalf("running: %+v %v", op, err)
 	}
-	f.Videos.Finish(job.ID, 8)
+	f.Videos.Finish(job.ID)
 	if op, err = c.Operations.GetVideosOperation(ctx, op, nil); err != nil || !op.Done || op.Response == nil || len(op.Response.GeneratedVideos) != 1 {
 		t.Fatalf("done: %+v %v", op, err)
 	}
@@ -101,7 +101,7 @@ func TestFakeVeoSpeaksTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job2, _ := f.Videos.Last()
+	job2 := f.Videos.Last(t)
 	f.Videos.Fail(job2.ID, "blocked")
 	if op2, err = c.Operations.GetVideosOperation(ctx, op2, nil); err != nil || !op2.Done || op2.Error["message"] != "blocked" {
 		t.Fatalf("failed: %+v %v", op2, err)

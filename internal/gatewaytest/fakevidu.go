@@ -18,7 +18,7 @@ import (
 // key travels as "Authorization: Token <key>"; a wrong one gets 401. A bad
 // body gets 400 {code, reason, message}, an unknown task 404.
 type FakeVidu struct {
-	*vendorJobs
+	*videoVendor
 	Key string
 }
 
@@ -34,12 +34,17 @@ var viduModels = map[string]map[string][]int{
 func NewFakeVidu(t testing.TB, key string) *FakeVidu {
 	Secret(key)
 	f := &FakeVidu{Key: key}
-	f.vendorJobs = newVendorJobs(t, "vd", f.serve)
+	f.videoVendor = newVideoVendor(t, "vd", f.serve)
 	return f
 }
 
 func viduError(w http.ResponseWriter, status int, reason, msg string) {
 	writeJSONStatus(w, status, map[string]any{"code": status, "reason": reason, "message": msg, "metadata": map[string]any{}})
+}
+
+// serverError answers a fault the test set, in the vendor's shape.
+func (f *FakeVidu) serverError(w http.ResponseWriter, status int) {
+	viduError(w, status, "InternalServiceFailure", "internal service failure")
 }
 
 func (f *FakeVidu) serve(w http.ResponseWriter, r *http.Request) {
@@ -49,11 +54,11 @@ func (f *FakeVidu) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && (r.URL.Path == "/ent/v2/text2video" || r.URL.Path == "/ent/v2/img2video"):
-		f.submit(w, r, strings.TrimPrefix(r.URL.Path, "/ent/v2/"))
+		if !f.submitGate(w, r, f.serverError) {
+			f.submit(w, r, strings.TrimPrefix(r.URL.Path, "/ent/v2/"))
+		}
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/ent/v2/tasks/") && strings.HasSuffix(r.URL.Path, "/creations"):
-		if f.pollGate(w, r, func(w http.ResponseWriter, status int) {
-			viduError(w, status, "InternalServiceFailure", "internal service failure")
-		}) {
+		if f.pollGate(w, r, f.serverError) {
 			f.query(w, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/ent/v2/tasks/"), "/creations"))
 		}
 	default:
@@ -111,7 +116,7 @@ func (f *FakeVidu) submit(w http.ResponseWriter, r *http.Request, endpoint strin
 		bad("callback_url must be a string")
 		return
 	}
-	j := f.add(r.URL.Path, raw, float64(duration))
+	j := f.accept(r.URL.Path, raw, float64(duration))
 	answer := map[string]any{}
 	for k, v := range body {
 		answer[k] = v
@@ -123,22 +128,21 @@ func (f *FakeVidu) submit(w http.ResponseWriter, r *http.Request, endpoint strin
 }
 
 func (f *FakeVidu) query(w http.ResponseWriter, id string) {
-	f.polled()
-	j, ok := f.Job(id)
+	j, ok := f.polled(id)
 	if !ok {
 		viduError(w, http.StatusNotFound, "TaskNotFound", "task not found")
 		return
 	}
 	answer := map[string]any{"id": j.ID, "err_code": "", "credits": int(j.Seconds) * 4, "payload": "", "creations": []any{}}
 	switch j.State {
-	case VendorQueued:
+	case JobQueued:
 		answer["state"] = "queueing"
-	case VendorRunning:
+	case JobRunning:
 		answer["state"] = "processing"
-	case VendorSucceeded:
+	case JobSucceeded:
 		answer["state"] = "success"
 		answer["creations"] = []map[string]any{{"id": j.ID + "-c", "url": j.VideoURL, "cover_url": j.VideoURL + ".jpg", "watermarked_url": j.VideoURL + "?wm=1"}}
-	case VendorFailed:
+	case JobFailed:
 		answer["state"], answer["err_code"] = "failed", j.Reason
 	}
 	writeJSONStatus(w, http.StatusOK, answer)

@@ -135,19 +135,6 @@ func (l *load) waitSent(t *testing.T, n int64) {
 	eventually(t, "requests to be answered", func() bool { return l.sent.Load() >= target })
 }
 
-// eventually polls cond for up to a minute: the gateway's writer works in
-// the background. The deadline only turns a hang into a failure.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (l *load) finish() map[int]int {
 	close(l.stop)
 	l.wg.Wait()
