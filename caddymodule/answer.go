@@ -126,11 +126,10 @@ func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b cha
 				break
 			}
 			f := h.streamFailure(ch, at, b, err)
-			if f.channel {
-				ch.Failed(h.app.health, time.Now(), 0)
-				h.app.logFailure(h.log, ch, f, failedMidAnswer)
+			if f.Channel {
+				h.engine.FailedMidAnswer(ch, f)
 			}
-			e := f.err
+			e := f.Err
 			x.status, x.errMsg = e.Status, e.Message
 			buf = enc.Error(buf[:0], e)
 			if _, werr := x.w.Write(buf); werr == nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -118,12 +119,14 @@ type App struct {
 	transports map[transportKey]*http.Client
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
-	failureLog *routing.LogThrottle // failed attempts, logged per channel
-	inflight   *inflightBodies
-	spooled    *inflightBodies // upload bytes on disk
-	fetch      *adapters.FetchPolicy
-	log        *zap.Logger
-	allowed    map[string]allowance // by channel name
+	// engine plans channels and fails over; handlers copy it with their
+	// own logger
+	engine   *engine.Engine
+	inflight *inflightBodies
+	spooled  *inflightBodies // upload bytes on disk
+	fetch    *adapters.FetchPolicy
+	log      *zap.Logger
+	allowed  map[string]allowance // by channel name
 
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
@@ -282,7 +285,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.health = a.Health.policy()
-	a.failureLog = &routing.LogThrottle{Interval: failureLogInterval}
 	if err := a.provisionChannels(ctx, repl); err != nil {
 		return err
 	}
@@ -308,6 +310,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = newRelayMetrics(reg, a.Metrics, a); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
+	a.engine = &engine.Engine{Channels: a.channels, MaxAttempts: a.MaxAttempts, Health: a.health,
+		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -133,58 +133,34 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 		return x.fail(e)
 	}
 	x.req = req
-	// the channels whose family serves the endpoint, of all the model's,
-	// so a family without it is named before anything is reserved (for a
-	// model the key may use: else admission's 403 or 404 answers)
-	plan := a.channels.Plan(req.Model, math.MaxInt)
-	served := plan[:0:0]
-	for _, ch := range plan {
-		if mp, ok := a.providers[ch.Name].(adapters.MediaProvider); ok && mp.ServesMedia(req) {
-			served = append(served, ch)
+	// the channels whose family serves the endpoint, so a family without
+	// it is named before anything is reserved (for a model the key may
+	// use: else admission's 403 or 404 answers)
+	plan := h.engine.Plan(req.Model, func(ch *routing.Channel) bool {
+		mp, ok := a.providers[ch.Name].(adapters.MediaProvider)
+		return ok && mp.ServesMedia(req)
+	})
+	if len(plan) == 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
+		if all := h.engine.Plan(req.Model, nil); len(all) > 0 {
+			return x.fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
+				"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
+				req.Model, all[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
 		}
 	}
-	if len(served) == 0 && len(plan) > 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
-		return x.fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
-			"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
-			req.Model, plan[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
-	}
-	served = served[:min(len(served), a.MaxAttempts)]
 	if e := h.admit(x); e != nil {
 		return x.fail(e)
 	}
-	var last *failure
-	for i, ch := range served {
-		if i > 0 && x.r.Context().Err() != nil {
-			return x.fail(adapters.ClientClosed())
-		}
-		prov := a.providers[ch.Name]
-		b := a.bounds[ch.Name]
-		at := newAttempt(x.r.Context(), b, false)
-		resp, f := h.send(x, at, ch, prov)
-		if f != nil {
-			at.end()
-			if f.err.Status == adapters.StatusClientClosed || !f.channel {
-				return x.fail(f.err)
-			}
-			last = f
-			a.metrics.attemptFailed(ch.Name, f.err.Status, i+1 < len(served))
-			if ch.Failed(a.health, time.Now(), f.retryAfter) {
-				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
-			}
-			a.logFailure(h.log, ch, f, failover(i+1 < len(served)))
-			continue
-		}
-		ch.Succeeded()
-		x.channel = ch.Name
-		if req.Op == adapters.OpSpeech {
-			return h.relaySpeech(x, at, ch, b, resp)
-		}
-		return h.relayMedia(x, at, ch, b, prov.(adapters.MediaProvider), resp)
+	try := &relayAttempt{h: h, x: x}
+	ch, f := h.engine.Run(x.r.Context(), req.Model, plan, try)
+	if f != nil {
+		return x.fail(f.Err)
 	}
-	if last == nil {
-		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
+	x.channel = ch.Name
+	b := a.bounds[ch.Name]
+	if req.Op == adapters.OpSpeech {
+		return h.relaySpeech(x, try.at, ch, b, try.resp)
 	}
-	return x.fail(last.err)
+	return h.relayMedia(x, try.at, ch, b, a.providers[ch.Name].(adapters.MediaProvider), try.resp)
 }
 
 // mediaEndpoint names the endpoint a media request called, for errors.
@@ -546,9 +522,9 @@ func (h *Relay) copyAnswer(x *exchange, at *attempt, ch *routing.Channel, b chan
 			if errors.Is(at.cause(), errTimeout) {
 				msg = fmt.Sprintf("the upstream answer of channel %q did not finish within %s (its timeout)", ch.Name, b.timeout)
 			}
-			h.log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
 			x.status, x.errMsg = http.StatusBadGateway, msg
-			ch.Failed(h.app.health, time.Now(), 0)
+			h.engine.FailedMidAnswer(ch, &engine.Failure{Channel: true, Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%s", msg),
+				Detail: maskKeys(err.Error(), ch.Keys)})
 			return err
 		}
 	}

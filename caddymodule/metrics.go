@@ -353,10 +353,10 @@ func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took t
 	}
 }
 
-// attemptFailed records an attempt on a channel that failed in a way
-// another channel might not (see retryable); next says whether another
-// channel is tried after it.
-func (m *relayMetrics) attemptFailed(channel string, status int, next bool) {
+// ChannelFailed records an attempt on a channel that failed by the
+// channel's fault; next says whether another channel is tried after it.
+// It is the engine's Observer.
+func (m *relayMetrics) ChannelFailed(channel string, status int, next bool) {
 	if m == nil {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -91,7 +92,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 		x.req.Model = ""
 		return x.fail(e)
 	}
-	if a.channels.Has(model) && len(realtimeChannels(a, model)) == 0 {
+	if a.channels.Has(model) && len(h.realtimePlan(model)) == 0 {
 		return x.fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
 	if e := h.admit(x); e != nil {
@@ -137,71 +138,61 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	return nil
 }
 
-// realtimeChannels are the model's channels whose family serves Realtime
+// realtimePlan is the model's channels whose family serves Realtime
 // sessions, in the order they are tried.
-func realtimeChannels(a *App, model string) []*routing.Channel {
-	var out []*routing.Channel
-	for _, ch := range a.channels.Plan(model, a.MaxAttempts) {
-		if _, ok := a.providers[ch.Name].(adapters.RealtimeProvider); ok {
-			out = append(out, ch)
-		}
-	}
-	return out
+func (h *Relay) realtimePlan(model string) []*routing.Channel {
+	return h.engine.Plan(model, func(ch *routing.Channel) bool {
+		_, ok := h.app.providers[ch.Name].(adapters.RealtimeProvider)
+		return ok
+	})
 }
 
-// dialRealtime opens the upstream socket on the first channel that
-// accepts it, failing over as the relay does.
+// dialRealtime opens the upstream socket on the first of the Realtime
+// plan's channels that accepts it.
 func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
+	plan := h.realtimePlan(model)
+	var conn *websocket.Conn
+	ch, f := h.engine.Run(x.r.Context(), model, plan, engine.AttemptFunc(func(ch *routing.Channel) *engine.Failure {
+		var f *engine.Failure
+		conn, f = h.dialChannel(x, ch, model)
+		return f
+	}))
+	if f != nil {
+		return nil, nil, f.Err
+	}
+	return conn, ch, nil
+}
+
+// dialChannel is one Realtime connect attempt.
+func (h *Relay) dialChannel(x *exchange, ch *routing.Channel, model string) (*websocket.Conn, *engine.Failure) {
 	a := h.app
-	var last *failure
-	plan := realtimeChannels(a, model)
-	for i, ch := range plan {
-		if i > 0 && x.r.Context().Err() != nil {
-			return nil, nil, adapters.ClientClosed()
-		}
-		prov := a.providers[ch.Name]
-		b := a.bounds[ch.Name]
-		u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.r)
-		if err != nil {
-			return nil, nil, asError(err)
-		}
-		ctx, cancel := context.WithTimeout(x.r.Context(), b.dial+b.responseHeader)
-		// the channel's transport (its dial timeout, TLS, proxy), without a
-		// client timeout, which would cut the socket
-		conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-			HTTPClient: &http.Client{Transport: a.clients[ch.Name].Transport, CheckRedirect: noRedirects},
-			HTTPHeader: hdr,
-		})
-		cancel()
-		if err == nil {
-			ch.Succeeded()
-			conn.SetReadLimit(int64(b.maxStreamEvent))
-			x.upstreamID = upstreamRequestID(prov, resp.Header)
-			return conn, ch, nil
-		}
-		var f *failure
-		switch {
-		case x.r.Context().Err() != nil:
-			return nil, nil, adapters.ClientClosed()
-		case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			f = h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, body), resp.Header)
-		default:
-			f = &failure{channel: true, detail: maskKeys(err.Error(), ch.Keys), err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
-				"the upstream channel %q could not open a Realtime session", ch.Name)}
-		}
-		if !f.channel {
-			return nil, nil, f.err
-		}
-		last = f
-		a.metrics.attemptFailed(ch.Name, f.err.Status, true)
-		ch.Failed(a.health, time.Now(), f.retryAfter)
-		a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
+	prov := a.providers[ch.Name]
+	b := a.bounds[ch.Name]
+	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.r)
+	if err != nil {
+		return nil, &engine.Failure{Err: asError(err)}
 	}
-	if last == nil {
-		return nil, nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", model)
+	ctx, cancel := context.WithTimeout(x.r.Context(), b.dial+b.responseHeader)
+	// the channel's transport (its dial timeout, TLS, proxy), without a
+	// client timeout, which would cut the socket
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: a.clients[ch.Name].Transport, CheckRedirect: noRedirects},
+		HTTPHeader: hdr,
+	})
+	cancel()
+	switch {
+	case err == nil:
+		conn.SetReadLimit(int64(b.maxStreamEvent))
+		x.upstreamID = upstreamRequestID(prov, resp.Header)
+		return conn, nil
+	case x.r.Context().Err() != nil:
+		return nil, engine.ClientClosed()
+	case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, h.engine.UpstreamFailure(ch, prov.DecodeError(resp.StatusCode, body), resp.Header)
 	}
-	return nil, nil, last.err
+	return nil, &engine.Failure{Channel: true, Detail: maskKeys(err.Error(), ch.Keys), Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+		"the upstream channel %q could not open a Realtime session", ch.Name)}
 }
 
 // realtimeOutput is the most tokens one Realtime response may write: the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -30,6 +31,8 @@ func init() {
 type Relay struct {
 	app *App
 	log *zap.Logger
+	// engine is the app's, logging as this handler
+	engine *engine.Engine
 	// done is closed when this configuration is unloaded (a reload, a
 	// shutdown): Realtime sessions, which outlive requests, end then
 	done <-chan struct{}
@@ -52,6 +55,9 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.app = app
+	e := *app.engine
+	e.Log = h.log
+	h.engine = &e
 	return nil
 }
 
@@ -132,55 +138,55 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return x.fail(e)
 	}
 
-	plan := a.channels.Plan(req.Model, a.MaxAttempts)
+	var keep func(*routing.Channel) bool
 	if req.Op == adapters.OpCountTokens {
 		// a vendor counts only its own dialect; across families count here
-		plan = sameDialect(plan, a.providers, req.Dialect)
-		if len(plan) == 0 {
-			return h.countLocally(x)
-		}
+		keep = func(ch *routing.Channel) bool { return a.providers[ch.Name].WireDialect() == req.Dialect }
 	}
-	var last *failure
-	for i, ch := range plan {
-		if i > 0 && x.r.Context().Err() != nil {
-			return x.fail(adapters.ClientClosed()) // failovers stop when the client has gone
-		}
-		prov := a.providers[ch.Name]
-		b := a.bounds[ch.Name]
-		at := newAttempt(x.r.Context(), b, req.Stream)
-		resp, f := h.send(x, at, ch, prov)
-		var dec adapters.StreamDecoder
-		var first *adapters.StreamEvent
-		if f == nil && req.Stream {
-			dec, first, f = h.openStream(x, at, ch, b, prov, resp)
-		}
-		if f != nil {
-			at.end()
-			if f.err.Status == adapters.StatusClientClosed {
-				return x.fail(f.err)
-			}
-			if !f.channel {
-				return x.fail(f.err)
-			}
-			last = f
-			a.metrics.attemptFailed(ch.Name, f.err.Status, i+1 < len(plan))
-			if ch.Failed(a.health, time.Now(), f.retryAfter) {
-				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
-			}
-			a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
-			continue
-		}
-		ch.Succeeded()
-		x.channel = ch.Name
-		if req.Stream {
-			return h.relayStream(x, at, ch, b, dec, first)
-		}
-		return h.relayBody(x, at, ch, b, prov, resp)
+	plan := h.engine.Plan(req.Model, keep)
+	if req.Op == adapters.OpCountTokens && len(plan) == 0 {
+		return h.countLocally(x)
 	}
-	if last == nil {
-		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
+	try := &relayAttempt{h: h, x: x}
+	ch, f := h.engine.Run(x.r.Context(), req.Model, plan, try)
+	if f != nil {
+		return x.fail(f.Err)
 	}
-	return x.fail(last.err)
+	x.channel = ch.Name
+	if req.Stream {
+		return h.relayStream(x, try.at, ch, a.bounds[ch.Name], try.dec, try.first)
+	}
+	return h.relayBody(x, try.at, ch, a.bounds[ch.Name], a.providers[ch.Name], try.resp)
+}
+
+// relayAttempt is one chat, completion, embedding, responses or rerank
+// attempt: the request sent, and for a stream its first event read, so
+// an upstream that fails at once fails over.
+type relayAttempt struct {
+	h     *Relay
+	x     *exchange
+	at    *attempt
+	resp  *http.Response
+	dec   adapters.StreamDecoder
+	first *adapters.StreamEvent
+}
+
+func (ra *relayAttempt) Try(ch *routing.Channel) *engine.Failure {
+	h, x := ra.h, ra.x
+	prov := h.app.providers[ch.Name]
+	b := h.app.bounds[ch.Name]
+	stream := x.req.Stream && x.media == nil // media answers are timed whole
+	ra.at = newAttempt(x.r.Context(), b, stream)
+	resp, f := h.send(x, ra.at, ch, prov)
+	if f == nil && stream {
+		ra.dec, ra.first, f = h.openStream(x, ra.at, ch, b, prov, resp)
+	}
+	if f != nil {
+		ra.at.end()
+		return f
+	}
+	ra.resp = resp
+	return nil
 }
 
 // decode reads and decodes the request body within the gateway's bounds:
@@ -246,17 +252,6 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 	return req, nil
 }
 
-// sameDialect keeps the channels whose upstream speaks the dialect.
-func sameDialect(plan []*routing.Channel, providers map[string]adapters.Provider, dialect string) []*routing.Channel {
-	out := plan[:0:0]
-	for _, ch := range plan {
-		if providers[ch.Name].WireDialect() == dialect {
-			out = append(out, ch)
-		}
-	}
-	return out
-}
-
 // admit checks the model against the token and the configuration and
 // reserves its worst-case cost.
 func (h *Relay) admit(x *exchange) *adapters.Error {
@@ -311,14 +306,14 @@ func unknownModel(model string) *adapters.Error {
 
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
-func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *failure) {
+func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *engine.Failure) {
 	if e := h.app.allowed[ch.Name].check(ch.Name, prov, x.req); e != nil {
-		return nil, &failure{err: e}
+		return nil, &engine.Failure{Err: e}
 	}
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
 	hr, err := prov.NewRequest(at.ctx, up, x.req)
 	if err != nil {
-		return nil, &failure{err: asError(err)}
+		return nil, &engine.Failure{Err: asError(err)}
 	}
 	resp, err := h.app.clients[ch.Name].Do(hr)
 	if err == nil {
@@ -328,14 +323,14 @@ func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapter
 		if x.r.Context().Err() != nil {
 			// the upstream may have started on it: its prompt is billed
 			x.channel = ch.Name
-			return nil, &failure{err: adapters.ClientClosed()}
+			return nil, engine.ClientClosed()
 		}
 		return nil, h.transportFailure(ch, at, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		return nil, h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
+		return nil, h.engine.UpstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
 	}
 	return resp, nil
 }
@@ -343,7 +338,7 @@ func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapter
 // openStream reads a stream's first event before the client's headers go
 // out, so an upstream that fails at once (an overloaded error as its first
 // event, a stream that stays silent or ends) fails over like a status error.
-func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *failure) {
+func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *engine.Failure) {
 	dec := prov.NewStreamDecoder(x.req, resp.Body)
 	if l, ok := dec.(adapters.EventLimiter); ok {
 		l.SetMaxEvent(b.maxStreamEvent)
@@ -358,7 +353,7 @@ func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b chan
 		r.Release()
 	}
 	if x.r.Context().Err() != nil {
-		return nil, nil, &failure{err: adapters.ClientClosed()}
+		return nil, nil, engine.ClientClosed()
 	}
 	return nil, nil, h.streamFailure(ch, at, b, err)
 }
