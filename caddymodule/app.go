@@ -121,7 +121,9 @@ type App struct {
 	health     routing.HealthPolicy
 	// engine plans channels and fails over; handlers copy it with their
 	// own logger
-	engine   *engine.Engine
+	engine *engine.Engine
+	// gate admits every request: rate limits, reservation, usage slot
+	gate     *billing.Gate
 	inflight *inflightBodies
 	spooled  *inflightBodies // upload bytes on disk
 	fetch    *adapters.FetchPolicy
@@ -310,6 +312,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = newRelayMetrics(reg, a.Metrics, a); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
+	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
 	a.engine = &engine.Engine{Channels: a.channels, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
 	if a.Retention != nil && a.Retention.Usage > 0 {

@@ -3,11 +3,10 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 )
 
 // fail answers with an error before anything was relayed.
@@ -31,13 +30,9 @@ func asError(err error) *adapters.Error {
 	return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", err)
 }
 
-func formatUnits(u int64) string {
-	return fmt.Sprintf("%d.%06d USD", u/billing.UnitsPerUSD, u%billing.UnitsPerUSD)
-}
+func formatUnits(u int64) string { return engine.FormatUnits(u) }
 
-func quotaError(msg string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrInsufficientQuota, Code: "insufficient_quota", Message: msg}
-}
+func quotaError(msg string) *adapters.Error { return engine.QuotaError(msg) }
 
 // writeError answers in the dialect's error shape. A 429 for quota carries
 // x-should-retry: false, since the official SDKs otherwise retry a 429.

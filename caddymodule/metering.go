@@ -40,7 +40,6 @@ func (h *Relay) settle(x *exchange) {
 		u = billedUsage(x)
 	}
 	u = billing.Clamp(u)
-	x.ticket.Done(time.Now(), u.PromptTokens+u.CompletionTokens)
 	cost := int64(0)
 	// counting tokens is free, whoever counts
 	if x.price != nil && x.channel != "" && req.Op != adapters.OpCountTokens {
@@ -51,7 +50,7 @@ func (h *Relay) settle(x *exchange) {
 			cost = x.price.Cost(u)
 		}
 	}
-	h.app.db.ledger.Settle(x.hold, cost)
+	h.app.gate.Settle(time.Now(), billing.Admission{Ticket: x.ticket, Hold: x.hold}, u.PromptTokens+u.CompletionTokens, cost)
 	took := time.Since(x.start)
 	row := &store.UsageLog{
 		CreatedAt:        x.start,

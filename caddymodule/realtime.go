@@ -244,10 +244,9 @@ type realtimeSession struct {
 	// reservation covers txCap milliseconds, txMillis are used
 	transcribing     *exchange
 	txMillis, txCap  int64
-	rows             int   // usage rows written
-	tokens           int64 // the responses' tokens, for the rate limits
-	firstSlotClaimed bool  // a row took the session's usage slot
-	status           int   // why the session ended, when it failed
+	rows             int  // usage rows written
+	firstSlotClaimed bool // a row took the session's usage slot
+	status           int  // why the session ended, when it failed
 	errMsg           string
 }
 
@@ -474,13 +473,21 @@ func (s *realtimeSession) mark(status int, msg string) {
 func (s *realtimeSession) reserveResponse() (billing.Hold, int64, bool) {
 	x := s.first
 	amount := s.h.realtimeReservation(x.price)
-	hold, ok := s.h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
-	return hold, amount, ok
+	ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.id.User, Token: x.id.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
+	return ad.Hold, amount, err == nil
 }
 
 // askResponse reserves for a client's response.create before it is
 // relayed, unless a reservation is already waiting for it.
 func (s *realtimeSession) askResponse() *adapters.Error {
+	// a response.create is a request: it counts toward the key's rpm and
+	// waits for its tpm, as any other would (the session holds max_parallel)
+	x, now := s.first, time.Now()
+	ad, err := s.h.app.gate.Admit(now, billing.Ask{User: x.id.User, Token: x.id.Token, Rate: billing.RateInSession})
+	if err != nil {
+		return engine.AdmissionError(err, nil, "")
+	}
+	ad.Ticket.Done(now, 0) // its tokens count when it ends, on the session's ticket
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.pending) <= s.asked {
@@ -553,7 +560,7 @@ func (s *realtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 	}
 	delete(s.active, id)
 	x.usage = u
-	s.tokens += u.PromptTokens + u.CompletionTokens
+	s.ticket.Used(time.Now(), u.PromptTokens+u.CompletionTokens)
 	s.bill(x)
 	select {
 	case s.doneCh <- struct{}{}:
@@ -585,8 +592,9 @@ func (s *realtimeSession) transcribe(millis int64) *adapters.Error {
 		x.media = &media{}
 		capMillis := max(int64(transcriptionBlock), millis)
 		amount := x.price.AudioCost(capMillis)
-		hold, ok := s.h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
-		if !ok {
+		ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.id.User, Token: x.id.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
+		hold := ad.Hold
+		if err != nil {
 			return quotaError("your quota does not cover transcribing more of this session's audio (each minute reserves " + formatUnits(amount) +
 				"), so the gateway ended the session: top up your account and reconnect")
 		}
@@ -637,7 +645,7 @@ func (s *realtimeSession) cancelResponses(ctx context.Context) {
 func (s *realtimeSession) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ticket.Done(time.Now(), s.tokens)
+	s.ticket.Done(time.Now(), 0) // its responses' tokens were counted as they ended
 	s.billTranscription()
 	ledger := s.h.app.db.ledger
 	for _, hold := range s.pending {

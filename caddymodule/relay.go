@@ -273,28 +273,22 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
 	}
 	x.price = price
-	if e := h.admitLimits(x); e != nil {
-		return e
-	}
-	if req.Op == adapters.OpCountTokens {
-		return nil
-	}
-	amount, e := h.reservation(x)
-	if e != nil {
-		return e
-	}
-	if e := h.admitUsage(x, amount > 0); e != nil {
-		return e
-	}
-	hold, ok := a.db.ledger.Admit(x.id.User, x.id.Token, amount)
-	if !ok {
-		if avail, _ := a.db.ledger.Available(x.id.User.ID); avail <= 0 {
-			return quotaError("your quota is used up: top up your account and try again")
+	ask := billing.Ask{User: x.id.User, Token: x.id.Token, Slot: true}
+	if req.Op != adapters.OpCountTokens {
+		ask.Reserve = func() (int64, error) {
+			amount, e := h.reservation(x)
+			if e != nil {
+				return 0, e
+			}
+			return amount, nil
 		}
-		return quotaError("your remaining quota does not cover this request (it may cost up to " + formatUnits(amount) +
-			"): top up your account, lower max_tokens, or ask for a key with a higher limit")
 	}
-	x.hold = hold
+	ad, err := a.gate.Admit(time.Now(), ask)
+	x.ticket, x.hold, x.slot = ad.Ticket, ad.Hold, ad.Slot
+	if err != nil {
+		return engine.AdmissionError(err, x.w.Header(),
+			"request (it may cost up to %s): top up your account, lower max_tokens, or ask for a key with a higher limit")
+	}
 	return nil
 }
 
