@@ -9,38 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
-
-// readBounded reads a whole body of at most max bytes, sized by its
-// Content-Length when it gives a plausible one.
-func readBounded(resp *http.Response, max int64) ([]byte, error) {
-	if resp.ContentLength > max {
-		return nil, errBodyTooLarge
-	}
-	var buf []byte
-	if resp.ContentLength > 0 && !resp.Uncompressed {
-		buf = make([]byte, 0, resp.ContentLength+1)
-	} else {
-		buf = make([]byte, 0, 4<<10)
-	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > max {
-			return nil, errBodyTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
 
 // relayBody answers a non-streamed request. The body is read whole, up to
 // the channel's max_response_body (counted after decompression) and within
@@ -48,7 +19,7 @@ func readBounded(resp *http.Response, max int64) ([]byte, error) {
 func (h *Relay) relayBody(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
 	defer at.end()
 	defer resp.Body.Close()
-	body, err := readBounded(resp, b.maxResponseBody)
+	body, err := bodies.ReadBounded(resp, b.maxResponseBody)
 	x.ttfb = time.Since(x.start)
 	switch {
 	case x.r.Context().Err() != nil:
@@ -57,7 +28,7 @@ func (h *Relay) relayBody(x *exchange, at *attempt, ch *routing.Channel, b chann
 		h.log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.timeout))
 		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		h.log.Warn("upstream answer too large", zap.String("channel", ch.Name), zap.Int64("max_response_body", b.maxResponseBody))
 		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))

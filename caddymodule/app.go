@@ -19,6 +19,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -124,8 +125,8 @@ type App struct {
 	engine *engine.Engine
 	// gate admits every request: rate limits, reservation, usage slot
 	gate     *billing.Gate
-	inflight *inflightBodies
-	spooled  *inflightBodies // upload bytes on disk
+	inflight inflightBodies
+	spooled  *bodies.Budget // upload bytes on disk
 	fetch    *adapters.FetchPolicy
 	log      *zap.Logger
 	allowed  map[string]allowance // by channel name
@@ -258,7 +259,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxInflightUploads <= 0 {
 		a.MaxInflightUploads = defaultMaxInflightUploads
 	}
-	a.spooled = &inflightBodies{max: max(a.MaxInflightUploads, a.MaxUploadSize)}
+	a.spooled = bodies.NewBudget(max(a.MaxInflightUploads, a.MaxUploadSize))
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
@@ -268,7 +269,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxElements <= 0 {
 		a.MaxElements = adapters.DefaultMaxElements
 	}
-	a.inflight = &inflightBodies{max: max(a.MaxInflightBody, a.MaxRequestBody)}
+	a.inflight = inflightBodies{bodies.NewBudget(max(a.MaxInflightBody, a.MaxRequestBody))}
 	if a.MaxFetchedImages <= 0 {
 		a.MaxFetchedImages = 16
 	}

@@ -3,17 +3,16 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -181,88 +180,21 @@ func (at *attempt) end() {
 	at.cancel(context.Canceled)
 }
 
-// inflightBodies bounds the bytes of request bodies read and decoded at
-// once, process-wide, so a burst of large bodies gets 503s rather than the
-// process an OOM kill.
-type inflightBodies struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
+// inflightBodies is the process-wide budget of request bodies being read
+// (see bodies.Budget), under the names the task endpoint uses until it
+// moves out.
+type inflightBodies struct{ *bodies.Budget }
+
+func (b inflightBodies) readRequestBody(r *http.Request, limit int64) ([]byte, int64, error) {
+	return b.ReadRequest(r, limit)
 }
 
-// take reserves n bytes, or reports that they are not free.
-func (b *inflightBodies) take(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.max {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-func (b *inflightBodies) give(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-}
+func (b inflightBodies) give(n int64) { b.Give(n) }
 
 var (
-	errBodyBusy     = errors.New("too many request bodies in flight")
-	errBodyTooLarge = errors.New("body too large")
+	errBodyBusy     = bodies.ErrBusy
+	errBodyTooLarge = bodies.ErrTooLarge
 )
-
-// bodyChunk is how much of a body without Content-Length is reserved at a
-// time while it is read.
-const bodyChunk = 256 << 10
-
-// readRequestBody reads a request body of at most max bytes, holding its
-// size in the in-flight budget. The caller gives back held bytes once the
-// body is decoded.
-func (b *inflightBodies) readRequestBody(r *http.Request, limit int64) (body []byte, held int64, err error) {
-	if r.ContentLength > limit {
-		return nil, 0, errBodyTooLarge
-	}
-	if r.ContentLength >= 0 {
-		if !b.take(r.ContentLength) {
-			return nil, 0, errBodyBusy
-		}
-		held = r.ContentLength
-		body = make([]byte, r.ContentLength)
-		n, err := io.ReadFull(r.Body, body)
-		if err != nil {
-			return nil, held, err
-		}
-		if n, _ := r.Body.Read(make([]byte, 1)); n > 0 {
-			return nil, held, errors.New("the body is longer than its Content-Length")
-		}
-		return body[:n], held, nil
-	}
-	for {
-		if len(body) == cap(body) {
-			if int64(len(body)) >= limit+1 {
-				return nil, held, errBodyTooLarge
-			}
-			grow := int64(min(max(cap(body), bodyChunk), 8<<20))
-			if !b.take(grow) {
-				return nil, held, errBodyBusy
-			}
-			held += grow
-			body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
-		}
-		n, err := r.Body.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if int64(len(body)) > limit {
-			return nil, held, errBodyTooLarge
-		}
-		if err == io.EOF {
-			return body, held, nil
-		}
-		if err != nil {
-			return nil, held, err
-		}
-	}
-}
 
 // Bounds of a model name.
 const maxModelName = 256

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -42,12 +41,6 @@ const defaultMaxUploadSize = 25 << 20
 
 // defaultMaxInflightUploads is max_inflight_uploads' default.
 const defaultMaxInflightUploads = 1 << 30
-
-// Bounds of an upload's fields, which are held in memory.
-const (
-	maxFormFieldBytes = 64 << 10
-	maxFormParts      = 256
-)
 
 // transcriptionBytesPerSecond is the audio bitrate a transcription's
 // reservation assumes: 16 kbit/s, as low as speech is usually encoded, so
@@ -197,18 +190,18 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 	if n := x.r.ContentLength; n >= 0 && n <= hold {
 		hold = n
 	}
-	if !h.app.spooled.take(hold) {
+	if !h.app.spooled.Take(hold) {
 		x.w.Header().Set("Retry-After", "1")
 		return nil, noop, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is receiving too many uploads at once: retry shortly")
 	}
-	form, spooled, err := spoolForm(x.r, params["boundary"], h.app.MaxUploadSize)
+	form, spooled, err := bodies.SpoolForm(x.r, params["boundary"], h.app.MaxUploadSize)
 	cleanup := func() {
 		spooled()
-		h.app.spooled.give(hold)
+		h.app.spooled.Give(hold)
 	}
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		return nil, cleanup, &adapters.Error{Status: http.StatusRequestEntityTooLarge, Type: adapters.ErrRequestTooLarge, Code: "upload_too_large",
 			Message: fmt.Sprintf("the upload is larger than the gateway's limit of %d bytes (max_upload_size): send a smaller file", h.app.MaxUploadSize)}
 	case err != nil && x.r.Context().Err() != nil:
@@ -229,99 +222,6 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 		return nil, cleanup, e
 	}
 	return req, cleanup, nil
-}
-
-// capped reads at most n bytes of r and then fails with errBodyTooLarge.
-type capped struct {
-	r io.Reader
-	n int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	if c.n <= 0 {
-		// one byte more tells a body at the limit from a larger one
-		var one [1]byte
-		if k, _ := c.r.Read(one[:]); k > 0 {
-			return 0, errBodyTooLarge
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > c.n {
-		p = p[:c.n]
-	}
-	k, err := c.r.Read(p)
-	c.n -= int64(k)
-	return k, err
-}
-
-// spoolForm reads a multipart body part by part: fields into memory
-// (each at most maxFormFieldBytes), files each into an unlinked temporary
-// file, the whole at most limit bytes. The returned cleanup closes the
-// files, which frees their space.
-func spoolForm(r *http.Request, boundary string, limit int64) (*adapters.Form, func(), error) {
-	var files []*os.File
-	cleanup := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	if boundary == "" {
-		return nil, cleanup, adapters.BadRequest("the multipart/form-data Content-Type has no boundary")
-	}
-	if r.ContentLength > limit {
-		return nil, cleanup, errBodyTooLarge
-	}
-	mr := multipart.NewReader(&capped{r: r.Body, n: limit}, boundary)
-	form := &adapters.Form{}
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			return form, cleanup, nil
-		}
-		if err != nil {
-			return nil, cleanup, tooLargeOr(err)
-		}
-		if len(form.Parts) >= maxFormParts {
-			return nil, cleanup, adapters.BadRequest("the upload has more than %d parts", maxFormParts)
-		}
-		name := part.FormName()
-		if name == "" {
-			return nil, cleanup, adapters.BadRequest("a part of the upload has no form field name")
-		}
-		if part.FileName() == "" {
-			v, err := io.ReadAll(io.LimitReader(part, maxFormFieldBytes+1))
-			if err != nil {
-				return nil, cleanup, tooLargeOr(err)
-			}
-			if len(v) > maxFormFieldBytes {
-				return nil, cleanup, adapters.BadRequest("the upload's field %q is longer than %d bytes", name, maxFormFieldBytes)
-			}
-			form.Parts = append(form.Parts, adapters.FormPart{Name: name, Value: string(v)})
-			continue
-		}
-		f, err := os.CreateTemp("", "gateway-upload-*")
-		if err != nil {
-			return nil, cleanup, fmt.Errorf("spooling the upload: %w", err)
-		}
-		files = append(files, f)
-		// unlinked at once: the space is freed when the file is closed,
-		// even if the process dies first
-		_ = os.Remove(f.Name())
-		n, err := io.Copy(f, part)
-		if err != nil {
-			return nil, cleanup, tooLargeOr(err)
-		}
-		ff := &adapters.FormFile{Filename: part.FileName(), ContentType: part.Header.Get("Content-Type"), Size: n}
-		ff.Open = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(f, 0, n)), nil }
-		form.Parts = append(form.Parts, adapters.FormPart{Name: name, File: ff})
-	}
-}
-
-func tooLargeOr(err error) error {
-	if errors.Is(err, errBodyTooLarge) {
-		return errBodyTooLarge
-	}
-	return err
 }
 
 // mediaReservation is a media request's worst case: n images at the
@@ -427,7 +327,7 @@ func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b chan
 			return h.relayMetered(x, at, ch, b, resp, meter)
 		}
 	}
-	body, err := readBounded(resp, b.maxResponseBody)
+	body, err := bodies.ReadBounded(resp, b.maxResponseBody)
 	x.ttfb = time.Since(x.start)
 	switch {
 	case x.r.Context().Err() != nil:
@@ -435,7 +335,7 @@ func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b chan
 	case errors.Is(at.cause(), errTimeout):
 		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))
 	case err != nil:

@@ -16,6 +16,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -194,13 +195,13 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *engine.Failure {
 // the pre-scan (duplicate keys, element counts) and the model name.
 func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Error) {
 	a := h.app
-	body, held, err := a.inflight.readRequestBody(x.r, a.MaxRequestBody)
-	defer a.inflight.give(held)
+	body, held, err := a.inflight.ReadRequest(x.r, a.MaxRequestBody)
+	defer a.inflight.Give(held)
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		return nil, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
 			"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody)
-	case errors.Is(err, errBodyBusy):
+	case errors.Is(err, bodies.ErrBusy):
 		x.w.Header().Set("Retry-After", "1")
 		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is reading too many large requests at once: retry shortly")
