@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -16,15 +17,15 @@ import (
 // relayBody answers a non-streamed request. The body is read whole, up to
 // the channel's max_response_body (counted after decompression) and within
 // its timeout.
-func (h *Relay) relayBody(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
-	defer at.end()
+func (h *Relay) relayBody(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
+	defer at.End()
 	defer resp.Body.Close()
 	body, err := bodies.ReadBounded(resp, b.maxResponseBody)
 	x.ttfb = time.Since(x.start)
 	switch {
 	case x.r.Context().Err() != nil:
 		return x.fail(adapters.ClientClosed())
-	case errors.Is(at.cause(), errTimeout):
+	case errors.Is(at.Cause(), engine.ErrTimeout):
 		h.log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.timeout))
 		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
@@ -68,8 +69,8 @@ func (h *Relay) relayBody(x *exchange, at *attempt, ch *routing.Channel, b chann
 // past stream_idle_timeout) ends the stream with an error event in the
 // caller's dialect: never a clean end, which SDKs would take for a
 // finished answer.
-func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
-	defer at.end()
+func (h *Relay) relayStream(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
+	defer at.End()
 	enc := x.dialect.NewStreamEncoder(x.req)
 	rc := http.NewResponseController(x.w)
 	hdr := x.w.Header()
@@ -96,7 +97,7 @@ func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b cha
 				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
-			f := h.streamFailure(ch, at, b, err)
+			f := h.engine.StreamFailure(ch, at, b.streamIdle, b.maxStreamEvent, err)
 			if f.Channel {
 				h.engine.FailedMidAnswer(ch, f)
 			}
@@ -108,7 +109,7 @@ func (h *Relay) relayStream(x *exchange, at *attempt, ch *routing.Channel, b cha
 			}
 			break
 		}
-		at.alive()
+		at.Alive()
 		if x.ttfb == 0 {
 			x.ttfb = time.Since(x.start)
 		}

@@ -129,7 +129,7 @@ type App struct {
 	spooled  *bodies.Budget // upload bytes on disk
 	fetch    *adapters.FetchPolicy
 	log      *zap.Logger
-	allowed  map[string]allowance // by channel name
+	allowed  map[string]engine.Allowance // by channel name
 
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
@@ -453,7 +453,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.clients = map[string]*http.Client{}
 	a.transports = map[transportKey]*http.Client{}
 	a.bounds = map[string]channelBounds{}
-	a.allowed = map[string]allowance{}
+	a.allowed = map[string]engine.Allowance{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -519,7 +519,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 		b := cc.bounds()
 		a.bounds[cc.Name] = b
 		a.clients[cc.Name] = a.clientFor(b)
-		a.allowed[cc.Name] = newAllowance(cc)
+		a.allowed[cc.Name] = engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}
 		if t, ok := prov.(adapters.Transporter); ok {
 			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
 		}

@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -12,7 +10,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -122,79 +119,6 @@ func (a *App) clientFor(b channelBounds) *http.Client {
 }
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// Causes of an attempt's end that the relay tells apart.
-var (
-	errStreamIdle = errors.New("stream idle timeout")
-	errTimeout    = errors.New("upstream timeout")
-)
-
-// attempt is one try on one channel: its context ends with the client,
-// with the channel's whole-answer timeout (non-streamed requests), or
-// when a stream stays silent for longer than its idle timeout.
-type attempt struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	idle   time.Duration // 0: a non-streamed request, timed as a whole
-}
-
-// A stream's idle timer starts with its headers (response_header_timeout
-// bounds the wait for them); a non-streamed answer's timer at once.
-func newAttempt(parent context.Context, b channelBounds, stream bool) *attempt {
-	ctx, cancel := context.WithCancelCause(parent)
-	at := &attempt{ctx: ctx, cancel: cancel}
-	if stream {
-		at.idle = b.streamIdle
-	} else {
-		at.timer = time.AfterFunc(b.timeout, func() { cancel(errTimeout) })
-	}
-	return at
-}
-
-// alive (re)starts a stream's idle timer, at its headers and after each
-// event.
-func (at *attempt) alive() {
-	if at.idle <= 0 {
-		return
-	}
-	if at.timer == nil {
-		at.timer = time.AfterFunc(at.idle, func() { at.cancel(errStreamIdle) })
-		return
-	}
-	at.timer.Reset(at.idle)
-}
-
-// cause is why the attempt's context ended, nil while it has not.
-func (at *attempt) cause() error {
-	if at.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(at.ctx)
-}
-
-func (at *attempt) end() {
-	if at.timer != nil {
-		at.timer.Stop()
-	}
-	at.cancel(context.Canceled)
-}
-
-// inflightBodies is the process-wide budget of request bodies being read
-// (see bodies.Budget), under the names the task endpoint uses until it
-// moves out.
-type inflightBodies struct{ *bodies.Budget }
-
-func (b inflightBodies) readRequestBody(r *http.Request, limit int64) ([]byte, int64, error) {
-	return b.ReadRequest(r, limit)
-}
-
-func (b inflightBodies) give(n int64) { b.Give(n) }
-
-var (
-	errBodyBusy     = bodies.ErrBusy
-	errBodyTooLarge = bodies.ErrTooLarge
-)
 
 // Bounds of a model name.
 const maxModelName = 256

@@ -319,8 +319,8 @@ func mediaCost(x *exchange) int64 {
 // client takes as it is streams through, metered on the side; any other
 // is read within the channel's max_response_body and timeout, decoded for
 // billing and rendered in the client's dialect.
-func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
-	defer at.end()
+func (h *Relay) relayMedia(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
+	defer at.End()
 	defer resp.Body.Close()
 	if mm, ok := prov.(adapters.MediaMeter); ok {
 		if meter := mm.NewMediaMeter(x.req); meter != nil {
@@ -332,7 +332,7 @@ func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b chan
 	switch {
 	case x.r.Context().Err() != nil:
 		return x.fail(adapters.ClientClosed())
-	case errors.Is(at.cause(), errTimeout):
+	case errors.Is(at.Cause(), engine.ErrTimeout):
 		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
 	case errors.Is(err, bodies.ErrTooLarge):
@@ -366,7 +366,7 @@ func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b chan
 // answer of its own dialect) as it comes, the meter reading what billing
 // needs on the side, within the channel's timeout. A failure after the
 // first byte aborts the connection, as relaySpeech does.
-func (h *Relay) relayMetered(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response, meter adapters.MediaMeterWriter) error {
+func (h *Relay) relayMetered(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response, meter adapters.MediaMeterWriter) error {
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/json"
@@ -392,7 +392,7 @@ func (h *Relay) relayMetered(x *exchange, at *attempt, ch *routing.Channel, b ch
 // copyAnswer copies the upstream's answer to the client (and to side, if
 // given) as it comes, flushing each piece. It records how the copy ended
 // on the exchange and returns an error when the answer was cut short.
-func (h *Relay) copyAnswer(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response, side io.Writer) error {
+func (h *Relay) copyAnswer(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response, side io.Writer) error {
 	rc := http.NewResponseController(x.w)
 	buf := make([]byte, 32<<10)
 	for {
@@ -419,7 +419,7 @@ func (h *Relay) copyAnswer(x *exchange, at *attempt, ch *routing.Channel, b chan
 				return nil
 			}
 			msg := fmt.Sprintf("the upstream answer of channel %q broke off", ch.Name)
-			if errors.Is(at.cause(), errTimeout) {
+			if errors.Is(at.Cause(), engine.ErrTimeout) {
 				msg = fmt.Sprintf("the upstream answer of channel %q did not finish within %s (its timeout)", ch.Name, b.timeout)
 			}
 			x.status, x.errMsg = http.StatusBadGateway, msg
@@ -435,8 +435,8 @@ func (h *Relay) copyAnswer(x *exchange, at *attempt, ch *routing.Channel, b chan
 // first byte is out a failure can only cut the answer short: the
 // connection is aborted so the client sees an incomplete body, never a
 // clean end.
-func (h *Relay) relaySpeech(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response) error {
-	defer at.end()
+func (h *Relay) relaySpeech(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response) error {
+	defer at.End()
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {

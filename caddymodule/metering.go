@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tokenizer"
 )
@@ -126,7 +127,7 @@ func estimateUsage(req *adapters.Request, completion string) adapters.Usage {
 			u.PromptTokens += tokenizer.Count(req.Model, in)
 		}
 	case req.Rerank != nil:
-		u.PromptTokens = rerankTokens(req.Model, req.Rerank)
+		u.PromptTokens = engine.RerankTokens(req.Model, req.Rerank)
 	}
 	u.CompletionTokens = tokenizer.Count(req.Model, completion)
 	return u

@@ -166,24 +166,35 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 type relayAttempt struct {
 	h     *Relay
 	x     *exchange
-	at    *attempt
+	at    *engine.Attempt
 	resp  *http.Response
 	dec   adapters.StreamDecoder
 	first *adapters.StreamEvent
+	// the price-changing fields the request sets, for the channel type
+	// pricedType: read once per vendor, not once per channel tried
+	pricedType    string
+	fields, betas []string
 }
 
 func (ra *relayAttempt) Try(ch *routing.Channel) *engine.Failure {
 	h, x := ra.h, ra.x
 	prov := h.app.providers[ch.Name]
+	if ra.pricedType != ch.Type {
+		ra.pricedType = ch.Type
+		ra.fields, ra.betas = engine.PricedFields(prov, x.req)
+	}
+	if e := h.app.allowed[ch.Name].Check(ch.Name, x.req.Model, ra.fields, ra.betas); e != nil {
+		return &engine.Failure{Err: e}
+	}
 	b := h.app.bounds[ch.Name]
 	stream := x.req.Stream && x.media == nil // media answers are timed whole
-	ra.at = newAttempt(x.r.Context(), b, stream)
+	ra.at = engine.NewAttempt(x.r.Context(), b.timeout, b.streamIdle, stream)
 	resp, f := h.send(x, ra.at, ch, prov)
 	if f == nil && stream {
 		ra.dec, ra.first, f = h.openStream(x, ra.at, ch, b, prov, resp)
 	}
 	if f != nil {
-		ra.at.end()
+		ra.at.End()
 		return f
 	}
 	ra.resp = resp
@@ -301,12 +312,9 @@ func unknownModel(model string) *adapters.Error {
 
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
-func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *engine.Failure) {
-	if e := h.app.allowed[ch.Name].check(ch.Name, prov, x.req); e != nil {
-		return nil, &engine.Failure{Err: e}
-	}
+func (h *Relay) send(x *exchange, at *engine.Attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *engine.Failure) {
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
-	hr, err := prov.NewRequest(at.ctx, up, x.req)
+	hr, err := prov.NewRequest(at.Ctx, up, x.req)
 	if err != nil {
 		return nil, &engine.Failure{Err: asError(err)}
 	}
@@ -320,7 +328,7 @@ func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapter
 			x.channel = ch.Name
 			return nil, engine.ClientClosed()
 		}
-		return nil, h.transportFailure(ch, at, err)
+		return nil, h.engine.TransportFailure(ch, at, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -333,12 +341,12 @@ func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapter
 // openStream reads a stream's first event before the client's headers go
 // out, so an upstream that fails at once (an overloaded error as its first
 // event, a stream that stays silent or ends) fails over like a status error.
-func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *engine.Failure) {
+func (h *Relay) openStream(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *engine.Failure) {
 	dec := prov.NewStreamDecoder(x.req, resp.Body)
 	if l, ok := dec.(adapters.EventLimiter); ok {
 		l.SetMaxEvent(b.maxStreamEvent)
 	}
-	at.alive()
+	at.Alive()
 	first, err := dec.Next()
 	if err == nil {
 		return dec, first, nil
@@ -350,7 +358,7 @@ func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b chan
 	if x.r.Context().Err() != nil {
 		return nil, nil, engine.ClientClosed()
 	}
-	return nil, nil, h.streamFailure(ch, at, b, err)
+	return nil, nil, h.engine.StreamFailure(ch, at, b.streamIdle, b.maxStreamEvent, err)
 }
 
 // Interface guards.
