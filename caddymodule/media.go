@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
@@ -41,12 +40,6 @@ const defaultMaxUploadSize = 25 << 20
 
 // defaultMaxInflightUploads is max_inflight_uploads' default.
 const defaultMaxInflightUploads = 1 << 30
-
-// transcriptionBytesPerSecond is the audio bitrate a transcription's
-// reservation assumes: 16 kbit/s, as low as speech is usually encoded, so
-// the reservation covers the audio's length unless it is encoded lower
-// still (then the upstream's reported length is charged all the same).
-const transcriptionBytesPerSecond = 2000
 
 // ImagePriceConfig is one `image [<size> [<quality>]] <usd>` line.
 type ImagePriceConfig struct {
@@ -224,95 +217,23 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 	return req, cleanup, nil
 }
 
-// mediaReservation is a media request's worst case: n images at the
-// dearest price their size and quality can have (plus the prompt and
-// input images at the token prices of a model billed by tokens); the
-// input's characters; the audio's length at a low speech bitrate.
+// mediaReservation is a media request's worst case (see
+// engine.MediaReservation); a transcription keeps it, to charge when the
+// upstream does not say how long the audio was.
 func (h *Relay) mediaReservation(x *exchange) (int64, *adapters.Error) {
-	req, price, m := x.req, x.price, x.req.Media
-	if price.Free {
-		return 0, nil
-	}
-	switch req.Op {
-	case adapters.OpImage:
-		if !price.HasImagePrice() {
-			return 0, priceMissing(req.Model, "an image price ('image <usd>' or 'image <size> <quality> <usd>')")
-		}
-		each, ok := price.ImagePriceFor(m.Size, m.Quality)
-		if !ok {
-			if price.Output <= 0 {
-				return 0, adapters.BadRequest("the model %s has no price for images of size %q and quality %q on this gateway: ask for a size and quality it prices", req.Model, m.Size, m.Quality)
-			}
-			each = 0
-		}
-		images := int64(0)
-		if m.Form != nil {
-			images = int64(len(m.Form.Files("image", "image[]", "mask")))
-		}
-		prompt := int64(len(m.Prompt))/4 + 1
-		tokens := price.ImageTokenCost(prompt, billing.MulSat(images, h.app.imageTokens(req.Model)), 0)
-		return billing.AddSat(price.ImageCost(m.N, each), tokens), nil
-	case adapters.OpSpeech:
-		if price.Characters <= 0 {
-			return 0, priceMissing(req.Model, "a speech price ('characters <usd per million characters>')")
-		}
-		return price.CharacterCost(int64(utf8.RuneCountInString(m.Input))), nil
-	default:
-		if price.AudioSecond <= 0 && price.Input <= 0 {
-			return 0, priceMissing(req.Model, "an audio price ('audio_second <usd>')")
-		}
-		var size int64
-		if m.Form != nil {
-			for _, f := range m.Form.Files("file") {
-				size += f.Size
-			}
-		}
-		seconds := max(size/transcriptionBytesPerSecond, 1)
-		x.media.reserved = price.AudioCost(billing.MulSat(seconds, 1000))
-		return x.media.reserved, nil
-	}
+	amount, e := engine.MediaReservation(x.req, x.price, h.app.imageTokens(x.req.Model))
+	x.media.reserved = amount
+	return amount, e
 }
 
-func priceMissing(model, what string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
-		Message: "the model " + model + " has no " + what + " configured, so it cannot be billed: the operator must add it to 'price " + model + " { ... }' in the gateway's Caddyfile"}
-}
-
-// mediaCost is what a relayed media request is charged: the images
-// produced (by tokens when the model reports them and is priced by
-// tokens, else by size and quality), the characters spoken, the seconds
-// of audio transcribed (by tokens for a model that reports them).
+// mediaCost is what a relayed media request is charged (see
+// engine.MediaCost).
 func mediaCost(x *exchange) int64 {
-	req, price, m, mu := x.req, x.price, x.req.Media, x.media.usage
-	switch req.Op {
-	case adapters.OpImage:
-		if x.usage.Known() && (price.Output > 0 || price.Input > 0) {
-			text := max(x.usage.PromptTokens-mu.ImageInputTokens, 0)
-			return price.ImageTokenCost(text, mu.ImageInputTokens, x.usage.CompletionTokens)
-		}
-		size, quality := m.Size, m.Quality
-		if mu.Size != "" {
-			size = mu.Size
-		}
-		if mu.Quality != "" {
-			quality = mu.Quality
-		}
-		each, _ := price.ImagePriceFor(size, quality)
-		return price.ImageCost(mu.Images, max(each, 0))
-	case adapters.OpSpeech:
-		return price.CharacterCost(int64(utf8.RuneCountInString(m.Input)))
-	default:
-		switch {
-		case mu.AudioKnown && price.AudioSecond > 0:
-			return price.AudioCost(mu.AudioMillis)
-		case x.usage.Known():
-			return price.Cost(x.usage) // a model billed by audio and text tokens
-		}
-		// the upstream did not say how long the audio was: the
-		// reservation's estimate stands
+	cost, estimated := engine.MediaCost(x.req, x.price, x.usage, x.media.usage, x.media.reserved)
+	if estimated {
 		x.usage.Estimated = true
-		return x.media.reserved
 	}
+	return cost
 }
 
 // relayMedia answers an image or transcription request. An answer the

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -18,7 +17,7 @@ func (h *Relay) countLocally(x *exchange) error {
 	if !ok {
 		return x.fail(adapters.Errorf(http.StatusNotFound, adapters.ErrInvalidRequest, "this dialect has no token counting endpoint"))
 	}
-	n := tokenizer.CountChat(x.req.Model, chatTexts(x.req.Chat))
+	n := tokenizer.CountChat(x.req.Model, engine.ChatTexts(x.req.Chat))
 	body := enc.EncodeTokenCount(n)
 	x.status = http.StatusOK
 	x.w.Header().Set("Content-Type", "application/json")
@@ -38,7 +37,7 @@ func (h *Relay) settle(x *exchange) {
 	// a Realtime response is billed as its response.done reported it, a
 	// media request by what it produced
 	if x.channel != "" && req.Op != adapters.OpCountTokens && req.Op != adapters.OpRealtime && x.media == nil {
-		u = billedUsage(x)
+		u = engine.BilledUsage(x.req, x.usage, x.text.String(), x.tail, x.cut)
 	}
 	u = billing.Clamp(u)
 	cost := int64(0)
@@ -83,87 +82,4 @@ func (h *Relay) settle(x *exchange) {
 	} else {
 		h.app.db.writer.WriteUnadmitted(row)
 	}
-}
-
-// billedUsage is what a relayed request is billed on: the upstream's
-// counts, or when it reported none, the local tokenizer's. A stream cut
-// before its end event (the client left, the upstream broke) reported at
-// most partial usage (Anthropic's message_start; of Gemini's partial
-// usageMetadata its decoder keeps only the prompt count), so it is billed
-// the larger of that usage, plus what was generated after it, and a local
-// count of everything generated, reasoning included.
-func billedUsage(x *exchange) adapters.Usage {
-	u := x.usage
-	if !u.Known() {
-		return estimateUsage(x.req, x.text.String()+x.tail)
-	}
-	if !x.cut {
-		return u
-	}
-	local := estimateUsage(x.req, x.text.String()+x.tail)
-	after := tokenizer.Count(x.req.Model, x.tail)
-	if c := u.CompletionTokens + after; c > local.CompletionTokens {
-		local.CompletionTokens = c
-	}
-	local.PromptTokens = max(local.PromptTokens, u.PromptTokens)
-	local.CachedTokens, local.CacheWriteTokens = u.CachedTokens, u.CacheWriteTokens
-	local.ReasoningTokens = u.ReasoningTokens
-	local.Estimated = local.CompletionTokens != u.CompletionTokens || local.PromptTokens != u.PromptTokens
-	return local
-}
-
-// estimateUsage counts tokens locally for an upstream that reported none.
-func estimateUsage(req *adapters.Request, completion string) adapters.Usage {
-	u := adapters.Usage{Estimated: true}
-	switch {
-	case req.Chat != nil:
-		u.PromptTokens = tokenizer.CountChat(req.Model, chatTexts(req.Chat))
-	case req.Completion != nil:
-		for _, p := range req.Completion.Prompt {
-			u.PromptTokens += tokenizer.Count(req.Model, p)
-		}
-	case req.Embedding != nil:
-		for _, in := range req.Embedding.Input {
-			u.PromptTokens += tokenizer.Count(req.Model, in)
-		}
-	case req.Rerank != nil:
-		u.PromptTokens = engine.RerankTokens(req.Model, req.Rerank)
-	}
-	u.CompletionTokens = tokenizer.Count(req.Model, completion)
-	return u
-}
-
-// chatTexts lists the text of each message, system first, for counting.
-func chatTexts(c *adapters.ChatRequest) []string {
-	if c == nil {
-		return nil
-	}
-	var out []string
-	var sys strings.Builder
-	for _, p := range c.System {
-		sys.WriteString(p.Text)
-	}
-	if sys.Len() > 0 {
-		out = append(out, sys.String())
-	}
-	for _, m := range c.Messages {
-		var b strings.Builder
-		for _, p := range m.Parts {
-			b.WriteString(p.Text)
-			if p.ToolCall != nil {
-				b.WriteString(p.ToolCall.Name)
-				b.WriteString(p.ToolCall.Arguments)
-			}
-			if p.ToolResult != nil {
-				for _, rp := range p.ToolResult.Content {
-					b.WriteString(rp.Text)
-				}
-			}
-		}
-		out = append(out, b.String())
-	}
-	for _, t := range c.Tools {
-		out = append(out, t.Name+t.Description+string(t.Parameters))
-	}
-	return out
 }

@@ -87,7 +87,7 @@ type exchange struct {
 	text strings.Builder
 	// tail is the text relayed after the last usage the upstream reported
 	// (passthrough streams), and cut is true for a stream that ended
-	// before its end event: see billedUsage.
+	// before its end event: see engine.BilledUsage.
 	tail string
 	cut  bool
 	// media is set for image, speech and transcription requests
