@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 // MetricsConfig sets what the gateway's metrics break down by.
@@ -105,8 +106,8 @@ type opSeries struct {
 type channelSeries struct {
 	name, provider string
 	failovers      [len(failoverReasons)]prometheus.Counter
-	// consecutive failed attempts, reset by a success
-	failing atomic.Int64
+	// ch holds the channel's state: its failures since its last success
+	ch *routing.Channel
 }
 
 var failoverReasons = [...]string{"rate_limited", "timeout", "upstream_error"}
@@ -190,7 +191,7 @@ func newRelayMetrics(reg prometheus.Registerer, cfg *MetricsConfig, a *App) (*re
 			continue // skipped at provision: no key
 		}
 		typ := prov.(caddy.Module).CaddyModule().ID.Name()
-		cs := &channelSeries{name: cc.Name, provider: typ}
+		cs := &channelSeries{name: cc.Name, provider: typ, ch: a.channels.Channel(cc.Name)}
 		for i, reason := range failoverReasons {
 			cs.failovers[i] = m.failovers.WithLabelValues(cc.Name, reason)
 		}
@@ -200,7 +201,7 @@ func newRelayMetrics(reg prometheus.Registerer, cfg *MetricsConfig, a *App) (*re
 			Name:        "gateway_channel_consecutive_failures",
 			Help:        "Failed attempts (connection errors, 408, 429, 5xx) on a channel since its last success.",
 			ConstLabels: prometheus.Labels{"channel": cc.Name},
-		}, func() float64 { return float64(cs.failing.Load()) })
+		}, func() float64 { return float64(cs.failing()) })
 		if err := reg.Register(failing); err != nil {
 			return nil, err
 		}
@@ -332,9 +333,6 @@ func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took t
 	if x.channel == "" || status >= 400 {
 		return
 	}
-	if cs := m.channels[x.channel]; cs != nil && cs.failing.Load() != 0 {
-		cs.failing.Store(0)
-	}
 	if x.req.Op == adapters.OpCountTokens {
 		return
 	}
@@ -353,9 +351,10 @@ func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took t
 	}
 }
 
-// ChannelFailed records an attempt on a channel that failed by the
-// channel's fault; next says whether another channel is tried after it.
-// It is the engine's Observer.
+// ChannelFailed counts a failover from a channel whose attempt failed by
+// its fault, when next says another channel is tried. It is the engine's
+// Observer; the failures themselves are counted on the channel's record
+// (routing.Channel.Failing), which the gauge reads.
 func (m *relayMetrics) ChannelFailed(channel string, status int, next bool) {
 	if m == nil {
 		return
@@ -364,7 +363,6 @@ func (m *relayMetrics) ChannelFailed(channel string, status int, next bool) {
 	if cs == nil {
 		return
 	}
-	cs.failing.Add(1)
 	if next {
 		cs.failovers[failoverReason(status)].Inc()
 	}
@@ -464,4 +462,12 @@ func (m *relayMetrics) taskCost(model string, userID, cost int64) {
 		return
 	}
 	rs.cost.Add(float64(cost))
+}
+
+// failing is the channel's failures since its last success.
+func (cs *channelSeries) failing() int64 {
+	if cs.ch == nil {
+		return 0
+	}
+	return int64(cs.ch.Failing())
 }
