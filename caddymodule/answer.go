@@ -17,49 +17,49 @@ import (
 // relayBody answers a non-streamed request. The body is read whole, up to
 // the channel's max_response_body (counted after decompression) and within
 // its timeout.
-func (h *Relay) relayBody(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
+func (h *Relay) relayBody(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
 	defer at.End()
 	defer resp.Body.Close()
 	body, err := bodies.ReadBounded(resp, b.maxResponseBody)
-	x.ttfb = time.Since(x.start)
+	x.TTFB = time.Since(x.Start)
 	switch {
-	case x.r.Context().Err() != nil:
-		return x.fail(adapters.ClientClosed())
+	case x.R.Context().Err() != nil:
+		return x.Fail(adapters.ClientClosed())
 	case errors.Is(at.Cause(), engine.ErrTimeout):
 		h.log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.timeout))
-		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
+		return x.Fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
 	case errors.Is(err, bodies.ErrTooLarge):
 		h.log.Warn("upstream answer too large", zap.String("channel", ch.Name), zap.Int64("max_response_body", b.maxResponseBody))
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))
 	case err != nil:
 		h.log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
 	}
-	out, err := prov.DecodeResponse(x.req, body)
+	out, err := prov.DecodeResponse(x.Req, body)
 	if err != nil {
 		h.log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
 	}
-	x.usage = out.Usage
-	if !x.usage.Known() {
+	x.Usage = out.Usage
+	if !x.Usage.Known() {
 		for _, p := range out.Message.Parts {
-			x.text.WriteString(p.Text)
+			x.Text.WriteString(p.Text)
 		}
 	}
-	encoded, err := x.dialect.EncodeResponse(x.req, out)
+	encoded, err := x.Dialect.EncodeResponse(x.Req, out)
 	if err != nil {
-		return x.fail(asError(err))
+		return x.Fail(asError(err))
 	}
 	ct := out.ContentType
 	if ct == "" {
 		ct = "application/json"
 	}
-	x.w.Header().Set("Content-Type", ct)
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(encoded) // a write error is the client gone
+	x.W.Header().Set("Content-Type", ct)
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
+	_, _ = x.W.Write(encoded) // a write error is the client gone
 	return nil
 }
 
@@ -69,16 +69,16 @@ func (h *Relay) relayBody(x *exchange, at *engine.Attempt, ch *routing.Channel, 
 // past stream_idle_timeout) ends the stream with an error event in the
 // caller's dialect: never a clean end, which SDKs would take for a
 // finished answer.
-func (h *Relay) relayStream(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
+func (h *Relay) relayStream(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
 	defer at.End()
-	enc := x.dialect.NewStreamEncoder(x.req)
-	rc := http.NewResponseController(x.w)
-	hdr := x.w.Header()
+	enc := x.Dialect.NewStreamEncoder(x.Req)
+	rc := http.NewResponseController(x.W)
+	hdr := x.W.Header()
 	hdr.Set("Content-Type", enc.ContentType())
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
 
 	pending, _ := dec.(adapters.Pending)
 	unflushed := true // the headers
@@ -88,13 +88,13 @@ func (h *Relay) relayStream(x *exchange, at *engine.Attempt, ch *routing.Channel
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				buf = enc.Finish(buf[:0])
-				if _, werr := x.w.Write(buf); werr == nil {
+				if _, werr := x.W.Write(buf); werr == nil {
 					_ = rc.Flush()
 				}
 				break
 			}
-			if x.r.Context().Err() != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+			if x.R.Context().Err() != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
 			f := h.engine.StreamFailure(ch, at, b.streamIdle, b.maxStreamEvent, err)
@@ -102,22 +102,22 @@ func (h *Relay) relayStream(x *exchange, at *engine.Attempt, ch *routing.Channel
 				h.engine.FailedMidAnswer(ch, f)
 			}
 			e := f.Err
-			x.status, x.errMsg = e.Status, e.Message
+			x.Status, x.ErrMsg = e.Status, e.Message
 			buf = enc.Error(buf[:0], e)
-			if _, werr := x.w.Write(buf); werr == nil {
+			if _, werr := x.W.Write(buf); werr == nil {
 				_ = rc.Flush()
 			}
 			break
 		}
 		at.Alive()
-		if x.ttfb == 0 {
-			x.ttfb = time.Since(x.start)
+		if x.TTFB == 0 {
+			x.TTFB = time.Since(x.Start)
 		}
-		x.observe(ev)
+		x.Observe(ev)
 		buf = enc.Encode(buf[:0], ev)
 		if len(buf) > 0 {
-			if _, err := x.w.Write(buf); err != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+			if _, err := x.W.Write(buf); err != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
 			unflushed = true
@@ -125,7 +125,7 @@ func (h *Relay) relayStream(x *exchange, at *engine.Attempt, ch *routing.Channel
 		if unflushed && (pending == nil || !pending.Pending()) {
 			// nothing more is here yet: flush (else one flush for both)
 			if err := rc.Flush(); err != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
 			unflushed = false
@@ -134,37 +134,19 @@ func (h *Relay) relayStream(x *exchange, at *engine.Attempt, ch *routing.Channel
 	}
 	// a stream cut before its end is billed on what was generated: the
 	// text after the last usage the upstream reported counts too
-	x.cut = x.status != http.StatusOK
-	if us, ok := dec.(adapters.UsageSoFar); ok && x.cut && !x.usage.Known() {
+	x.Cut = x.Status != http.StatusOK
+	if us, ok := dec.(adapters.UsageSoFar); ok && x.Cut && !x.Usage.Known() {
 		if u := us.UsageSoFar(); u != nil {
-			x.usage = *u
+			x.Usage = *u
 		}
 	}
-	if !x.usage.Known() || x.cut {
+	if !x.Usage.Known() || x.Cut {
 		if pt, ok := dec.(adapters.PartialText); ok {
-			x.tail = pt.PartialText()
+			x.Tail = pt.PartialText()
 		}
 	}
 	if r, ok := dec.(adapters.Releaser); ok {
 		r.Release()
 	}
 	return nil
-}
-
-// observe keeps what billing needs from an event: the last usage the
-// upstream reported, and the text in case it reports none.
-func (x *exchange) observe(ev *adapters.StreamEvent) {
-	switch ev.Type {
-	case adapters.EventUsage:
-		if ev.Usage != nil {
-			x.usage = *ev.Usage
-		}
-	case adapters.EventTextDelta, adapters.EventThinkingDelta:
-		x.text.WriteString(ev.Text)
-	case adapters.EventToolCallStart, adapters.EventToolCallDelta:
-		if ev.ToolCall != nil {
-			x.text.WriteString(ev.ToolCall.Name)
-			x.text.WriteString(ev.ToolCall.Arguments)
-		}
-	}
 }

@@ -95,14 +95,6 @@ func parseImagePrice(d *caddyfile.Dispenser, model string, pc *PriceConfig) erro
 	return nil
 }
 
-// media is what the relay keeps of a media request beyond the exchange.
-type media struct {
-	usage adapters.MediaUsage
-	// reserved is the transcription's reservation, what is charged when
-	// the upstream does not say how long the audio was
-	reserved int64
-}
-
 // serveMedia serves image generations and edits, speech and
 // transcriptions: decode (spooling an upload), admit and reserve, try the
 // channels whose family serves the endpoint, relay, settle.
@@ -111,14 +103,14 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	db := a.db
 	db.enter()
 	defer db.leave()
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r), media: &media{}}
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r), Media: &engine.Media{}}
 	defer h.settle(x)
 	req, cleanup, e := h.decodeMedia(x, rt)
 	defer cleanup()
 	if e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
-	x.req = req
+	x.Req = req
 	// the channels whose family serves the endpoint, so a family without
 	// it is named before anything is reserved (for a model the key may
 	// use: else admission's 403 or 404 answers)
@@ -128,20 +120,20 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	})
 	if len(plan) == 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
 		if all := h.engine.Plan(req.Model, nil); len(all) > 0 {
-			return x.fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
+			return x.Fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
 				"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
 				req.Model, all[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
 		}
 	}
 	if e := h.admit(x); e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
 	try := &relayAttempt{h: h, x: x}
-	ch, f := h.engine.Run(x.r.Context(), req.Model, plan, try)
+	ch, f := h.engine.Run(x.R.Context(), req.Model, plan, try)
 	if f != nil {
-		return x.fail(f.Err)
+		return x.Fail(f.Err)
 	}
-	x.channel = ch.Name
+	x.Channel = ch.Name
 	b := a.bounds[ch.Name]
 	if req.Op == adapters.OpSpeech {
 		return h.relaySpeech(x, try.at, ch, b, try.resp)
@@ -166,9 +158,9 @@ func mediaEndpoint(req *adapters.Request) string {
 // form (bounded by max_upload_size) for the dialect to read; any other
 // body is read within max_request_body and decoded as JSON. cleanup
 // removes the spooled files.
-func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *adapters.Error) {
+func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (*adapters.Request, func(), *adapters.Error) {
 	noop := func() {}
-	ct, params, _ := mime.ParseMediaType(x.r.Header.Get("Content-Type"))
+	ct, params, _ := mime.ParseMediaType(x.R.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
 		req, e := h.decode(x, rt)
 		return req, noop, e
@@ -180,15 +172,15 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 	// the disk an upload may take is held for it: its Content-Length, or
 	// the most it may be
 	hold := h.app.MaxUploadSize
-	if n := x.r.ContentLength; n >= 0 && n <= hold {
+	if n := x.R.ContentLength; n >= 0 && n <= hold {
 		hold = n
 	}
 	if !h.app.spooled.Take(hold) {
-		x.w.Header().Set("Retry-After", "1")
+		x.W.Header().Set("Retry-After", "1")
 		return nil, noop, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is receiving too many uploads at once: retry shortly")
 	}
-	form, spooled, err := bodies.SpoolForm(x.r, params["boundary"], h.app.MaxUploadSize)
+	form, spooled, err := bodies.SpoolForm(x.R, params["boundary"], h.app.MaxUploadSize)
 	cleanup := func() {
 		spooled()
 		h.app.spooled.Give(hold)
@@ -197,7 +189,7 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 	case errors.Is(err, bodies.ErrTooLarge):
 		return nil, cleanup, &adapters.Error{Status: http.StatusRequestEntityTooLarge, Type: adapters.ErrRequestTooLarge, Code: "upload_too_large",
 			Message: fmt.Sprintf("the upload is larger than the gateway's limit of %d bytes (max_upload_size): send a smaller file", h.app.MaxUploadSize)}
-	case err != nil && x.r.Context().Err() != nil:
+	case err != nil && x.R.Context().Err() != nil:
 		return nil, cleanup, adapters.ClientClosed()
 	case err != nil:
 		var e *adapters.Error
@@ -207,7 +199,7 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 		h.log.Warn("upload could not be read", zap.Error(err))
 		return nil, cleanup, adapters.BadRequest("the multipart/form-data body could not be read: %v", err)
 	}
-	req, err := ud.DecodeUpload(rt.op, form, x.r)
+	req, err := ud.DecodeUpload(rt.op, form, x.R)
 	if err != nil {
 		return nil, cleanup, asError(err)
 	}
@@ -220,18 +212,18 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 // mediaReservation is a media request's worst case (see
 // engine.MediaReservation); a transcription keeps it, to charge when the
 // upstream does not say how long the audio was.
-func (h *Relay) mediaReservation(x *exchange) (int64, *adapters.Error) {
-	amount, e := engine.MediaReservation(x.req, x.price, h.app.imageTokens(x.req.Model))
-	x.media.reserved = amount
+func (h *Relay) mediaReservation(x *engine.Exchange) (int64, *adapters.Error) {
+	amount, e := engine.MediaReservation(x.Req, x.Price, h.app.imageTokens(x.Req.Model))
+	x.Media.Reserved = amount
 	return amount, e
 }
 
 // mediaCost is what a relayed media request is charged (see
 // engine.MediaCost).
-func mediaCost(x *exchange) int64 {
-	cost, estimated := engine.MediaCost(x.req, x.price, x.usage, x.media.usage, x.media.reserved)
+func mediaCost(x *engine.Exchange) int64 {
+	cost, estimated := engine.MediaCost(x.Req, x.Price, x.Usage, x.Media.Usage, x.Media.Reserved)
 	if estimated {
-		x.usage.Estimated = true
+		x.Usage.Estimated = true
 	}
 	return cost
 }
@@ -240,46 +232,46 @@ func mediaCost(x *exchange) int64 {
 // client takes as it is streams through, metered on the side; any other
 // is read within the channel's max_response_body and timeout, decoded for
 // billing and rendered in the client's dialect.
-func (h *Relay) relayMedia(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
+func (h *Relay) relayMedia(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
 	defer at.End()
 	defer resp.Body.Close()
 	if mm, ok := prov.(adapters.MediaMeter); ok {
-		if meter := mm.NewMediaMeter(x.req); meter != nil {
+		if meter := mm.NewMediaMeter(x.Req); meter != nil {
 			return h.relayMetered(x, at, ch, b, resp, meter)
 		}
 	}
 	body, err := bodies.ReadBounded(resp, b.maxResponseBody)
-	x.ttfb = time.Since(x.start)
+	x.TTFB = time.Since(x.Start)
 	switch {
-	case x.r.Context().Err() != nil:
-		return x.fail(adapters.ClientClosed())
+	case x.R.Context().Err() != nil:
+		return x.Fail(adapters.ClientClosed())
 	case errors.Is(at.Cause(), engine.ErrTimeout):
-		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
+		return x.Fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
 			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
 	case errors.Is(err, bodies.ErrTooLarge):
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))
 	case err != nil:
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
 	}
-	out, err := prov.DecodeMediaResponse(x.req, body)
+	out, err := prov.DecodeMediaResponse(x.Req, body)
 	if err != nil {
 		h.log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
 	}
-	x.usage, x.media.usage = out.Usage, out.Media
-	enc, ok := x.dialect.(adapters.MediaEncoder)
+	x.Usage, x.Media.Usage = out.Usage, out.Media
+	enc, ok := x.Dialect.(adapters.MediaEncoder)
 	if !ok {
-		return x.fail(adapters.BadRequest("this dialect has no media endpoints"))
+		return x.Fail(adapters.BadRequest("this dialect has no media endpoints"))
 	}
-	encoded, ct, err := enc.EncodeMediaResponse(x.req, out)
+	encoded, ct, err := enc.EncodeMediaResponse(x.Req, out)
 	if err != nil {
-		return x.fail(asError(err))
+		return x.Fail(asError(err))
 	}
-	x.w.Header().Set("Content-Type", ct)
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(encoded)
+	x.W.Header().Set("Content-Type", ct)
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
+	_, _ = x.W.Write(encoded)
 	return nil
 }
 
@@ -287,20 +279,20 @@ func (h *Relay) relayMedia(x *exchange, at *engine.Attempt, ch *routing.Channel,
 // answer of its own dialect) as it comes, the meter reading what billing
 // needs on the side, within the channel's timeout. A failure after the
 // first byte aborts the connection, as relaySpeech does.
-func (h *Relay) relayMetered(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response, meter adapters.MediaMeterWriter) error {
+func (h *Relay) relayMetered(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response, meter adapters.MediaMeterWriter) error {
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/json"
 	}
-	x.w.Header().Set("Content-Type", ct)
+	x.W.Header().Set("Content-Type", ct)
 	if resp.ContentLength >= 0 && !resp.Uncompressed {
-		x.w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+		x.W.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
 	err := h.copyAnswer(x, at, ch, b, resp, meter)
 	out, merr := meter.Result()
-	x.usage, x.media.usage = out.Usage, out.Media
+	x.Usage, x.Media.Usage = out.Usage, out.Media
 	if merr != nil && err == nil {
 		h.log.Warn("upstream images answer unreadable", zap.String("channel", ch.Name), zap.Error(merr))
 	}
@@ -313,20 +305,20 @@ func (h *Relay) relayMetered(x *exchange, at *engine.Attempt, ch *routing.Channe
 // copyAnswer copies the upstream's answer to the client (and to side, if
 // given) as it comes, flushing each piece. It records how the copy ended
 // on the exchange and returns an error when the answer was cut short.
-func (h *Relay) copyAnswer(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response, side io.Writer) error {
-	rc := http.NewResponseController(x.w)
+func (h *Relay) copyAnswer(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response, side io.Writer) error {
+	rc := http.NewResponseController(x.W)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			if x.ttfb == 0 {
-				x.ttfb = time.Since(x.start)
+			if x.TTFB == 0 {
+				x.TTFB = time.Since(x.Start)
 			}
 			if side != nil {
 				_, _ = side.Write(buf[:n])
 			}
-			if _, werr := x.w.Write(buf[:n]); werr != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+			if _, werr := x.W.Write(buf[:n]); werr != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				return nil // nobody to tell
 			}
 			_ = rc.Flush()
@@ -335,15 +327,15 @@ func (h *Relay) copyAnswer(x *exchange, at *engine.Attempt, ch *routing.Channel,
 			return nil
 		}
 		if err != nil {
-			if x.r.Context().Err() != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
+			if x.R.Context().Err() != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				return nil
 			}
 			msg := fmt.Sprintf("the upstream answer of channel %q broke off", ch.Name)
 			if errors.Is(at.Cause(), engine.ErrTimeout) {
 				msg = fmt.Sprintf("the upstream answer of channel %q did not finish within %s (its timeout)", ch.Name, b.timeout)
 			}
-			x.status, x.errMsg = http.StatusBadGateway, msg
+			x.Status, x.ErrMsg = http.StatusBadGateway, msg
 			h.engine.FailedMidAnswer(ch, &engine.Failure{Channel: true, Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%s", msg),
 				Detail: maskKeys(err.Error(), ch.Keys)})
 			return err
@@ -356,18 +348,18 @@ func (h *Relay) copyAnswer(x *exchange, at *engine.Attempt, ch *routing.Channel,
 // first byte is out a failure can only cut the answer short: the
 // connection is aborted so the client sees an incomplete body, never a
 // clean end.
-func (h *Relay) relaySpeech(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response) error {
+func (h *Relay) relaySpeech(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, resp *http.Response) error {
 	defer at.End()
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	hdr := x.w.Header()
+	hdr := x.W.Header()
 	hdr.Set("Content-Type", ct)
 	hdr.Set("X-Accel-Buffering", "no")
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
 	if err := h.copyAnswer(x, at, ch, b, resp, nil); err != nil {
 		panic(http.ErrAbortHandler)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -303,37 +304,37 @@ func (m *relayMetrics) dialectIndex(d adapters.Dialect) int {
 }
 
 // observe records a settled request.
-func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took time.Duration) {
+func (m *relayMetrics) observe(x *engine.Exchange, u adapters.Usage, cost int64, took time.Duration) {
 	if m == nil {
 		return
 	}
-	rs := m.route(x.channel, x.req.Model)
-	status := x.status
+	rs := m.route(x.Channel, x.Req.Model)
+	status := x.Status
 	if status == 0 {
 		status = 500 // the handler returned before answering
 	}
 	if m.perUser {
-		uid := strconv.FormatInt(x.id.User.ID, 10)
-		m.requests.WithLabelValues(rs.model, rs.channel, m.dialects[m.dialectIndex(x.dialect)].Name(), statusClasses[min(max(status/100, 1), 5)], uid).Inc()
+		uid := strconv.FormatInt(x.ID.User.ID, 10)
+		m.requests.WithLabelValues(rs.model, rs.channel, m.dialects[m.dialectIndex(x.Dialect)].Name(), statusClasses[min(max(status/100, 1), 5)], uid).Inc()
 		if cost > 0 {
 			m.cost.WithLabelValues(rs.model, uid).Add(float64(cost))
 		}
 	} else {
-		rs.request(m.dialectIndex(x.dialect), status).Inc()
+		rs.request(m.dialectIndex(x.Dialect), status).Inc()
 		if cost > 0 {
 			rs.cost.Add(float64(cost))
 		}
 	}
-	s := rs.op(x.req.Op)
+	s := rs.op(x.Req.Op)
 	if status >= 400 {
-		s.failure(rs, x.req.Op, status).Observe(took.Seconds())
+		s.failure(rs, x.Req.Op, status).Observe(took.Seconds())
 	} else {
 		s.ok.Observe(took.Seconds())
 	}
-	if x.channel == "" || status >= 400 {
+	if x.Channel == "" || status >= 400 {
 		return
 	}
-	if x.req.Op == adapters.OpCountTokens {
+	if x.Req.Op == adapters.OpCountTokens {
 		return
 	}
 	s.tokens[0].Observe(float64(u.PromptTokens))
@@ -343,10 +344,10 @@ func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took t
 			s.tokens[2+i].Observe(float64(n))
 		}
 	}
-	if x.req.Stream && x.ttfb > 0 {
-		s.ttft.Observe(x.ttfb.Seconds())
+	if x.Req.Stream && x.TTFB > 0 {
+		s.ttft.Observe(x.TTFB.Seconds())
 		if u.CompletionTokens > 1 {
-			s.tpot.Observe((took - x.ttfb).Seconds() / float64(u.CompletionTokens-1))
+			s.tpot.Observe((took - x.TTFB).Seconds() / float64(u.CompletionTokens-1))
 		}
 	}
 }

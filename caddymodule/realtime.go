@@ -70,51 +70,51 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	db.enter()
 	defer db.leave()
 	model := r.URL.Query().Get("model")
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), requestID: requestIDOf(r),
-		req: &adapters.Request{Op: adapters.OpRealtime, Dialect: rt.dialect.Name(), Model: model, Stream: true}}
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), RequestID: requestIDOf(r),
+		Req: &adapters.Request{Op: adapters.OpRealtime, Dialect: rt.dialect.Name(), Model: model, Stream: true}}
 	s := &realtimeSession{h: h, first: x}
 	defer s.finish()
 
 	dialect, ok := rt.dialect.(adapters.RealtimeDialect)
 	if !ok {
-		return x.fail(adapters.NotFound("%s clients have no Realtime endpoint", rt.dialect.Name()))
+		return x.Fail(adapters.NotFound("%s clients have no Realtime endpoint", rt.dialect.Name()))
 	}
 	h2 := r.ProtoMajor >= 2 && r.Method == http.MethodConnect && strings.EqualFold(r.Header.Get(":protocol"), "websocket")
 	if !h2 && (r.Method != http.MethodGet || !headerHasToken(r.Header, "Upgrade", "websocket")) {
 		w.Header().Set("Upgrade", "websocket")
-		return x.fail(adapters.Errorf(http.StatusUpgradeRequired, adapters.ErrInvalidRequest,
+		return x.Fail(adapters.Errorf(http.StatusUpgradeRequired, adapters.ErrInvalidRequest,
 			"%s is a WebSocket endpoint: open it with a WebSocket client (GET with 'Upgrade: websocket', or HTTP/2's extended CONNECT)", r.URL.Path))
 	}
 	if model == "" {
-		return x.fail(adapters.BadRequest("the Realtime model is required: open /v1/realtime?model=<model>, for example ?model=gpt-4o-realtime-preview"))
+		return x.Fail(adapters.BadRequest("the Realtime model is required: open /v1/realtime?model=<model>, for example ?model=gpt-4o-realtime-preview"))
 	}
 	if e := checkModelName(model); e != nil {
-		x.req.Model = ""
-		return x.fail(e)
+		x.Req.Model = ""
+		return x.Fail(e)
 	}
 	if a.channels.Has(model) && len(h.realtimePlan(model)) == 0 {
-		return x.fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
+		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
 	if e := h.admit(x); e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
 	// the rate limits (max_parallel) are held for the whole session
-	s.ticket, x.ticket = x.ticket, billing.Ticket{}
+	s.ticket, x.Ticket = x.Ticket, billing.Ticket{}
 	up, ch, e := h.dialRealtime(x, model)
 	if e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
 	s.up, s.ch = up, ch
-	x.channel = ch.Name
+	x.Channel = ch.Name
 	s.sess = a.providers[ch.Name].(adapters.RealtimeProvider).RealtimeSession(r, adapters.RealtimeLimits{
-		MaxOutputTokens: h.realtimeOutput(x.price),
-		Transcription:   x.price.Free || x.price.AudioSecond > 0,
+		MaxOutputTokens: h.realtimeOutput(x.Price),
+		Transcription:   x.Price.Free || x.Price.AudioSecond > 0,
 	})
 	if setup := s.sess.Setup(); setup != nil {
 		// before any client event, so that the upstream applies it first
 		if err := up.Write(r.Context(), websocket.MessageText, setup); err != nil {
 			up.CloseNow()
-			return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name))
+			return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name))
 		}
 	}
 	opts := &websocket.AcceptOptions{Subprotocols: dialect.RealtimeSubprotocols(), InsecureSkipVerify: true}
@@ -128,11 +128,11 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if err != nil {
 		up.CloseNow()
 		h.log.Warn("realtime upgrade failed", zap.Error(err))
-		x.status, x.errMsg = http.StatusBadRequest, "the WebSocket upgrade failed"
+		x.Status, x.ErrMsg = http.StatusBadRequest, "the WebSocket upgrade failed"
 		return nil
 	}
-	x.status = http.StatusOK
-	x.ttfb = time.Since(x.start)
+	x.Status = http.StatusOK
+	x.TTFB = time.Since(x.Start)
 	s.client, s.dialect = client, dialect
 	s.relay()
 	return nil
@@ -149,10 +149,10 @@ func (h *Relay) realtimePlan(model string) []*routing.Channel {
 
 // dialRealtime opens the upstream socket on the first of the Realtime
 // plan's channels that accepts it.
-func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
+func (h *Relay) dialRealtime(x *engine.Exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
 	plan := h.realtimePlan(model)
 	var conn *websocket.Conn
-	ch, f := h.engine.Run(x.r.Context(), model, plan, engine.AttemptFunc(func(ch *routing.Channel) *engine.Failure {
+	ch, f := h.engine.Run(x.R.Context(), model, plan, engine.AttemptFunc(func(ch *routing.Channel) *engine.Failure {
 		var f *engine.Failure
 		conn, f = h.dialChannel(x, ch, model)
 		return f
@@ -164,15 +164,15 @@ func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routi
 }
 
 // dialChannel is one Realtime connect attempt.
-func (h *Relay) dialChannel(x *exchange, ch *routing.Channel, model string) (*websocket.Conn, *engine.Failure) {
+func (h *Relay) dialChannel(x *engine.Exchange, ch *routing.Channel, model string) (*websocket.Conn, *engine.Failure) {
 	a := h.app
 	prov := a.providers[ch.Name]
 	b := a.bounds[ch.Name]
-	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.r)
+	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.R)
 	if err != nil {
 		return nil, &engine.Failure{Err: asError(err)}
 	}
-	ctx, cancel := context.WithTimeout(x.r.Context(), b.dial+b.responseHeader)
+	ctx, cancel := context.WithTimeout(x.R.Context(), b.dial+b.responseHeader)
 	// the channel's transport (its dial timeout, TLS, proxy), without a
 	// client timeout, which would cut the socket
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
@@ -183,9 +183,9 @@ func (h *Relay) dialChannel(x *exchange, ch *routing.Channel, model string) (*we
 	switch {
 	case err == nil:
 		conn.SetReadLimit(int64(b.maxStreamEvent))
-		x.upstreamID = upstreamRequestID(prov, resp.Header)
+		x.UpstreamID = upstreamRequestID(prov, resp.Header)
 		return conn, nil
-	case x.r.Context().Err() != nil:
+	case x.R.Context().Err() != nil:
 		return nil, engine.ClientClosed()
 	case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -217,7 +217,7 @@ func (h *Relay) realtimeReservation(price *billing.Price) int64 {
 // realtimeSession is one relayed session and its billing.
 type realtimeSession struct {
 	h      *Relay
-	first  *exchange // the session's own exchange: its slot, its rate-limit ticket
+	first  *engine.Exchange // the session's own exchange: its slot, its rate-limit ticket
 	client *websocket.Conn
 	up     *websocket.Conn
 	ch     *routing.Channel
@@ -238,11 +238,11 @@ type realtimeSession struct {
 	asked   int
 	// active are the responses under way, by id; doneCh is told when one
 	// ends
-	active map[string]*exchange
+	active map[string]*engine.Exchange
 	doneCh chan struct{}
 	// transcribing is the block of transcribed audio under way: its
 	// reservation covers txCap milliseconds, txMillis are used
-	transcribing     *exchange
+	transcribing     *engine.Exchange
 	txMillis, txCap  int64
 	rows             int  // usage rows written
 	firstSlotClaimed bool // a row took the session's usage slot
@@ -253,9 +253,9 @@ type realtimeSession struct {
 // relay runs the two pumps until the session ends.
 func (s *realtimeSession) relay() {
 	// the admission's reservation is the first response's
-	s.pending = []billing.Hold{s.first.hold}
-	s.first.hold = billing.Hold{}
-	s.active = map[string]*exchange{}
+	s.pending = []billing.Hold{s.first.Hold}
+	s.first.Hold = billing.Hold{}
+	s.active = map[string]*engine.Exchange{}
 	s.doneCh = make(chan struct{}, 1)
 	b := s.h.app.bounds[s.ch.Name]
 	s.client.SetReadLimit(int64(b.maxStreamEvent))
@@ -472,8 +472,8 @@ func (s *realtimeSession) mark(status int, msg string) {
 // reserveResponse reserves one response's worth.
 func (s *realtimeSession) reserveResponse() (billing.Hold, int64, bool) {
 	x := s.first
-	amount := s.h.realtimeReservation(x.price)
-	ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.id.User, Token: x.id.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
+	amount := s.h.realtimeReservation(x.Price)
+	ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
 	return ad.Hold, amount, err == nil
 }
 
@@ -483,7 +483,7 @@ func (s *realtimeSession) askResponse() *adapters.Error {
 	// a response.create is a request: it counts toward the key's rpm and
 	// waits for its tpm, as any other would (the session holds max_parallel)
 	x, now := s.first, time.Now()
-	ad, err := s.h.app.gate.Admit(now, billing.Ask{User: x.id.User, Token: x.id.Token, Rate: billing.RateInSession})
+	ad, err := s.h.app.gate.Admit(now, billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateInSession})
 	if err != nil {
 		return engine.AdmissionError(err, nil, "")
 	}
@@ -512,9 +512,9 @@ func (s *realtimeSession) started(id string) bool {
 	s.asked = max(s.asked-1, 0)
 	covered := len(s.pending) > 0
 	if covered {
-		x.hold, s.pending = s.pending[0], s.pending[1:]
+		x.Hold, s.pending = s.pending[0], s.pending[1:]
 	} else if hold, _, ok := s.reserveResponse(); ok {
-		x.hold, covered = hold, true
+		x.Hold, covered = hold, true
 	}
 	if len(s.pending) == 0 {
 		// a response the upstream starts by itself finds this one; if the
@@ -528,23 +528,23 @@ func (s *realtimeSession) started(id string) bool {
 
 // newRow is the exchange of one usage row of the session; its hold names
 // the user and token, so a cost settles on them even unreserved.
-func (s *realtimeSession) newRow() *exchange {
+func (s *realtimeSession) newRow() *engine.Exchange {
 	f := s.first
-	return &exchange{w: f.w, r: f.r, dialect: f.dialect, id: f.id, start: time.Now(), requestID: f.requestID,
-		req: f.req, price: f.price, channel: f.channel, upstreamID: f.upstreamID,
-		hold: billing.Hold{UserID: f.id.User.ID, TokenID: f.id.Token.ID}}
+	return &engine.Exchange{W: f.W, R: f.R, Dialect: f.Dialect, ID: f.ID, Start: time.Now(), RequestID: f.RequestID,
+		Req: f.Req, Price: f.Price, Channel: f.Channel, UpstreamID: f.UpstreamID,
+		Hold: billing.Hold{UserID: f.ID.User.ID, TokenID: f.ID.Token.ID}}
 }
 
 // bill settles a row of the session; the first takes the session's usage
 // slot. Called with mu held.
-func (s *realtimeSession) bill(x *exchange) {
+func (s *realtimeSession) bill(x *engine.Exchange) {
 	if !s.firstSlotClaimed {
 		s.firstSlotClaimed = true
-		x.slot, s.first.slot = s.first.slot, false
+		x.Slot, s.first.Slot = s.first.Slot, false
 	} else {
-		x.slot = s.h.app.db.writer.Admit(true) == nil
+		x.Slot = s.h.app.db.writer.Admit(true) == nil
 	}
-	x.status = http.StatusOK
+	x.Status = http.StatusOK
 	s.rows++
 	s.h.settle(x)
 }
@@ -559,7 +559,7 @@ func (s *realtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 		x = s.newRow() // a response whose start was not seen
 	}
 	delete(s.active, id)
-	x.usage = u
+	x.Usage = u
 	s.ticket.Used(time.Now(), u.PromptTokens+u.CompletionTokens)
 	s.bill(x)
 	select {
@@ -588,17 +588,17 @@ func (s *realtimeSession) transcribe(millis int64) *adapters.Error {
 	}
 	if s.transcribing == nil {
 		x := s.newRow()
-		x.req = &adapters.Request{Op: adapters.OpRealtime, Dialect: x.req.Dialect, Model: x.req.Model, Stream: true, Media: &adapters.MediaRequest{}}
-		x.media = &media{}
+		x.Req = &adapters.Request{Op: adapters.OpRealtime, Dialect: x.Req.Dialect, Model: x.Req.Model, Stream: true, Media: &adapters.MediaRequest{}}
+		x.Media = &engine.Media{}
 		capMillis := max(int64(transcriptionBlock), millis)
-		amount := x.price.AudioCost(capMillis)
-		ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.id.User, Token: x.id.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
+		amount := x.Price.AudioCost(capMillis)
+		ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
 		hold := ad.Hold
 		if err != nil {
 			return quotaError("your quota does not cover transcribing more of this session's audio (each minute reserves " + formatUnits(amount) +
 				"), so the gateway ended the session: top up your account and reconnect")
 		}
-		x.hold = hold
+		x.Hold = hold
 		s.transcribing, s.txMillis, s.txCap = x, 0, capMillis
 	}
 	s.txMillis += millis
@@ -613,7 +613,7 @@ func (s *realtimeSession) billTranscription() {
 		return
 	}
 	s.transcribing = nil
-	x.media.usage = adapters.MediaUsage{AudioMillis: s.txMillis, AudioKnown: true}
+	x.Media.Usage = adapters.MediaUsage{AudioMillis: s.txMillis, AudioKnown: true}
 	s.bill(x)
 }
 
@@ -652,12 +652,12 @@ func (s *realtimeSession) finish() {
 		ledger.Settle(hold, 0)
 	}
 	for _, x := range s.active {
-		ledger.Settle(x.hold, 0)
+		ledger.Settle(x.Hold, 0)
 	}
 	s.pending, s.active = nil, nil
 	if s.rows == 0 {
 		if s.status >= 400 {
-			s.first.status, s.first.errMsg = s.status, s.errMsg
+			s.first.Status, s.first.ErrMsg = s.status, s.errMsg
 		}
 		s.h.settle(s.first) // the session's row, a refusal's too
 		return

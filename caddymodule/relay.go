@@ -17,7 +17,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
-	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -62,38 +61,6 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// exchange is one request's life, from decode to settlement.
-type exchange struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	dialect adapters.Dialect
-	id      *keys.Identity
-	req     *adapters.Request
-	price   *billing.Price
-	hold    billing.Hold
-	ticket  billing.Ticket // rate limits held
-	slot    bool           // a usage queue slot is taken for the row
-	start   time.Time
-	ttfb    time.Duration
-	channel string
-	usage   adapters.Usage
-	status  int
-	errMsg  string
-	// requestID is the gateway's id for the request, upstreamID the
-	// upstream's own for its last attempt
-	requestID, upstreamID string
-	// text is the completion text seen, for counting when the upstream
-	// reports no usage.
-	text strings.Builder
-	// tail is the text relayed after the last usage the upstream reported
-	// (passthrough streams), and cut is true for a stream that ended
-	// before its end event: see engine.BilledUsage.
-	tail string
-	cut  bool
-	// media is set for image, speech and transcription requests
-	media *media
-}
-
 func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	a := h.app
 	rt := a.routeOf(r)
@@ -128,15 +95,15 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	db.enter()
 	defer db.leave()
 	// every request past authentication gets a usage row, refused ones too
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r)}
 	defer h.settle(x)
 	req, e := h.decode(x, rt)
 	if e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
-	x.req = req
+	x.Req = req
 	if e := h.admit(x); e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
 
 	var keep func(*routing.Channel) bool
@@ -149,11 +116,11 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return h.countLocally(x)
 	}
 	try := &relayAttempt{h: h, x: x}
-	ch, f := h.engine.Run(x.r.Context(), req.Model, plan, try)
+	ch, f := h.engine.Run(x.R.Context(), req.Model, plan, try)
 	if f != nil {
-		return x.fail(f.Err)
+		return x.Fail(f.Err)
 	}
-	x.channel = ch.Name
+	x.Channel = ch.Name
 	if req.Stream {
 		return h.relayStream(x, try.at, ch, a.bounds[ch.Name], try.dec, try.first)
 	}
@@ -165,7 +132,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 // an upstream that fails at once fails over.
 type relayAttempt struct {
 	h     *Relay
-	x     *exchange
+	x     *engine.Exchange
 	at    *engine.Attempt
 	resp  *http.Response
 	dec   adapters.StreamDecoder
@@ -181,14 +148,14 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *engine.Failure {
 	prov := h.app.providers[ch.Name]
 	if ra.pricedType != ch.Type {
 		ra.pricedType = ch.Type
-		ra.fields, ra.betas = engine.PricedFields(prov, x.req)
+		ra.fields, ra.betas = engine.PricedFields(prov, x.Req)
 	}
-	if e := h.app.allowed[ch.Name].Check(ch.Name, x.req.Model, ra.fields, ra.betas); e != nil {
+	if e := h.app.allowed[ch.Name].Check(ch.Name, x.Req.Model, ra.fields, ra.betas); e != nil {
 		return &engine.Failure{Err: e}
 	}
 	b := h.app.bounds[ch.Name]
-	stream := x.req.Stream && x.media == nil // media answers are timed whole
-	ra.at = engine.NewAttempt(x.r.Context(), b.timeout, b.streamIdle, stream)
+	stream := x.Req.Stream && x.Media == nil // media answers are timed whole
+	ra.at = engine.NewAttempt(x.R.Context(), b.timeout, b.streamIdle, stream)
 	resp, f := h.send(x, ra.at, ch, prov)
 	if f == nil && stream {
 		ra.dec, ra.first, f = h.openStream(x, ra.at, ch, b, prov, resp)
@@ -204,20 +171,20 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *engine.Failure {
 // decode reads and decodes the request body within the gateway's bounds:
 // its size, the bytes of bodies being decoded at once across the process,
 // the pre-scan (duplicate keys, element counts) and the model name.
-func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Error) {
+func (h *Relay) decode(x *engine.Exchange, rt route) (*adapters.Request, *adapters.Error) {
 	a := h.app
-	body, held, err := a.inflight.ReadRequest(x.r, a.MaxRequestBody)
+	body, held, err := a.inflight.ReadRequest(x.R, a.MaxRequestBody)
 	defer a.inflight.Give(held)
 	switch {
 	case errors.Is(err, bodies.ErrTooLarge):
 		return nil, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
 			"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody)
 	case errors.Is(err, bodies.ErrBusy):
-		x.w.Header().Set("Retry-After", "1")
+		x.W.Header().Set("Retry-After", "1")
 		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is reading too many large requests at once: retry shortly")
 	case err != nil:
-		if x.r.Context().Err() != nil {
+		if x.R.Context().Err() != nil {
 			return nil, adapters.ClientClosed()
 		}
 		return nil, adapters.BadRequest("the request body could not be read")
@@ -229,22 +196,22 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 		}
 	}
 	if err == nil {
-		req, err = rt.dialect.DecodeRequest(rt.op, body, x.r)
+		req, err = rt.dialect.DecodeRequest(rt.op, body, x.R)
 	}
 	if err != nil {
 		// an unknown model is a 404 whatever else is wrong with the body;
 		// a body that decodes has its model checked at admission, so only
 		// a refused one is peeked at
 		if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-			if m := p.PeekModel(rt.op, body, x.r); m != "" {
+			if m := p.PeekModel(rt.op, body, x.R); m != "" {
 				if a.channels.Has(m) {
-					x.req.Model = m // the refusal is counted under its model
+					x.Req.Model = m // the refusal is counted under its model
 					return nil, asError(err)
 				}
 				if e := checkModelName(m); e != nil {
 					return nil, e // not echoed back, nor kept
 				}
-				x.req.Model = m
+				x.Req.Model = m
 				return nil, unknownModel(m)
 			}
 		}
@@ -253,24 +220,24 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 	if e := checkModelName(req.Model); e != nil {
 		return nil, e
 	}
-	x.req.Model = req.Model
+	x.Req.Model = req.Model
 	if n := imageURLs(req); n > 0 {
 		if n > a.MaxFetchedImages {
 			return nil, adapters.BadRequest("the request gives %d images by URL, more than the gateway's limit of %d: send the others inline as base64", n, a.MaxFetchedImages)
 		}
 		// each image is fetched once for the request, not once per channel tried
-		x.r = x.r.WithContext(adapters.WithImageFetcher(x.r.Context(), a.fetch.NewFetcher()))
+		x.R = x.R.WithContext(adapters.WithImageFetcher(x.R.Context(), a.fetch.NewFetcher()))
 	}
 	return req, nil
 }
 
 // admit checks the model against the token and the configuration and
 // reserves its worst-case cost.
-func (h *Relay) admit(x *exchange) *adapters.Error {
-	a, req := h.app, x.req
-	if len(x.id.Token.Models) > 0 && !slices.Contains(x.id.Token.Models, req.Model) {
+func (h *Relay) admit(x *engine.Exchange) *adapters.Error {
+	a, req := h.app, x.Req
+	if len(x.ID.Token.Models) > 0 && !slices.Contains(x.ID.Token.Models, req.Model) {
 		return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
-			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.id.Token.Models, ", ")}
+			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.ID.Token.Models, ", ")}
 	}
 	if !a.channels.Has(req.Model) {
 		return unknownModel(req.Model)
@@ -284,8 +251,8 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "task_model",
 			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
 	}
-	x.price = price
-	ask := billing.Ask{User: x.id.User, Token: x.id.Token, Slot: true}
+	x.Price = price
+	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true}
 	if req.Op != adapters.OpCountTokens {
 		ask.Reserve = func() (int64, error) {
 			amount, e := h.reservation(x)
@@ -296,9 +263,9 @@ func (h *Relay) admit(x *exchange) *adapters.Error {
 		}
 	}
 	ad, err := a.gate.Admit(time.Now(), ask)
-	x.ticket, x.hold, x.slot = ad.Ticket, ad.Hold, ad.Slot
+	x.Ticket, x.Hold, x.Slot = ad.Ticket, ad.Hold, ad.Slot
 	if err != nil {
-		return engine.AdmissionError(err, x.w.Header(),
+		return engine.AdmissionError(err, x.W.Header(),
 			"request (it may cost up to %s): top up your account, lower max_tokens, or ask for a key with a higher limit")
 	}
 	return nil
@@ -312,20 +279,20 @@ func unknownModel(model string) *adapters.Error {
 
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
-func (h *Relay) send(x *exchange, at *engine.Attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *engine.Failure) {
-	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
-	hr, err := prov.NewRequest(at.Ctx, up, x.req)
+func (h *Relay) send(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *engine.Failure) {
+	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.Req.Model)}
+	hr, err := prov.NewRequest(at.Ctx, up, x.Req)
 	if err != nil {
 		return nil, &engine.Failure{Err: asError(err)}
 	}
 	resp, err := h.app.clients[ch.Name].Do(hr)
 	if err == nil {
-		x.upstreamID = upstreamRequestID(prov, resp.Header)
+		x.UpstreamID = upstreamRequestID(prov, resp.Header)
 	}
 	if err != nil {
-		if x.r.Context().Err() != nil {
+		if x.R.Context().Err() != nil {
 			// the upstream may have started on it: its prompt is billed
-			x.channel = ch.Name
+			x.Channel = ch.Name
 			return nil, engine.ClientClosed()
 		}
 		return nil, h.engine.TransportFailure(ch, at, err)
@@ -341,8 +308,8 @@ func (h *Relay) send(x *exchange, at *engine.Attempt, ch *routing.Channel, prov 
 // openStream reads a stream's first event before the client's headers go
 // out, so an upstream that fails at once (an overloaded error as its first
 // event, a stream that stays silent or ends) fails over like a status error.
-func (h *Relay) openStream(x *exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *engine.Failure) {
-	dec := prov.NewStreamDecoder(x.req, resp.Body)
+func (h *Relay) openStream(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *engine.Failure) {
+	dec := prov.NewStreamDecoder(x.Req, resp.Body)
 	if l, ok := dec.(adapters.EventLimiter); ok {
 		l.SetMaxEvent(b.maxStreamEvent)
 	}
@@ -355,7 +322,7 @@ func (h *Relay) openStream(x *exchange, at *engine.Attempt, ch *routing.Channel,
 	if r, ok := dec.(adapters.Releaser); ok {
 		r.Release()
 	}
-	if x.r.Context().Err() != nil {
+	if x.R.Context().Err() != nil {
 		return nil, nil, engine.ClientClosed()
 	}
 	return nil, nil, h.engine.StreamFailure(ch, at, b.streamIdle, b.maxStreamEvent, err)

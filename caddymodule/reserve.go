@@ -6,8 +6,8 @@ import (
 )
 
 // reservation is the request's worst-case cost, by what it is billed on.
-func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
-	a, req, price := h.app, x.req, x.price
+func (h *Relay) reservation(x *engine.Exchange) (int64, *adapters.Error) {
+	a, req, price := h.app, x.Req, x.Price
 	switch {
 	case req.Media != nil:
 		return h.mediaReservation(x)
@@ -17,7 +17,7 @@ func (h *Relay) reservation(x *exchange) (int64, *adapters.Error) {
 		return h.realtimeReservation(price), nil
 	}
 	return engine.TokenReservation(req, price, a.imageTokens(req.Model), a.DefaultMaxTokens,
-		func() int64 { return a.db.ledger.Room(x.id.User, x.id.Token) })
+		func() int64 { return a.db.ledger.Room(x.ID.User, x.ID.Token) })
 }
 
 // defaultPartTokens is what an image part reserves on a model none of
