@@ -314,7 +314,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
 	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
-	a.engine = &engine.Engine{Channels: a.channels, MaxAttempts: a.MaxAttempts, Health: a.health,
+	upstreams := make(map[string]*engine.Upstream, len(a.providers))
+	for name, prov := range a.providers {
+		upstreams[name] = &engine.Upstream{Provider: prov, Client: a.clients[name], Bounds: a.bounds[name].engine(), Allowance: a.allowed[name]}
+	}
+	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}

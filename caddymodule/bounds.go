@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -85,6 +86,12 @@ func (cc *ChannelConfig) bounds() channelBounds {
 		b.maxStreamEvent = int(min(cc.MaxStreamEvent, 1<<30))
 	}
 	return b
+}
+
+// engine is the bounds as the request engine reads them.
+func (b channelBounds) engine() engine.Bounds {
+	return engine.Bounds{Dial: b.dial, ResponseHeader: b.responseHeader, StreamIdle: b.streamIdle, Timeout: b.timeout,
+		MaxResponseBody: b.maxResponseBody, MaxStreamEvent: b.maxStreamEvent}
 }
 
 // transportKey is what makes two channels' transports differ; channels

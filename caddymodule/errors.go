@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"context"
-	"errors"
 	"net/http"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -10,16 +8,7 @@ import (
 )
 
 // asError turns any error into a neutral one.
-func asError(err error) *adapters.Error {
-	var e *adapters.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if errors.Is(err, context.Canceled) {
-		return adapters.ClientClosed()
-	}
-	return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", err)
-}
+func asError(err error) *adapters.Error { return engine.AsError(err) }
 
 func formatUnits(u int64) string { return engine.FormatUnits(u) }
 

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -115,57 +114,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	if req.Op == adapters.OpCountTokens && len(plan) == 0 {
 		return h.countLocally(x)
 	}
-	try := &relayAttempt{h: h, x: x}
-	ch, f := h.engine.Run(x.R.Context(), req.Model, plan, try)
-	if f != nil {
-		return x.Fail(f.Err)
-	}
-	x.Channel = ch.Name
-	if req.Stream {
-		return h.relayStream(x, try.at, ch, a.bounds[ch.Name], try.dec, try.first)
-	}
-	return h.relayBody(x, try.at, ch, a.bounds[ch.Name], a.providers[ch.Name], try.resp)
-}
-
-// relayAttempt is one chat, completion, embedding, responses or rerank
-// attempt: the request sent, and for a stream its first event read, so
-// an upstream that fails at once fails over.
-type relayAttempt struct {
-	h     *Relay
-	x     *engine.Exchange
-	at    *engine.Attempt
-	resp  *http.Response
-	dec   adapters.StreamDecoder
-	first *adapters.StreamEvent
-	// the price-changing fields the request sets, for the channel type
-	// pricedType: read once per vendor, not once per channel tried
-	pricedType    string
-	fields, betas []string
-}
-
-func (ra *relayAttempt) Try(ch *routing.Channel) *engine.Failure {
-	h, x := ra.h, ra.x
-	prov := h.app.providers[ch.Name]
-	if ra.pricedType != ch.Type {
-		ra.pricedType = ch.Type
-		ra.fields, ra.betas = engine.PricedFields(prov, x.Req)
-	}
-	if e := h.app.allowed[ch.Name].Check(ch.Name, x.Req.Model, ra.fields, ra.betas); e != nil {
-		return &engine.Failure{Err: e}
-	}
-	b := h.app.bounds[ch.Name]
-	stream := x.Req.Stream && x.Media == nil // media answers are timed whole
-	ra.at = engine.NewAttempt(x.R.Context(), b.timeout, b.streamIdle, stream)
-	resp, f := h.send(x, ra.at, ch, prov)
-	if f == nil && stream {
-		ra.dec, ra.first, f = h.openStream(x, ra.at, ch, b, prov, resp)
-	}
-	if f != nil {
-		ra.at.End()
-		return f
-	}
-	ra.resp = resp
-	return nil
+	return h.engine.Serve(x, plan)
 }
 
 // decode reads and decodes the request body within the gateway's bounds:
@@ -275,57 +224,6 @@ func (h *Relay) admit(x *engine.Exchange) *adapters.Error {
 func unknownModel(model string) *adapters.Error {
 	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
 		Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
-}
-
-// send makes one attempt on one channel. It returns the upstream response
-// when its status is 2xx, and otherwise why not.
-func (h *Relay) send(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *engine.Failure) {
-	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.Req.Model)}
-	hr, err := prov.NewRequest(at.Ctx, up, x.Req)
-	if err != nil {
-		return nil, &engine.Failure{Err: asError(err)}
-	}
-	resp, err := h.app.clients[ch.Name].Do(hr)
-	if err == nil {
-		x.UpstreamID = upstreamRequestID(prov, resp.Header)
-	}
-	if err != nil {
-		if x.R.Context().Err() != nil {
-			// the upstream may have started on it: its prompt is billed
-			x.Channel = ch.Name
-			return nil, engine.ClientClosed()
-		}
-		return nil, h.engine.TransportFailure(ch, at, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		return nil, h.engine.UpstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
-	}
-	return resp, nil
-}
-
-// openStream reads a stream's first event before the client's headers go
-// out, so an upstream that fails at once (an overloaded error as its first
-// event, a stream that stays silent or ends) fails over like a status error.
-func (h *Relay) openStream(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *engine.Failure) {
-	dec := prov.NewStreamDecoder(x.Req, resp.Body)
-	if l, ok := dec.(adapters.EventLimiter); ok {
-		l.SetMaxEvent(b.maxStreamEvent)
-	}
-	at.Alive()
-	first, err := dec.Next()
-	if err == nil {
-		return dec, first, nil
-	}
-	resp.Body.Close()
-	if r, ok := dec.(adapters.Releaser); ok {
-		r.Release()
-	}
-	if x.R.Context().Err() != nil {
-		return nil, nil, engine.ClientClosed()
-	}
-	return nil, nil, h.engine.StreamFailure(ch, at, b.streamIdle, b.maxStreamEvent, err)
 }
 
 // Interface guards.

@@ -49,6 +49,8 @@ func (f AttemptFunc) Try(ch *routing.Channel) *Failure { return f(ch) }
 // once per configuration and read by every request.
 type Engine struct {
 	Channels *routing.Set
+	// Upstreams are the channels' adapters, clients and bounds, by name
+	Upstreams map[string]*Upstream
 	// MaxAttempts is the retry budget: the most channels one request tries
 	MaxAttempts int
 	Health      routing.HealthPolicy

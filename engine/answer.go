@@ -1,4 +1,4 @@
-package caddymodule
+package engine
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -17,29 +16,29 @@ import (
 // relayBody answers a non-streamed request. The body is read whole, up to
 // the channel's max_response_body (counted after decompression) and within
 // its timeout.
-func (h *Relay) relayBody(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) error {
+func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.Provider, resp *http.Response) error {
 	defer at.End()
 	defer resp.Body.Close()
-	body, err := bodies.ReadBounded(resp, b.maxResponseBody)
+	body, err := bodies.ReadBounded(resp, b.MaxResponseBody)
 	x.TTFB = time.Since(x.Start)
 	switch {
 	case x.R.Context().Err() != nil:
 		return x.Fail(adapters.ClientClosed())
-	case errors.Is(at.Cause(), engine.ErrTimeout):
-		h.log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.timeout))
+	case errors.Is(at.Cause(), ErrTimeout):
+		e.Log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.Timeout))
 		return x.Fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
-			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
+			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.Timeout))
 	case errors.Is(err, bodies.ErrTooLarge):
-		h.log.Warn("upstream answer too large", zap.String("channel", ch.Name), zap.Int64("max_response_body", b.maxResponseBody))
+		e.Log.Warn("upstream answer too large", zap.String("channel", ch.Name), zap.Int64("max_response_body", b.MaxResponseBody))
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
-			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))
+			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.MaxResponseBody))
 	case err != nil:
-		h.log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
+		e.Log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
 	}
 	out, err := prov.DecodeResponse(x.Req, body)
 	if err != nil {
-		h.log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
+		e.Log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
 	}
 	x.Usage = out.Usage
@@ -50,7 +49,7 @@ func (h *Relay) relayBody(x *engine.Exchange, at *engine.Attempt, ch *routing.Ch
 	}
 	encoded, err := x.Dialect.EncodeResponse(x.Req, out)
 	if err != nil {
-		return x.Fail(asError(err))
+		return x.Fail(AsError(err))
 	}
 	ct := out.ContentType
 	if ct == "" {
@@ -69,7 +68,7 @@ func (h *Relay) relayBody(x *engine.Exchange, at *engine.Attempt, ch *routing.Ch
 // past stream_idle_timeout) ends the stream with an error event in the
 // caller's dialect: never a clean end, which SDKs would take for a
 // finished answer.
-func (h *Relay) relayStream(x *engine.Exchange, at *engine.Attempt, ch *routing.Channel, b channelBounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
+func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
 	defer at.End()
 	enc := x.Dialect.NewStreamEncoder(x.Req)
 	rc := http.NewResponseController(x.W)
@@ -97,9 +96,9 @@ func (h *Relay) relayStream(x *engine.Exchange, at *engine.Attempt, ch *routing.
 				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
-			f := h.engine.StreamFailure(ch, at, b.streamIdle, b.maxStreamEvent, err)
+			f := e.StreamFailure(ch, at, b.StreamIdle, b.MaxStreamEvent, err)
 			if f.Channel {
-				h.engine.FailedMidAnswer(ch, f)
+				e.FailedMidAnswer(ch, f)
 			}
 			e := f.Err
 			x.Status, x.ErrMsg = e.Status, e.Message
