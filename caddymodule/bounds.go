@@ -3,9 +3,7 @@ package caddymodule
 import (
 	"net"
 	"net/http"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -127,36 +125,9 @@ func (a *App) clientFor(b channelBounds) *http.Client {
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Bounds of a model name.
-const maxModelName = 256
-
 // checkModelName refuses a model name that is too long or holds control
-// characters: it ends up in logs, usage rows and upstream URLs.
-func checkModelName(m string) *adapters.Error {
-	if len(m) > maxModelName {
-		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "invalid_model",
-			Message: "the model name is longer than " + strconv.Itoa(maxModelName) + " bytes"}
-	}
-	for _, r := range m {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
-			return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "invalid_model",
-				Message: "the model name has a control character or invalid UTF-8 in it"}
-		}
-	}
-	return nil
-}
-
-// truncate keeps at most n bytes of s, for what a usage row stores.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
-}
+// characters (see engine.CheckModelName).
+func checkModelName(m string) *adapters.Error { return engine.CheckModelName(m) }
 
 // imageURLs counts the images a chat request gives by URL, which an
 // upstream that takes only inline images makes the gateway fetch.

@@ -102,7 +102,7 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	db.enter()
 	defer db.leave()
 	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r), Media: &engine.Media{}}
-	defer h.settle(x)
+	defer h.engine.Settle(x)
 	req, cleanup, e := h.decodeMedia(x, rt)
 	defer cleanup()
 	if e != nil {
@@ -204,14 +204,4 @@ func (h *Relay) mediaReservation(x *engine.Exchange) (int64, *adapters.Error) {
 	amount, e := engine.MediaReservation(x.Req, x.Price, h.app.imageTokens(x.Req.Model))
 	x.Media.Reserved = amount
 	return amount, e
-}
-
-// mediaCost is what a relayed media request is charged (see
-// engine.MediaCost).
-func mediaCost(x *engine.Exchange) int64 {
-	cost, estimated := engine.MediaCost(x.Req, x.Price, x.Usage, x.Media.Usage, x.Media.Reserved)
-	if estimated {
-		x.Usage.Estimated = true
-	}
-	return cost
 }

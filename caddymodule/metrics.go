@@ -304,7 +304,7 @@ func (m *relayMetrics) dialectIndex(d adapters.Dialect) int {
 }
 
 // observe records a settled request.
-func (m *relayMetrics) observe(x *engine.Exchange, u adapters.Usage, cost int64, took time.Duration) {
+func (m *relayMetrics) Observe(x *engine.Exchange, u adapters.Usage, cost int64, took time.Duration) {
 	if m == nil {
 		return
 	}

@@ -52,8 +52,8 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20, CachedTokens: 4}
 	for _, status := range []int{200, 502} {
 		x.Status = status
-		m.observe(x, u, 14, 5*time.Millisecond) // creates the series
-		if n := testing.AllocsPerRun(1000, func() { m.observe(x, u, 14, 5*time.Millisecond) }); n != 0 {
+		m.Observe(x, u, 14, 5*time.Millisecond) // creates the series
+		if n := testing.AllocsPerRun(1000, func() { m.Observe(x, u, 14, 5*time.Millisecond) }); n != 0 {
 			t.Errorf("status %d: %v allocations per request, want 0", status, n)
 		}
 	}
@@ -69,7 +69,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.observe(x, u, 14, 5*time.Millisecond)
+			m.Observe(x, u, 14, 5*time.Millisecond)
 		}
 	})
 }

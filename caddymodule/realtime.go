@@ -546,7 +546,7 @@ func (s *realtimeSession) bill(x *engine.Exchange) {
 	}
 	x.Status = http.StatusOK
 	s.rows++
-	s.h.settle(x)
+	s.h.engine.Settle(x)
 }
 
 // settleResponse bills a finished response; it returns the error that
@@ -659,7 +659,7 @@ func (s *realtimeSession) finish() {
 		if s.status >= 400 {
 			s.first.Status, s.first.ErrMsg = s.status, s.errMsg
 		}
-		s.h.settle(s.first) // the session's row, a refusal's too
+		s.h.engine.Settle(s.first) // the session's row, a refusal's too
 		return
 	}
 	// its rows are the responses' and the transcriptions'; why it ended

@@ -95,7 +95,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	defer db.leave()
 	// every request past authentication gets a usage row, refused ones too
 	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r)}
-	defer h.settle(x)
+	defer h.engine.Settle(x)
 	req, e := h.decode(x, rt)
 	if e != nil {
 		return x.Fail(e)
@@ -112,7 +112,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	}
 	plan := h.engine.Plan(req.Model, keep)
 	if req.Op == adapters.OpCountTokens && len(plan) == 0 {
-		return h.countLocally(x)
+		return engine.CountLocally(x)
 	}
 	return h.engine.Serve(x, plan)
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -58,6 +59,10 @@ type Engine struct {
 	FailureLog *routing.LogThrottle
 	Log        *zap.Logger
 	Observer   Observer // may be nil
+	// Gate admits requests and settles them; Rows and Meter record them
+	Gate  *billing.Gate
+	Rows  RowWriter
+	Meter Meter
 }
 
 // Plan is the order in which to try the model's channels: those keep
