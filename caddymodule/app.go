@@ -318,7 +318,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	for name, prov := range a.providers {
 		upstreams[name] = &engine.Upstream{Provider: prov, Client: a.clients[name], Bounds: a.bounds[name].engine(), Allowance: a.allowed[name]}
 	}
-	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
+	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
+		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}

@@ -123,7 +123,7 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 				req.Model, all[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
 		}
 	}
-	if e := h.admit(x); e != nil {
+	if e := h.engine.Admit(x); e != nil {
 		return x.Fail(e)
 	}
 	return h.engine.Serve(x, plan)
@@ -195,13 +195,4 @@ func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (*adapters.Request, fu
 		return nil, cleanup, e
 	}
 	return req, cleanup, nil
-}
-
-// mediaReservation is a media request's worst case (see
-// engine.MediaReservation); a transcription keeps it, to charge when the
-// upstream does not say how long the audio was.
-func (h *Relay) mediaReservation(x *engine.Exchange) (int64, *adapters.Error) {
-	amount, e := engine.MediaReservation(x.Req, x.Price, h.app.imageTokens(x.Req.Model))
-	x.Media.Reserved = amount
-	return amount, e
 }

@@ -95,7 +95,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if a.channels.Has(model) && len(h.realtimePlan(model)) == 0 {
 		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
-	if e := h.admit(x); e != nil {
+	if e := h.engine.Admit(x); e != nil {
 		return x.Fail(e)
 	}
 	// the rate limits (max_parallel) are held for the whole session
@@ -107,7 +107,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	s.up, s.ch = up, ch
 	x.Channel = ch.Name
 	s.sess = a.providers[ch.Name].(adapters.RealtimeProvider).RealtimeSession(r, adapters.RealtimeLimits{
-		MaxOutputTokens: h.realtimeOutput(x.Price),
+		MaxOutputTokens: h.engine.RealtimeOutput(x.Price),
 		Transcription:   x.Price.Free || x.Price.AudioSecond > 0,
 	})
 	if setup := s.sess.Setup(); setup != nil {
@@ -193,25 +193,6 @@ func (h *Relay) dialChannel(x *engine.Exchange, ch *routing.Channel, model strin
 	}
 	return nil, &engine.Failure{Channel: true, Detail: maskKeys(err.Error(), ch.Keys), Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 		"the upstream channel %q could not open a Realtime session", ch.Name)}
-}
-
-// realtimeOutput is the most tokens one Realtime response may write: the
-// model's max_output, default_max_tokens without one.
-func (h *Relay) realtimeOutput(price *billing.Price) int64 {
-	if price.MaxOutput > 0 {
-		return price.MaxOutput
-	}
-	return h.app.DefaultMaxTokens
-}
-
-// realtimeReservation is what one Realtime response holds while it runs:
-// its output cap of audio in and as much of audio out, the dearest
-// tokens. The output cannot exceed it; an input larger than the cap (a
-// long conversation) is still charged in full, and the reservation bounds
-// how far below zero one response can take a balance.
-func (h *Relay) realtimeReservation(price *billing.Price) int64 {
-	n := h.realtimeOutput(price)
-	return price.Cost(adapters.Usage{PromptTokens: n, AudioPromptTokens: n, CompletionTokens: n, AudioCompletionTokens: n})
 }
 
 // realtimeSession is one relayed session and its billing.
@@ -472,7 +453,7 @@ func (s *realtimeSession) mark(status int, msg string) {
 // reserveResponse reserves one response's worth.
 func (s *realtimeSession) reserveResponse() (billing.Hold, int64, bool) {
 	x := s.first
-	amount := s.h.realtimeReservation(x.Price)
+	amount := s.h.engine.RealtimeReservation(x.Price)
 	ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
 	return ad.Hold, amount, err == nil
 }

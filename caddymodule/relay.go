@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -13,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
@@ -101,7 +98,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return x.Fail(e)
 	}
 	x.Req = req
-	if e := h.admit(x); e != nil {
+	if e := h.engine.Admit(x); e != nil {
 		return x.Fail(e)
 	}
 
@@ -161,7 +158,7 @@ func (h *Relay) decode(x *engine.Exchange, rt route) (*adapters.Request, *adapte
 					return nil, e // not echoed back, nor kept
 				}
 				x.Req.Model = m
-				return nil, unknownModel(m)
+				return nil, engine.UnknownModel(m)
 			}
 		}
 		return nil, asError(err)
@@ -178,52 +175,6 @@ func (h *Relay) decode(x *engine.Exchange, rt route) (*adapters.Request, *adapte
 		x.R = x.R.WithContext(adapters.WithImageFetcher(x.R.Context(), a.fetch.NewFetcher()))
 	}
 	return req, nil
-}
-
-// admit checks the model against the token and the configuration and
-// reserves its worst-case cost.
-func (h *Relay) admit(x *engine.Exchange) *adapters.Error {
-	a, req := h.app, x.Req
-	if len(x.ID.Token.Models) > 0 && !slices.Contains(x.ID.Token.Models, req.Model) {
-		return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
-			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.ID.Token.Models, ", ")}
-	}
-	if !a.channels.Has(req.Model) {
-		return unknownModel(req.Model)
-	}
-	price, ok := a.prices[req.Model]
-	if !ok {
-		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
-			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
-	}
-	if price.TaskOnly() {
-		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "task_model",
-			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
-	}
-	x.Price = price
-	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true}
-	if req.Op != adapters.OpCountTokens {
-		ask.Reserve = func() (int64, error) {
-			amount, e := h.reservation(x)
-			if e != nil {
-				return 0, e
-			}
-			return amount, nil
-		}
-	}
-	ad, err := a.gate.Admit(time.Now(), ask)
-	x.Ticket, x.Hold, x.Slot = ad.Ticket, ad.Hold, ad.Slot
-	if err != nil {
-		return engine.AdmissionError(err, x.W.Header(),
-			"request (it may cost up to %s): top up your account, lower max_tokens, or ask for a key with a higher limit")
-	}
-	return nil
-}
-
-// unknownModel is the 404 for a model no channel serves.
-func unknownModel(model string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
-		Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
 }
 
 // Interface guards.

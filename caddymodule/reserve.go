@@ -1,25 +1,5 @@
 package caddymodule
 
-import (
-	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/engine"
-)
-
-// reservation is the request's worst-case cost, by what it is billed on.
-func (h *Relay) reservation(x *engine.Exchange) (int64, *adapters.Error) {
-	a, req, price := h.app, x.Req, x.Price
-	switch {
-	case req.Media != nil:
-		return h.mediaReservation(x)
-	case req.Rerank != nil:
-		return engine.RerankReservation(req.Rerank, price), nil
-	case req.Op == adapters.OpRealtime:
-		return h.realtimeReservation(price), nil
-	}
-	return engine.TokenReservation(req, price, a.imageTokens(req.Model), a.DefaultMaxTokens,
-		func() int64 { return a.db.ledger.Room(x.ID.User, x.ID.Token) })
-}
-
 // defaultPartTokens is what an image part reserves on a model none of
 // whose channels documents more: Anthropic's most for one image.
 const defaultPartTokens = 1600

@@ -59,6 +59,12 @@ type Engine struct {
 	FailureLog *routing.LogThrottle
 	Log        *zap.Logger
 	Observer   Observer // may be nil
+	// Prices by model; DefaultMaxTokens is the output a priced model
+	// without max_output reserves; PartTokens what one image part of a
+	// model's prompt reserves
+	Prices           map[string]*billing.Price
+	DefaultMaxTokens int64
+	PartTokens       func(model string) int64
 	// Gate admits requests and settles them; Rows and Meter record them
 	Gate  *billing.Gate
 	Rows  RowWriter
