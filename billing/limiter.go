@@ -164,7 +164,14 @@ func (w *window) tokensSince(now time.Time) (sum, oldest int64) {
 
 // Done ends the ticket's hold on max_parallel and counts the tokens the
 // request used against tpm.
-func (t Ticket) Done(now time.Time, tokens int64) {
+func (t Ticket) Done(now time.Time, tokens int64) { t.count(now, tokens, true) }
+
+// Used counts tokens against tpm while the ticket stays held: a Realtime
+// session's responses, each counted as it ends rather than all at the
+// session's end.
+func (t Ticket) Used(now time.Time, tokens int64) { t.count(now, tokens, false) }
+
+func (t Ticket) count(now time.Time, tokens int64, done bool) {
 	if t.l == nil {
 		return
 	}
@@ -175,7 +182,7 @@ func (t Ticket) Done(now time.Time, tokens int64) {
 		if w == nil {
 			continue
 		}
-		if t.parallel[i] {
+		if done && t.parallel[i] {
 			w.parallel--
 		}
 		if tokens > 0 {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
@@ -119,12 +121,16 @@ type App struct {
 	transports map[transportKey]*http.Client
 	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
-	failureLog *routing.LogThrottle // failed attempts, logged per channel
-	inflight   *inflightBodies
-	spooled    *inflightBodies // upload bytes on disk
-	fetch      *adapters.FetchPolicy
-	log        *zap.Logger
-	allowed    map[string]allowance // by channel name
+	// engine plans channels and fails over; handlers copy it with their
+	// own logger
+	engine *engine.Engine
+	// gate admits every request: rate limits, reservation, usage slot
+	gate     *billing.Gate
+	inflight inflightBodies
+	spooled  *bodies.Budget // upload bytes on disk
+	fetch    *adapters.FetchPolicy
+	log      *zap.Logger
+	allowed  map[string]engine.Allowance // by channel name
 
 	// this configuration's metrics and retention worker
 	metrics   *relayMetrics
@@ -254,7 +260,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxInflightUploads <= 0 {
 		a.MaxInflightUploads = defaultMaxInflightUploads
 	}
-	a.spooled = &inflightBodies{max: max(a.MaxInflightUploads, a.MaxUploadSize)}
+	a.spooled = bodies.NewBudget(max(a.MaxInflightUploads, a.MaxUploadSize))
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
@@ -264,7 +270,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxElements <= 0 {
 		a.MaxElements = adapters.DefaultMaxElements
 	}
-	a.inflight = &inflightBodies{max: max(a.MaxInflightBody, a.MaxRequestBody)}
+	a.inflight = inflightBodies{bodies.NewBudget(max(a.MaxInflightBody, a.MaxRequestBody))}
 	if a.MaxFetchedImages <= 0 {
 		a.MaxFetchedImages = 16
 	}
@@ -283,7 +289,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.health = a.Health.policy()
-	a.failureLog = &routing.LogThrottle{Interval: failureLogInterval}
 	if err := a.provisionChannels(ctx, repl); err != nil {
 		return err
 	}
@@ -309,6 +314,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = newRelayMetrics(reg, a.Metrics, a); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
+	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
+	upstreams := make(map[string]*engine.Upstream, len(a.providers))
+	for name, prov := range a.providers {
+		upstreams[name] = &engine.Upstream{Provider: prov, Client: a.clients[name], Bounds: a.bounds[name].engine(), Allowance: a.allowed[name]}
+	}
+	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
+		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
+		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
 	}
@@ -446,7 +459,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 	a.clients = map[string]*http.Client{}
 	a.transports = map[transportKey]*http.Client{}
 	a.bounds = map[string]channelBounds{}
-	a.allowed = map[string]allowance{}
+	a.allowed = map[string]engine.Allowance{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -512,7 +525,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 		b := cc.bounds()
 		a.bounds[cc.Name] = b
 		a.clients[cc.Name] = a.clientFor(b)
-		a.allowed[cc.Name] = newAllowance(cc)
+		a.allowed[cc.Name] = engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}
 		if t, ok := prov.(adapters.Transporter); ok {
 			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
 		}

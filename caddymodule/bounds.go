@@ -1,19 +1,14 @@
 package caddymodule
 
 import (
-	"context"
-	"errors"
-	"io"
 	"net"
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -91,6 +86,12 @@ func (cc *ChannelConfig) bounds() channelBounds {
 	return b
 }
 
+// engine is the bounds as the request engine reads them.
+func (b channelBounds) engine() engine.Bounds {
+	return engine.Bounds{Dial: b.dial, ResponseHeader: b.responseHeader, StreamIdle: b.streamIdle, Timeout: b.timeout,
+		MaxResponseBody: b.maxResponseBody, MaxStreamEvent: b.maxStreamEvent}
+}
+
 // transportKey is what makes two channels' transports differ; channels
 // that agree share one connection pool.
 type transportKey struct{ dial, responseHeader time.Duration }
@@ -124,176 +125,9 @@ func (a *App) clientFor(b channelBounds) *http.Client {
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Causes of an attempt's end that the relay tells apart.
-var (
-	errStreamIdle = errors.New("stream idle timeout")
-	errTimeout    = errors.New("upstream timeout")
-)
-
-// attempt is one try on one channel: its context ends with the client,
-// with the channel's whole-answer timeout (non-streamed requests), or
-// when a stream stays silent for longer than its idle timeout.
-type attempt struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	idle   time.Duration // 0: a non-streamed request, timed as a whole
-}
-
-// A stream's idle timer starts with its headers (response_header_timeout
-// bounds the wait for them); a non-streamed answer's timer at once.
-func newAttempt(parent context.Context, b channelBounds, stream bool) *attempt {
-	ctx, cancel := context.WithCancelCause(parent)
-	at := &attempt{ctx: ctx, cancel: cancel}
-	if stream {
-		at.idle = b.streamIdle
-	} else {
-		at.timer = time.AfterFunc(b.timeout, func() { cancel(errTimeout) })
-	}
-	return at
-}
-
-// alive (re)starts a stream's idle timer, at its headers and after each
-// event.
-func (at *attempt) alive() {
-	if at.idle <= 0 {
-		return
-	}
-	if at.timer == nil {
-		at.timer = time.AfterFunc(at.idle, func() { at.cancel(errStreamIdle) })
-		return
-	}
-	at.timer.Reset(at.idle)
-}
-
-// cause is why the attempt's context ended, nil while it has not.
-func (at *attempt) cause() error {
-	if at.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(at.ctx)
-}
-
-func (at *attempt) end() {
-	if at.timer != nil {
-		at.timer.Stop()
-	}
-	at.cancel(context.Canceled)
-}
-
-// inflightBodies bounds the bytes of request bodies read and decoded at
-// once, process-wide, so a burst of large bodies gets 503s rather than the
-// process an OOM kill.
-type inflightBodies struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
-}
-
-// take reserves n bytes, or reports that they are not free.
-func (b *inflightBodies) take(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.max {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-func (b *inflightBodies) give(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-}
-
-var (
-	errBodyBusy     = errors.New("too many request bodies in flight")
-	errBodyTooLarge = errors.New("body too large")
-)
-
-// bodyChunk is how much of a body without Content-Length is reserved at a
-// time while it is read.
-const bodyChunk = 256 << 10
-
-// readRequestBody reads a request body of at most max bytes, holding its
-// size in the in-flight budget. The caller gives back held bytes once the
-// body is decoded.
-func (b *inflightBodies) readRequestBody(r *http.Request, limit int64) (body []byte, held int64, err error) {
-	if r.ContentLength > limit {
-		return nil, 0, errBodyTooLarge
-	}
-	if r.ContentLength >= 0 {
-		if !b.take(r.ContentLength) {
-			return nil, 0, errBodyBusy
-		}
-		held = r.ContentLength
-		body = make([]byte, r.ContentLength)
-		n, err := io.ReadFull(r.Body, body)
-		if err != nil {
-			return nil, held, err
-		}
-		if n, _ := r.Body.Read(make([]byte, 1)); n > 0 {
-			return nil, held, errors.New("the body is longer than its Content-Length")
-		}
-		return body[:n], held, nil
-	}
-	for {
-		if len(body) == cap(body) {
-			if int64(len(body)) >= limit+1 {
-				return nil, held, errBodyTooLarge
-			}
-			grow := int64(min(max(cap(body), bodyChunk), 8<<20))
-			if !b.take(grow) {
-				return nil, held, errBodyBusy
-			}
-			held += grow
-			body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
-		}
-		n, err := r.Body.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if int64(len(body)) > limit {
-			return nil, held, errBodyTooLarge
-		}
-		if err == io.EOF {
-			return body, held, nil
-		}
-		if err != nil {
-			return nil, held, err
-		}
-	}
-}
-
-// Bounds of a model name.
-const maxModelName = 256
-
 // checkModelName refuses a model name that is too long or holds control
-// characters: it ends up in logs, usage rows and upstream URLs.
-func checkModelName(m string) *adapters.Error {
-	if len(m) > maxModelName {
-		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "invalid_model",
-			Message: "the model name is longer than " + strconv.Itoa(maxModelName) + " bytes"}
-	}
-	for _, r := range m {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
-			return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "invalid_model",
-				Message: "the model name has a control character or invalid UTF-8 in it"}
-		}
-	}
-	return nil
-}
-
-// truncate keeps at most n bytes of s, for what a usage row stores.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
-}
+// characters (see engine.CheckModelName).
+func checkModelName(m string) *adapters.Error { return engine.CheckModelName(m) }
 
 // imageURLs counts the images a chat request gives by URL, which an
 // upstream that takes only inline images makes the gateway fetch.

@@ -125,7 +125,7 @@ func (a *App) readiness() readiness {
 	}
 	if a.metrics != nil {
 		for _, cs := range a.metrics.channelOrder {
-			rd.Channels = append(rd.Channels, channelHealth{Name: cs.name, Type: cs.provider, ConsecutiveFailures: cs.failing.Load()})
+			rd.Channels = append(rd.Channels, channelHealth{Name: cs.name, Type: cs.provider, ConsecutiveFailures: cs.failing()})
 		}
 	}
 	return rd

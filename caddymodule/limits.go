@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -64,58 +63,15 @@ func (uc *UsageConfig) writerConfig(repl *caddy.Replacer) billing.WriterConfig {
 	}
 }
 
-// admitLimits takes the request's rate limits, for every request, free or
-// priced. Over a limit: 429 with Retry-After and nothing that tells an SDK
-// not to retry.
-func (h *Relay) admitLimits(x *exchange) *adapters.Error {
-	t, e := h.app.admitRate(x.w, x.id)
-	if e != nil {
-		return e
-	}
-	x.ticket = t
-	return nil
-}
-
 // admitRate takes the key's and the user's rate limits for one request;
-// the ticket's Done gives them back.
+// the ticket's Done gives them back. Over a limit: 429 with Retry-After
+// and nothing that tells an SDK not to retry.
 func (a *App) admitRate(w http.ResponseWriter, id *keys.Identity) (billing.Ticket, *adapters.Error) {
-	def := a.Limits.limits()
-	tl := billing.Effective(id.Token.Limits, def)
-	ul := id.User.Limits
-	t, refused := a.db.limiter.Admit(time.Now(), id.Token.ID, tl, id.User.ID, ul)
-	if refused != nil {
-		secs := int64((refused.RetryAfter + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		return t, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "rate_limit_exceeded",
-			Message: fmt.Sprintf("rate limit reached: this %s may make %s; try again in %d seconds", refused.Of, describeLimit(refused), max(secs, 1))}
+	ad, err := a.gate.Admit(time.Now(), billing.Ask{User: id.User, Token: id.Token})
+	if err != nil {
+		return ad.Ticket, engine.AdmissionError(err, w.Header(), "")
 	}
-	return t, nil
-}
-
-func describeLimit(r *billing.Refusal) string {
-	switch r.Limit {
-	case "rpm":
-		return fmt.Sprintf("%d requests a minute", r.Value)
-	case "tpm":
-		return fmt.Sprintf("%d tokens a minute", r.Value)
-	}
-	return fmt.Sprintf("%d requests at once", r.Value)
-}
-
-// admitUsage takes a slot in the usage writer's queue: a request that
-// could not be recorded is not relayed.
-func (h *Relay) admitUsage(x *exchange, priced bool) *adapters.Error {
-	err := h.app.db.writer.Admit(priced)
-	if err == nil {
-		x.slot = true
-		return nil
-	}
-	x.w.Header().Set("Retry-After", "1")
-	msg := "billing is unavailable: the gateway cannot record usage right now, so it relays no priced request; try again shortly"
-	if errors.Is(err, billing.ErrQueueFull) {
-		msg = "the gateway is overloaded: its usage queue is full; try again shortly"
-	}
-	return &adapters.Error{Status: http.StatusServiceUnavailable, Type: adapters.ErrOverloaded, Code: "billing_unavailable", Message: msg}
+	return ad.Ticket, nil
 }
 
 // parseLimits reads `limits { rpm <n> tpm <n> max_parallel <n> }`.

@@ -3,22 +3,18 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -42,18 +38,6 @@ const defaultMaxUploadSize = 25 << 20
 
 // defaultMaxInflightUploads is max_inflight_uploads' default.
 const defaultMaxInflightUploads = 1 << 30
-
-// Bounds of an upload's fields, which are held in memory.
-const (
-	maxFormFieldBytes = 64 << 10
-	maxFormParts      = 256
-)
-
-// transcriptionBytesPerSecond is the audio bitrate a transcription's
-// reservation assumes: 16 kbit/s, as low as speech is usually encoded, so
-// the reservation covers the audio's length unless it is encoded lower
-// still (then the upstream's reported length is charged all the same).
-const transcriptionBytesPerSecond = 2000
 
 // ImagePriceConfig is one `image [<size> [<quality>]] <usd>` line.
 type ImagePriceConfig struct {
@@ -109,14 +93,6 @@ func parseImagePrice(d *caddyfile.Dispenser, model string, pc *PriceConfig) erro
 	return nil
 }
 
-// media is what the relay keeps of a media request beyond the exchange.
-type media struct {
-	usage adapters.MediaUsage
-	// reserved is the transcription's reservation, what is charged when
-	// the upstream does not say how long the audio was
-	reserved int64
-}
-
 // serveMedia serves image generations and edits, speech and
 // transcriptions: decode (spooling an upload), admit and reserve, try the
 // channels whose family serves the endpoint, relay, settle.
@@ -125,66 +101,32 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	db := a.db
 	db.enter()
 	defer db.leave()
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r), media: &media{}}
-	defer h.settle(x)
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r), Media: &engine.Media{}}
+	defer h.engine.Settle(x)
 	req, cleanup, e := h.decodeMedia(x, rt)
 	defer cleanup()
 	if e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
-	x.req = req
-	// the channels whose family serves the endpoint, of all the model's,
-	// so a family without it is named before anything is reserved (for a
-	// model the key may use: else admission's 403 or 404 answers)
-	plan := a.channels.Plan(req.Model, math.MaxInt)
-	served := plan[:0:0]
-	for _, ch := range plan {
-		if mp, ok := a.providers[ch.Name].(adapters.MediaProvider); ok && mp.ServesMedia(req) {
-			served = append(served, ch)
+	x.Req = req
+	// the channels whose family serves the endpoint, so a family without
+	// it is named before anything is reserved (for a model the key may
+	// use: else admission's 403 or 404 answers)
+	plan := h.engine.Plan(req.Model, func(ch *routing.Channel) bool {
+		mp, ok := a.providers[ch.Name].(adapters.MediaProvider)
+		return ok && mp.ServesMedia(req)
+	})
+	if len(plan) == 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
+		if all := h.engine.Plan(req.Model, nil); len(all) > 0 {
+			return x.Fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
+				"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
+				req.Model, all[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
 		}
 	}
-	if len(served) == 0 && len(plan) > 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
-		return x.fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
-			"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
-			req.Model, plan[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
+	if e := h.engine.Admit(x); e != nil {
+		return x.Fail(e)
 	}
-	served = served[:min(len(served), a.MaxAttempts)]
-	if e := h.admit(x); e != nil {
-		return x.fail(e)
-	}
-	var last *failure
-	for i, ch := range served {
-		if i > 0 && x.r.Context().Err() != nil {
-			return x.fail(adapters.ClientClosed())
-		}
-		prov := a.providers[ch.Name]
-		b := a.bounds[ch.Name]
-		at := newAttempt(x.r.Context(), b, false)
-		resp, f := h.send(x, at, ch, prov)
-		if f != nil {
-			at.end()
-			if f.err.Status == adapters.StatusClientClosed || !f.channel {
-				return x.fail(f.err)
-			}
-			last = f
-			a.metrics.attemptFailed(ch.Name, f.err.Status, i+1 < len(served))
-			if ch.Failed(a.health, time.Now(), f.retryAfter) {
-				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
-			}
-			a.logFailure(h.log, ch, f, failover(i+1 < len(served)))
-			continue
-		}
-		ch.Succeeded()
-		x.channel = ch.Name
-		if req.Op == adapters.OpSpeech {
-			return h.relaySpeech(x, at, ch, b, resp)
-		}
-		return h.relayMedia(x, at, ch, b, prov.(adapters.MediaProvider), resp)
-	}
-	if last == nil {
-		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
-	}
-	return x.fail(last.err)
+	return h.engine.Serve(x, plan)
 }
 
 // mediaEndpoint names the endpoint a media request called, for errors.
@@ -204,9 +146,9 @@ func mediaEndpoint(req *adapters.Request) string {
 // form (bounded by max_upload_size) for the dialect to read; any other
 // body is read within max_request_body and decoded as JSON. cleanup
 // removes the spooled files.
-func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *adapters.Error) {
+func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (*adapters.Request, func(), *adapters.Error) {
 	noop := func() {}
-	ct, params, _ := mime.ParseMediaType(x.r.Header.Get("Content-Type"))
+	ct, params, _ := mime.ParseMediaType(x.R.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
 		req, e := h.decode(x, rt)
 		return req, noop, e
@@ -218,24 +160,24 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 	// the disk an upload may take is held for it: its Content-Length, or
 	// the most it may be
 	hold := h.app.MaxUploadSize
-	if n := x.r.ContentLength; n >= 0 && n <= hold {
+	if n := x.R.ContentLength; n >= 0 && n <= hold {
 		hold = n
 	}
-	if !h.app.spooled.take(hold) {
-		x.w.Header().Set("Retry-After", "1")
+	if !h.app.spooled.Take(hold) {
+		x.W.Header().Set("Retry-After", "1")
 		return nil, noop, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is receiving too many uploads at once: retry shortly")
 	}
-	form, spooled, err := spoolForm(x.r, params["boundary"], h.app.MaxUploadSize)
+	form, spooled, err := bodies.SpoolForm(x.R, params["boundary"], h.app.MaxUploadSize)
 	cleanup := func() {
 		spooled()
-		h.app.spooled.give(hold)
+		h.app.spooled.Give(hold)
 	}
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		return nil, cleanup, &adapters.Error{Status: http.StatusRequestEntityTooLarge, Type: adapters.ErrRequestTooLarge, Code: "upload_too_large",
 			Message: fmt.Sprintf("the upload is larger than the gateway's limit of %d bytes (max_upload_size): send a smaller file", h.app.MaxUploadSize)}
-	case err != nil && x.r.Context().Err() != nil:
+	case err != nil && x.R.Context().Err() != nil:
 		return nil, cleanup, adapters.ClientClosed()
 	case err != nil:
 		var e *adapters.Error
@@ -245,7 +187,7 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 		h.log.Warn("upload could not be read", zap.Error(err))
 		return nil, cleanup, adapters.BadRequest("the multipart/form-data body could not be read: %v", err)
 	}
-	req, err := ud.DecodeUpload(rt.op, form, x.r)
+	req, err := ud.DecodeUpload(rt.op, form, x.R)
 	if err != nil {
 		return nil, cleanup, asError(err)
 	}
@@ -253,326 +195,4 @@ func (h *Relay) decodeMedia(x *exchange, rt route) (*adapters.Request, func(), *
 		return nil, cleanup, e
 	}
 	return req, cleanup, nil
-}
-
-// capped reads at most n bytes of r and then fails with errBodyTooLarge.
-type capped struct {
-	r io.Reader
-	n int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	if c.n <= 0 {
-		// one byte more tells a body at the limit from a larger one
-		var one [1]byte
-		if k, _ := c.r.Read(one[:]); k > 0 {
-			return 0, errBodyTooLarge
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > c.n {
-		p = p[:c.n]
-	}
-	k, err := c.r.Read(p)
-	c.n -= int64(k)
-	return k, err
-}
-
-// spoolForm reads a multipart body part by part: fields into memory
-// (each at most maxFormFieldBytes), files each into an unlinked temporary
-// file, the whole at most limit bytes. The returned cleanup closes the
-// files, which frees their space.
-func spoolForm(r *http.Request, boundary string, limit int64) (*adapters.Form, func(), error) {
-	var files []*os.File
-	cleanup := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	if boundary == "" {
-		return nil, cleanup, adapters.BadRequest("the multipart/form-data Content-Type has no boundary")
-	}
-	if r.ContentLength > limit {
-		return nil, cleanup, errBodyTooLarge
-	}
-	mr := multipart.NewReader(&capped{r: r.Body, n: limit}, boundary)
-	form := &adapters.Form{}
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			return form, cleanup, nil
-		}
-		if err != nil {
-			return nil, cleanup, tooLargeOr(err)
-		}
-		if len(form.Parts) >= maxFormParts {
-			return nil, cleanup, adapters.BadRequest("the upload has more than %d parts", maxFormParts)
-		}
-		name := part.FormName()
-		if name == "" {
-			return nil, cleanup, adapters.BadRequest("a part of the upload has no form field name")
-		}
-		if part.FileName() == "" {
-			v, err := io.ReadAll(io.LimitReader(part, maxFormFieldBytes+1))
-			if err != nil {
-				return nil, cleanup, tooLargeOr(err)
-			}
-			if len(v) > maxFormFieldBytes {
-				return nil, cleanup, adapters.BadRequest("the upload's field %q is longer than %d bytes", name, maxFormFieldBytes)
-			}
-			form.Parts = append(form.Parts, adapters.FormPart{Name: name, Value: string(v)})
-			continue
-		}
-		f, err := os.CreateTemp("", "gateway-upload-*")
-		if err != nil {
-			return nil, cleanup, fmt.Errorf("spooling the upload: %w", err)
-		}
-		files = append(files, f)
-		// unlinked at once: the space is freed when the file is closed,
-		// even if the process dies first
-		_ = os.Remove(f.Name())
-		n, err := io.Copy(f, part)
-		if err != nil {
-			return nil, cleanup, tooLargeOr(err)
-		}
-		ff := &adapters.FormFile{Filename: part.FileName(), ContentType: part.Header.Get("Content-Type"), Size: n}
-		ff.Open = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(f, 0, n)), nil }
-		form.Parts = append(form.Parts, adapters.FormPart{Name: name, File: ff})
-	}
-}
-
-func tooLargeOr(err error) error {
-	if errors.Is(err, errBodyTooLarge) {
-		return errBodyTooLarge
-	}
-	return err
-}
-
-// mediaReservation is a media request's worst case: n images at the
-// dearest price their size and quality can have (plus the prompt and
-// input images at the token prices of a model billed by tokens); the
-// input's characters; the audio's length at a low speech bitrate.
-func (h *Relay) mediaReservation(x *exchange) (int64, *adapters.Error) {
-	req, price, m := x.req, x.price, x.req.Media
-	if price.Free {
-		return 0, nil
-	}
-	switch req.Op {
-	case adapters.OpImage:
-		if !price.HasImagePrice() {
-			return 0, priceMissing(req.Model, "an image price ('image <usd>' or 'image <size> <quality> <usd>')")
-		}
-		each, ok := price.ImagePriceFor(m.Size, m.Quality)
-		if !ok {
-			if price.Output <= 0 {
-				return 0, adapters.BadRequest("the model %s has no price for images of size %q and quality %q on this gateway: ask for a size and quality it prices", req.Model, m.Size, m.Quality)
-			}
-			each = 0
-		}
-		images := int64(0)
-		if m.Form != nil {
-			images = int64(len(m.Form.Files("image", "image[]", "mask")))
-		}
-		prompt := int64(len(m.Prompt))/4 + 1
-		tokens := price.ImageTokenCost(prompt, billing.MulSat(images, h.app.imageTokens(req.Model)), 0)
-		return billing.AddSat(price.ImageCost(m.N, each), tokens), nil
-	case adapters.OpSpeech:
-		if price.Characters <= 0 {
-			return 0, priceMissing(req.Model, "a speech price ('characters <usd per million characters>')")
-		}
-		return price.CharacterCost(int64(utf8.RuneCountInString(m.Input))), nil
-	default:
-		if price.AudioSecond <= 0 && price.Input <= 0 {
-			return 0, priceMissing(req.Model, "an audio price ('audio_second <usd>')")
-		}
-		var size int64
-		if m.Form != nil {
-			for _, f := range m.Form.Files("file") {
-				size += f.Size
-			}
-		}
-		seconds := max(size/transcriptionBytesPerSecond, 1)
-		x.media.reserved = price.AudioCost(billing.MulSat(seconds, 1000))
-		return x.media.reserved, nil
-	}
-}
-
-func priceMissing(model, what string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
-		Message: "the model " + model + " has no " + what + " configured, so it cannot be billed: the operator must add it to 'price " + model + " { ... }' in the gateway's Caddyfile"}
-}
-
-// mediaCost is what a relayed media request is charged: the images
-// produced (by tokens when the model reports them and is priced by
-// tokens, else by size and quality), the characters spoken, the seconds
-// of audio transcribed (by tokens for a model that reports them).
-func mediaCost(x *exchange) int64 {
-	req, price, m, mu := x.req, x.price, x.req.Media, x.media.usage
-	switch req.Op {
-	case adapters.OpImage:
-		if x.usage.Known() && (price.Output > 0 || price.Input > 0) {
-			text := max(x.usage.PromptTokens-mu.ImageInputTokens, 0)
-			return price.ImageTokenCost(text, mu.ImageInputTokens, x.usage.CompletionTokens)
-		}
-		size, quality := m.Size, m.Quality
-		if mu.Size != "" {
-			size = mu.Size
-		}
-		if mu.Quality != "" {
-			quality = mu.Quality
-		}
-		each, _ := price.ImagePriceFor(size, quality)
-		return price.ImageCost(mu.Images, max(each, 0))
-	case adapters.OpSpeech:
-		return price.CharacterCost(int64(utf8.RuneCountInString(m.Input)))
-	default:
-		switch {
-		case mu.AudioKnown && price.AudioSecond > 0:
-			return price.AudioCost(mu.AudioMillis)
-		case x.usage.Known():
-			return price.Cost(x.usage) // a model billed by audio and text tokens
-		}
-		// the upstream did not say how long the audio was: the
-		// reservation's estimate stands
-		x.usage.Estimated = true
-		return x.media.reserved
-	}
-}
-
-// relayMedia answers an image or transcription request. An answer the
-// client takes as it is streams through, metered on the side; any other
-// is read within the channel's max_response_body and timeout, decoded for
-// billing and rendered in the client's dialect.
-func (h *Relay) relayMedia(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.MediaProvider, resp *http.Response) error {
-	defer at.end()
-	defer resp.Body.Close()
-	if mm, ok := prov.(adapters.MediaMeter); ok {
-		if meter := mm.NewMediaMeter(x.req); meter != nil {
-			return h.relayMetered(x, at, ch, b, resp, meter)
-		}
-	}
-	body, err := readBounded(resp, b.maxResponseBody)
-	x.ttfb = time.Since(x.start)
-	switch {
-	case x.r.Context().Err() != nil:
-		return x.fail(adapters.ClientClosed())
-	case errors.Is(at.cause(), errTimeout):
-		return x.fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
-			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.timeout))
-	case errors.Is(err, errBodyTooLarge):
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
-			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.maxResponseBody))
-	case err != nil:
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
-	}
-	out, err := prov.DecodeMediaResponse(x.req, body)
-	if err != nil {
-		h.log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
-		return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
-	}
-	x.usage, x.media.usage = out.Usage, out.Media
-	enc, ok := x.dialect.(adapters.MediaEncoder)
-	if !ok {
-		return x.fail(adapters.BadRequest("this dialect has no media endpoints"))
-	}
-	encoded, ct, err := enc.EncodeMediaResponse(x.req, out)
-	if err != nil {
-		return x.fail(asError(err))
-	}
-	x.w.Header().Set("Content-Type", ct)
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(encoded)
-	return nil
-}
-
-// relayMetered streams an answer the client takes as it is (an images
-// answer of its own dialect) as it comes, the meter reading what billing
-// needs on the side, within the channel's timeout. A failure after the
-// first byte aborts the connection, as relaySpeech does.
-func (h *Relay) relayMetered(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response, meter adapters.MediaMeterWriter) error {
-	ct := resp.Header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/json"
-	}
-	x.w.Header().Set("Content-Type", ct)
-	if resp.ContentLength >= 0 && !resp.Uncompressed {
-		x.w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
-	err := h.copyAnswer(x, at, ch, b, resp, meter)
-	out, merr := meter.Result()
-	x.usage, x.media.usage = out.Usage, out.Media
-	if merr != nil && err == nil {
-		h.log.Warn("upstream images answer unreadable", zap.String("channel", ch.Name), zap.Error(merr))
-	}
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	return nil
-}
-
-// copyAnswer copies the upstream's answer to the client (and to side, if
-// given) as it comes, flushing each piece. It records how the copy ended
-// on the exchange and returns an error when the answer was cut short.
-func (h *Relay) copyAnswer(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response, side io.Writer) error {
-	rc := http.NewResponseController(x.w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if x.ttfb == 0 {
-				x.ttfb = time.Since(x.start)
-			}
-			if side != nil {
-				_, _ = side.Write(buf[:n])
-			}
-			if _, werr := x.w.Write(buf[:n]); werr != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
-				return nil // nobody to tell
-			}
-			_ = rc.Flush()
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			if x.r.Context().Err() != nil {
-				x.status, x.errMsg = adapters.StatusClientClosed, "client disconnected"
-				return nil
-			}
-			msg := fmt.Sprintf("the upstream answer of channel %q broke off", ch.Name)
-			if errors.Is(at.cause(), errTimeout) {
-				msg = fmt.Sprintf("the upstream answer of channel %q did not finish within %s (its timeout)", ch.Name, b.timeout)
-			}
-			h.log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
-			x.status, x.errMsg = http.StatusBadGateway, msg
-			ch.Failed(h.app.health, time.Now(), 0)
-			return err
-		}
-	}
-}
-
-// relaySpeech streams the upstream's audio to the client as it comes,
-// with the upstream's content type, within the channel's timeout. Once the
-// first byte is out a failure can only cut the answer short: the
-// connection is aborted so the client sees an incomplete body, never a
-// clean end.
-func (h *Relay) relaySpeech(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, resp *http.Response) error {
-	defer at.end()
-	defer resp.Body.Close()
-	ct := resp.Header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	hdr := x.w.Header()
-	hdr.Set("Content-Type", ct)
-	hdr.Set("X-Accel-Buffering", "no")
-	x.status = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
-	if err := h.copyAnswer(x, at, ch, b, resp, nil); err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	return nil
 }

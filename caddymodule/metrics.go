@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 // MetricsConfig sets what the gateway's metrics break down by.
@@ -105,8 +107,8 @@ type opSeries struct {
 type channelSeries struct {
 	name, provider string
 	failovers      [len(failoverReasons)]prometheus.Counter
-	// consecutive failed attempts, reset by a success
-	failing atomic.Int64
+	// ch holds the channel's state: its failures since its last success
+	ch *routing.Channel
 }
 
 var failoverReasons = [...]string{"rate_limited", "timeout", "upstream_error"}
@@ -190,7 +192,7 @@ func newRelayMetrics(reg prometheus.Registerer, cfg *MetricsConfig, a *App) (*re
 			continue // skipped at provision: no key
 		}
 		typ := prov.(caddy.Module).CaddyModule().ID.Name()
-		cs := &channelSeries{name: cc.Name, provider: typ}
+		cs := &channelSeries{name: cc.Name, provider: typ, ch: a.channels.Channel(cc.Name)}
 		for i, reason := range failoverReasons {
 			cs.failovers[i] = m.failovers.WithLabelValues(cc.Name, reason)
 		}
@@ -200,7 +202,7 @@ func newRelayMetrics(reg prometheus.Registerer, cfg *MetricsConfig, a *App) (*re
 			Name:        "gateway_channel_consecutive_failures",
 			Help:        "Failed attempts (connection errors, 408, 429, 5xx) on a channel since its last success.",
 			ConstLabels: prometheus.Labels{"channel": cc.Name},
-		}, func() float64 { return float64(cs.failing.Load()) })
+		}, func() float64 { return float64(cs.failing()) })
 		if err := reg.Register(failing); err != nil {
 			return nil, err
 		}
@@ -302,40 +304,37 @@ func (m *relayMetrics) dialectIndex(d adapters.Dialect) int {
 }
 
 // observe records a settled request.
-func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took time.Duration) {
+func (m *relayMetrics) Observe(x *engine.Exchange, u adapters.Usage, cost int64, took time.Duration) {
 	if m == nil {
 		return
 	}
-	rs := m.route(x.channel, x.req.Model)
-	status := x.status
+	rs := m.route(x.Channel, x.Req.Model)
+	status := x.Status
 	if status == 0 {
 		status = 500 // the handler returned before answering
 	}
 	if m.perUser {
-		uid := strconv.FormatInt(x.id.User.ID, 10)
-		m.requests.WithLabelValues(rs.model, rs.channel, m.dialects[m.dialectIndex(x.dialect)].Name(), statusClasses[min(max(status/100, 1), 5)], uid).Inc()
+		uid := strconv.FormatInt(x.ID.User.ID, 10)
+		m.requests.WithLabelValues(rs.model, rs.channel, m.dialects[m.dialectIndex(x.Dialect)].Name(), statusClasses[min(max(status/100, 1), 5)], uid).Inc()
 		if cost > 0 {
 			m.cost.WithLabelValues(rs.model, uid).Add(float64(cost))
 		}
 	} else {
-		rs.request(m.dialectIndex(x.dialect), status).Inc()
+		rs.request(m.dialectIndex(x.Dialect), status).Inc()
 		if cost > 0 {
 			rs.cost.Add(float64(cost))
 		}
 	}
-	s := rs.op(x.req.Op)
+	s := rs.op(x.Req.Op)
 	if status >= 400 {
-		s.failure(rs, x.req.Op, status).Observe(took.Seconds())
+		s.failure(rs, x.Req.Op, status).Observe(took.Seconds())
 	} else {
 		s.ok.Observe(took.Seconds())
 	}
-	if x.channel == "" || status >= 400 {
+	if x.Channel == "" || status >= 400 {
 		return
 	}
-	if cs := m.channels[x.channel]; cs != nil && cs.failing.Load() != 0 {
-		cs.failing.Store(0)
-	}
-	if x.req.Op == adapters.OpCountTokens {
+	if x.Req.Op == adapters.OpCountTokens {
 		return
 	}
 	s.tokens[0].Observe(float64(u.PromptTokens))
@@ -345,18 +344,19 @@ func (m *relayMetrics) observe(x *exchange, u adapters.Usage, cost int64, took t
 			s.tokens[2+i].Observe(float64(n))
 		}
 	}
-	if x.req.Stream && x.ttfb > 0 {
-		s.ttft.Observe(x.ttfb.Seconds())
+	if x.Req.Stream && x.TTFB > 0 {
+		s.ttft.Observe(x.TTFB.Seconds())
 		if u.CompletionTokens > 1 {
-			s.tpot.Observe((took - x.ttfb).Seconds() / float64(u.CompletionTokens-1))
+			s.tpot.Observe((took - x.TTFB).Seconds() / float64(u.CompletionTokens-1))
 		}
 	}
 }
 
-// attemptFailed records an attempt on a channel that failed in a way
-// another channel might not (see retryable); next says whether another
-// channel is tried after it.
-func (m *relayMetrics) attemptFailed(channel string, status int, next bool) {
+// ChannelFailed counts a failover from a channel whose attempt failed by
+// its fault, when next says another channel is tried. It is the engine's
+// Observer; the failures themselves are counted on the channel's record
+// (routing.Channel.Failing), which the gauge reads.
+func (m *relayMetrics) ChannelFailed(channel string, status int, next bool) {
 	if m == nil {
 		return
 	}
@@ -364,7 +364,6 @@ func (m *relayMetrics) attemptFailed(channel string, status int, next bool) {
 	if cs == nil {
 		return
 	}
-	cs.failing.Add(1)
 	if next {
 		cs.failovers[failoverReason(status)].Inc()
 	}
@@ -464,4 +463,12 @@ func (m *relayMetrics) taskCost(model string, userID, cost int64) {
 		return
 	}
 	rs.cost.Add(float64(cost))
+}
+
+// failing is the channel's failures since its last success.
+func (cs *channelSeries) failing() int64 {
+	if cs.ch == nil {
+		return 0
+	}
+	return int64(cs.ch.Failing())
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -16,7 +17,7 @@ import (
 
 // testMetrics builds the relay's metrics for one channel of the openai
 // adapter serving gpt-4o-mini, in a registry of their own.
-func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *exchange) {
+func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *engine.Exchange) {
 	info, err := caddy.GetModule("gateway.adapters.openai")
 	if err != nil {
 		t.Fatal(err)
@@ -32,14 +33,14 @@ func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *exchange) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &exchange{
-		r:       httptest.NewRequest("POST", "/v1/chat/completions", nil),
-		dialect: a.dialects[0],
-		id:      &keys.Identity{User: &store.User{ID: 7}, Token: &store.Token{ID: 9}},
-		req:     &adapters.Request{Op: adapters.OpChat, Model: "gpt-4o-mini", Stream: true},
-		channel: "primary",
-		status:  200,
-		ttfb:    time.Millisecond,
+	x := &engine.Exchange{
+		R:       httptest.NewRequest("POST", "/v1/chat/completions", nil),
+		Dialect: a.dialects[0],
+		ID:      &keys.Identity{User: &store.User{ID: 7}, Token: &store.Token{ID: 9}},
+		Req:     &adapters.Request{Op: adapters.OpChat, Model: "gpt-4o-mini", Stream: true},
+		Channel: "primary",
+		Status:  200,
+		TTFB:    time.Millisecond,
 	}
 	return m, x
 }
@@ -50,14 +51,14 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	m, x := testMetrics(t, nil)
 	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20, CachedTokens: 4}
 	for _, status := range []int{200, 502} {
-		x.status = status
-		m.observe(x, u, 14, 5*time.Millisecond) // creates the series
-		if n := testing.AllocsPerRun(1000, func() { m.observe(x, u, 14, 5*time.Millisecond) }); n != 0 {
+		x.Status = status
+		m.Observe(x, u, 14, 5*time.Millisecond) // creates the series
+		if n := testing.AllocsPerRun(1000, func() { m.Observe(x, u, 14, 5*time.Millisecond) }); n != 0 {
 			t.Errorf("status %d: %v allocations per request, want 0", status, n)
 		}
 	}
-	x.req.Model = "someone-made-this-up"
-	if rs := m.route(x.channel, x.req.Model); rs.model != otherModel {
+	x.Req.Model = "someone-made-this-up"
+	if rs := m.route(x.Channel, x.Req.Model); rs.model != otherModel {
 		t.Fatalf("an unconfigured model got its own series %q", rs.model)
 	}
 }
@@ -68,7 +69,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.observe(x, u, 14, 5*time.Millisecond)
+			m.Observe(x, u, 14, 5*time.Millisecond)
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -69,51 +70,51 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	db.enter()
 	defer db.leave()
 	model := r.URL.Query().Get("model")
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), requestID: requestIDOf(r),
-		req: &adapters.Request{Op: adapters.OpRealtime, Dialect: rt.dialect.Name(), Model: model, Stream: true}}
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), RequestID: requestIDOf(r),
+		Req: &adapters.Request{Op: adapters.OpRealtime, Dialect: rt.dialect.Name(), Model: model, Stream: true}}
 	s := &realtimeSession{h: h, first: x}
 	defer s.finish()
 
 	dialect, ok := rt.dialect.(adapters.RealtimeDialect)
 	if !ok {
-		return x.fail(adapters.NotFound("%s clients have no Realtime endpoint", rt.dialect.Name()))
+		return x.Fail(adapters.NotFound("%s clients have no Realtime endpoint", rt.dialect.Name()))
 	}
 	h2 := r.ProtoMajor >= 2 && r.Method == http.MethodConnect && strings.EqualFold(r.Header.Get(":protocol"), "websocket")
 	if !h2 && (r.Method != http.MethodGet || !headerHasToken(r.Header, "Upgrade", "websocket")) {
 		w.Header().Set("Upgrade", "websocket")
-		return x.fail(adapters.Errorf(http.StatusUpgradeRequired, adapters.ErrInvalidRequest,
+		return x.Fail(adapters.Errorf(http.StatusUpgradeRequired, adapters.ErrInvalidRequest,
 			"%s is a WebSocket endpoint: open it with a WebSocket client (GET with 'Upgrade: websocket', or HTTP/2's extended CONNECT)", r.URL.Path))
 	}
 	if model == "" {
-		return x.fail(adapters.BadRequest("the Realtime model is required: open /v1/realtime?model=<model>, for example ?model=gpt-4o-realtime-preview"))
+		return x.Fail(adapters.BadRequest("the Realtime model is required: open /v1/realtime?model=<model>, for example ?model=gpt-4o-realtime-preview"))
 	}
 	if e := checkModelName(model); e != nil {
-		x.req.Model = ""
-		return x.fail(e)
+		x.Req.Model = ""
+		return x.Fail(e)
 	}
-	if a.channels.Has(model) && len(realtimeChannels(a, model)) == 0 {
-		return x.fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
+	if a.channels.Has(model) && len(h.realtimePlan(model)) == 0 {
+		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
-	if e := h.admit(x); e != nil {
-		return x.fail(e)
+	if e := h.engine.Admit(x); e != nil {
+		return x.Fail(e)
 	}
 	// the rate limits (max_parallel) are held for the whole session
-	s.ticket, x.ticket = x.ticket, billing.Ticket{}
+	s.ticket, x.Ticket = x.Ticket, billing.Ticket{}
 	up, ch, e := h.dialRealtime(x, model)
 	if e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
 	s.up, s.ch = up, ch
-	x.channel = ch.Name
+	x.Channel = ch.Name
 	s.sess = a.providers[ch.Name].(adapters.RealtimeProvider).RealtimeSession(r, adapters.RealtimeLimits{
-		MaxOutputTokens: h.realtimeOutput(x.price),
-		Transcription:   x.price.Free || x.price.AudioSecond > 0,
+		MaxOutputTokens: h.engine.RealtimeOutput(x.Price),
+		Transcription:   x.Price.Free || x.Price.AudioSecond > 0,
 	})
 	if setup := s.sess.Setup(); setup != nil {
 		// before any client event, so that the upstream applies it first
 		if err := up.Write(r.Context(), websocket.MessageText, setup); err != nil {
 			up.CloseNow()
-			return x.fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name))
+			return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name))
 		}
 	}
 	opts := &websocket.AcceptOptions{Subprotocols: dialect.RealtimeSubprotocols(), InsecureSkipVerify: true}
@@ -127,106 +128,77 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if err != nil {
 		up.CloseNow()
 		h.log.Warn("realtime upgrade failed", zap.Error(err))
-		x.status, x.errMsg = http.StatusBadRequest, "the WebSocket upgrade failed"
+		x.Status, x.ErrMsg = http.StatusBadRequest, "the WebSocket upgrade failed"
 		return nil
 	}
-	x.status = http.StatusOK
-	x.ttfb = time.Since(x.start)
+	x.Status = http.StatusOK
+	x.TTFB = time.Since(x.Start)
 	s.client, s.dialect = client, dialect
 	s.relay()
 	return nil
 }
 
-// realtimeChannels are the model's channels whose family serves Realtime
+// realtimePlan is the model's channels whose family serves Realtime
 // sessions, in the order they are tried.
-func realtimeChannels(a *App, model string) []*routing.Channel {
-	var out []*routing.Channel
-	for _, ch := range a.channels.Plan(model, a.MaxAttempts) {
-		if _, ok := a.providers[ch.Name].(adapters.RealtimeProvider); ok {
-			out = append(out, ch)
-		}
-	}
-	return out
+func (h *Relay) realtimePlan(model string) []*routing.Channel {
+	return h.engine.Plan(model, func(ch *routing.Channel) bool {
+		_, ok := h.app.providers[ch.Name].(adapters.RealtimeProvider)
+		return ok
+	})
 }
 
-// dialRealtime opens the upstream socket on the first channel that
-// accepts it, failing over as the relay does.
-func (h *Relay) dialRealtime(x *exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
+// dialRealtime opens the upstream socket on the first of the Realtime
+// plan's channels that accepts it.
+func (h *Relay) dialRealtime(x *engine.Exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
+	plan := h.realtimePlan(model)
+	var conn *websocket.Conn
+	ch, f := h.engine.Run(x.R.Context(), model, plan, engine.AttemptFunc(func(ch *routing.Channel) *engine.Failure {
+		var f *engine.Failure
+		conn, f = h.dialChannel(x, ch, model)
+		return f
+	}))
+	if f != nil {
+		return nil, nil, f.Err
+	}
+	return conn, ch, nil
+}
+
+// dialChannel is one Realtime connect attempt.
+func (h *Relay) dialChannel(x *engine.Exchange, ch *routing.Channel, model string) (*websocket.Conn, *engine.Failure) {
 	a := h.app
-	var last *failure
-	plan := realtimeChannels(a, model)
-	for i, ch := range plan {
-		if i > 0 && x.r.Context().Err() != nil {
-			return nil, nil, adapters.ClientClosed()
-		}
-		prov := a.providers[ch.Name]
-		b := a.bounds[ch.Name]
-		u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.r)
-		if err != nil {
-			return nil, nil, asError(err)
-		}
-		ctx, cancel := context.WithTimeout(x.r.Context(), b.dial+b.responseHeader)
-		// the channel's transport (its dial timeout, TLS, proxy), without a
-		// client timeout, which would cut the socket
-		conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-			HTTPClient: &http.Client{Transport: a.clients[ch.Name].Transport, CheckRedirect: noRedirects},
-			HTTPHeader: hdr,
-		})
-		cancel()
-		if err == nil {
-			ch.Succeeded()
-			conn.SetReadLimit(int64(b.maxStreamEvent))
-			x.upstreamID = upstreamRequestID(prov, resp.Header)
-			return conn, ch, nil
-		}
-		var f *failure
-		switch {
-		case x.r.Context().Err() != nil:
-			return nil, nil, adapters.ClientClosed()
-		case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			f = h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, body), resp.Header)
-		default:
-			f = &failure{channel: true, detail: maskKeys(err.Error(), ch.Keys), err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
-				"the upstream channel %q could not open a Realtime session", ch.Name)}
-		}
-		if !f.channel {
-			return nil, nil, f.err
-		}
-		last = f
-		a.metrics.attemptFailed(ch.Name, f.err.Status, true)
-		ch.Failed(a.health, time.Now(), f.retryAfter)
-		a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
+	prov := a.providers[ch.Name]
+	b := a.bounds[ch.Name]
+	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.R)
+	if err != nil {
+		return nil, &engine.Failure{Err: asError(err)}
 	}
-	if last == nil {
-		return nil, nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", model)
+	ctx, cancel := context.WithTimeout(x.R.Context(), b.dial+b.responseHeader)
+	// the channel's transport (its dial timeout, TLS, proxy), without a
+	// client timeout, which would cut the socket
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: a.clients[ch.Name].Transport, CheckRedirect: noRedirects},
+		HTTPHeader: hdr,
+	})
+	cancel()
+	switch {
+	case err == nil:
+		conn.SetReadLimit(int64(b.maxStreamEvent))
+		x.UpstreamID = upstreamRequestID(prov, resp.Header)
+		return conn, nil
+	case x.R.Context().Err() != nil:
+		return nil, engine.ClientClosed()
+	case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, h.engine.UpstreamFailure(ch, prov.DecodeError(resp.StatusCode, body), resp.Header)
 	}
-	return nil, nil, last.err
-}
-
-// realtimeOutput is the most tokens one Realtime response may write: the
-// model's max_output, default_max_tokens without one.
-func (h *Relay) realtimeOutput(price *billing.Price) int64 {
-	if price.MaxOutput > 0 {
-		return price.MaxOutput
-	}
-	return h.app.DefaultMaxTokens
-}
-
-// realtimeReservation is what one Realtime response holds while it runs:
-// its output cap of audio in and as much of audio out, the dearest
-// tokens. The output cannot exceed it; an input larger than the cap (a
-// long conversation) is still charged in full, and the reservation bounds
-// how far below zero one response can take a balance.
-func (h *Relay) realtimeReservation(price *billing.Price) int64 {
-	n := h.realtimeOutput(price)
-	return price.Cost(adapters.Usage{PromptTokens: n, AudioPromptTokens: n, CompletionTokens: n, AudioCompletionTokens: n})
+	return nil, &engine.Failure{Channel: true, Detail: maskKeys(err.Error(), ch.Keys), Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+		"the upstream channel %q could not open a Realtime session", ch.Name)}
 }
 
 // realtimeSession is one relayed session and its billing.
 type realtimeSession struct {
 	h      *Relay
-	first  *exchange // the session's own exchange: its slot, its rate-limit ticket
+	first  *engine.Exchange // the session's own exchange: its slot, its rate-limit ticket
 	client *websocket.Conn
 	up     *websocket.Conn
 	ch     *routing.Channel
@@ -247,25 +219,24 @@ type realtimeSession struct {
 	asked   int
 	// active are the responses under way, by id; doneCh is told when one
 	// ends
-	active map[string]*exchange
+	active map[string]*engine.Exchange
 	doneCh chan struct{}
 	// transcribing is the block of transcribed audio under way: its
 	// reservation covers txCap milliseconds, txMillis are used
-	transcribing     *exchange
+	transcribing     *engine.Exchange
 	txMillis, txCap  int64
-	rows             int   // usage rows written
-	tokens           int64 // the responses' tokens, for the rate limits
-	firstSlotClaimed bool  // a row took the session's usage slot
-	status           int   // why the session ended, when it failed
+	rows             int  // usage rows written
+	firstSlotClaimed bool // a row took the session's usage slot
+	status           int  // why the session ended, when it failed
 	errMsg           string
 }
 
 // relay runs the two pumps until the session ends.
 func (s *realtimeSession) relay() {
 	// the admission's reservation is the first response's
-	s.pending = []billing.Hold{s.first.hold}
-	s.first.hold = billing.Hold{}
-	s.active = map[string]*exchange{}
+	s.pending = []billing.Hold{s.first.Hold}
+	s.first.Hold = billing.Hold{}
+	s.active = map[string]*engine.Exchange{}
 	s.doneCh = make(chan struct{}, 1)
 	b := s.h.app.bounds[s.ch.Name]
 	s.client.SetReadLimit(int64(b.maxStreamEvent))
@@ -482,14 +453,22 @@ func (s *realtimeSession) mark(status int, msg string) {
 // reserveResponse reserves one response's worth.
 func (s *realtimeSession) reserveResponse() (billing.Hold, int64, bool) {
 	x := s.first
-	amount := s.h.realtimeReservation(x.price)
-	hold, ok := s.h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
-	return hold, amount, ok
+	amount := s.h.engine.RealtimeReservation(x.Price)
+	ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
+	return ad.Hold, amount, err == nil
 }
 
 // askResponse reserves for a client's response.create before it is
 // relayed, unless a reservation is already waiting for it.
 func (s *realtimeSession) askResponse() *adapters.Error {
+	// a response.create is a request: it counts toward the key's rpm and
+	// waits for its tpm, as any other would (the session holds max_parallel)
+	x, now := s.first, time.Now()
+	ad, err := s.h.app.gate.Admit(now, billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateInSession})
+	if err != nil {
+		return engine.AdmissionError(err, nil, "")
+	}
+	ad.Ticket.Done(now, 0) // its tokens count when it ends, on the session's ticket
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.pending) <= s.asked {
@@ -514,9 +493,9 @@ func (s *realtimeSession) started(id string) bool {
 	s.asked = max(s.asked-1, 0)
 	covered := len(s.pending) > 0
 	if covered {
-		x.hold, s.pending = s.pending[0], s.pending[1:]
+		x.Hold, s.pending = s.pending[0], s.pending[1:]
 	} else if hold, _, ok := s.reserveResponse(); ok {
-		x.hold, covered = hold, true
+		x.Hold, covered = hold, true
 	}
 	if len(s.pending) == 0 {
 		// a response the upstream starts by itself finds this one; if the
@@ -530,25 +509,25 @@ func (s *realtimeSession) started(id string) bool {
 
 // newRow is the exchange of one usage row of the session; its hold names
 // the user and token, so a cost settles on them even unreserved.
-func (s *realtimeSession) newRow() *exchange {
+func (s *realtimeSession) newRow() *engine.Exchange {
 	f := s.first
-	return &exchange{w: f.w, r: f.r, dialect: f.dialect, id: f.id, start: time.Now(), requestID: f.requestID,
-		req: f.req, price: f.price, channel: f.channel, upstreamID: f.upstreamID,
-		hold: billing.Hold{UserID: f.id.User.ID, TokenID: f.id.Token.ID}}
+	return &engine.Exchange{W: f.W, R: f.R, Dialect: f.Dialect, ID: f.ID, Start: time.Now(), RequestID: f.RequestID,
+		Req: f.Req, Price: f.Price, Channel: f.Channel, UpstreamID: f.UpstreamID,
+		Hold: billing.Hold{UserID: f.ID.User.ID, TokenID: f.ID.Token.ID}}
 }
 
 // bill settles a row of the session; the first takes the session's usage
 // slot. Called with mu held.
-func (s *realtimeSession) bill(x *exchange) {
+func (s *realtimeSession) bill(x *engine.Exchange) {
 	if !s.firstSlotClaimed {
 		s.firstSlotClaimed = true
-		x.slot, s.first.slot = s.first.slot, false
+		x.Slot, s.first.Slot = s.first.Slot, false
 	} else {
-		x.slot = s.h.app.db.writer.Admit(true) == nil
+		x.Slot = s.h.app.db.writer.Admit(true) == nil
 	}
-	x.status = http.StatusOK
+	x.Status = http.StatusOK
 	s.rows++
-	s.h.settle(x)
+	s.h.engine.Settle(x)
 }
 
 // settleResponse bills a finished response; it returns the error that
@@ -561,8 +540,8 @@ func (s *realtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 		x = s.newRow() // a response whose start was not seen
 	}
 	delete(s.active, id)
-	x.usage = u
-	s.tokens += u.PromptTokens + u.CompletionTokens
+	x.Usage = u
+	s.ticket.Used(time.Now(), u.PromptTokens+u.CompletionTokens)
 	s.bill(x)
 	select {
 	case s.doneCh <- struct{}{}:
@@ -590,16 +569,17 @@ func (s *realtimeSession) transcribe(millis int64) *adapters.Error {
 	}
 	if s.transcribing == nil {
 		x := s.newRow()
-		x.req = &adapters.Request{Op: adapters.OpRealtime, Dialect: x.req.Dialect, Model: x.req.Model, Stream: true, Media: &adapters.MediaRequest{}}
-		x.media = &media{}
+		x.Req = &adapters.Request{Op: adapters.OpRealtime, Dialect: x.Req.Dialect, Model: x.Req.Model, Stream: true, Media: &adapters.MediaRequest{}}
+		x.Media = &engine.Media{}
 		capMillis := max(int64(transcriptionBlock), millis)
-		amount := x.price.AudioCost(capMillis)
-		hold, ok := s.h.app.db.ledger.Admit(x.id.User, x.id.Token, amount)
-		if !ok {
+		amount := x.Price.AudioCost(capMillis)
+		ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
+		hold := ad.Hold
+		if err != nil {
 			return quotaError("your quota does not cover transcribing more of this session's audio (each minute reserves " + formatUnits(amount) +
 				"), so the gateway ended the session: top up your account and reconnect")
 		}
-		x.hold = hold
+		x.Hold = hold
 		s.transcribing, s.txMillis, s.txCap = x, 0, capMillis
 	}
 	s.txMillis += millis
@@ -614,7 +594,7 @@ func (s *realtimeSession) billTranscription() {
 		return
 	}
 	s.transcribing = nil
-	x.media.usage = adapters.MediaUsage{AudioMillis: s.txMillis, AudioKnown: true}
+	x.Media.Usage = adapters.MediaUsage{AudioMillis: s.txMillis, AudioKnown: true}
 	s.bill(x)
 }
 
@@ -646,21 +626,21 @@ func (s *realtimeSession) cancelResponses(ctx context.Context) {
 func (s *realtimeSession) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ticket.Done(time.Now(), s.tokens)
+	s.ticket.Done(time.Now(), 0) // its responses' tokens were counted as they ended
 	s.billTranscription()
 	ledger := s.h.app.db.ledger
 	for _, hold := range s.pending {
 		ledger.Settle(hold, 0)
 	}
 	for _, x := range s.active {
-		ledger.Settle(x.hold, 0)
+		ledger.Settle(x.Hold, 0)
 	}
 	s.pending, s.active = nil, nil
 	if s.rows == 0 {
 		if s.status >= 400 {
-			s.first.status, s.first.errMsg = s.status, s.errMsg
+			s.first.Status, s.first.ErrMsg = s.status, s.errMsg
 		}
-		s.h.settle(s.first) // the session's row, a refusal's too
+		s.h.engine.Settle(s.first) // the session's row, a refusal's too
 		return
 	}
 	// its rows are the responses' and the transcriptions'; why it ended

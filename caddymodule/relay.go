@@ -3,10 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -14,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/billing"
-	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -30,6 +27,8 @@ func init() {
 type Relay struct {
 	app *App
 	log *zap.Logger
+	// engine is the app's, logging as this handler
+	engine *engine.Engine
 	// done is closed when this configuration is unloaded (a reload, a
 	// shutdown): Realtime sessions, which outlive requests, end then
 	done <-chan struct{}
@@ -52,39 +51,10 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.app = app
+	e := *app.engine
+	e.Log = h.log
+	h.engine = &e
 	return nil
-}
-
-// exchange is one request's life, from decode to settlement.
-type exchange struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	dialect adapters.Dialect
-	id      *keys.Identity
-	req     *adapters.Request
-	price   *billing.Price
-	hold    billing.Hold
-	ticket  billing.Ticket // rate limits held
-	slot    bool           // a usage queue slot is taken for the row
-	start   time.Time
-	ttfb    time.Duration
-	channel string
-	usage   adapters.Usage
-	status  int
-	errMsg  string
-	// requestID is the gateway's id for the request, upstreamID the
-	// upstream's own for its last attempt
-	requestID, upstreamID string
-	// text is the completion text seen, for counting when the upstream
-	// reports no usage.
-	text strings.Builder
-	// tail is the text relayed after the last usage the upstream reported
-	// (passthrough streams), and cut is true for a stream that ended
-	// before its end event: see billedUsage.
-	tail string
-	cut  bool
-	// media is set for image, speech and transcription requests
-	media *media
 }
 
 func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
@@ -121,85 +91,46 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	db.enter()
 	defer db.leave()
 	// every request past authentication gets a usage row, refused ones too
-	x := &exchange{w: w, r: r, dialect: rt.dialect, id: id, start: time.Now(), req: &adapters.Request{Op: rt.op}, requestID: requestIDOf(r)}
-	defer h.settle(x)
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r)}
+	defer h.engine.Settle(x)
 	req, e := h.decode(x, rt)
 	if e != nil {
-		return x.fail(e)
+		return x.Fail(e)
 	}
-	x.req = req
-	if e := h.admit(x); e != nil {
-		return x.fail(e)
+	x.Req = req
+	if e := h.engine.Admit(x); e != nil {
+		return x.Fail(e)
 	}
 
-	plan := a.channels.Plan(req.Model, a.MaxAttempts)
+	var keep func(*routing.Channel) bool
 	if req.Op == adapters.OpCountTokens {
 		// a vendor counts only its own dialect; across families count here
-		plan = sameDialect(plan, a.providers, req.Dialect)
-		if len(plan) == 0 {
-			return h.countLocally(x)
-		}
+		keep = func(ch *routing.Channel) bool { return a.providers[ch.Name].WireDialect() == req.Dialect }
 	}
-	var last *failure
-	for i, ch := range plan {
-		if i > 0 && x.r.Context().Err() != nil {
-			return x.fail(adapters.ClientClosed()) // failovers stop when the client has gone
-		}
-		prov := a.providers[ch.Name]
-		b := a.bounds[ch.Name]
-		at := newAttempt(x.r.Context(), b, req.Stream)
-		resp, f := h.send(x, at, ch, prov)
-		var dec adapters.StreamDecoder
-		var first *adapters.StreamEvent
-		if f == nil && req.Stream {
-			dec, first, f = h.openStream(x, at, ch, b, prov, resp)
-		}
-		if f != nil {
-			at.end()
-			if f.err.Status == adapters.StatusClientClosed {
-				return x.fail(f.err)
-			}
-			if !f.channel {
-				return x.fail(f.err)
-			}
-			last = f
-			a.metrics.attemptFailed(ch.Name, f.err.Status, i+1 < len(plan))
-			if ch.Failed(a.health, time.Now(), f.retryAfter) {
-				h.log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.err.Status))
-			}
-			a.logFailure(h.log, ch, f, failover(i+1 < len(plan)))
-			continue
-		}
-		ch.Succeeded()
-		x.channel = ch.Name
-		if req.Stream {
-			return h.relayStream(x, at, ch, b, dec, first)
-		}
-		return h.relayBody(x, at, ch, b, prov, resp)
+	plan := h.engine.Plan(req.Model, keep)
+	if req.Op == adapters.OpCountTokens && len(plan) == 0 {
+		return engine.CountLocally(x)
 	}
-	if last == nil {
-		return x.fail(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "no channel is available for model %q", req.Model))
-	}
-	return x.fail(last.err)
+	return h.engine.Serve(x, plan)
 }
 
 // decode reads and decodes the request body within the gateway's bounds:
 // its size, the bytes of bodies being decoded at once across the process,
 // the pre-scan (duplicate keys, element counts) and the model name.
-func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Error) {
+func (h *Relay) decode(x *engine.Exchange, rt route) (*adapters.Request, *adapters.Error) {
 	a := h.app
-	body, held, err := a.inflight.readRequestBody(x.r, a.MaxRequestBody)
-	defer a.inflight.give(held)
+	body, held, err := a.inflight.ReadRequest(x.R, a.MaxRequestBody)
+	defer a.inflight.Give(held)
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		return nil, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
 			"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody)
-	case errors.Is(err, errBodyBusy):
-		x.w.Header().Set("Retry-After", "1")
+	case errors.Is(err, bodies.ErrBusy):
+		x.W.Header().Set("Retry-After", "1")
 		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is reading too many large requests at once: retry shortly")
 	case err != nil:
-		if x.r.Context().Err() != nil {
+		if x.R.Context().Err() != nil {
 			return nil, adapters.ClientClosed()
 		}
 		return nil, adapters.BadRequest("the request body could not be read")
@@ -211,23 +142,23 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 		}
 	}
 	if err == nil {
-		req, err = rt.dialect.DecodeRequest(rt.op, body, x.r)
+		req, err = rt.dialect.DecodeRequest(rt.op, body, x.R)
 	}
 	if err != nil {
 		// an unknown model is a 404 whatever else is wrong with the body;
 		// a body that decodes has its model checked at admission, so only
 		// a refused one is peeked at
 		if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-			if m := p.PeekModel(rt.op, body, x.r); m != "" {
+			if m := p.PeekModel(rt.op, body, x.R); m != "" {
 				if a.channels.Has(m) {
-					x.req.Model = m // the refusal is counted under its model
+					x.Req.Model = m // the refusal is counted under its model
 					return nil, asError(err)
 				}
 				if e := checkModelName(m); e != nil {
 					return nil, e // not echoed back, nor kept
 				}
-				x.req.Model = m
-				return nil, unknownModel(m)
+				x.Req.Model = m
+				return nil, engine.UnknownModel(m)
 			}
 		}
 		return nil, asError(err)
@@ -235,132 +166,15 @@ func (h *Relay) decode(x *exchange, rt route) (*adapters.Request, *adapters.Erro
 	if e := checkModelName(req.Model); e != nil {
 		return nil, e
 	}
-	x.req.Model = req.Model
+	x.Req.Model = req.Model
 	if n := imageURLs(req); n > 0 {
 		if n > a.MaxFetchedImages {
 			return nil, adapters.BadRequest("the request gives %d images by URL, more than the gateway's limit of %d: send the others inline as base64", n, a.MaxFetchedImages)
 		}
 		// each image is fetched once for the request, not once per channel tried
-		x.r = x.r.WithContext(adapters.WithImageFetcher(x.r.Context(), a.fetch.NewFetcher()))
+		x.R = x.R.WithContext(adapters.WithImageFetcher(x.R.Context(), a.fetch.NewFetcher()))
 	}
 	return req, nil
-}
-
-// sameDialect keeps the channels whose upstream speaks the dialect.
-func sameDialect(plan []*routing.Channel, providers map[string]adapters.Provider, dialect string) []*routing.Channel {
-	out := plan[:0:0]
-	for _, ch := range plan {
-		if providers[ch.Name].WireDialect() == dialect {
-			out = append(out, ch)
-		}
-	}
-	return out
-}
-
-// admit checks the model against the token and the configuration and
-// reserves its worst-case cost.
-func (h *Relay) admit(x *exchange) *adapters.Error {
-	a, req := h.app, x.req
-	if len(x.id.Token.Models) > 0 && !slices.Contains(x.id.Token.Models, req.Model) {
-		return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
-			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.id.Token.Models, ", ")}
-	}
-	if !a.channels.Has(req.Model) {
-		return unknownModel(req.Model)
-	}
-	price, ok := a.prices[req.Model]
-	if !ok {
-		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
-			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
-	}
-	if price.TaskOnly() {
-		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "task_model",
-			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
-	}
-	x.price = price
-	if e := h.admitLimits(x); e != nil {
-		return e
-	}
-	if req.Op == adapters.OpCountTokens {
-		return nil
-	}
-	amount, e := h.reservation(x)
-	if e != nil {
-		return e
-	}
-	if e := h.admitUsage(x, amount > 0); e != nil {
-		return e
-	}
-	hold, ok := a.db.ledger.Admit(x.id.User, x.id.Token, amount)
-	if !ok {
-		if avail, _ := a.db.ledger.Available(x.id.User.ID); avail <= 0 {
-			return quotaError("your quota is used up: top up your account and try again")
-		}
-		return quotaError("your remaining quota does not cover this request (it may cost up to " + formatUnits(amount) +
-			"): top up your account, lower max_tokens, or ask for a key with a higher limit")
-	}
-	x.hold = hold
-	return nil
-}
-
-// unknownModel is the 404 for a model no channel serves.
-func unknownModel(model string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
-		Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
-}
-
-// send makes one attempt on one channel. It returns the upstream response
-// when its status is 2xx, and otherwise why not.
-func (h *Relay) send(x *exchange, at *attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *failure) {
-	if e := h.app.allowed[ch.Name].check(ch.Name, prov, x.req); e != nil {
-		return nil, &failure{err: e}
-	}
-	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.req.Model)}
-	hr, err := prov.NewRequest(at.ctx, up, x.req)
-	if err != nil {
-		return nil, &failure{err: asError(err)}
-	}
-	resp, err := h.app.clients[ch.Name].Do(hr)
-	if err == nil {
-		x.upstreamID = upstreamRequestID(prov, resp.Header)
-	}
-	if err != nil {
-		if x.r.Context().Err() != nil {
-			// the upstream may have started on it: its prompt is billed
-			x.channel = ch.Name
-			return nil, &failure{err: adapters.ClientClosed()}
-		}
-		return nil, h.transportFailure(ch, at, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		return nil, h.upstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
-	}
-	return resp, nil
-}
-
-// openStream reads a stream's first event before the client's headers go
-// out, so an upstream that fails at once (an overloaded error as its first
-// event, a stream that stays silent or ends) fails over like a status error.
-func (h *Relay) openStream(x *exchange, at *attempt, ch *routing.Channel, b channelBounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *failure) {
-	dec := prov.NewStreamDecoder(x.req, resp.Body)
-	if l, ok := dec.(adapters.EventLimiter); ok {
-		l.SetMaxEvent(b.maxStreamEvent)
-	}
-	at.alive()
-	first, err := dec.Next()
-	if err == nil {
-		return dec, first, nil
-	}
-	resp.Body.Close()
-	if r, ok := dec.(adapters.Releaser); ok {
-		r.Release()
-	}
-	if x.r.Context().Err() != nil {
-		return nil, nil, &failure{err: adapters.ClientClosed()}
-	}
-	return nil, nil, h.streamFailure(ch, at, b, err)
 }
 
 // Interface guards.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 )
@@ -75,14 +76,5 @@ func newRequestID() string {
 // The vendor says where it is; X-Request-Id otherwise. A row keeps at most
 // 256 bytes of it.
 func upstreamRequestID(prov adapters.Provider, h http.Header) string {
-	var v string
-	if r, ok := prov.(adapters.RequestIDReader); ok {
-		v = r.UpstreamRequestID(h)
-	} else {
-		v = h.Get("X-Request-Id")
-	}
-	if len(v) > 256 {
-		v = v[:256]
-	}
-	return v
+	return engine.UpstreamRequestID(prov, h)
 }

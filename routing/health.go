@@ -22,9 +22,12 @@ var DefaultHealthPolicy = HealthPolicy{ConsecutiveFailures: 5, BaseEjection: 30 
 // health is one channel's state. Every plan reads until, so it is atomic;
 // the rest changes only on an upstream's answer, under the mutex.
 type health struct {
-	until       atomic.Int64 // ejected until, Unix nanoseconds; 0: never
-	mu          sync.Mutex
-	failures    int // consecutive
+	until    atomic.Int64 // ejected until, Unix nanoseconds; 0: never
+	mu       sync.Mutex
+	failures int // consecutive, toward the next ejection
+	// failing counts failures since the last success, ejections or not:
+	// what operators see as the channel's consecutive failures
+	failing     int
 	ejections   int // times ejected so far
 	lastFailure time.Time
 }
@@ -50,8 +53,17 @@ func (c *Channel) Ejected(now time.Time) bool {
 func (c *Channel) Succeeded() {
 	h := &c.health
 	h.mu.Lock()
-	h.failures = 0
+	h.failures, h.failing = 0, 0
 	h.mu.Unlock()
+}
+
+// Failing is the number of failures since the channel's last success, for
+// metrics and the health endpoint: the channel's one record of them.
+func (c *Channel) Failing() int {
+	h := &c.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failing
 }
 
 // Failed records a failure of the channel (it could not be reached, timed
@@ -64,6 +76,7 @@ func (c *Channel) Failed(p HealthPolicy, now time.Time, retryAfter time.Duration
 	defer h.mu.Unlock()
 	h.lastFailure = now
 	h.failures++
+	h.failing++
 	if retryAfter > 0 {
 		h.ejections++
 		h.failures = 0

@@ -59,3 +59,21 @@ func TestEjection(t *testing.T) {
 		t.Fatal("a Retry-After ejection must be capped at max_ejection")
 	}
 }
+
+// Failing counts failures since the last success across ejections, so
+// metrics and the health endpoint read the channel's own record.
+func TestFailingSinceSuccess(t *testing.T) {
+	p := HealthPolicy{ConsecutiveFailures: 2, BaseEjection: time.Second, MaxEjection: time.Second}
+	c := &Channel{Name: "a"}
+	now := time.Now()
+	for range 3 {
+		c.Failed(p, now, 0)
+	}
+	if c.Failing() != 3 || c.State(now).ConsecutiveFailures != 1 {
+		t.Fatalf("failing %d, toward ejection %d; want 3 and 1", c.Failing(), c.State(now).ConsecutiveFailures)
+	}
+	c.Succeeded()
+	if c.Failing() != 0 {
+		t.Fatalf("failing %d after a success", c.Failing())
+	}
+}

@@ -115,7 +115,12 @@ func (s *Set) Has(model string) bool { return len(s.byModel[model]) > 0 }
 // and a failed channel's share falls to the others. Ejected channels are
 // left out unless every one is ejected (see HealthPolicy). At most max
 // channels.
-func (s *Set) Plan(model string, max int) []*Channel {
+func (s *Set) Plan(model string, max int) []*Channel { return s.PlanFor(model, max, nil) }
+
+// PlanFor is Plan over the channels keep accepts (nil: all): they are
+// chosen before health and the max, so a channel that cannot serve the
+// request neither spends an attempt nor counts as the healthy one.
+func (s *Set) PlanFor(model string, max int, keep func(*Channel) bool) []*Channel {
 	tiers := s.byModel[model]
 	var out []*Channel
 	for _, t := range tiers {
@@ -124,6 +129,15 @@ func (s *Set) Plan(model string, max int) []*Channel {
 		} else {
 			out = append(out, weightedOrder(t)...)
 		}
+	}
+	if keep != nil {
+		kept := out[:0]
+		for _, c := range out {
+			if keep(c) {
+				kept = append(kept, c)
+			}
+		}
+		out = kept
 	}
 	out = healthy(out, time.Now())
 	if len(out) > max {

@@ -1,4 +1,4 @@
-package caddymodule
+package bodies
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestSpoolForm(t *testing.T) {
 		w.Write(audio)
 		mw.WriteField("model", "whisper-1")
 	})
-	form, cleanup, err := spoolForm(r, boundary, 2<<20)
+	form, cleanup, err := SpoolForm(r, boundary, 2<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +51,12 @@ func TestSpoolForm(t *testing.T) {
 		name  string
 		write func(mw *multipart.Writer)
 		limit int64
-		want  string // "too large" for errBodyTooLarge
+		want  string // "too large" for ErrTooLarge
 	}{
 		{"over the limit", func(mw *multipart.Writer) { w, _ := mw.CreateFormFile("file", "a.wav"); w.Write(audio) }, 1 << 20, "too large"},
-		{"a long field", func(mw *multipart.Writer) { mw.WriteField("prompt", strings.Repeat("x", maxFormFieldBytes+1)) }, 2 << 20, "longer than"},
+		{"a long field", func(mw *multipart.Writer) { mw.WriteField("prompt", strings.Repeat("x", MaxFieldBytes+1)) }, 2 << 20, "longer than"},
 		{"many parts", func(mw *multipart.Writer) {
-			for range maxFormParts + 1 {
+			for range MaxParts + 1 {
 				mw.WriteField("n", "1")
 			}
 		}, 2 << 20, "more than 256 parts"},
@@ -64,11 +64,11 @@ func TestSpoolForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r, boundary := multipartRequest(t, tt.write)
-		_, cleanup, err := spoolForm(r, boundary, tt.limit)
+		_, cleanup, err := SpoolForm(r, boundary, tt.limit)
 		cleanup()
 		switch {
 		case tt.want == "too large":
-			if !errors.Is(err, errBodyTooLarge) {
+			if !errors.Is(err, ErrTooLarge) {
 				t.Errorf("%s: %v", tt.name, err)
 			}
 		case err == nil || !strings.Contains(err.Error(), tt.want):
@@ -78,7 +78,7 @@ func TestSpoolForm(t *testing.T) {
 	// a Content-Length over the limit is refused before reading
 	r, boundary = multipartRequest(t, func(mw *multipart.Writer) {})
 	r.ContentLength = 3 << 20
-	if _, cleanup, err := spoolForm(r, boundary, 2<<20); !errors.Is(err, errBodyTooLarge) {
+	if _, cleanup, err := SpoolForm(r, boundary, 2<<20); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("declared too large: %v", err)
 	} else {
 		cleanup()

@@ -1,4 +1,4 @@
-package caddymodule
+package engine
 
 import (
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -17,11 +17,11 @@ const (
 	rerankChunkTokens = 500
 )
 
-// rerankReservation is a rerank's worst-case cost, whether its upstream
+// RerankReservation is a rerank's worst-case cost, whether its upstream
 // reports tokens or search units: every document read beside the query,
 // at the input price, plus the search units those pairs could make up, at
 // the search-unit price.
-func rerankReservation(req *adapters.RerankRequest, price *billing.Price) int64 {
+func RerankReservation(req *adapters.RerankRequest, price *billing.Price) int64 {
 	q := int64(len(req.Query))
 	var tokens, chunks int64
 	for _, d := range req.Documents {
@@ -33,9 +33,9 @@ func rerankReservation(req *adapters.RerankRequest, price *billing.Price) int64 
 	return price.Cost(adapters.Usage{PromptTokens: tokens, SearchUnits: units})
 }
 
-// rerankTokens counts a rerank locally, for an upstream that reported no
+// RerankTokens counts a rerank locally, for an upstream that reported no
 // usage: the query once beside each document.
-func rerankTokens(model string, req *adapters.RerankRequest) int64 {
+func RerankTokens(model string, req *adapters.RerankRequest) int64 {
 	q := tokenizer.Count(model, req.Query)
 	n := int64(0)
 	for _, d := range req.Documents {

@@ -1,0 +1,141 @@
+package billing
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// Gate is the one admission path of every endpoint: a request is admitted
+// in the order rate limits, reservation, usage-queue slot, ledger, and
+// what it took is given back by Settle. Chat, media, rerank, Realtime's
+// responses and task submits all pass here, so a limit holds the same for
+// each of them.
+type Gate struct {
+	Limiter *Limiter
+	Ledger  *Ledger
+	Usage   UsageQueue
+	// Limits are the rate limits of a token that has none of its own
+	Limits store.Limits
+}
+
+// UsageQueue hands out slots for usage rows (the Writer).
+type UsageQueue interface {
+	Admit(priced bool) error
+}
+
+// RateMode is which rate limits an admission takes.
+type RateMode int
+
+// Rate modes.
+const (
+	// RateRequest takes rpm, tpm and a max_parallel slot held until Settle.
+	RateRequest RateMode = iota
+	// RateInSession takes rpm and tpm only: a Realtime response, whose
+	// session holds the max_parallel slot.
+	RateInSession
+	// RateNone takes no rate limit (they were taken already).
+	RateNone
+)
+
+// Ask is what one admission asks for.
+type Ask struct {
+	User  *store.User
+	Token *store.Token
+	Rate  RateMode
+	// Slot takes a usage-queue slot for the request's row; a priced
+	// request is refused while rows cannot be recorded
+	Slot bool
+	// Reserve is the worst-case cost, asked once the rate limits are
+	// taken (it may read the ledger's room and refuse with its own
+	// error); nil reserves nothing and takes no slot
+	Reserve func() (int64, error)
+}
+
+// Admission is what a request holds, to be given back by Settle. A refused
+// request holds what it took before the refusal: its row still uses the
+// slot.
+type Admission struct {
+	Ticket Ticket
+	Hold   Hold
+	Slot   bool
+	// Amount is what was reserved, or asked for when the ledger refused
+	Amount int64
+}
+
+// QuotaRefusal is a reservation the ledger refused.
+type QuotaRefusal struct {
+	Amount    int64 // what was asked for
+	Available int64 // what the user may still spend (0 or less: used up)
+}
+
+func (q *QuotaRefusal) Error() string {
+	return fmt.Sprintf("quota: %d units asked, %d available", q.Amount, q.Available)
+}
+
+// UsageRefusal is a usage-queue slot refused: the queue is full (Err is
+// ErrQueueFull) or rows cannot be recorded.
+type UsageRefusal struct{ Err error }
+
+func (u *UsageRefusal) Error() string { return "usage queue: " + u.Err.Error() }
+func (u *UsageRefusal) Unwrap() error { return u.Err }
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("rate limit %s of the %s (%d)", r.Limit, r.Of, r.Value)
+}
+
+// Admit takes, in order, the rate limits, the reservation, a usage-queue
+// slot and the ledger's hold. The error is a *Refusal (rate limits), an
+// error of ask.Reserve, a *UsageRefusal or a *QuotaRefusal; whatever the
+// outcome, the Admission is settled by Settle.
+func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
+	var ad Admission
+	if ask.Rate != RateNone {
+		tl := Effective(ask.Token.Limits, g.Limits)
+		ul := ask.User.Limits
+		if ask.Rate == RateInSession {
+			tl.MaxParallel, ul.MaxParallel = 0, 0
+		}
+		t, refused := g.Limiter.Admit(now, ask.Token.ID, tl, ask.User.ID, ul)
+		if refused != nil {
+			return ad, refused
+		}
+		ad.Ticket = t
+	}
+	if ask.Reserve == nil {
+		return ad, nil
+	}
+	amount, err := ask.Reserve()
+	if err != nil {
+		return ad, err
+	}
+	ad.Amount = amount
+	if ask.Slot {
+		if err := g.Usage.Admit(amount > 0); err != nil {
+			return ad, &UsageRefusal{Err: err}
+		}
+		ad.Slot = true
+	}
+	hold, ok := g.Ledger.Admit(ask.User, ask.Token, amount)
+	if !ok {
+		avail, _ := g.Ledger.Available(ask.User.ID)
+		return ad, &QuotaRefusal{Amount: amount, Available: avail}
+	}
+	ad.Hold = hold
+	return ad, nil
+}
+
+// Reserve is an admission of a fixed amount.
+func Reserve(amount int64) func() (int64, error) {
+	return func() (int64, error) { return amount, nil }
+}
+
+// Settle gives back what an admission took once the request's cost is
+// known: the rate limits (its tokens counted toward tpm) and the ledger's
+// hold, charged cost. The usage row, which the slot is for, is the
+// caller's to write.
+func (g *Gate) Settle(now time.Time, ad Admission, tokens, cost int64) {
+	ad.Ticket.Done(now, tokens)
+	g.Ledger.Settle(ad.Hold, cost)
+}

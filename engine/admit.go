@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+)
+
+// Admit checks the model against the token and the configuration and
+// reserves its worst-case cost.
+func (e *Engine) Admit(x *Exchange) *adapters.Error {
+	req := x.Req
+	if len(x.ID.Token.Models) > 0 && !slices.Contains(x.ID.Token.Models, req.Model) {
+		return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
+			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.ID.Token.Models, ", ")}
+	}
+	if !e.Channels.Has(req.Model) {
+		return UnknownModel(req.Model)
+	}
+	price, ok := e.Prices[req.Model]
+	if !ok {
+		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
+			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
+	}
+	if price.TaskOnly() {
+		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "task_model",
+			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
+	}
+	x.Price = price
+	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true}
+	if req.Op != adapters.OpCountTokens {
+		ask.Reserve = func() (int64, error) {
+			amount, refused := e.Reservation(x)
+			if refused != nil {
+				return 0, refused
+			}
+			return amount, nil
+		}
+	}
+	ad, err := e.Gate.Admit(time.Now(), ask)
+	x.Ticket, x.Hold, x.Slot = ad.Ticket, ad.Hold, ad.Slot
+	if err != nil {
+		return AdmissionError(err, x.W.Header(),
+			"request (it may cost up to %s): top up your account, lower max_tokens, or ask for a key with a higher limit")
+	}
+	return nil
+}
+
+// UnknownModel is the 404 for a model no channel serves.
+func UnknownModel(model string) *adapters.Error {
+	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
+		Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
+}
+
+// Reservation is the request's worst-case cost, by what it is billed on.
+func (e *Engine) Reservation(x *Exchange) (int64, *adapters.Error) {
+	req, price := x.Req, x.Price
+	switch {
+	case req.Media != nil:
+		// a transcription keeps it, to charge when the upstream does not
+		// say how long the audio was
+		amount, refused := MediaReservation(req, price, e.PartTokens(req.Model))
+		if x.Media != nil {
+			x.Media.Reserved = amount
+		}
+		return amount, refused
+	case req.Rerank != nil:
+		return RerankReservation(req.Rerank, price), nil
+	case req.Op == adapters.OpRealtime:
+		return e.RealtimeReservation(price), nil
+	}
+	return TokenReservation(req, price, e.PartTokens(req.Model), e.DefaultMaxTokens,
+		func() int64 { return e.Gate.Ledger.Room(x.ID.User, x.ID.Token) })
+}
+
+// RealtimeOutput is the most tokens one Realtime response may write: the
+// model's max_output, default_max_tokens without one.
+func (e *Engine) RealtimeOutput(price *billing.Price) int64 {
+	if price.MaxOutput > 0 {
+		return price.MaxOutput
+	}
+	return e.DefaultMaxTokens
+}
+
+// RealtimeReservation is what one Realtime response holds while it runs:
+// its output cap of audio in and as much of audio out, the dearest
+// tokens. The output cannot exceed it; an input larger than the cap (a
+// long conversation) is still charged in full, and the reservation bounds
+// how far below zero one response can take a balance.
+func (e *Engine) RealtimeReservation(price *billing.Price) int64 {
+	n := e.RealtimeOutput(price)
+	return price.Cost(adapters.Usage{PromptTokens: n, AudioPromptTokens: n, CompletionTokens: n, AudioCompletionTokens: n})
+}

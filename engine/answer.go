@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/routing"
+)
+
+// relayBody answers a non-streamed request. The body is read whole, up to
+// the channel's max_response_body (counted after decompression) and within
+// its timeout.
+func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.Provider, resp *http.Response) error {
+	defer at.End()
+	defer resp.Body.Close()
+	body, err := bodies.ReadBounded(resp, b.MaxResponseBody)
+	x.TTFB = time.Since(x.Start)
+	switch {
+	case x.R.Context().Err() != nil:
+		return x.Fail(adapters.ClientClosed())
+	case errors.Is(at.Cause(), ErrTimeout):
+		e.Log.Warn("upstream answer timed out", zap.String("channel", ch.Name), zap.Duration("timeout", b.Timeout))
+		return x.Fail(adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI,
+			"the upstream of channel %q did not finish its answer within %s (its timeout)", ch.Name, b.Timeout))
+	case errors.Is(err, bodies.ErrTooLarge):
+		e.Log.Warn("upstream answer too large", zap.String("channel", ch.Name), zap.Int64("max_response_body", b.MaxResponseBody))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+			"the upstream of channel %q answered with more than the gateway's limit of %d bytes (max_response_body)", ch.Name, b.MaxResponseBody))
+	case err != nil:
+		e.Log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
+	}
+	out, err := prov.DecodeResponse(x.Req, body)
+	if err != nil {
+		e.Log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
+		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
+	}
+	x.Usage = out.Usage
+	if !x.Usage.Known() {
+		for _, p := range out.Message.Parts {
+			x.Text.WriteString(p.Text)
+		}
+	}
+	encoded, err := x.Dialect.EncodeResponse(x.Req, out)
+	if err != nil {
+		return x.Fail(AsError(err))
+	}
+	ct := out.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	x.W.Header().Set("Content-Type", ct)
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
+	_, _ = x.W.Write(encoded) // a write error is the client gone
+	return nil
+}
+
+// relayStream relays a stream event by event, flushing each as it comes;
+// first is the event openStream already read. Once the first byte is out,
+// an upstream failure (a break, an event past max_stream_event, a silence
+// past stream_idle_timeout) ends the stream with an error event in the
+// caller's dialect: never a clean end, which SDKs would take for a
+// finished answer.
+func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
+	defer at.End()
+	enc := x.Dialect.NewStreamEncoder(x.Req)
+	rc := http.NewResponseController(x.W)
+	hdr := x.W.Header()
+	hdr.Set("Content-Type", enc.ContentType())
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	x.Status = http.StatusOK
+	x.W.WriteHeader(http.StatusOK)
+
+	pending, _ := dec.(adapters.Pending)
+	unflushed := true // the headers
+	buf := make([]byte, 0, 512)
+	ev, err := first, error(nil)
+	for {
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				buf = enc.Finish(buf[:0])
+				if _, werr := x.W.Write(buf); werr == nil {
+					_ = rc.Flush()
+				}
+				break
+			}
+			if x.R.Context().Err() != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
+				break
+			}
+			f := e.StreamFailure(ch, at, b.StreamIdle, b.MaxStreamEvent, err)
+			if f.Channel {
+				e.FailedMidAnswer(ch, f)
+			}
+			e := f.Err
+			x.Status, x.ErrMsg = e.Status, e.Message
+			buf = enc.Error(buf[:0], e)
+			if _, werr := x.W.Write(buf); werr == nil {
+				_ = rc.Flush()
+			}
+			break
+		}
+		at.Alive()
+		if x.TTFB == 0 {
+			x.TTFB = time.Since(x.Start)
+		}
+		x.Observe(ev)
+		buf = enc.Encode(buf[:0], ev)
+		if len(buf) > 0 {
+			if _, err := x.W.Write(buf); err != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
+				break
+			}
+			unflushed = true
+		}
+		if unflushed && (pending == nil || !pending.Pending()) {
+			// nothing more is here yet: flush (else one flush for both)
+			if err := rc.Flush(); err != nil {
+				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
+				break
+			}
+			unflushed = false
+		}
+		ev, err = dec.Next()
+	}
+	// a stream cut before its end is billed on what was generated: the
+	// text after the last usage the upstream reported counts too
+	x.Cut = x.Status != http.StatusOK
+	if us, ok := dec.(adapters.UsageSoFar); ok && x.Cut && !x.Usage.Known() {
+		if u := us.UsageSoFar(); u != nil {
+			x.Usage = *u
+		}
+	}
+	if !x.Usage.Known() || x.Cut {
+		if pt, ok := dec.(adapters.PartialText); ok {
+			x.Tail = pt.PartialText()
+		}
+	}
+	if r, ok := dec.(adapters.Releaser); ok {
+		r.Release()
+	}
+	return nil
+}

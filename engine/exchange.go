@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/keys"
+)
+
+// Exchange is one request's life, from decode to settlement: what was
+// asked, what admission holds for it, and what the answer was, for its
+// usage row and metrics.
+type Exchange struct {
+	W       http.ResponseWriter
+	R       *http.Request
+	Dialect adapters.Dialect
+	ID      *keys.Identity
+	Req     *adapters.Request
+	Price   *billing.Price
+	Hold    billing.Hold
+	Ticket  billing.Ticket // rate limits held
+	Slot    bool           // a usage queue slot is taken for the row
+	Start   time.Time
+	TTFB    time.Duration
+	Channel string
+	Usage   adapters.Usage
+	Status  int
+	ErrMsg  string
+	// RequestID is the gateway's id for the request, UpstreamID the
+	// upstream's own for its last attempt
+	RequestID, UpstreamID string
+	// Text is the completion text seen, for counting when the upstream
+	// reports no usage.
+	Text strings.Builder
+	// Tail is the text relayed after the last usage the upstream reported
+	// (passthrough streams), and Cut is true for a stream that ended
+	// before its end event: see BilledUsage.
+	Tail string
+	Cut  bool
+	// Media is set for image, speech and transcription requests
+	Media *Media
+}
+
+// Media is what an exchange keeps of a media request.
+type Media struct {
+	Usage adapters.MediaUsage
+	// Reserved is the transcription's reservation, what is charged when
+	// the upstream does not say how long the audio was
+	Reserved int64
+}
+
+// Fail answers with an error before anything was relayed.
+func (x *Exchange) Fail(e *adapters.Error) error {
+	x.Status, x.ErrMsg = e.Status, e.Message
+	if e.Status == adapters.StatusClientClosed {
+		return nil // nobody is listening
+	}
+	return WriteError(x.W, x.Dialect, e)
+}
+
+// Observe keeps what billing needs from an event: the last usage the
+// upstream reported, and the text in case it reports none.
+func (x *Exchange) Observe(ev *adapters.StreamEvent) {
+	switch ev.Type {
+	case adapters.EventUsage:
+		if ev.Usage != nil {
+			x.Usage = *ev.Usage
+		}
+	case adapters.EventTextDelta, adapters.EventThinkingDelta:
+		x.Text.WriteString(ev.Text)
+	case adapters.EventToolCallStart, adapters.EventToolCallDelta:
+		if ev.ToolCall != nil {
+			x.Text.WriteString(ev.ToolCall.Name)
+			x.Text.WriteString(ev.ToolCall.Arguments)
+		}
+	}
+}
+
+// WriteError answers in the dialect's error shape. A 429 for quota carries
+// x-should-retry: false, since the official SDKs otherwise retry a 429.
+func WriteError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.Type == adapters.ErrInsufficientQuota || e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout && e.Status != http.StatusConflict {
+		h.Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(e.Status)
+	// a client that cannot be written to has gone: nothing to tell Caddy,
+	// which would log the request with its headers
+	_, _ = w.Write(d.EncodeError(e))
+	return nil
+}

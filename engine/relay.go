@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/routing"
+)
+
+// Serve tries the plan's channels until one answers, and relays its
+// answer to the client: a stream event by event, a body whole, media as
+// its endpoint answers it. A failure is answered in the client's dialect.
+func (e *Engine) Serve(x *Exchange, plan []*routing.Channel) error {
+	try := &relayAttempt{e: e, x: x}
+	ch, f := e.Run(x.R.Context(), x.Req.Model, plan, try)
+	if f != nil {
+		return x.Fail(f.Err)
+	}
+	x.Channel = ch.Name
+	up := e.Upstreams[ch.Name]
+	switch {
+	case x.Media != nil && x.Req.Op == adapters.OpSpeech:
+		return e.relaySpeech(x, try.at, ch, up.Bounds, try.resp)
+	case x.Media != nil:
+		return e.relayMedia(x, try.at, ch, up.Bounds, up.Provider.(adapters.MediaProvider), try.resp)
+	case x.Req.Stream:
+		return e.relayStream(x, try.at, ch, up.Bounds, try.dec, try.first)
+	}
+	return e.relayBody(x, try.at, ch, up.Bounds, up.Provider, try.resp)
+}
+
+// relayAttempt is one chat, completion, embedding, responses or rerank
+// attempt: the request sent, and for a stream its first event read, so
+// an upstream that fails at once fails over.
+type relayAttempt struct {
+	e     *Engine
+	x     *Exchange
+	at    *Attempt
+	resp  *http.Response
+	dec   adapters.StreamDecoder
+	first *adapters.StreamEvent
+	// the price-changing fields the request sets, for the channel type
+	// pricedType: read once per vendor, not once per channel tried
+	pricedType    string
+	fields, betas []string
+}
+
+func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
+	e, x := ra.e, ra.x
+	prov := e.Upstreams[ch.Name].Provider
+	if ra.pricedType != ch.Type {
+		ra.pricedType = ch.Type
+		ra.fields, ra.betas = PricedFields(prov, x.Req)
+	}
+	if refused := e.Upstreams[ch.Name].Allowance.Check(ch.Name, x.Req.Model, ra.fields, ra.betas); refused != nil {
+		return &Failure{Err: refused}
+	}
+	b := e.Upstreams[ch.Name].Bounds
+	stream := x.Req.Stream && x.Media == nil // media answers are timed whole
+	ra.at = NewAttempt(x.R.Context(), b.Timeout, b.StreamIdle, stream)
+	resp, f := e.send(x, ra.at, ch, prov)
+	if f == nil && stream {
+		ra.dec, ra.first, f = e.openStream(x, ra.at, ch, b, prov, resp)
+	}
+	if f != nil {
+		ra.at.End()
+		return f
+	}
+	ra.resp = resp
+	return nil
+}
+
+// send makes one attempt on one channel. It returns the upstream response
+// when its status is 2xx, and otherwise why not.
+func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *Failure) {
+	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.Req.Model)}
+	hr, err := prov.NewRequest(at.Ctx, up, x.Req)
+	if err != nil {
+		return nil, &Failure{Err: AsError(err)}
+	}
+	resp, err := e.Upstreams[ch.Name].Client.Do(hr)
+	if err == nil {
+		x.UpstreamID = UpstreamRequestID(prov, resp.Header)
+	}
+	if err != nil {
+		if x.R.Context().Err() != nil {
+			// the upstream may have started on it: its prompt is billed
+			x.Channel = ch.Name
+			return nil, ClientClosed()
+		}
+		return nil, e.TransportFailure(ch, at, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		return nil, e.UpstreamFailure(ch, prov.DecodeError(resp.StatusCode, b), resp.Header)
+	}
+	return resp, nil
+}
+
+// openStream reads a stream's first event before the client's headers go
+// out, so an upstream that fails at once (an overloaded error as its first
+// event, a stream that stays silent or ends) fails over like a status error.
+func (e *Engine) openStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *Failure) {
+	dec := prov.NewStreamDecoder(x.Req, resp.Body)
+	if l, ok := dec.(adapters.EventLimiter); ok {
+		l.SetMaxEvent(b.MaxStreamEvent)
+	}
+	at.Alive()
+	first, err := dec.Next()
+	if err == nil {
+		return dec, first, nil
+	}
+	resp.Body.Close()
+	if r, ok := dec.(adapters.Releaser); ok {
+		r.Release()
+	}
+	if x.R.Context().Err() != nil {
+		return nil, nil, ClientClosed()
+	}
+	return nil, nil, e.StreamFailure(ch, at, b.StreamIdle, b.MaxStreamEvent, err)
+}
