@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 )
 
 // Name is both the dialect name and the channel type.
@@ -68,7 +69,7 @@ func (a *Adapter) Provision(caddy.Context) error {
 //		max_tokens <n>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
 		switch opt {
 		case "version":
 			a.Version = v

@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 	"github.com/caddy-model-gateway/gateway/adapters/openai"
 )
 
@@ -61,7 +62,7 @@ func (a *Adapter) Provision(caddy.Context) error {
 //		api_version <version>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
 		if opt != "api_version" {
 			return d.Errf("unrecognized azure adapter option %q (it takes api_version)", opt)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 	"github.com/caddy-model-gateway/gateway/adapters/openai"
 	"github.com/caddy-model-gateway/gateway/tokenizer"
 )
@@ -65,7 +66,7 @@ func (a *Adapter) Provision(caddy.Context) error {
 //		word_delay <duration>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
 		if opt != "word_delay" {
 			return d.Errf("unrecognized demo adapter option %q (it takes word_delay)", opt)
 		}

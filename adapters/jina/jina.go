@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 )
 
 // Name is the channel type.
@@ -41,7 +42,7 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 // UnmarshalCaddyfile implements caddyfile.Unmarshaler: the adapter takes
 // no options.
 func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalNoOptions(d)
+	return caddyopts.UnmarshalNoOptions(d)
 }
 
 // Type implements adapters.Provider.

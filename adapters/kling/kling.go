@@ -26,6 +26,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 )
 
 // Name is the channel type.
@@ -86,7 +87,7 @@ func (a *Adapter) Validate() error {
 //		token_ttl <duration>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
 		if opt != "token_ttl" {
 			return d.Errf("unrecognized kling adapter option %q (it takes token_ttl)", opt)
 		}

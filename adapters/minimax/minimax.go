@@ -21,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 )
 
 // Name is the channel type.
@@ -53,7 +54,7 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 //		group_id <id>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalOptions(d, func(opt, v string) error {
+	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
 		if opt != "group_id" {
 			return d.Errf("unrecognized minimax adapter option %q (it takes group_id)", opt)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 )
 
 // Name is both the dialect name and the channel type.
@@ -117,7 +118,7 @@ func (Adapter) StripCredentials(r *http.Request) {
 // UnmarshalCaddyfile implements caddyfile.Unmarshaler: the adapter takes
 // no options.
 func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalNoOptions(d)
+	return caddyopts.UnmarshalNoOptions(d)
 }
 
 // Interface guards.

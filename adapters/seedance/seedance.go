@@ -24,6 +24,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/caddyopts"
 )
 
 // Name is the channel type.
@@ -51,7 +52,7 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 
 // UnmarshalCaddyfile reads `type seedance`, which takes no options.
 func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return adapters.UnmarshalNoOptions(d)
+	return caddyopts.UnmarshalNoOptions(d)
 }
 
 // Type implements adapters.Provider.
