@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,6 +218,9 @@ type realtimeSession struct {
 	// asked counts the response.create relayed and not yet started
 	pending []billing.Hold
 	asked   int
+	// context is the conversation's size as the last response.done
+	// reported it (its tokens in and out), which the next response reads
+	context int64
 	// active are the responses under way, by id; doneCh is told when one
 	// ends
 	active map[string]*engine.Exchange
@@ -453,7 +457,7 @@ func (s *realtimeSession) mark(status int, msg string) {
 // reserveResponse reserves one response's worth.
 func (s *realtimeSession) reserveResponse() (billing.Hold, int64, bool) {
 	x := s.first
-	amount := s.h.engine.RealtimeReservation(x.Price)
+	amount := s.h.engine.RealtimeReservation(x.Price, s.context)
 	ad, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
 	return ad.Hold, amount, err == nil
 }
@@ -547,6 +551,10 @@ func (s *realtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 	case s.doneCh <- struct{}{}:
 	default:
 	}
+	s.context = max(s.context, u.PromptTokens+u.CompletionTokens)
+	if e := s.topUpPending(); e != nil {
+		return e
+	}
 	if len(s.pending) > 0 {
 		return nil
 	}
@@ -556,6 +564,27 @@ func (s *realtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 			"), so the gateway ended the session: top up your account and reconnect")
 	}
 	s.pending = append(s.pending, hold)
+	return nil
+}
+
+// topUpPending raises the reservations waiting for the next responses to
+// what the conversation has grown to, so a long conversation's input is
+// reserved before it is read again. Called with mu held.
+func (s *realtimeSession) topUpPending() *adapters.Error {
+	x := s.first
+	amount := s.h.engine.RealtimeReservation(x.Price, s.context)
+	for i, h := range s.pending {
+		if h.Amount >= amount {
+			continue
+		}
+		more, err := s.h.app.gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount - h.Amount)})
+		if err != nil {
+			return quotaError("your quota does not cover the next Realtime response of this conversation (it reads the " +
+				strconv.FormatInt(s.context, 10) + " tokens so far again, and reserves up to " + formatUnits(amount) +
+				"), so the gateway ended the session: top up your account and reconnect, or start a shorter conversation")
+		}
+		s.pending[i].Amount += more.Hold.Amount
+	}
 	return nil
 }
 

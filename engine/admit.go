@@ -71,7 +71,7 @@ func (e *Engine) Reservation(x *Exchange) (int64, *adapters.Error) {
 	case req.Rerank != nil:
 		return RerankReservation(req.Rerank, price), nil
 	case req.Op == adapters.OpRealtime:
-		return e.RealtimeReservation(price), nil
+		return e.RealtimeReservation(price, 0), nil // the first response: the conversation is empty
 	}
 	return TokenReservation(req, price, e.PartTokens(req.Model), e.DefaultMaxTokens,
 		func() int64 { return e.Gate.Ledger.Room(x.ID.User, x.ID.Token) })
@@ -87,11 +87,14 @@ func (e *Engine) RealtimeOutput(price *billing.Price) int64 {
 }
 
 // RealtimeReservation is what one Realtime response holds while it runs:
-// its output cap of audio in and as much of audio out, the dearest
-// tokens. The output cannot exceed it; an input larger than the cap (a
-// long conversation) is still charged in full, and the reservation bounds
-// how far below zero one response can take a balance.
-func (e *Engine) RealtimeReservation(price *billing.Price) int64 {
+// its output cap of audio out, and as input the larger of the cap and the
+// conversation so far (context: the tokens in and out of the session's
+// last response, which the next one reads again), all audio, the dearest
+// tokens. The output cannot exceed it; what the client adds to the
+// conversation between two responses beyond that is charged in full at
+// the response's end.
+func (e *Engine) RealtimeReservation(price *billing.Price, context int64) int64 {
 	n := e.RealtimeOutput(price)
-	return price.Cost(adapters.Usage{PromptTokens: n, AudioPromptTokens: n, CompletionTokens: n, AudioCompletionTokens: n})
+	in := max(n, context)
+	return price.Cost(adapters.Usage{PromptTokens: in, AudioPromptTokens: in, CompletionTokens: n, AudioCompletionTokens: n})
 }

@@ -790,3 +790,46 @@ func TestRealtimeConcurrentResponses(t *testing.T) {
 		t.Errorf("used %d, want %d", used, 3*realtimeTurnCost)
 	}
 }
+
+// A conversation that has grown past a response's output cap is read again
+// by the next response: the reservation waiting for it is raised to the
+// conversation's size (the last response.done's tokens in and out), and a
+// user whose quota does not cover that is told so and the session ends,
+// rather than the next response reading more than was reserved.
+func TestRealtimeReservationFollowsTheConversation(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	// 5000 audio tokens in, 50 text and 200 audio out:
+	// 5000*40 + 50*20 + 200*80 = 217000 units
+	s.fake.SetRealtimeUsage(gatewaytest.RealtimeUsage{InputAudio: 5000, OutputText: 50, OutputAudio: 200})
+	const turn = 217000
+	// after the turn 200000 are left: enough for another response of the
+	// cap (120000), not for one that reads the 5250 tokens so far
+	// (5250*40 + 1000*80 = 290000)
+	key := s.gw.AddUser("cora", turn+200000)
+	c, _, err := s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	readEvent(t, c)
+	exchangeTurn(t, c, false)
+	ev := readEvent(t, c)
+	if ev.Type != "error" || ev.Error == nil || ev.Error.Type != "insufficient_quota" ||
+		!strings.Contains(ev.Error.Message, "reads the 5250 tokens so far") {
+		t.Fatalf("after a response that grew the conversation: %s", ev.Raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("the session ended with %v, want 1008", err)
+	}
+	if got := s.fake.RealtimeEvents(); slices.Index(got, "response.create") != len(got)-1 {
+		t.Errorf("the upstream received %v: a second response.create", got)
+	}
+	if rows := s.gw.WaitUsage("cora", 1); len(rows) != 1 || rows[0].Cost != turn {
+		t.Errorf("rows %+v, want one of %d", rows, turn)
+	}
+	if _, used := s.gw.Quota("cora"); used != turn {
+		t.Errorf("used %d, want %d", used, turn)
+	}
+}
