@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/wsupgrade"
 	"github.com/caddy-model-gateway/gateway/keys"
 )
 
@@ -32,8 +32,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if !ok {
 		return x.Fail(adapters.NotFound("%s clients have no Realtime endpoint", rt.dialect.Name()))
 	}
-	h2 := r.ProtoMajor >= 2 && r.Method == http.MethodConnect && strings.EqualFold(r.Header.Get(":protocol"), "websocket")
-	if !h2 && (r.Method != http.MethodGet || !headerHasToken(r.Header, "Upgrade", "websocket")) {
+	if !wsupgrade.IsRequest(r) {
 		w.Header().Set("Upgrade", "websocket")
 		return x.Fail(adapters.Errorf(http.StatusUpgradeRequired, adapters.ErrInvalidRequest,
 			"%s is a WebSocket endpoint: open it with a WebSocket client (GET with 'Upgrade: websocket', or HTTP/2's extended CONNECT)", r.URL.Path))
@@ -52,13 +51,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 		return x.Fail(e)
 	}
 	opts := &websocket.AcceptOptions{Subprotocols: dialect.RealtimeSubprotocols(), InsecureSkipVerify: true}
-	var client *websocket.Conn
-	var err error
-	if h2 {
-		client, err = acceptExtendedConnect(w, r, opts)
-	} else {
-		client, err = websocket.Accept(w, r, opts)
-	}
+	client, err := wsupgrade.Accept(w, r, opts)
 	if err != nil {
 		s.Abort()
 		h.log.Warn("realtime upgrade failed", zap.Error(err))
@@ -69,16 +62,4 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	x.TTFB = time.Since(x.Start)
 	s.Relay(client, dialect, h.done)
 	return nil
-}
-
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
