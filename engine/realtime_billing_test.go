@@ -13,7 +13,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// realtimeSession is a session as Open leaves it, without sockets: its
+// realtimeSession is a session as Relay starts it, without sockets: its
 // admission's reservation waits for the first response.
 func realtimeSession(t *testing.T, quota int64, price *billing.Price) (*RealtimeSession, *rows) {
 	t.Helper()

@@ -114,11 +114,8 @@ func (s *RealtimeSession) Open() *adapters.Error {
 	if e := s.e.Admit(x); e != nil {
 		return e
 	}
-	// the rate limits (max_parallel) are held for the whole session, and
-	// the admission's reservation is the first response's
+	// the rate limits (max_parallel) are held for the whole session
 	s.ticket, x.Ticket = x.Ticket, billing.Ticket{}
-	s.pending = []billing.Hold{x.Hold}
-	x.Hold = billing.Hold{}
 	up, ch, e := s.e.dialRealtime(x, x.Req.Model)
 	if e != nil {
 		return e
@@ -154,6 +151,12 @@ func (s *RealtimeSession) Abort() {
 // unloaded (a reload, a shutdown), which ends the session.
 func (s *RealtimeSession) Relay(client *websocket.Conn, dialect adapters.RealtimeDialect, unloaded <-chan struct{}) {
 	s.client, s.dialect = client, dialect
+	// the admission's reservation is the first response's (a session that
+	// ends before this settles it with its own row, as any request)
+	s.mu.Lock()
+	s.pending = []billing.Hold{s.first.Hold}
+	s.first.Hold = billing.Hold{}
+	s.mu.Unlock()
 	b := s.bounds
 	s.client.SetReadLimit(int64(b.MaxStreamEvent))
 	s.last.Store(time.Now().UnixNano())
