@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
@@ -133,7 +134,7 @@ type App struct {
 	allowed  map[string]engine.Allowance // by channel name
 
 	// this configuration's metrics and retention worker
-	metrics   *relayMetrics
+	metrics   *metrics.Relay
 	retention *retention
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
@@ -308,10 +309,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.db = db
 	reg := ctx.GetMetricsRegistry()
-	if err := register(reg, db.metrics.collectors...); err != nil {
+	if err := metrics.Register(reg, db.metrics.Collectors...); err != nil {
 		return fmt.Errorf("registering the database's metrics: %w", err)
 	}
-	if a.metrics, err = newRelayMetrics(reg, a.Metrics, a); err != nil {
+	if a.metrics, err = metrics.NewRelay(reg, a.Metrics != nil && a.Metrics.PerUser, a.dialects, a.channels); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
 	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}

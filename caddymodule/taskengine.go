@@ -58,7 +58,7 @@ func (a *App) newTaskEngine() *tasks.Engine {
 		Prices:   a.prices,
 		Failover: a.submitOverChannels,
 		MaskKeys: maskKeys,
-		TaskCost: a.metrics.taskCost,
+		TaskCost: a.metrics.TaskCost,
 		Log:      a.log.Named("tasks"),
 	})
 }
