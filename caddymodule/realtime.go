@@ -107,7 +107,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	}
 	s.up, s.ch = up, ch
 	x.Channel = ch.Name
-	s.sess = a.providers[ch.Name].(adapters.RealtimeProvider).RealtimeSession(r, adapters.RealtimeLimits{
+	s.sess = a.engine.Upstreams[ch.Name].Provider.(adapters.RealtimeProvider).RealtimeSession(r, adapters.RealtimeLimits{
 		MaxOutputTokens: h.engine.RealtimeOutput(x.Price),
 		Transcription:   x.Price.Free || x.Price.AudioSecond > 0,
 	})
@@ -143,7 +143,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 // sessions, in the order they are tried.
 func (h *Relay) realtimePlan(model string) []*routing.Channel {
 	return h.engine.Plan(model, func(ch *routing.Channel) bool {
-		_, ok := h.app.providers[ch.Name].(adapters.RealtimeProvider)
+		_, ok := h.engine.Upstreams[ch.Name].Provider.(adapters.RealtimeProvider)
 		return ok
 	})
 }
@@ -167,23 +167,23 @@ func (h *Relay) dialRealtime(x *engine.Exchange, model string) (*websocket.Conn,
 // dialChannel is one Realtime connect attempt.
 func (h *Relay) dialChannel(x *engine.Exchange, ch *routing.Channel, model string) (*websocket.Conn, *engine.Failure) {
 	a := h.app
-	prov := a.providers[ch.Name]
-	b := a.bounds[ch.Name]
+	up := a.engine.Upstreams[ch.Name]
+	prov, b := up.Provider, up.Bounds
 	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.R)
 	if err != nil {
 		return nil, &engine.Failure{Err: asError(err)}
 	}
-	ctx, cancel := context.WithTimeout(x.R.Context(), b.dial+b.responseHeader)
+	ctx, cancel := context.WithTimeout(x.R.Context(), b.Dial+b.ResponseHeader)
 	// the channel's transport (its dial timeout, TLS, proxy), without a
 	// client timeout, which would cut the socket
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-		HTTPClient: &http.Client{Transport: a.clients[ch.Name].Transport, CheckRedirect: noRedirects},
+		HTTPClient: &http.Client{Transport: up.Client.Transport, CheckRedirect: noRedirects},
 		HTTPHeader: hdr,
 	})
 	cancel()
 	switch {
 	case err == nil:
-		conn.SetReadLimit(int64(b.maxStreamEvent))
+		conn.SetReadLimit(int64(b.MaxStreamEvent))
 		x.UpstreamID = upstreamRequestID(prov, resp.Header)
 		return conn, nil
 	case x.R.Context().Err() != nil:
@@ -242,8 +242,8 @@ func (s *realtimeSession) relay() {
 	s.first.Hold = billing.Hold{}
 	s.active = map[string]*engine.Exchange{}
 	s.doneCh = make(chan struct{}, 1)
-	b := s.h.app.bounds[s.ch.Name]
-	s.client.SetReadLimit(int64(b.maxStreamEvent))
+	b := s.h.app.engine.Upstreams[s.ch.Name].Bounds
+	s.client.SetReadLimit(int64(b.MaxStreamEvent))
 	s.last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -251,7 +251,7 @@ func (s *realtimeSession) relay() {
 	go func() { defer wg.Done(); s.pumpToUpstream() }()
 	go func() { defer wg.Done(); s.pumpToClient() }()
 	go func() { wg.Wait(); close(done) }()
-	idle := time.NewTicker(max(b.streamIdle/4, 10*time.Millisecond))
+	idle := time.NewTicker(max(b.StreamIdle/4, 10*time.Millisecond))
 	defer idle.Stop()
 	for {
 		select {
@@ -266,9 +266,9 @@ func (s *realtimeSession) relay() {
 			<-done
 			return
 		case <-idle.C:
-			if time.Since(time.Unix(0, s.last.Load())) > b.streamIdle {
-				s.mark(http.StatusGatewayTimeout, "the session was idle for "+b.streamIdle.String())
-				s.end(closeIdle, "idle for "+b.streamIdle.String(), closeIdle, "idle")
+			if time.Since(time.Unix(0, s.last.Load())) > b.StreamIdle {
+				s.mark(http.StatusGatewayTimeout, "the session was idle for "+b.StreamIdle.String())
+				s.end(closeIdle, "idle for "+b.StreamIdle.String(), closeIdle, "idle")
 				<-done
 				return
 			}
