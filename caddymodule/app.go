@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
@@ -110,19 +111,17 @@ type App struct {
 	db       *database
 	channels *routing.Set
 	prices   map[string]*billing.Price
-	// providers by channel name
-	providers map[string]adapters.Provider
 	// partTokens is what one image part reserves, by model (see PartTokens)
 	partTokens map[string]int64
 	// dialects in routing order
 	dialects []adapters.Dialect
-	clients  map[string]*http.Client // by channel name
 	// transports by timeouts, shared by the channels that agree on them
 	transports map[transportKey]*http.Client
-	bounds     map[string]channelBounds // by channel name
 	health     routing.HealthPolicy
 	// engine plans channels and fails over; handlers copy it with their
-	// own logger
+	// own logger. Its Upstreams are the one record of each channel's
+	// adapter, client, bounds and allowance; a.channels its routing and
+	// health.
 	engine *engine.Engine
 	// gate admits every request: rate limits, reservation, usage slot
 	gate     *billing.Gate
@@ -130,10 +129,9 @@ type App struct {
 	spooled  *bodies.Budget // upload bytes on disk
 	fetch    *adapters.FetchPolicy
 	log      *zap.Logger
-	allowed  map[string]engine.Allowance // by channel name
 
 	// this configuration's metrics and retention worker
-	metrics   *relayMetrics
+	metrics   *metrics.Relay
 	retention *retention
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
@@ -289,7 +287,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.health = a.Health.policy()
-	if err := a.provisionChannels(ctx, repl); err != nil {
+	upstreams, err := a.provisionChannels(ctx, repl)
+	if err != nil {
 		return err
 	}
 
@@ -308,17 +307,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.db = db
 	reg := ctx.GetMetricsRegistry()
-	if err := register(reg, db.metrics.collectors...); err != nil {
+	if err := metrics.Register(reg, db.metrics.Collectors...); err != nil {
 		return fmt.Errorf("registering the database's metrics: %w", err)
 	}
-	if a.metrics, err = newRelayMetrics(reg, a.Metrics, a); err != nil {
+	if a.metrics, err = metrics.NewRelay(reg, a.Metrics != nil && a.Metrics.PerUser, a.dialects, a.channels); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
 	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
-	upstreams := make(map[string]*engine.Upstream, len(a.providers))
-	for name, prov := range a.providers {
-		upstreams[name] = &engine.Upstream{Provider: prov, Client: a.clients[name], Bounds: a.bounds[name].engine(), Allowance: a.allowed[name]}
-	}
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
@@ -453,13 +448,13 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 	return p, nil
 }
 
-func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
-	a.providers = map[string]adapters.Provider{}
+// provisionChannels loads each channel's adapter and builds the channel
+// table (a.channels) and each channel's upstream record, by name; a channel
+// without a key is skipped, with a warning.
+func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[string]*engine.Upstream, error) {
 	a.partTokens = map[string]int64{}
-	a.clients = map[string]*http.Client{}
 	a.transports = map[transportKey]*http.Client{}
-	a.bounds = map[string]channelBounds{}
-	a.allowed = map[string]engine.Allowance{}
+	upstreams := map[string]*engine.Upstream{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
 	for i, cc := range a.Channels {
@@ -467,23 +462,23 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 			cc.Name = fmt.Sprintf("channel%d", i+1)
 		}
 		if seen[cc.Name] {
-			return fmt.Errorf("channel %q is defined twice", cc.Name)
+			return nil, fmt.Errorf("channel %q is defined twice", cc.Name)
 		}
 		seen[cc.Name] = true
 		typ, err := cc.adapterType()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := caddy.GetModule("gateway.adapters." + typ); err != nil {
-			return fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, typ, strings.Join(knownAdapters(), ", "))
+			return nil, fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, typ, strings.Join(knownAdapters(), ", "))
 		}
 		mod, err := ctx.LoadModule(cc, "AdapterRaw")
 		if err != nil {
-			return fmt.Errorf("channel %q: loading its %s adapter: %w", cc.Name, typ, err)
+			return nil, fmt.Errorf("channel %q: loading its %s adapter: %w", cc.Name, typ, err)
 		}
 		prov, ok := mod.(adapters.Provider)
 		if !ok {
-			return fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, typ)
+			return nil, fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, typ)
 		}
 		_, local := prov.(adapters.Transporter)
 		var keys []string
@@ -499,21 +494,20 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 				continue
 			}
 			if base == "" {
-				return fmt.Errorf("channel %q: base_url is required", cc.Name)
+				return nil, fmt.Errorf("channel %q: base_url is required", cc.Name)
 			}
 			if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-				return fmt.Errorf("channel %q: base_url %q must start with http:// or https://", cc.Name, base)
+				return nil, fmt.Errorf("channel %q: base_url %q must start with http:// or https://", cc.Name, base)
 			}
 		}
 		if len(cc.Models) == 0 && len(cc.ModelMap) == 0 {
-			return fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
+			return nil, fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
 		}
 		for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
 			if _, ok := a.prices[m]; !ok {
 				a.log.Warn("model has no price: requests for it will be refused until it gets one or is marked free", zap.String("model", m), zap.String("channel", cc.Name))
 			}
 		}
-		a.providers[cc.Name] = prov
 		if it, ok := prov.(adapters.ImageTokens); ok {
 			for _, m := range cc.Models {
 				a.notePartTokens(m, it.ImageTokens(m))
@@ -522,13 +516,13 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 				a.notePartTokens(m, it.ImageTokens(upstream))
 			}
 		}
-		b := cc.bounds()
-		a.bounds[cc.Name] = b
-		a.clients[cc.Name] = a.clientFor(b)
-		a.allowed[cc.Name] = engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}
+		up := &engine.Upstream{Provider: prov, Bounds: cc.bounds(), Allowance: engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}}
 		if t, ok := prov.(adapters.Transporter); ok {
-			a.clients[cc.Name] = &http.Client{Transport: t.Transport()}
+			up.Client = &http.Client{Transport: t.Transport()}
+		} else {
+			up.Client = a.clientFor(up.Bounds)
 		}
+		upstreams[cc.Name] = up
 		chans = append(chans, &routing.Channel{
 			Name: cc.Name, Type: typ, BaseURL: base, Keys: keys,
 			Models: cc.Models, ModelMap: cc.ModelMap,
@@ -536,7 +530,7 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) error {
 		})
 	}
 	a.channels = routing.NewSet(chans)
-	return nil
+	return upstreams, nil
 }
 
 // adapterType names the channel's adapter, turning the short form ("type"

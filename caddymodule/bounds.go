@@ -52,44 +52,32 @@ func (hc *HealthConfig) policy() routing.HealthPolicy {
 	return p
 }
 
-// channelBounds are a channel's limits in force, defaults filled in.
-type channelBounds struct {
-	dial, responseHeader, streamIdle, timeout time.Duration
-	maxResponseBody                           int64
-	maxStreamEvent                            int
-}
-
-func (cc *ChannelConfig) bounds() channelBounds {
-	b := channelBounds{
-		dial: defaultDialTimeout, responseHeader: defaultResponseHeaderTimeout,
-		streamIdle: defaultStreamIdleTimeout, timeout: defaultTimeout,
-		maxResponseBody: defaultMaxResponseBody, maxStreamEvent: defaultMaxStreamEvent,
+// bounds are the channel's limits in force, defaults filled in.
+func (cc *ChannelConfig) bounds() engine.Bounds {
+	b := engine.Bounds{
+		Dial: defaultDialTimeout, ResponseHeader: defaultResponseHeaderTimeout,
+		StreamIdle: defaultStreamIdleTimeout, Timeout: defaultTimeout,
+		MaxResponseBody: defaultMaxResponseBody, MaxStreamEvent: defaultMaxStreamEvent,
 	}
 	if cc.DialTimeout > 0 {
-		b.dial = time.Duration(cc.DialTimeout)
+		b.Dial = time.Duration(cc.DialTimeout)
 	}
 	if cc.ResponseHeaderTimeout > 0 {
-		b.responseHeader = time.Duration(cc.ResponseHeaderTimeout)
+		b.ResponseHeader = time.Duration(cc.ResponseHeaderTimeout)
 	}
 	if cc.StreamIdleTimeout > 0 {
-		b.streamIdle = time.Duration(cc.StreamIdleTimeout)
+		b.StreamIdle = time.Duration(cc.StreamIdleTimeout)
 	}
 	if cc.Timeout > 0 {
-		b.timeout = time.Duration(cc.Timeout)
+		b.Timeout = time.Duration(cc.Timeout)
 	}
 	if cc.MaxResponseBody > 0 {
-		b.maxResponseBody = cc.MaxResponseBody
+		b.MaxResponseBody = cc.MaxResponseBody
 	}
 	if cc.MaxStreamEvent > 0 {
-		b.maxStreamEvent = int(min(cc.MaxStreamEvent, 1<<30))
+		b.MaxStreamEvent = int(min(cc.MaxStreamEvent, 1<<30))
 	}
 	return b
-}
-
-// engine is the bounds as the request engine reads them.
-func (b channelBounds) engine() engine.Bounds {
-	return engine.Bounds{Dial: b.dial, ResponseHeader: b.responseHeader, StreamIdle: b.streamIdle, Timeout: b.timeout,
-		MaxResponseBody: b.maxResponseBody, MaxStreamEvent: b.maxStreamEvent}
 }
 
 // transportKey is what makes two channels' transports differ; channels
@@ -98,20 +86,20 @@ type transportKey struct{ dial, responseHeader time.Duration }
 
 // clientFor returns the HTTP client for a channel's timeouts. No client
 // follows a redirect: the key would travel to whatever host it names.
-func (a *App) clientFor(b channelBounds) *http.Client {
-	k := transportKey{b.dial, b.responseHeader}
+func (a *App) clientFor(b engine.Bounds) *http.Client {
+	k := transportKey{b.Dial, b.ResponseHeader}
 	if c, ok := a.transports[k]; ok {
 		return c
 	}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: b.dial, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: b.Dial, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   min(b.dial, 10*time.Second),
-		ResponseHeaderTimeout: b.responseHeader,
+		TLSHandshakeTimeout:   min(b.Dial, 10*time.Second),
+		ResponseHeaderTimeout: b.ResponseHeader,
 		ExpectContinueTimeout: time.Second,
 		// small buffers: thousands of streams stay open at once, and the
 		// SSE reader above the connection buffers again anyway

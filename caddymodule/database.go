@@ -18,6 +18,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -50,7 +51,7 @@ type database struct {
 	wg           sync.WaitGroup
 
 	// metrics and health last as long as the entry, across reloads
-	metrics *databaseMetrics
+	metrics *metrics.Database
 	health  storeHealth
 	// active counts requests between admission and their usage row: the
 	// store is not closed under them
@@ -89,7 +90,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 			wcfg.Journal = defaultJournal(cfg)
 		}
 		db.writer = billing.NewWriter(st, db.ledger, log.Named("usage"), wcfg)
-		db.metrics = newDatabaseMetrics(db)
+		db.metrics = metrics.NewDatabase(db.writer, db.ledger, db.keys)
 		ctx, cancel := context.WithCancel(context.Background())
 		db.stop = cancel
 		db.wg.Add(1)

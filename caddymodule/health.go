@@ -123,10 +123,8 @@ func (a *App) readiness() readiness {
 	if !rd.Store.OK || !rd.UsageWriter.OK {
 		rd.Status = "unavailable"
 	}
-	if a.metrics != nil {
-		for _, cs := range a.metrics.channelOrder {
-			rd.Channels = append(rd.Channels, channelHealth{Name: cs.name, Type: cs.provider, ConsecutiveFailures: cs.failing()})
-		}
+	for _, ch := range a.channels.All() {
+		rd.Channels = append(rd.Channels, channelHealth{Name: ch.Name, Type: ch.Type, ConsecutiveFailures: int64(ch.Failing())})
 	}
 	return rd
 }

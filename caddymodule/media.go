@@ -113,7 +113,7 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	// it is named before anything is reserved (for a model the key may
 	// use: else admission's 403 or 404 answers)
 	plan := h.engine.Plan(req.Model, func(ch *routing.Channel) bool {
-		mp, ok := a.providers[ch.Name].(adapters.MediaProvider)
+		mp, ok := h.engine.Upstreams[ch.Name].Provider.(adapters.MediaProvider)
 		return ok && mp.ServesMedia(req)
 	})
 	if len(plan) == 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {

@@ -105,7 +105,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	var keep func(*routing.Channel) bool
 	if req.Op == adapters.OpCountTokens {
 		// a vendor counts only its own dialect; across families count here
-		keep = func(ch *routing.Channel) bool { return a.providers[ch.Name].WireDialect() == req.Dialect }
+		keep = func(ch *routing.Channel) bool {
+			return h.engine.Upstreams[ch.Name].Provider.WireDialect() == req.Dialect
+		}
 	}
 	plan := h.engine.Plan(req.Model, keep)
 	if req.Op == adapters.OpCountTokens && len(plan) == 0 {

@@ -91,8 +91,8 @@ func (r *retention) sweep(ctx context.Context) {
 			break
 		}
 		total += n
-		r.db.metrics.retentionDeleted.Add(float64(n))
-		r.db.metrics.retentionBatches.Inc()
+		r.db.metrics.RetentionDeleted.Add(float64(n))
+		r.db.metrics.RetentionBatches.Inc()
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Duration(r.cfg.Pause)):

@@ -58,7 +58,7 @@ func (a *App) newTaskEngine() *tasks.Engine {
 		Prices:   a.prices,
 		Failover: a.submitOverChannels,
 		MaskKeys: maskKeys,
-		TaskCost: a.metrics.taskCost,
+		TaskCost: a.metrics.TaskCost,
 		Log:      a.log.Named("tasks"),
 	})
 }
@@ -85,9 +85,9 @@ func (c taskChannels) Plan(model string) []*tasks.Channel {
 func (c taskChannels) Has(model string) bool { return c.a.channels.Has(model) }
 
 func (a *App) taskChannel(ch *routing.Channel) *tasks.Channel {
-	b := a.bounds[ch.Name]
-	return &tasks.Channel{Channel: ch, Provider: a.providers[ch.Name], Client: a.clients[ch.Name],
-		Timeout: b.timeout, MaxResponseBody: b.maxResponseBody}
+	up := a.engine.Upstreams[ch.Name]
+	return &tasks.Channel{Channel: ch, Provider: up.Provider, Client: up.Client,
+		Timeout: up.Bounds.Timeout, MaxResponseBody: up.Bounds.MaxResponseBody}
 }
 
 // submitOverChannels is the task submit's failover loop: each channel of

@@ -115,6 +115,10 @@ func (s *Set) Channel(name string) *Channel {
 	return nil
 }
 
+// All returns every channel, in configuration order. The slice is the
+// set's own: read it, do not change it.
+func (s *Set) All() []*Channel { return s.all }
+
 // States returns every channel's health, in configuration order.
 func (s *Set) States() []ChannelState {
 	now := time.Now()

@@ -1,11 +1,10 @@
-package caddymodule
+package metrics
 
 import (
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -15,27 +14,24 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
+// openAIDialect stands for the openai adapter's dialect: the metrics read
+// only its name.
+type openAIDialect struct{ adapters.Dialect }
+
+func (openAIDialect) Name() string { return "openai" }
+
 // testMetrics builds the relay's metrics for one channel of the openai
 // adapter serving gpt-4o-mini, in a registry of their own.
-func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *engine.Exchange) {
-	info, err := caddy.GetModule("gateway.adapters.openai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := info.New()
-	a := &App{
-		Channels:  []*ChannelConfig{{Name: "primary", Models: []string{"gpt-4o-mini"}}},
-		providers: map[string]adapters.Provider{"primary": prov.(adapters.Provider)},
-		dialects:  []adapters.Dialect{prov.(adapters.Dialect)},
-		channels:  routing.NewSet([]*routing.Channel{{Name: "primary", Type: "openai", Models: []string{"gpt-4o-mini"}}}),
-	}
-	m, err := newRelayMetrics(prometheus.NewPedanticRegistry(), cfg, a)
+func testMetrics(t testing.TB, perUser bool) (*Relay, *engine.Exchange) {
+	dialect := openAIDialect{}
+	channels := routing.NewSet([]*routing.Channel{{Name: "primary", Type: "openai", Models: []string{"gpt-4o-mini"}}})
+	m, err := NewRelay(prometheus.NewPedanticRegistry(), perUser, []adapters.Dialect{dialect}, channels)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := &engine.Exchange{
 		R:       httptest.NewRequest("POST", "/v1/chat/completions", nil),
-		Dialect: a.dialects[0],
+		Dialect: dialect,
 		ID:      &keys.Identity{User: &store.User{ID: 7}, Token: &store.Token{ID: 9}},
 		Req:     &adapters.Request{Op: adapters.OpChat, Model: "gpt-4o-mini", Stream: true},
 		Channel: "primary",
@@ -48,7 +44,7 @@ func testMetrics(t testing.TB, cfg *MetricsConfig) (*relayMetrics, *engine.Excha
 // TestObserveAllocatesNothing: once a series exists, recording a request
 // allocates nothing, on success and on failure alike.
 func TestObserveAllocatesNothing(t *testing.T) {
-	m, x := testMetrics(t, nil)
+	m, x := testMetrics(t, false)
 	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20, CachedTokens: 4}
 	for _, status := range []int{200, 502} {
 		x.Status = status
@@ -64,7 +60,7 @@ func TestObserveAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkObserve(b *testing.B) {
-	m, x := testMetrics(b, nil)
+	m, x := testMetrics(b, false)
 	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
