@@ -191,7 +191,7 @@ func (h *Relay) dialChannel(x *engine.Exchange, ch *routing.Channel, model strin
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return nil, h.engine.UpstreamFailure(ch, prov.DecodeError(resp.StatusCode, body), resp.Header)
 	}
-	return nil, &engine.Failure{Channel: true, Detail: maskKeys(err.Error(), ch.Keys), Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
+	return nil, &engine.Failure{Channel: true, Detail: engine.MaskKeys(err.Error(), ch.Keys), Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 		"the upstream channel %q could not open a Realtime session", ch.Name)}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
 // boundedDoer sends through a channel's client and cuts an answer longer
@@ -48,3 +50,26 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 }
 
 func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// exchange is a submit's doer: it records what the adapter's calls to the
+// upstream came to, so that a failure is classified as an answer (with
+// its Retry-After) or as no answer at all.
+type exchange struct {
+	do adapters.Doer
+	// sent: a request went out
+	sent bool
+	// header is the last answer's header
+	header http.Header
+	// err is the last call's error when it got no answer
+	err error
+}
+
+func (x *exchange) Do(r *http.Request) (*http.Response, error) {
+	x.sent = true
+	resp, err := x.do.Do(r)
+	x.err = err
+	if err == nil {
+		x.header = resp.Header
+	}
+	return resp, err
+}

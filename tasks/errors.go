@@ -3,12 +3,11 @@ package tasks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 )
 
 // ClientError is err, from talking to ch, as a neutral error fit for the
@@ -31,7 +30,7 @@ func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
 	if ce.Status == 0 {
 		ce.Status = http.StatusBadGateway
 	}
-	ce.Message = e.deps.MaskKeys(ce.Message, ch.Keys)
+	ce.Message = engine.MaskKeys(ce.Message, ch.Keys)
 	return &ce
 }
 
@@ -40,12 +39,4 @@ func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
 func NotFound() *adapters.Error {
 	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "task_not_found",
 		Message: "no such task for this account: check the task_id that POST " + SubmitPath + " returned"}
-}
-
-func quotaError(msg string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrInsufficientQuota, Code: "insufficient_quota", Message: msg}
-}
-
-func formatUnits(u int64) string {
-	return fmt.Sprintf("%d.%06d USD", u/billing.UnitsPerUSD, u%billing.UnitsPerUSD)
 }
