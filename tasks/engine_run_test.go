@@ -55,7 +55,7 @@ func (u *discardUsage) WriteUnadmitted(row *store.UsageLog) { u.rows = append(u.
 // family (the relay half is never called).
 type fakeProvider struct {
 	adapters.Provider
-	*fakeVendor
+	adapters.TaskProvider
 }
 
 type rig struct {
@@ -89,7 +89,7 @@ func newRig(t *testing.T) *rig {
 	upstreams := map[string]*engine.Upstream{}
 	for i, name := range []string{"a", "b"} {
 		chans = append(chans, &routing.Channel{Name: name, Keys: []string{"key-" + name}, Models: []string{"video"}, Priority: 10 - i})
-		upstreams[name] = &engine.Upstream{Provider: fakeProvider{fakeVendor: map[string]*fakeVendor{"a": r.a, "b": r.b}[name]},
+		upstreams[name] = &engine.Upstream{Provider: fakeProvider{TaskProvider: map[string]*fakeVendor{"a": r.a, "b": r.b}[name]},
 			Client: http.DefaultClient, Bounds: engine.Bounds{Timeout: time.Second, MaxResponseBody: 1 << 20}}
 	}
 	eng := &engine.Engine{Channels: routing.NewSet(chans), Upstreams: upstreams, MaxAttempts: 3, Health: routing.DefaultHealthPolicy,
