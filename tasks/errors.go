@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 )
 
 // ClientError is err, from talking to ch, as a neutral error fit for the
@@ -21,8 +22,8 @@ func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			return adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI, "the upstream did not answer within the channel's timeout")
 		}
-		if errors.Is(err, ErrAnswerTooLarge) {
-			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", ErrAnswerTooLarge)
+		if errors.Is(err, bodies.ErrTooLarge) {
+			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream's answer is larger than the channel's max_response_body")
 		}
 		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream could not be reached")
 	}
