@@ -125,7 +125,7 @@ type App struct {
 	engine *engine.Engine
 	// gate admits every request: rate limits, reservation, usage slot
 	gate     *billing.Gate
-	inflight inflightBodies
+	inflight *bodies.Budget
 	spooled  *bodies.Budget // upload bytes on disk
 	fetch    *adapters.FetchPolicy
 	log      *zap.Logger
@@ -268,7 +268,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxElements <= 0 {
 		a.MaxElements = adapters.DefaultMaxElements
 	}
-	a.inflight = inflightBodies{bodies.NewBudget(max(a.MaxInflightBody, a.MaxRequestBody))}
+	a.inflight = bodies.NewBudget(max(a.MaxInflightBody, a.MaxRequestBody))
 	if a.MaxFetchedImages <= 0 {
 		a.MaxFetchedImages = 16
 	}

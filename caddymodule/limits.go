@@ -1,17 +1,13 @@
 package caddymodule
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
-	"github.com/caddy-model-gateway/gateway/engine"
-	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -61,17 +57,6 @@ func (uc *UsageConfig) writerConfig(repl *caddy.Replacer) billing.WriterConfig {
 		RetryInterval: time.Duration(uc.RetryInterval),
 		CommitTimeout: time.Duration(uc.CommitTimeout),
 	}
-}
-
-// admitRate takes the key's and the user's rate limits for one request;
-// the ticket's Done gives them back. Over a limit: 429 with Retry-After
-// and nothing that tells an SDK not to retry.
-func (a *App) admitRate(w http.ResponseWriter, id *keys.Identity) (billing.Ticket, *adapters.Error) {
-	ad, err := a.gate.Admit(time.Now(), billing.Ask{User: id.User, Token: id.Token})
-	if err != nil {
-		return ad.Ticket, engine.AdmissionError(err, w.Header(), "")
-	}
-	return ad.Ticket, nil
 }
 
 // parseLimits reads `limits { rpm <n> tpm <n> max_parallel <n> }`.

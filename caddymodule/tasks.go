@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
@@ -90,8 +91,8 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 		"unknown endpoint %s %s: the task endpoints are POST %s and GET %s{task_id}", r.Method, p, tasks.SubmitPath, tasks.StatusPrefix))
 }
 
-// submit is a task's start: read and decode the body, then the engine
-// admits, reserves and sends it.
+// submit is a task's start: read and decode the body, then the task
+// engine admits, reserves and sends it.
 func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity) error {
 	a := h.app
 	db := a.db
@@ -106,13 +107,13 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		return h.answerError(w, e)
 	}
 
-	body, held, err := a.inflight.readRequestBody(r, a.MaxRequestBody)
-	a.inflight.give(held)
+	body, held, err := a.inflight.ReadRequest(r, a.MaxRequestBody)
+	a.inflight.Give(held)
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, bodies.ErrTooLarge):
 		return refuse(adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
 			"the request body is larger than the gateway's limit of %d bytes: give the image by URL rather than inline", a.MaxRequestBody))
-	case errors.Is(err, errBodyBusy):
+	case errors.Is(err, bodies.ErrBusy):
 		w.Header().Set("Retry-After", "1")
 		return refuse(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded, "the gateway is reading too many large requests at once: retry shortly"))
 	case err != nil:
@@ -132,15 +133,8 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		return refuse(e)
 	}
 	ctx := adapters.WithImageFetcher(r.Context(), a.fetch.NewFetcher())
-	task, e := a.tasks.Submit(ctx, tasks.SubmitRequest{Identity: id, Submission: sub, RequestID: requestIDOf(r), Start: start, Log: h.log,
-		AdmitRate: func() (func(), *adapters.Error) {
-			ticket, e := a.admitRate(w, id)
-			if e != nil {
-				return nil, e
-			}
-			now := time.Now()
-			return func() { ticket.Done(now, 0) }, nil
-		}})
+	task, e := a.tasks.Submit(ctx, tasks.SubmitRequest{Identity: id, Submission: sub, RequestID: requestIDOf(r), Start: start,
+		Header: w.Header(), Log: h.log})
 	if e != nil {
 		return h.answerError(w, e)
 	}

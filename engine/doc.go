@@ -20,7 +20,9 @@
 //  6. Engine.Settle bills the usage (BilledUsage, MediaCost), settles the
 //     gate, writes the usage row and tells the Meter.
 //
-// Task submits use the same Plan, Run, Classify and billing.Gate.
+// Task submits (package tasks) use the same Plan, Classify and billing.Gate,
+// and RunDetached: the loop of Run, going on after the client has gone,
+// since the vendor may already hold the job.
 //
 // It knows no vendor (adapters do) and no server: it must not import Caddy
 // or caddymodule, so it is unit-tested on its own.

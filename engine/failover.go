@@ -81,12 +81,25 @@ func (e *Engine) Plan(model string, keep func(*routing.Channel) bool) []*routing
 // Run tries the plan's channels in order until one answers, and returns
 // it. A failure that is not the channel's fault (the request's own, or the
 // client gone) ends the run at once; a channel's failure is counted and
-// the next channel tried. Failovers stop when the client has gone. With no
-// channel that answered, the failure is the last channel's.
+// the next channel tried. Failovers stop when the client has gone (ctx
+// ends). With no channel that answered, the failure is the last channel's.
 func (e *Engine) Run(ctx context.Context, model string, plan []*routing.Channel, try Attempter) (*routing.Channel, *Failure) {
+	return e.run(ctx.Done(), model, plan, try)
+}
+
+// RunDetached is Run for a request that outlives its client: failovers go
+// on to the end of the plan after the client has gone. A task submit runs
+// so, since the vendor may hold the job already and the stored task must
+// get an outcome; its attempts use a context of their own.
+func (e *Engine) RunDetached(model string, plan []*routing.Channel, try Attempter) (*routing.Channel, *Failure) {
+	return e.run(nil, model, plan, try)
+}
+
+// run is the one failover loop; clientGone is nil for a detached run.
+func (e *Engine) run(clientGone <-chan struct{}, model string, plan []*routing.Channel, try Attempter) (*routing.Channel, *Failure) {
 	var last *Failure
 	for i, ch := range plan {
-		if i > 0 && ctx.Err() != nil {
+		if i > 0 && closed(clientGone) {
 			return nil, ClientClosed()
 		}
 		f := try.Try(ch)
@@ -106,6 +119,16 @@ func (e *Engine) Run(ctx context.Context, model string, plan []*routing.Channel,
 	return nil, last
 }
 
+// closed reports whether c is closed; a nil c never is.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // failed counts an attempt's failure by the channel's fault: for the
 // channel's ejection (Retry-After honoured), for metrics, in the log.
 func (e *Engine) failed(ch *routing.Channel, f *Failure, next bool) {
@@ -113,7 +136,7 @@ func (e *Engine) failed(ch *routing.Channel, f *Failure, next bool) {
 		e.Observer.ChannelFailed(ch.Name, f.Err.Status, next)
 	}
 	if ch.Failed(e.Health, time.Now(), f.RetryAfter) {
-		e.Log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.Err.Status))
+		e.Log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.logStatus()))
 	}
 	msg := FailedNoNext
 	if next {
@@ -142,7 +165,7 @@ func (e *Engine) LogFailure(ch *routing.Channel, f *Failure, msg string) {
 		return
 	}
 	if ce := e.Log.Check(zap.WarnLevel, msg); ce != nil {
-		ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.Err.Status), zap.String("error", f.Err.Message),
+		ce.Write(zap.String("channel", ch.Name), zap.Int("status", f.logStatus()), zap.String("error", f.Err.Message),
 			zap.String("upstream", f.Detail), zap.Int("failures", n))
 	}
 }

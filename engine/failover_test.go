@@ -100,6 +100,17 @@ func TestRunStopsWhenTheClientHasGone(t *testing.T) {
 	}
 }
 
+// TestRunDetachedOutlivesTheClient: a detached run (a task submit) fails
+// over to the end of its plan though its client has gone.
+func TestRunDetachedOutlivesTheClient(t *testing.T) {
+	e, rec := newEngine(3)
+	var tried []string
+	ch, f := e.RunDetached("m", e.Plan("m", nil), script(&tried, map[string]*Failure{"a": outage(), "b": outage()}))
+	if f != nil || ch == nil || ch.Name != "c" || len(tried) != 3 || len(rec.calls) != 2 {
+		t.Fatalf("got %v %v after %v, observed %v", ch, f, tried, rec.calls)
+	}
+}
+
 func TestRunHonoursRetryAfter(t *testing.T) {
 	e, _ := newEngine(3)
 	var tried []string

@@ -24,6 +24,19 @@ type Failure struct {
 	// Detail is what the upstream said or the transport's error, keys
 	// masked, for the throttled failure log line
 	Detail string
+	// UpstreamStatus is the status the upstream answered with, 0 when it
+	// did not answer: the failure log's status, since the client's is in
+	// the access log and the operator fixes what the upstream said
+	UpstreamStatus int
+}
+
+// logStatus is the status a failure log line names: the upstream's, or
+// the client's when the upstream did not answer.
+func (f *Failure) logStatus() int {
+	if f.UpstreamStatus != 0 {
+		return f.UpstreamStatus
+	}
+	return f.Err.Status
 }
 
 // ClientClosed is the failure of a request whose client has gone.
@@ -39,6 +52,12 @@ func ClientClosed() *Failure { return &Failure{Err: adapters.ClientClosed()} }
 // are the operator's to fix, so they fail over like an outage does. header
 // may be nil (a stream's error event has none).
 func Classify(channel string, keys []string, e *adapters.Error, header http.Header) *Failure {
+	f := classify(channel, keys, e, header)
+	f.UpstreamStatus = e.Status
+	return f
+}
+
+func classify(channel string, keys []string, e *adapters.Error, header http.Header) *Failure {
 	st := e.Status
 	switch {
 	case e.Fault == adapters.FaultChannel || st == http.StatusUnauthorized || st == http.StatusForbidden ||

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -42,16 +42,13 @@ type Engine struct {
 
 // Deps are what the engine uses but does not own, given by the app.
 type Deps struct {
-	Store    Store
-	Ledger   Ledger
-	Usage    UsageRecorder
-	Channels Channels
-	// Prices are the models' prices, by model name.
-	Prices map[string]*billing.Price
-	// Failover sends a submit to a plan's channels in turn.
-	Failover Failover
-	// MaskKeys hides keys in upstream text bound for a client or the log.
-	MaskKeys func(s string, keys []string) string
+	Store Store
+	// Engine is the request engine every endpoint uses: it plans a
+	// submit's channels and fails over between them (one classifier, one
+	// count of a channel's failures for ejection and metrics), its Gate
+	// admits the task's reservation, and its Channels, Upstreams, Prices
+	// and Rows are the configuration's.
+	Engine *engine.Engine
 	// TaskCost observes what a settled task cost (metrics); may be nil.
 	TaskCost func(model string, userID, cost int64)
 	// Log is the engine's own logger (the poller's lines).
@@ -69,24 +66,6 @@ type Store interface {
 	FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error)
 }
 
-// Ledger is the in-memory quota a task's reservation is admitted against
-// (billing.Ledger). The reservation itself moves to the store with the
-// task: Debited once it is stored, Returned for what a settled task did
-// not cost.
-type Ledger interface {
-	Admit(u *store.User, t *store.Token, amount int64) (billing.Hold, bool)
-	Available(userID int64) (int64, bool)
-	Settle(h billing.Hold, cost int64)
-	Debited(h billing.Hold)
-	Returned(userID, tokenID, amount int64)
-}
-
-// UsageRecorder records the usage row of a request refused before it held
-// a usage-queue slot (billing.Writer).
-type UsageRecorder interface {
-	WriteUnadmitted(row *store.UsageLog)
-}
-
 // Channel is one upstream channel as the engine uses it.
 type Channel struct {
 	*routing.Channel
@@ -102,36 +81,22 @@ type Channel struct {
 	MaxResponseBody int64
 }
 
-// Channels are the configuration's channels.
-type Channels interface {
-	// Channel is the named channel, nil when none is configured.
-	Channel(name string) *Channel
-	// Plan is the channels to try for model, in the order to try them.
-	Plan(model string) []*Channel
-	// Has reports whether any channel serves model.
-	Has(model string) bool
+// channel is the named channel with its upstream, nil when the
+// configuration has none of that name.
+func (e *Engine) channel(name string) *Channel {
+	ch := e.deps.Engine.Channels.Channel(name)
+	if ch == nil {
+		return nil
+	}
+	return e.withUpstream(ch)
 }
 
-// Failover sends a task to the plan's channels in turn, with send, until
-// one takes it or refuses the request itself, and returns the outcome. It
-// is the app's: the one place that classifies a channel's failure, fails
-// over, and counts the failure for ejection and for metrics; log is the
-// caller's logger, which its lines name.
-type Failover func(ctx context.Context, log *zap.Logger, plan []*Channel, send Send) Outcome
-
-// Send submits the task to one channel: its answer is the vendor's id for
-// the task, or the error, raw (the failover loop masks it for the client
-// with Engine.ClientError and logs it).
-type Send func(ctx context.Context, ch *Channel) (upstreamID string, err error)
-
-// Outcome is how a submit's failover ended.
-type Outcome struct {
-	// Channel took the task (Err nil) or refused the request itself; nil
-	// when every channel failed on its own account.
-	Channel    *Channel
-	UpstreamID string
-	// Err is the client's error when no channel took the task.
-	Err *adapters.Error
+func (e *Engine) withUpstream(ch *routing.Channel) *Channel {
+	up := e.deps.Engine.Upstreams[ch.Name]
+	if up == nil {
+		return &Channel{Channel: ch}
+	}
+	return &Channel{Channel: ch, Provider: up.Provider, Client: up.Client, Timeout: up.Bounds.Timeout, MaxResponseBody: up.Bounds.MaxResponseBody}
 }
 
 // New returns an engine for one configuration; Start starts its poller.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -45,30 +46,16 @@ func (v *fakeVendor) PollTask(ctx context.Context, do adapters.Doer, up *adapter
 	return &st, nil
 }
 
-type fakeChannels map[string]*Channel
-
-func (c fakeChannels) Channel(name string) *Channel { return c[name] }
-func (c fakeChannels) Has(model string) bool        { return len(c) > 0 }
-func (c fakeChannels) Plan(model string) []*Channel {
-	return []*Channel{c["a"], c["b"]}
-}
-
 type discardUsage struct{ rows []*store.UsageLog }
 
+func (u *discardUsage) Write(row *store.UsageLog)           { u.rows = append(u.rows, row) }
 func (u *discardUsage) WriteUnadmitted(row *store.UsageLog) { u.rows = append(u.rows, row) }
 
-// firstTaker is the simplest failover: the first channel that answers
-// without error takes the task; any error is the channel's.
-func firstTaker(ctx context.Context, _ *zap.Logger, plan []*Channel, send Send) Outcome {
-	var last *adapters.Error
-	for _, ch := range plan {
-		id, err := send(ctx, ch)
-		if err == nil {
-			return Outcome{Channel: ch, UpstreamID: id}
-		}
-		last = adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", err)
-	}
-	return Outcome{Err: last}
+// fakeProvider is a fake vendor as the request engine holds it: a task
+// family (the relay half is never called).
+type fakeProvider struct {
+	adapters.Provider
+	adapters.TaskProvider
 }
 
 type rig struct {
@@ -98,14 +85,18 @@ func newRig(t *testing.T) *rig {
 	}
 	r := &rig{st: st, ledger: billing.NewLedger(), usage: &discardUsage{}, a: &fakeVendor{}, b: &fakeVendor{},
 		id: &keys.Identity{User: u, Token: tok}}
-	chans := fakeChannels{}
-	for name, v := range map[string]*fakeVendor{"a": r.a, "b": r.b} {
-		chans[name] = &Channel{Channel: &routing.Channel{Name: name, Keys: []string{"key-" + name}},
-			Provider: v, Client: http.DefaultClient, Timeout: time.Second, MaxResponseBody: 1 << 20}
+	var chans []*routing.Channel
+	upstreams := map[string]*engine.Upstream{}
+	for i, name := range []string{"a", "b"} {
+		chans = append(chans, &routing.Channel{Name: name, Keys: []string{"key-" + name}, Models: []string{"video"}, Priority: 10 - i})
+		upstreams[name] = &engine.Upstream{Provider: fakeProvider{TaskProvider: map[string]*fakeVendor{"a": r.a, "b": r.b}[name]},
+			Client: http.DefaultClient, Bounds: engine.Bounds{Timeout: time.Second, MaxResponseBody: 1 << 20}}
 	}
-	r.eng = New(Config{PollInterval: time.Millisecond}, Deps{Store: st, Ledger: r.ledger, Usage: r.usage, Channels: chans,
-		Prices:   map[string]*billing.Price{"video": {VideoSecond: 100_000, MaxSeconds: 10}},
-		Failover: firstTaker, MaskKeys: func(s string, _ []string) string { return s }})
+	eng := &engine.Engine{Channels: routing.NewSet(chans), Upstreams: upstreams, MaxAttempts: 3, Health: routing.DefaultHealthPolicy,
+		FailureLog: &routing.LogThrottle{Interval: time.Second}, Log: zap.NewNop(),
+		Prices: map[string]*billing.Price{"video": {VideoSecond: 100_000, MaxSeconds: 10}},
+		Gate:   &billing.Gate{Limiter: billing.NewLimiter(), Ledger: r.ledger, Usage: nil}, Rows: r.usage}
+	r.eng = New(Config{PollInterval: time.Millisecond}, Deps{Store: st, Engine: eng})
 	return r
 }
 

@@ -3,12 +3,12 @@ package tasks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 )
 
 // ClientError is err, from talking to ch, as a neutral error fit for the
@@ -22,8 +22,8 @@ func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			return adapters.Errorf(http.StatusGatewayTimeout, adapters.ErrAPI, "the upstream did not answer within the channel's timeout")
 		}
-		if errors.Is(err, ErrAnswerTooLarge) {
-			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "%v", ErrAnswerTooLarge)
+		if errors.Is(err, bodies.ErrTooLarge) {
+			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream's answer is larger than the channel's max_response_body")
 		}
 		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream could not be reached")
 	}
@@ -31,7 +31,7 @@ func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
 	if ce.Status == 0 {
 		ce.Status = http.StatusBadGateway
 	}
-	ce.Message = e.deps.MaskKeys(ce.Message, ch.Keys)
+	ce.Message = engine.MaskKeys(ce.Message, ch.Keys)
 	return &ce
 }
 
@@ -40,12 +40,4 @@ func (e *Engine) ClientError(err error, ch *Channel) *adapters.Error {
 func NotFound() *adapters.Error {
 	return &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "task_not_found",
 		Message: "no such task for this account: check the task_id that POST " + SubmitPath + " returned"}
-}
-
-func quotaError(msg string) *adapters.Error {
-	return &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrInsufficientQuota, Code: "insufficient_quota", Message: msg}
-}
-
-func formatUnits(u int64) string {
-	return fmt.Sprintf("%d.%06d USD", u/billing.UnitsPerUSD, u%billing.UnitsPerUSD)
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -112,7 +113,7 @@ func (e *Engine) follow(ctx context.Context, t *store.Task, timeout time.Duratio
 			Error: fmt.Sprintf("the task did not finish within %s, the gateway's limit (tasks max_age): it was given up and refunded", e.cfg.MaxAge)})
 		return
 	}
-	ch := e.deps.Channels.Channel(t.Channel)
+	ch := e.channel(t.Channel)
 	var tp adapters.TaskProvider
 	if ch != nil {
 		tp, _ = ch.Provider.(adapters.TaskProvider)
@@ -139,7 +140,7 @@ func (e *Engine) follow(ctx context.Context, t *store.Task, timeout time.Duratio
 			e.finish(ctx, t, &adapters.TaskState{Status: adapters.TaskFailed, Error: "the vendor no longer knows this task: " + ce.Message})
 			return
 		}
-		e.deps.Log.Warn("polling a task failed; trying again later", zap.String("task_id", t.ID), zap.String("channel", ch.Name), zap.Int("status", ce.Status), zap.String("error", e.deps.MaskKeys(err.Error(), ch.Keys)))
+		e.deps.Log.Warn("polling a task failed; trying again later", zap.String("task_id", t.ID), zap.String("channel", ch.Name), zap.Int("status", ce.Status), zap.String("error", engine.MaskKeys(err.Error(), ch.Keys)))
 		e.later(ctx, t, e.backoff(t.Polls+1))
 		return
 	}

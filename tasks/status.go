@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -68,7 +69,7 @@ func (e *Engine) ClientFiles(t *store.Task, base string) []adapters.TaskFile {
 }
 
 func (e *Engine) fetchesFiles(channel string) bool {
-	ch := e.deps.Channels.Channel(channel)
+	ch := e.channel(channel)
 	if ch == nil {
 		return false
 	}
@@ -98,7 +99,7 @@ func (e *Engine) OpenFile(ctx context.Context, log *zap.Logger, userID int64, ta
 		return nil, 0, &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "file_not_found",
 			Message: "the task has no such file: GET " + StatusPrefix + t.ID + " lists its files once it has finished"}
 	}
-	ch := e.deps.Channels.Channel(t.Channel)
+	ch := e.channel(t.Channel)
 	var fetcher adapters.TaskFetcher
 	if ch != nil {
 		fetcher, _ = ch.Provider.(adapters.TaskFetcher)
@@ -119,7 +120,7 @@ func (e *Engine) OpenFile(ctx context.Context, log *zap.Logger, userID int64, ta
 		if ctx.Err() != nil {
 			return nil, 0, adapters.ClientClosed()
 		}
-		log.Warn("fetching a task's file", zap.String("task_id", t.ID), zap.String("error", e.deps.MaskKeys(err.Error(), ch.Keys)))
+		log.Warn("fetching a task's file", zap.String("task_id", t.ID), zap.String("error", engine.MaskKeys(err.Error(), ch.Keys)))
 		return nil, 0, adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream did not deliver the file; try again shortly")
 	}
 	resp.Body = cancelingBody{ReadCloser: resp.Body, cancel: cancel}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -22,27 +24,34 @@ type SubmitRequest struct {
 	RequestID  string
 	// Start is when the request came in (its usage row's time).
 	Start time.Time
-	// AdmitRate admits the request under its key's rate limits once the
-	// task is known to be runnable; done ends the hold. Nil: no limits.
-	AdmitRate func() (done func(), e *adapters.Error)
+	// Header is the answer's header: a rate-limit refusal sets its
+	// Retry-After there. May be nil.
+	Header http.Header
 	// Log is the handler's logger, which the submit's lines name.
 	Log *zap.Logger
 }
 
-// Submit starts a task: plan, admit, reserve in the store, send over the
-// plan's channels. It returns the stored task, or the error to answer
-// with; a refusal's usage row is already written. A client that hangs up
-// (ctx ending) does not stop the send: the vendor may have the job
-// already, and the task is the client's to look up.
+// quotaShortfall ends the refusal of a reservation the quota does not
+// cover (see engine.AdmissionError).
+const quotaShortfall = "task (it may cost up to %s): top up your account, ask for a shorter duration, or ask for a key with a higher limit"
+
+// Submit starts a task: plan, admit (rate limits and reservation, through
+// the gate every endpoint passes), store, send over the plan's channels.
+// It returns the stored task, or the error to answer with; a refusal's
+// usage row is already written. A client that hangs up (ctx ending) does
+// not stop the send: the vendor may have the job already, and the task is
+// the client's to look up.
 func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *adapters.Error) {
 	id, sub, model := req.Identity, req.Submission, req.Submission.Req.Model
-	log := req.Log
-	if log == nil {
-		log = e.deps.Log
+	// the engine's failure lines name the handler's logger
+	eng := *e.deps.Engine
+	if req.Log != nil {
+		eng.Log = req.Log
 	}
+	log := eng.Log
 	refuse := func(ae *adapters.Error) (*store.Task, *adapters.Error) {
 		// every request past authentication gets a usage row, refused ones too
-		e.deps.Usage.WriteUnadmitted(&store.UsageLog{CreatedAt: req.Start, UserID: id.User.ID, TokenID: id.Token.ID,
+		eng.Rows.WriteUnadmitted(&store.UsageLog{CreatedAt: req.Start, UserID: id.User.ID, TokenID: id.Token.ID,
 			Model: model, Endpoint: SubmitPath, Status: ae.Status, Error: ae.Message,
 			LatencyMS: time.Since(req.Start).Milliseconds(), RequestID: req.RequestID})
 		return nil, ae
@@ -51,20 +60,15 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 	if ae != nil {
 		return refuse(ae)
 	}
-	if req.AdmitRate != nil {
-		done, ae := req.AdmitRate()
-		if ae != nil {
-			return refuse(ae)
-		}
-		// a task holds its key's rate limits (max_parallel) while it is
-		// submitted, not while it runs
-		defer done()
-	}
-	price := e.deps.Prices[model]
+	price := eng.Prices[model]
 	amount := price.TaskReservation(int64(sub.Req.Duration))
-	hold, ae := e.reserve(id, amount)
-	if ae != nil {
-		return refuse(ae)
+	// No usage-queue slot: a task's row is written with the task, in the
+	// store's transaction, not through the queue.
+	ad, err := eng.Gate.Admit(time.Now(), billing.Ask{User: id.User, Token: id.Token, Rate: billing.RateRequest,
+		Reserve: billing.Reserve(amount)})
+	if err != nil {
+		eng.Gate.Settle(time.Now(), ad, 0, 0)
+		return refuse(engine.AdmissionError(err, req.Header, quotaShortfall))
 	}
 
 	// The reservation moves to the store with the task, in one transaction:
@@ -76,68 +80,63 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 		task.PriceTask, task.PriceSecond = price.Task, price.VideoSecond
 	}
 	if err := e.deps.Store.CreateTask(ctx, task); err != nil {
-		e.deps.Ledger.Settle(hold, 0)
+		eng.Gate.Settle(time.Now(), ad, 0, 0)
 		log.Error("storing a task", zap.Error(err))
 		return refuse(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot record tasks right now; try again shortly"))
 	}
-	e.deps.Ledger.Debited(hold)
+	eng.Gate.Ledger.Debited(ad.Hold)
+	ad.Hold = billing.Hold{}
+	// a task holds its key's rate limits (max_parallel) while it is
+	// submitted, not while it runs; it is billed by the task, not by tokens
+	defer func() { eng.Gate.Settle(time.Now(), ad, 0, 0) }()
 
 	ctx = context.WithoutCancel(ctx)
-	out := e.deps.Failover(ctx, log, plan, func(ctx context.Context, ch *Channel) (string, error) {
-		sctx, cancel := context.WithTimeout(ctx, ch.Timeout)
-		defer cancel()
-		upstreamID, err := ch.Provider.(adapters.TaskProvider).SubmitTask(sctx, ch.doer(), ch.upstream(model), &sub.Req)
-		if err == nil && upstreamID == "" {
-			err = adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream accepted the task but gave no id for it")
+	var upstreamID, answeredBy string
+	var answered int // the last failed channel's upstream status, 0 for no answer
+	ch, f := eng.RunDetached(model, plan, engine.AttemptFunc(func(rc *routing.Channel) *engine.Failure {
+		var f *engine.Failure
+		upstreamID, answered, f = e.attempt(ctx, &eng, rc, model, &sub.Req)
+		if f == nil || !f.Channel {
+			answeredBy = rc.Name
 		}
-		return upstreamID, err
-	})
-	if out.Channel != nil {
-		task.Channel = out.Channel.Name
-	}
-	if out.Err == nil {
-		task.UpstreamID, task.Status = out.UpstreamID, adapters.TaskNotStarted
+		return f
+	}))
+	task.Channel = answeredBy
+	if f == nil {
+		task.UpstreamID, task.Status = upstreamID, adapters.TaskNotStarted
 		task.NextPollAt = time.Now().Add(e.cfg.PollInterval)
 		if err := e.deps.Store.UpdateTask(ctx, task); err != nil {
 			// the submit lease runs out and the poller settles the task
 			// as one whose outcome is unknown
-			log.Error("recording a submitted task", zap.String("task_id", task.ID), zap.String("upstream_id", out.UpstreamID), zap.Error(err))
+			log.Error("recording a submitted task", zap.String("task_id", task.ID), zap.String("channel", ch.Name), zap.String("upstream_id", upstreamID), zap.Error(err))
 		}
 		return task, nil
 	}
-	last := out.Err
+	last := f.Err
+	if f.Channel {
+		last = channelFailure(f.Err, answered)
+	}
 	task.Status, task.Error = adapters.TaskFailed, last.Message
 	row := &store.UsageLog{CreatedAt: req.Start, Model: model, Channel: task.Channel, Endpoint: SubmitPath,
 		Status: last.Status, Error: last.Message, LatencyMS: time.Since(req.Start).Milliseconds(), RequestID: task.RequestID}
 	if settled, err := e.deps.Store.FinishTask(ctx, task, row); err != nil {
 		log.Error("refunding a refused task", zap.String("task_id", task.ID), zap.Error(err))
 	} else if settled {
-		e.deps.Ledger.Returned(task.UserID, task.TokenID, task.Reserved)
+		eng.Gate.Ledger.Returned(task.UserID, task.TokenID, task.Reserved)
 	}
 	return nil, last
-}
-
-// reserve admits amount against the user's and the key's quota.
-func (e *Engine) reserve(id *keys.Identity, amount int64) (billing.Hold, *adapters.Error) {
-	hold, ok := e.deps.Ledger.Admit(id.User, id.Token, amount)
-	if ok {
-		return hold, nil
-	}
-	if avail, _ := e.deps.Ledger.Available(id.User.ID); avail <= 0 {
-		return hold, quotaError("your quota is used up: top up your account and try again")
-	}
-	return hold, quotaError("your remaining quota does not cover this task (it may cost up to " + formatUnits(amount) +
-		"): top up your account, ask for a shorter duration, or ask for a key with a higher limit")
 }
 
 // submitLease is how long a submit holds its new task: as long as every
 // channel of its plan may take to answer in turn, and then some. Until it
 // runs out no poller takes the task up, so none fails a task whose vendor
 // may still accept it.
-func (e *Engine) submitLease(plan []*Channel) time.Duration {
+func (e *Engine) submitLease(plan []*routing.Channel) time.Duration {
 	var d time.Duration
 	for _, ch := range plan {
-		d += ch.Timeout
+		if up := e.deps.Engine.Upstreams[ch.Name]; up != nil {
+			d += up.Bounds.Timeout
+		}
 	}
 	return d + e.cfg.Lease
 }
@@ -146,17 +145,17 @@ func (e *Engine) submitLease(plan []*Channel) time.Duration {
 // refusing what no channel can: a model that is not a task model, a
 // callback for a polling-only family, a metadata field the gateway or the
 // vendor's adapter owns.
-func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*Channel, *adapters.Error) {
+func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*routing.Channel, *adapters.Error) {
 	model := sub.Req.Model
+	eng := e.deps.Engine
 	if len(id.Token.Models) > 0 && !slices.Contains(id.Token.Models, model) {
 		return nil, &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
 			Message: "this API key may not use model " + model + "; it may use: " + strings.Join(id.Token.Models, ", ")}
 	}
-	if !e.deps.Channels.Has(model) {
-		return nil, &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",
-			Message: "the model " + model + " does not exist on this gateway: GET /v1/models lists the models your key may use"}
+	if !eng.Channels.Has(model) {
+		return nil, engine.UnknownModel(model)
 	}
-	price, ok := e.deps.Prices[model]
+	price, ok := eng.Prices[model]
 	if !ok {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
@@ -170,25 +169,34 @@ func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*Channel, *adapters
 	if slices.Contains(sub.MetaKeys, "model") {
 		return nil, adapters.BadRequest("'%smetadata.model' is set by the gateway, not the client: name the model with the top-level 'model' (the one that is billed)", prefix)
 	}
-	var plan []*Channel
+	// Channels that cannot run the task as asked are left out before the
+	// plan's health order and retry budget, so they spend no attempt.
 	polling := false
-	for _, ch := range e.deps.Channels.Plan(model) {
-		tp, ok := ch.Provider.(adapters.TaskProvider)
-		if !ok {
-			continue
+	var owned *adapters.Error
+	plan := eng.Plan(model, func(ch *routing.Channel) bool {
+		var tp adapters.TaskProvider
+		if up := eng.Upstreams[ch.Name]; up != nil {
+			tp, _ = up.Provider.(adapters.TaskProvider)
+		}
+		if tp == nil {
+			return false
 		}
 		if sub.Req.CallbackURL != "" && !tp.CallbackCapable() {
 			polling = true
-			continue
+			return false
 		}
-		if o, ok := tp.(adapters.TaskOwnedFields); ok {
+		if o, ok := tp.(adapters.TaskOwnedFields); ok && owned == nil {
 			for _, k := range sub.MetaKeys {
 				if slices.Contains(o.OwnedFields(), k) {
-					return nil, adapters.BadRequest("'%smetadata.%s' is set by the gateway for this model, not by the client: use the task endpoint's own fields (prompt, image, duration, aspect_ratio, size, negative_prompt, seed) instead", prefix, k)
+					owned = adapters.BadRequest("'%smetadata.%s' is set by the gateway for this model, not by the client: use the task endpoint's own fields (prompt, image, duration, aspect_ratio, size, negative_prompt, seed) instead", prefix, k)
+					break
 				}
 			}
 		}
-		plan = append(plan, ch)
+		return true
+	})
+	if owned != nil {
+		return nil, owned
 	}
 	if len(plan) == 0 && polling {
 		return nil, adapters.BadRequest("the model %s is polling-only: it takes no callback_url. Drop '%smetadata.callback_url' and poll GET %s{task_id} instead", model, prefix, StatusPrefix)

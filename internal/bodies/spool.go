@@ -17,29 +17,6 @@ const (
 	MaxParts      = 256
 )
 
-// capped reads at most n bytes of r and then fails with ErrTooLarge.
-type capped struct {
-	r io.Reader
-	n int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	if c.n <= 0 {
-		// one byte more tells a body at the limit from a larger one
-		var one [1]byte
-		if k, _ := c.r.Read(one[:]); k > 0 {
-			return 0, ErrTooLarge
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > c.n {
-		p = p[:c.n]
-	}
-	k, err := c.r.Read(p)
-	c.n -= int64(k)
-	return k, err
-}
-
 // SpoolForm reads a multipart body part by part: fields into memory
 // (each at most MaxFieldBytes), files each into an unlinked temporary
 // file, the whole at most limit bytes. The returned cleanup closes the
@@ -57,7 +34,7 @@ func SpoolForm(r *http.Request, boundary string, limit int64) (*adapters.Form, f
 	if r.ContentLength > limit {
 		return nil, cleanup, ErrTooLarge
 	}
-	mr := multipart.NewReader(&capped{r: r.Body, n: limit}, boundary)
+	mr := multipart.NewReader(&Capped{R: r.Body, N: limit}, boundary)
 	form := &adapters.Form{}
 	for {
 		part, err := mr.NextPart()
