@@ -22,7 +22,10 @@
 //
 // Task submits (package tasks) use the same Plan, Classify and billing.Gate,
 // and RunDetached: the loop of Run, going on after the client has gone,
-// since the vendor may already hold the job.
+// since the vendor may already hold the job. A Realtime session
+// (RealtimeSession: Open, Relay, Finish) admits and connects through the
+// same Admit, Plan and Run, then reserves and settles each response on the
+// same Gate while it relays the two sockets.
 //
 // It knows no vendor (adapters do) and no server: it must not import Caddy
 // or caddymodule, so it is unit-tested on its own.
