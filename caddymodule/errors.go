@@ -10,10 +10,6 @@ import (
 // asError turns any error into a neutral one.
 func asError(err error) *adapters.Error { return engine.AsError(err) }
 
-func formatUnits(u int64) string { return engine.FormatUnits(u) }
-
-func quotaError(msg string) *adapters.Error { return engine.QuotaError(msg) }
-
 // writeError answers in the dialect's error shape (see engine.WriteError).
 func writeError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) error {
 	return engine.WriteError(w, d, e)

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 
-	"github.com/caddy-model-gateway/gateway/adapters"
-	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 )
@@ -69,12 +67,4 @@ func newRequestID() string {
 		b[i], b[8+i] = byte(hi>>(8*i)), byte(lo>>(8*i))
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// upstreamRequestID finds the upstream's own id for the request, so a usage
-// row can be matched against the vendor's records.
-// The vendor says where it is; X-Request-Id otherwise. A row keeps at most
-// 256 bytes of it.
-func upstreamRequestID(prov adapters.Provider, h http.Header) string {
-	return engine.UpstreamRequestID(prov, h)
 }
