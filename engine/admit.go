@@ -8,15 +8,15 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // Admit checks the model against the token and the configuration and
 // reserves its worst-case cost.
 func (e *Engine) Admit(x *Exchange) *adapters.Error {
 	req := x.Req
-	if len(x.ID.Token.Models) > 0 && !slices.Contains(x.ID.Token.Models, req.Model) {
-		return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
-			Message: "this API key may not use model " + req.Model + "; it may use: " + strings.Join(x.ID.Token.Models, ", ")}
+	if e := ModelAllowed(x.ID.Token, req.Model); e != nil {
+		return e
 	}
 	if !e.Channels.Has(req.Model) {
 		return UnknownModel(req.Model)
@@ -48,6 +48,16 @@ func (e *Engine) Admit(x *Exchange) *adapters.Error {
 			"request (it may cost up to %s): top up your account, lower max_tokens, or ask for a key with a higher limit")
 	}
 	return nil
+}
+
+// ModelAllowed is the 403 for a key limited to other models, nil when the
+// key may use model.
+func ModelAllowed(t *store.Token, model string) *adapters.Error {
+	if len(t.Models) == 0 || slices.Contains(t.Models, model) {
+		return nil
+	}
+	return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
+		Message: "this API key may not use model " + model + "; it may use: " + strings.Join(t.Models, ", ")}
 }
 
 // UnknownModel is the 404 for a model no channel serves.

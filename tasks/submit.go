@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -148,9 +147,8 @@ func (e *Engine) submitLease(plan []*routing.Channel) time.Duration {
 func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*routing.Channel, *adapters.Error) {
 	model := sub.Req.Model
 	eng := e.deps.Engine
-	if len(id.Token.Models) > 0 && !slices.Contains(id.Token.Models, model) {
-		return nil, &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
-			Message: "this API key may not use model " + model + "; it may use: " + strings.Join(id.Token.Models, ", ")}
+	if e := engine.ModelAllowed(id.Token, model); e != nil {
+		return nil, e
 	}
 	if !eng.Channels.Has(model) {
 		return nil, engine.UnknownModel(model)
