@@ -93,7 +93,7 @@ func cliStore(cmd *cobra.Command) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := bootstrapRoot(st, caddy.Log().Named("gateway")); err != nil {
+	if err := account.BootstrapRoot(context.Background(), st, caddy.Log().Named("gateway"), os.Stderr); err != nil {
 		st.Close()
 		return nil, err
 	}
