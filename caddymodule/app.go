@@ -132,7 +132,7 @@ type App struct {
 
 	// this configuration's metrics and retention worker
 	metrics   *metrics.Relay
-	retention *retention
+	retention *billing.Retention
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
@@ -318,7 +318,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
 	if a.Retention != nil && a.Retention.Usage > 0 {
-		a.retention = &retention{cfg: *a.Retention, db: db, log: a.log.Named("retention")}
+		a.retention = a.Retention.sweeper(db, a.log.Named("retention"))
 	}
 	a.taskDialect = tasks.Dialect{Dialect: a.dialects[len(a.dialects)-1]}
 	a.tasks = a.newTaskEngine()
@@ -570,7 +570,7 @@ func mapKeys(m map[string]string) []string {
 // (usage retention); the shared database's work outlives a reload.
 func (a *App) Start() error {
 	if a.retention != nil {
-		a.retention.start()
+		a.retention.Start()
 	}
 	a.tasks.Start()
 	return nil
@@ -581,7 +581,7 @@ func (a *App) Start() error {
 // shared database drains when its last user is cleaned up.
 func (a *App) Stop() error {
 	if a.retention != nil {
-		a.retention.stop()
+		a.retention.Stop()
 	}
 	a.tasks.Stop()
 	return nil

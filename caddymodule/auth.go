@@ -11,9 +11,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddy-model-gateway/gateway/account/accountapi"
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
-	"github.com/caddy-model-gateway/gateway/store"
 )
 
 func init() {
@@ -116,7 +116,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	if key == "" {
 		// the console's playground rides on the login session instead
-		if id, e := h.app.sessionIdentity(w, r); e != nil {
+		if id, e := h.app.webSessions().Identity(w, r); e != nil {
 			return writeError(w, rt.dialect, e)
 		} else if id != nil {
 			return h.serveAs(w, r, next, rt, id)
@@ -145,7 +145,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 
 // serveAs passes the request on as id, once id may make requests at all.
 func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity) error {
-	if e := checkIdentity(id); e != nil {
+	if e := accountapi.CheckIdentity(id); e != nil {
 		return writeError(w, rt.dialect, e)
 	}
 
@@ -176,24 +176,6 @@ func credentialHint(d adapters.Dialect) string {
 		return " or " + h.CredentialHint()
 	}
 	return ""
-}
-
-// checkIdentity refuses disabled or expired tokens and disabled users.
-// Quota is checked once the model, and so the price, is known.
-func checkIdentity(id *keys.Identity) *adapters.Error {
-	t, u := id.Token, id.User
-	switch {
-	case t.Status != store.TokenEnabled:
-		return &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "token_disabled",
-			Message: "this API key is disabled: ask the gateway's administrator to enable it, or use another key"}
-	case !t.ExpiresAt.IsZero() && time.Now().After(t.ExpiresAt):
-		return &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "token_expired",
-			Message: "this API key expired at " + t.ExpiresAt.UTC().Format(time.RFC3339) + ": create a new one"}
-	case u.Status != "" && u.Status != store.UserEnabled:
-		return &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "user_disabled",
-			Message: "the account this API key belongs to is disabled"}
-	}
-	return nil
 }
 
 // Interface guards.

@@ -2,9 +2,7 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +77,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		if err != nil {
 			return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, cfg.DSN, err)
 		}
-		if err := bootstrapRoot(st, log); err != nil {
+		if err := account.BootstrapRoot(context.Background(), st, log, os.Stderr); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -201,46 +199,5 @@ func defaultJournal(cfg DatabaseConfig) string {
 	}
 	return filepath.Join("data", "usage-journal")
 }
-
-// bootstrapRoot creates the root user on an empty database and prints its
-// password once, since there is no other way in yet.
-func bootstrapRoot(st store.Store, log *zap.Logger) error {
-	ctx := context.Background()
-	n, err := st.CountUsers(ctx)
-	if err != nil {
-		return fmt.Errorf("counting users: %w", err)
-	}
-	if n > 0 {
-		return nil
-	}
-	password, err := keys.Random("", 20)
-	if err != nil {
-		return err
-	}
-	hash, err := account.HashPassword(password)
-	if err != nil {
-		return err
-	}
-	invite, err := keys.Random("", 10)
-	if err != nil {
-		return err
-	}
-	err = st.CreateUser(ctx, &store.User{Username: "root", PasswordHash: hash, Role: store.RoleRoot, InviteCode: invite})
-	if errors.Is(err, store.ErrConflict) {
-		return nil // another process bootstrapped it first
-	}
-	if err != nil {
-		return fmt.Errorf("creating the root user: %w", err)
-	}
-	// the password goes to the terminal, apart from the structured log,
-	// which log shippers carry to aggregators
-	log.Warn("created the root user on an empty database; its password is printed once on stderr, apart from this log: change it with 'caddy gateway user passwd --username root'",
-		zap.String("username", "root"))
-	fmt.Fprintf(rootPasswordOut, "\n  The gateway created its root user. Username: root  Password: %s\n  This is shown only once; change it with: caddy gateway user passwd --username root\n\n", password)
-	return nil
-}
-
-// rootPasswordOut is where the new root password is printed.
-var rootPasswordOut io.Writer = os.Stderr
 
 var _ caddy.Destructor = (*database)(nil)

@@ -1,4 +1,4 @@
-package caddymodule
+package accountapi
 
 import (
 	"net/http"
@@ -15,7 +15,7 @@ type credentials struct {
 	AffCode  string `json:"aff_code,omitempty"`
 }
 
-func (h *Account) login(w http.ResponseWriter, r *http.Request) (any, error) {
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) (any, error) {
 	if crossOrigin(r) {
 		return nil, errCrossSite
 	}
@@ -26,17 +26,17 @@ func (h *Account) login(w http.ResponseWriter, r *http.Request) (any, error) {
 	if in.AffCode != "" {
 		return nil, badRequest("invalid_request", "aff_code belongs to registration, not login")
 	}
-	u, err := h.gate.LogIn(r.Context(), clientNetwork(r), in.Username, in.Password)
+	u, err := h.gate.LogIn(r.Context(), h.clientNetwork(r), in.Username, in.Password)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.app.startSession(r.Context(), w, r, u.ID); err != nil {
+	if err := h.sessions.start(r.Context(), w, r, u.ID); err != nil {
 		return nil, err
 	}
 	return account.ViewUser(u), nil
 }
 
-func (h *Account) register(w http.ResponseWriter, r *http.Request) (any, error) {
+func (h *Handler) register(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := h.gate.RegistrationOpen(); err != nil {
 		return nil, err
 	}
@@ -47,43 +47,43 @@ func (h *Account) register(w http.ResponseWriter, r *http.Request) (any, error) 
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	u, err := h.gate.Register(r.Context(), clientNetwork(r), in.Username, in.Password, in.AffCode)
+	u, err := h.gate.Register(r.Context(), h.clientNetwork(r), in.Username, in.Password, in.AffCode)
 	if err != nil {
 		return nil, err
 	}
 	return account.ViewUser(u), nil
 }
 
-func (h *Account) logout(w http.ResponseWriter, r *http.Request) (any, error) {
-	c, ok := sessionCookieOf(r)
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) (any, error) {
+	c, ok := h.sessions.cookie(r)
 	if !ok {
 		return struct{}{}, nil // logged out already
 	}
 	if !sameOrigin(r) || !jsonBody(r) {
 		return nil, errCrossSite
 	}
-	if err := h.app.sessions().End(r.Context(), c.Value); err != nil {
+	if err := h.sessions.Logins.End(r.Context(), c.Value); err != nil {
 		return nil, err
 	}
-	setSessionCookie(w, r, "", 0)
+	h.sessions.setCookie(w, r, "", 0)
 	return struct{}{}, nil
 }
 
 // logoutAll ends every session of the caller, this one included: for a
 // lost or shared device, with the session or with a key.
-func (h *Account) logoutAll(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
-	if err := h.app.sessions().EndAll(r.Context(), c.user.ID); err != nil {
+func (h *Handler) logoutAll(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if err := h.sessions.Logins.EndAll(r.Context(), c.user.ID); err != nil {
 		return nil, err
 	}
-	if _, ok := sessionCookieOf(r); ok {
-		setSessionCookie(w, r, "", 0)
+	if _, ok := h.sessions.cookie(r); ok {
+		h.sessions.setCookie(w, r, "", 0)
 	}
 	return struct{}{}, nil
 }
 
 // changePassword sets the caller's password, given the current one, and
 // ends every other session of theirs; the session that asked stays.
-func (h *Account) changePassword(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) changePassword(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
 		CurrentPassword string `json:"current_password"`
 		Password        string `json:"password"`
@@ -92,36 +92,36 @@ func (h *Account) changePassword(_ http.ResponseWriter, r *http.Request, c *call
 		return nil, err
 	}
 	keep := ""
-	if sc, ok := sessionCookieOf(r); ok && bearerKey(r) == "" {
+	if sc, ok := h.sessions.cookie(r); ok && bearerKey(r) == "" {
 		keep = sc.Value
 	}
-	if err := h.gate.ChangePassword(r.Context(), clientNetwork(r), c.user, in.CurrentPassword, in.Password, keep); err != nil {
+	if err := h.gate.ChangePassword(r.Context(), h.clientNetwork(r), c.user, in.CurrentPassword, in.Password, keep); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
 }
 
-func (h *Account) self(_ http.ResponseWriter, _ *http.Request, c *caller) (any, error) {
+func (h *Handler) self(_ http.ResponseWriter, _ *http.Request, c *caller) (any, error) {
 	return account.ViewUser(c.user), nil
 }
 
-func (h *Account) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
 		Key string `json:"key"`
 	}
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	added, err := h.gate.Redeem(r.Context(), clientNetwork(r), c.user.ID, in.Key)
+	added, err := h.gate.Redeem(r.Context(), h.clientNetwork(r), c.user.ID, in.Key)
 	if err != nil {
 		return nil, err
 	}
 	// spendable at once, not after the ledger's next sync with the store
-	h.app.db.ledger.Credit(c.user.ID, added)
+	h.ledger.Credit(c.user.ID, added)
 	return struct{}{}, nil
 }
 
-func (h *Account) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
 		Quota *int64 `json:"quota"`
 	}
@@ -135,36 +135,30 @@ func (h *Account) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller)
 			return nil, badRequest("invalid_quota", "quota must be a positive number of units, or left out to move all of it")
 		}
 	}
-	moved, err := account.Transfer(r.Context(), h.app.db.store, c.user.ID, amount, in.Quota == nil)
+	moved, err := account.Transfer(r.Context(), h.store, c.user.ID, amount, in.Quota == nil)
 	if err != nil {
 		return nil, err
 	}
-	h.app.db.ledger.Credit(c.user.ID, moved)
-	u, err := h.app.db.store.UserByID(r.Context(), c.user.ID)
+	h.ledger.Credit(c.user.ID, moved)
+	u, err := h.store.UserByID(r.Context(), c.user.ID)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]int64{"transferred": moved, "quota": u.Quota, "aff_quota": u.InvitationQuota}, nil
 }
 
-// models lists the models the caller can ask for: served and priced, each
-// saying whether it chats (what the playground can run).
-func (h *Account) models(_ http.ResponseWriter, _ *http.Request, _ *caller) (any, error) {
-	type model struct {
-		ID   string `json:"id"`
-		Chat bool   `json:"chat"`
-	}
-	out := []model{}
-	for _, m := range h.app.channels.Models() {
-		if p, ok := h.app.prices[m]; ok {
-			out = append(out, model{ID: m, Chat: p.Chat()})
-		}
+// listModels lists the models the caller can ask for: served and priced,
+// each saying whether it chats (what the playground can run).
+func (h *Handler) listModels(_ http.ResponseWriter, _ *http.Request, _ *caller) (any, error) {
+	out := []Model{}
+	if h.models != nil {
+		out = append(out, h.models()...)
 	}
 	return map[string]any{"data": out}, nil
 }
 
-func (h *Account) listTokens(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
-	tokens, err := h.app.db.store.ListTokens(r.Context(), c.user.ID)
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	tokens, err := h.store.ListTokens(r.Context(), c.user.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +203,7 @@ func (in *tokenInput) apply(spec *account.TokenSpec) error {
 	return nil
 }
 
-func (h *Account) createToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) createToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in tokenInput
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -221,7 +215,7 @@ func (h *Account) createToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	if err := in.apply(&spec); err != nil {
 		return nil, err
 	}
-	key, t, err := account.CreateToken(r.Context(), h.app.db.store, c.user.ID, spec)
+	key, t, err := account.CreateToken(r.Context(), h.store, c.user.ID, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -230,12 +224,12 @@ func (h *Account) createToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	return v, nil
 }
 
-func (h *Account) updateToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) updateToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
 	}
-	t, err := account.OwnToken(r.Context(), h.app.db.store, c.user.ID, id)
+	t, err := account.OwnToken(r.Context(), h.store, c.user.ID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -251,28 +245,28 @@ func (h *Account) updateToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	if in.Status != nil {
 		status = *in.Status
 	}
-	updated, err := account.UpdateToken(r.Context(), h.app.db.store, c.user.ID, t.ID, spec, status)
+	updated, err := account.UpdateToken(r.Context(), h.store, c.user.ID, t.ID, spec, status)
 	if err != nil {
 		return nil, err
 	}
-	h.app.db.keys.Forget(t.KeyHash)
+	h.keys.Forget(t.KeyHash)
 	return account.ViewToken(updated), nil
 }
 
-func (h *Account) deleteToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
 	}
-	t, err := account.DeleteToken(r.Context(), h.app.db.store, c.user.ID, id)
+	t, err := account.DeleteToken(r.Context(), h.store, c.user.ID, id)
 	if err != nil {
 		return nil, err
 	}
-	h.app.db.keys.Forget(t.KeyHash)
+	h.keys.Forget(t.KeyHash)
 	return struct{}{}, nil
 }
 
-func (h *Account) usage(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) usage(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var f store.UsageFilter
 	if err := usageQuery(r, &f); err != nil {
 		return nil, err
@@ -286,7 +280,7 @@ func (h *Account) usage(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 
 // dailySpend answers one entry per UTC day for the last days (default 30,
 // at most 366) days, today included, zero-filled.
-func (h *Account) dailySpend(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) dailySpend(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	days := 30
 	if v := r.URL.Query().Get("days"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -295,7 +289,7 @@ func (h *Account) dailySpend(_ http.ResponseWriter, r *http.Request, c *caller) 
 		}
 		days = n
 	}
-	out, err := account.DailySpend(r.Context(), h.app.db.store, c.user.ID, days)
+	out, err := account.DailySpend(r.Context(), h.store, c.user.ID, days)
 	if err != nil {
 		return nil, err
 	}

@@ -1,16 +1,14 @@
-package caddymodule
+package accountapi
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account"
@@ -88,7 +86,7 @@ func codeOrInvalid(code string) string {
 	return code
 }
 
-func (h *Account) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae, ok := asAPIError(err)
 	if !ok {
 		h.log.Error("account request failed", zap.String("path", r.URL.Path), zap.Error(err))
@@ -130,22 +128,6 @@ func decode(r *http.Request, v any) error {
 	}
 	return nil
 }
-
-// clientAddress is the client's IP as Caddy determined it (trusted proxies
-// included), for rate limits.
-func clientAddress(r *http.Request) string {
-	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
-		return ip
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// clientNetwork is what the account gate counts a client by.
-func clientNetwork(r *http.Request) string { return account.ClientNetwork(clientAddress(r)) }
 
 func pathID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)

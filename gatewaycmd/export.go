@@ -1,4 +1,4 @@
-package caddymodule
+package gatewaycmd
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -21,7 +20,7 @@ import (
 // short query, so an export of millions of rows holds no long transaction.
 const exportPage = 1000
 
-func usageExportCommand() *cobra.Command {
+func (e Env) usageExportCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "export [--since <time|duration>] [--format csv|jsonl]",
 		Short: "Streams usage rows to stdout, oldest first, as CSV or JSON lines",
@@ -31,14 +30,14 @@ of rows can be exported while the gateway serves. --since takes a date
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sinceFlag, _ := cmd.Flags().GetString("since")
 			format, _ := cmd.Flags().GetString("format")
-			since, err := parseSince(sinceFlag, time.Now())
+			since, err := e.parseSince(sinceFlag, time.Now())
 			if err != nil {
 				return err
 			}
 			if format != "csv" && format != "jsonl" {
 				return fmt.Errorf("--format must be csv or jsonl, not %q", format)
 			}
-			st, err := cliStore(cmd)
+			st, err := e.OpenStore(cmd)
 			if err != nil {
 				return err
 			}
@@ -59,7 +58,7 @@ of rows can be exported while the gateway serves. --since takes a date
 
 // parseSince reads --since: empty (everything), a date, an RFC 3339 time
 // or a duration before now.
-func parseSince(s string, now time.Time) (time.Time, error) {
+func (e Env) parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -69,7 +68,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
+	if d, err := e.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("--since %q is not a date (2026-01-31), an RFC 3339 time or a duration (7d)", s)

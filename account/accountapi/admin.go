@@ -1,4 +1,4 @@
-package caddymodule
+package accountapi
 
 import (
 	"fmt"
@@ -12,13 +12,13 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func (h *Account) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	f := store.UserFilter{Limit: 50}
 	var err error
 	if f.AfterID, err = queryID(r, "after", "a user id"); err != nil {
 		return nil, err
 	}
-	users, err := h.app.db.store.ListUsers(r.Context(), f)
+	users, err := h.store.ListUsers(r.Context(), f)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (h *Account) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	return map[string]any{"data": out, "next_cursor": next}, nil
 }
 
-func (h *Account) createUser(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) createUser(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
 		Username string `json:"username"`
 		Password string `json:"password"`
@@ -43,14 +43,14 @@ func (h *Account) createUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	u, err := account.CreateUser(r.Context(), h.app.db.store, c.user, account.NewUser{Username: in.Username, Password: in.Password, Role: in.Role, Quota: in.Quota})
+	u, err := account.CreateUser(r.Context(), h.store, c.user, account.NewUser{Username: in.Username, Password: in.Password, Role: in.Role, Quota: in.Quota})
 	if err != nil {
 		return nil, err
 	}
 	return account.ViewUser(u), nil
 }
 
-func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
@@ -64,24 +64,24 @@ func (h *Account) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	u, err := account.UpdateUser(r.Context(), h.app.db.store, c.user, id,
+	u, err := account.UpdateUser(r.Context(), h.store, c.user, id,
 		account.UserChange{Status: in.Status, Role: in.Role, QuotaDelta: in.QuotaDelta, Limits: in.Limits})
 	if err != nil {
 		return nil, err
 	}
 	if in.QuotaDelta != nil && *in.QuotaDelta != 0 {
-		h.app.db.ledger.Credit(id, *in.QuotaDelta)
+		h.ledger.Credit(id, *in.QuotaDelta)
 	}
 	if in.Limits != nil {
 		// the user's keys carry the user's limits: admit on the new ones now
-		h.app.db.keys.ForgetUser(id)
+		h.keys.ForgetUser(id)
 	}
 	return account.ViewUser(u), nil
 }
 
 // updateTokenLimits sets any user's key's rate limits: PATCH
 // /api/admin/tokens/{id} {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}.
-func (h *Account) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+func (h *Handler) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
@@ -95,21 +95,21 @@ func (h *Account) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *c
 	if in.Limits == nil {
 		return nil, badRequest("invalid_request", `send {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}: the fields to change, 0 to clear one`)
 	}
-	t, err := account.SetKeyLimits(r.Context(), h.app.db.store, c.user, id, *in.Limits)
+	t, err := account.SetKeyLimits(r.Context(), h.store, c.user, id, *in.Limits)
 	if err != nil {
 		return nil, err
 	}
-	h.app.db.keys.Forget(t.KeyHash)
+	h.keys.Forget(t.KeyHash)
 	return account.ViewToken(t), nil
 }
 
-func (h *Account) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	f := store.CodeFilter{Limit: 50}
 	var err error
 	if f.BeforeID, err = queryID(r, "before", "a code id"); err != nil {
 		return nil, err
 	}
-	codes, err := h.app.db.store.ListRedemptionCodes(r.Context(), f)
+	codes, err := h.store.ListRedemptionCodes(r.Context(), f)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (h *Account) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	return map[string]any{"data": account.ViewCodes(codes), "next_cursor": next}, nil
 }
 
-func (h *Account) createCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) createCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	var in struct {
 		Count     int    `json:"count"`
 		Quota     int64  `json:"quota"`
@@ -140,14 +140,14 @@ func (h *Account) createCodes(_ http.ResponseWriter, r *http.Request, _ *caller)
 		}
 		expires = t
 	}
-	codes, err := account.CreateCodes(r.Context(), h.app.db.store, in.Count, in.Quota, expires)
+	codes, err := account.CreateCodes(r.Context(), h.store, in.Count, in.Quota, expires)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"data": account.ViewCodes(codes)}, nil
 }
 
-func (h *Account) updateCode(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) updateCode(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
@@ -161,13 +161,13 @@ func (h *Account) updateCode(_ http.ResponseWriter, r *http.Request, _ *caller) 
 	if !slices.Contains([]string{store.CodeEnabled, store.CodeDisabled}, in.Status) {
 		return nil, badRequest("invalid_status", "status must be enabled or disabled, not %q", in.Status)
 	}
-	if err := h.app.db.store.SetRedemptionCodeStatus(r.Context(), id, in.Status); err != nil {
+	if err := h.store.SetRedemptionCodeStatus(r.Context(), id, in.Status); err != nil {
 		return nil, err
 	}
 	return map[string]any{"id": id, "status": in.Status}, nil
 }
 
-func (h *Account) adminUsage(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) adminUsage(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	var f store.UsageFilter
 	if err := usageQuery(r, &f); err != nil {
 		return nil, err
@@ -226,8 +226,8 @@ func parseTime(v string) (time.Time, error) {
 	return time.Parse(time.RFC3339, v)
 }
 
-func (h *Account) listUsage(r *http.Request, f store.UsageFilter) (any, error) {
-	logs, err := h.app.db.store.ListUsage(r.Context(), f)
+func (h *Handler) listUsage(r *http.Request, f store.UsageFilter) (any, error) {
+	logs, err := h.store.ListUsage(r.Context(), f)
 	if err != nil {
 		return nil, err
 	}

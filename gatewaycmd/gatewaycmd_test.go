@@ -1,0 +1,207 @@
+package gatewaycmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+	_ "github.com/caddy-model-gateway/gateway/store/sqlite"
+)
+
+// testEnv opens one SQLite file per test, as the Caddy layer opens the
+// configured database per command.
+func testEnv(t *testing.T) Env {
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	return Env{
+		OpenStore:     func(*cobra.Command) (store.Store, error) { return store.Open("sqlite", path) },
+		ParseDuration: time.ParseDuration,
+	}
+}
+
+// run runs `gateway args...` and returns its stdout.
+func run(t *testing.T, e Env, args ...string) (string, error) {
+	t.Helper()
+	root := &cobra.Command{Use: "gateway", SilenceUsage: true, SilenceErrors: true}
+	AddCommands(root, e)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func mustRun(t *testing.T, e Env, args ...string) string {
+	t.Helper()
+	out, err := run(t, e, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// TestUsersAndKeys: an operator makes a user and a key, sees the key
+// listed by prefix only, sets its limits, disables it and sets a password.
+func TestUsersAndKeys(t *testing.T) {
+	e := testEnv(t)
+	mustRun(t, e, "user", "add", "--username", "ann", "--password", "password-ann", "--quota", "5000", "--rpm", "7")
+	var u struct {
+		Username string       `json:"username"`
+		Quota    int64        `json:"quota"`
+		Limits   store.Limits `json:"limits"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, e, "user", "show", "--username", "ann")), &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Username != "ann" || u.Quota != 5000 || u.Limits.RPM != 7 {
+		t.Errorf("user show: %+v, want ann with 5000 units and rpm 7", u)
+	}
+
+	key := strings.TrimSpace(mustRun(t, e, "token", "add", "--username", "ann", "--name", "main"))
+	if !strings.HasPrefix(key, keys.Prefix) || strings.Contains(key, "\n") {
+		t.Fatalf("token add printed %q, want one key alone", key)
+	}
+	var tokens []*store.Token
+	if err := json.Unmarshal([]byte(mustRun(t, e, "token", "list", "--username", "ann")), &tokens); err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) != 1 || tokens[0].Name != "main" || strings.Contains(mustRun(t, e, "token", "list", "--username", "ann"), key) {
+		t.Fatalf("token list: %+v, want one key named main, never the key itself", tokens)
+	}
+	id := tokens[0].ID
+
+	var set store.Token
+	if err := json.Unmarshal([]byte(mustRun(t, e, "token", "set", "--id", itoa(id), "--tpm", "900")), &set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Limits.TPM != 900 {
+		t.Errorf("token set: limits %+v, want tpm 900", set.Limits)
+	}
+	if _, err := run(t, e, "token", "set", "--id", itoa(id), "--rpm", "-1"); err == nil || !strings.Contains(err.Error(), "--rpm must not be negative") {
+		t.Errorf("a negative --rpm: %v, want refused by its name", err)
+	}
+	mustRun(t, e, "token", "disable", "--id", itoa(id))
+	st := open(t, e)
+	if tok, err := st.TokenByID(context.Background(), id); err != nil || tok.Status != store.TokenDisabled {
+		t.Errorf("after token disable: %+v, %v", tok, err)
+	}
+	if _, err := run(t, e, "token", "enable", "--id", "999"); err == nil {
+		t.Error("enabling a token that does not exist succeeded")
+	}
+
+	if pw := strings.TrimSpace(mustRun(t, e, "user", "passwd", "--username", "ann")); len(pw) != 20 {
+		t.Errorf("user passwd printed %q, want a generated 20-character password", pw)
+	}
+	if _, err := run(t, e, "token", "add", "--username", "nobody"); err == nil || !strings.Contains(err.Error(), "caddy gateway user add") {
+		t.Errorf("a key for an unknown user: %v, want told how to create the user", err)
+	}
+}
+
+// TestRedeemAdd: codes are printed one a line; rate limit flags are
+// refused with where limits are set instead.
+func TestRedeemAdd(t *testing.T) {
+	e := testEnv(t)
+	codes := strings.Fields(mustRun(t, e, "redeem", "add", "--quota", "1000", "--count", "3", "--expires", "1h"))
+	if len(codes) != 3 || codes[0] == codes[1] {
+		t.Fatalf("redeem add printed %q, want 3 distinct codes", codes)
+	}
+	if _, err := run(t, e, "redeem", "add", "--quota", "1000", "--tpm", "5"); err == nil || !strings.Contains(err.Error(), "caddy gateway user set") {
+		t.Errorf("redeem add --tpm: %v, want refused with where limits are set", err)
+	}
+	if _, err := run(t, e, "redeem", "add", "--quota", "1000", "--expires", "soon"); err == nil {
+		t.Error("redeem add --expires soon succeeded")
+	}
+}
+
+// TestUsageExport: every row once, oldest first, across pages, in both
+// formats; --since narrows it.
+func TestUsageExport(t *testing.T) {
+	e := testEnv(t)
+	mustRun(t, e, "user", "add", "--username", "ann", "--password", "password-ann")
+	st := open(t, e)
+	ctx := context.Background()
+	u, err := st.UserByName(ctx, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour).UTC()
+	var rows []*store.UsageLog
+	for i := range exportPage + 5 {
+		created := time.Now().UTC()
+		if i < 2 {
+			created = old
+		}
+		rows = append(rows, &store.UsageLog{Key: "row-" + itoa(int64(i)), CreatedAt: created, UserID: u.ID, Model: "m", Status: 200})
+	}
+	if err := st.SettleBatch(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := csv.NewReader(strings.NewReader(mustRun(t, e, "usage", "export", "--format", "csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(rows)+1 || strings.Join(recs[0], ",") != strings.Join(usageCSVHeader, ",") {
+		t.Fatalf("csv: %d records, header %v; want %d and the header", len(recs), recs[0], len(rows)+1)
+	}
+	var last int64
+	for _, rec := range recs[1:] {
+		id, err := strconv.ParseInt(rec[0], 10, 64)
+		if err != nil || id <= last {
+			t.Fatalf("csv row id %q after %d: want ids rising", rec[0], last)
+		}
+		last = id
+	}
+	lines := strings.Split(strings.TrimSpace(mustRun(t, e, "usage", "export", "--since", "24h")), "\n")
+	if len(lines) != len(rows)-2 {
+		t.Errorf("jsonl --since 24h: %d lines, want %d", len(lines), len(rows)-2)
+	}
+	if _, err := run(t, e, "usage", "export", "--format", "xml"); err == nil {
+		t.Error("--format xml was accepted")
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	e := Env{ParseDuration: time.ParseDuration}
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		bad  bool
+	}{
+		{in: "", want: time.Time{}},
+		{in: "2026-01-31", want: time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC)},
+		{in: "2026-01-31T10:00:00Z", want: time.Date(2026, 1, 31, 10, 0, 0, 0, time.UTC)},
+		{in: "2h", want: now.Add(-2 * time.Hour)},
+		{in: "-2h", bad: true},
+		{in: "yesterday", bad: true},
+	} {
+		got, err := e.parseSince(tc.in, now)
+		if tc.bad != (err != nil) || !tc.bad && !got.Equal(tc.want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v (error: %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func open(t *testing.T, e Env) store.Store {
+	t.Helper()
+	st, err := e.OpenStore(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,127 @@
+package gatewaycmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+func (e Env) tokenAddCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h] [--rpm N] [--tpm N] [--max-parallel N]",
+		Short: "Creates an API key and prints it, alone, on stdout",
+		Long:  "Creates an API key for a user. The key is printed once and stored only as a hash.",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			username, _ := cmd.Flags().GetString("username")
+			name, _ := cmd.Flags().GetString("name")
+			quota, _ := cmd.Flags().GetInt64("quota")
+			models, _ := cmd.Flags().GetString("models")
+			expires, _ := cmd.Flags().GetString("expires")
+			u, err := st.UserByName(ctx, username)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no user named %q: create it with 'caddy gateway user add'", username)
+			}
+			if err != nil {
+				return err
+			}
+			spec := account.TokenSpec{Name: name, QuotaLimit: quota, Models: strings.Split(models, ",")}
+			if expires != "" {
+				d, err := e.ParseDuration(expires)
+				if err != nil || d <= 0 {
+					return fmt.Errorf("--expires must be a positive duration such as 720h or 30d, not %q", expires)
+				}
+				spec.ExpiresAt = time.Now().Add(d)
+			}
+			if spec.Limits, err = newLimits(cmd); err != nil {
+				return err
+			}
+			key, _, err := account.CreateToken(ctx, st, u.ID, spec)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			return nil
+		}),
+	}
+	c.Flags().String("username", "", "owner of the key")
+	c.Flags().String("name", "", "a name to tell keys apart")
+	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
+	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
+	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	// once offered and ignored: kept out of the help, and refused with
+	// where limits are set instead of cobra's bare "unknown flag"
+	limitFlags(c)
+	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
+		_ = c.Flags().MarkHidden(f)
+	}
+	return c
+}
+
+func (e Env) tokenListCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list --username <name>",
+		Short: "Lists a user's API keys as JSON (prefixes only: keys are not stored)",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			username, _ := cmd.Flags().GetString("username")
+			u, err := st.UserByName(ctx, username)
+			if err != nil {
+				return fmt.Errorf("no user named %q: %w", username, err)
+			}
+			tokens, err := st.ListTokens(ctx, u.ID)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, tokens)
+		}),
+	}
+	c.Flags().String("username", "", "owner of the keys")
+	return c
+}
+
+func (e Env) tokenStatusCommand(verb, status string) *cobra.Command {
+	c := &cobra.Command{
+		Use:   verb + " --id <token id>",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + "s an API key (takes effect within the token cache TTL)",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			id, _ := cmd.Flags().GetInt64("id")
+			if _, err := st.TokenByID(ctx, id); err != nil {
+				return fmt.Errorf("no token with id %d: %w", id, err)
+			}
+			return st.SetTokenStatus(ctx, id, status)
+		}),
+	}
+	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
+	return c
+}
+
+func (e Env) tokenSetCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "set --id <token id> [--rpm N] [--tpm N] [--max-parallel N]",
+		Short: "Sets an API key's rate limits (0 clears one: the gateway's default applies)",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			id, _ := cmd.Flags().GetInt64("id")
+			change, err := limitsChange(cmd)
+			if err != nil {
+				return err
+			}
+			t, err := account.SetKeyLimits(ctx, st, account.Operator, id, change)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("no token with id %d: %w", id, err)
+			}
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, t)
+		}),
+	}
+	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
+	limitFlags(c)
+	return c
+}
