@@ -15,5 +15,5 @@ var (
 
 var (
 	ant  adapters.Dialect  = anthropic.Adapter{}
-	prov adapters.Provider = anthropic.Adapter{}
+	prov = anthropic.Adapter{}
 )

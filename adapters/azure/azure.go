@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -113,11 +112,11 @@ func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.R
 	return a.wire.DecodeResponse(req, body)
 }
 
-// NewStreamDecoder implements adapters.Provider. Azure's first chunks may
-// carry only prompt_filter_results and no choices; OpenAI's step passes
-// them through and translates them to nothing.
-func (a Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return a.wire.NewStreamDecoder(req, body)
+// NewStreamStep implements adapters.ChatProvider. Azure's first chunks
+// may carry only prompt_filter_results and no choices; OpenAI's step
+// passes them through and translates them to nothing.
+func (a Adapter) NewStreamStep(req *adapters.Request) adapters.StreamStep {
+	return a.wire.NewStreamStep(req)
 }
 
 // DecodeError implements adapters.Provider: Azure answers in OpenAI's error
@@ -132,6 +131,7 @@ var (
 	_ caddy.Provisioner        = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
 	_ adapters.Provider        = (*Adapter)(nil)
+	_ adapters.ChatProvider    = (*Adapter)(nil)
 	_ adapters.RequestIDReader = (*Adapter)(nil)
 )
 

@@ -104,9 +104,9 @@ func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.R
 	return a.wire.DecodeResponse(req, body)
 }
 
-// NewStreamDecoder implements adapters.Provider.
-func (a Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return a.wire.NewStreamDecoder(req, body)
+// NewStreamStep implements adapters.ChatProvider.
+func (a Adapter) NewStreamStep(req *adapters.Request) adapters.StreamStep {
+	return a.wire.NewStreamStep(req)
 }
 
 // DecodeError implements adapters.Provider.
@@ -430,6 +430,7 @@ func vector(s string, dims int) []float32 {
 var (
 	_ caddy.Module          = (*Adapter)(nil)
 	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.ChatProvider = (*Adapter)(nil)
 	_ adapters.Transporter  = (*Adapter)(nil)
 	_ caddy.Provisioner     = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler = (*Adapter)(nil)

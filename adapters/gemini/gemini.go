@@ -166,8 +166,7 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	_ adapters.Dialect           = (*Adapter)(nil)
 	_ adapters.Provider          = (*Adapter)(nil)
-	_ adapters.ModelEncoder      = (*Adapter)(nil)
-	_ adapters.ModelPeeker       = (*Adapter)(nil)
+	_ adapters.ChatProvider      = (*Adapter)(nil)
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamFlusher     = (*streamStep)(nil)

@@ -15,5 +15,5 @@ var (
 
 var (
 	gem  adapters.Dialect  = gemini.Adapter{}
-	prov adapters.Provider = gemini.Adapter{}
+	prov = gemini.Adapter{}
 )

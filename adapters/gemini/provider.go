@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -258,10 +257,8 @@ func errorDetailOf(body []byte) *errorDetail {
 	return w.Error
 }
 
-// NewStreamDecoder implements adapters.Provider.
-func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return adapters.NewStreamDecoder(body, &streamStep{}, req.Dialect == Name, Name)
-}
+// NewStreamStep implements adapters.ChatProvider.
+func (Adapter) NewStreamStep(*adapters.Request) adapters.StreamStep { return &streamStep{} }
 
 // streamStep reads alt=sse chunks. Gemini has no end marker: a chunk with a
 // finish reason, then the end of the body, is the normal end; a body that

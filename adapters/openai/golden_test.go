@@ -21,7 +21,7 @@ var (
 
 var (
 	oai  adapters.Dialect  = openai.Adapter{}
-	prov adapters.Provider = openai.Adapter{}
+	prov = openai.Adapter{}
 )
 
 var (
