@@ -257,6 +257,6 @@ func operationCall(do adapters.Doer, req *http.Request, key string) (*operation,
 
 // Interface guards.
 var (
-	_ adapters.TaskProvider    = Adapter{}
-	_ adapters.TaskFetcher     = Adapter{}
+	_ adapters.TaskProvider = Adapter{}
+	_ adapters.TaskFetcher  = Adapter{}
 )

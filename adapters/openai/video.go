@@ -233,6 +233,6 @@ func imageExt(mediaType string) string {
 
 // Interface guards.
 var (
-	_ adapters.TaskProvider    = Adapter{}
-	_ adapters.TaskFetcher     = Adapter{}
+	_ adapters.TaskProvider = Adapter{}
+	_ adapters.TaskFetcher  = Adapter{}
 )
