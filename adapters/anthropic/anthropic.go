@@ -92,10 +92,10 @@ func (Adapter) Name() string { return Name }
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider.
+// WireDialect implements adapters.ChatProvider.
 func (Adapter) WireDialect() string { return Name }
 
-// PeekModel implements adapters.ModelPeeker.
+// PeekModel implements adapters.Dialect.
 func (Adapter) PeekModel(_ adapters.Operation, body []byte, _ *http.Request) string {
 	return adapters.PeekModel(body)
 }

@@ -73,7 +73,7 @@ func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return "azure" }
 
-// WireDialect implements adapters.Provider: the bodies are OpenAI's.
+// WireDialect implements adapters.ChatProvider: the bodies are OpenAI's.
 func (a Adapter) WireDialect() string { return a.wire.WireDialect() }
 
 // operations Azure serves, with their path under a deployment.
@@ -83,7 +83,7 @@ var operations = map[adapters.Operation]string{
 	adapters.OpEmbedding:  "/embeddings",
 }
 
-// NewRequest implements adapters.Provider. OpenAI's request is built, then
+// NewRequest implements adapters.ChatProvider. OpenAI's request is built, then
 // sent to the deployment's path, with the key where Azure reads it.
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	op, ok := operations[req.Op]
@@ -107,7 +107,7 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 	return hr, nil
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	return a.wire.DecodeResponse(req, body)
 }

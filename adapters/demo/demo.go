@@ -90,16 +90,16 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return "demo" }
 
-// WireDialect implements adapters.Provider: the demo model speaks OpenAI's
+// WireDialect implements adapters.ChatProvider: the demo model speaks OpenAI's
 // wire format, so OpenAI clients reach it by passthrough.
 func (a Adapter) WireDialect() string { return a.wire.WireDialect() }
 
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.ChatProvider.
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	return a.wire.NewRequest(ctx, up, req)
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	return a.wire.DecodeResponse(req, body)
 }

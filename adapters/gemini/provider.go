@@ -37,7 +37,8 @@ func callIDMaker(responseID string) func() string {
 	}
 }
 
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.ChatProvider and adapters.MediaProvider:
+// the operation says which.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	if req.Media != nil {
 		return newImageRequest(ctx, up, req)
@@ -137,7 +138,7 @@ func renameCountModel(raw []byte, model string) ([]byte, error) {
 	return raw, nil
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	if req.Dialect == Name {
 		resp := &adapters.Response{Raw: body, Dialect: Name, ContentType: "application/json"}

@@ -40,7 +40,7 @@ func (Adapter) Name() string { return Name }
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider.
+// WireDialect implements adapters.ChatProvider.
 func (Adapter) WireDialect() string { return Name }
 
 // Route implements adapters.Dialect: every /v1/ path the other dialects did
