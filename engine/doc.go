@@ -26,8 +26,8 @@
 // and billing.Gate, and RunDetached: the loop of Run, going on after the
 // client has gone, since the vendor may already hold the job. A Realtime
 // session (RealtimeSession: Open, Relay, Finish) admits and connects
-// through the same Admit, RealtimePlan and Run, then reserves and settles each response on the
-// same Gate while it relays the two sockets.
+// through the same Admit, RealtimePlan and Run, then reserves and settles
+// each response on the same Gate while it relays the two sockets.
 //
 // It knows no vendor (adapters do) and no server: it must not import Caddy
 // or caddymodule, so it is unit-tested on its own.
