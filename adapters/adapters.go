@@ -1,7 +1,9 @@
 // Package adapters holds the neutral request, response and stream-event
-// types every vendor converts to and from, and the two interfaces a vendor
-// family implements: Dialect (the shape clients speak to the gateway) and
-// Provider (the shape the gateway speaks to an upstream). Vendor detail lives
+// types every vendor converts to and from, and the contracts a vendor
+// family implements: Dialect (the shape clients speak to the gateway),
+// Provider (what every upstream family is) and one capability interface per
+// thing a family does (ChatProvider, RerankProvider, MediaProvider,
+// RealtimeProvider, TaskProvider; see provider.go). Vendor detail lives
 // in adapters/<vendor>/ only; this package must not import any of them, nor
 // caddymodule or store.
 //
@@ -12,9 +14,7 @@
 package adapters
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -22,8 +22,9 @@ import (
 // Operation is the kind of call a request makes, independent of dialect.
 type Operation string
 
-// Operations the relay knows. A provider that cannot serve one answers
-// Unsupported from NewRequest.
+// Operations the relay knows. The engine sends an operation only to a
+// family with its capability (see provider.go); within a capability a
+// family that cannot serve one answers Unsupported from NewRequest.
 const (
 	OpChat          Operation = "chat"       // chat completions, messages, generateContent
 	OpCompletion    Operation = "completion" // legacy text completions
@@ -367,6 +368,14 @@ type Dialect interface {
 	EncodeError(e *Error) []byte
 	// EncodeModels renders a model list.
 	EncodeModels(models []ModelInfo) []byte
+	// EncodeModel renders a single model object, for GET /v1/models/{id}
+	// and GET /v1beta/models/{model}.
+	EncodeModel(m ModelInfo) []byte
+	// PeekModel reads the model a body names without validating the rest,
+	// so the gateway answers an unknown model with 404 whatever else is
+	// wrong with the body (clients such as Claude Code tell "no such
+	// model" from "bad request" by it); "" when the body names none.
+	PeekModel(op Operation, body []byte, r *http.Request) string
 }
 
 // StreamEncoder turns neutral events into a client's stream bytes. Encode
@@ -378,38 +387,6 @@ type StreamEncoder interface {
 	Encode(dst []byte, ev *StreamEvent) []byte
 	Finish(dst []byte) []byte
 	Error(dst []byte, e *Error) []byte
-}
-
-// Provider is a family of upstreams reached over HTTP.
-type Provider interface {
-	// Type is the channel type that selects this provider.
-	Type() string
-	// WireDialect names the client dialect this upstream speaks natively,
-	// so the relay can pass bodies through; "" if none.
-	WireDialect() string
-	// NewRequest builds the upstream request. When req.Dialect equals
-	// WireDialect it sends req.Raw with only the model replaced.
-	NewRequest(ctx context.Context, up *Upstream, req *Request) (*http.Request, error)
-	// DecodeResponse decodes a 2xx non-streamed body.
-	DecodeResponse(req *Request, body []byte) (*Response, error)
-	// NewStreamDecoder reads a 2xx streamed body.
-	NewStreamDecoder(req *Request, body io.Reader) StreamDecoder
-	// DecodeError turns a non-2xx answer into an Error.
-	DecodeError(status int, body []byte) *Error
-}
-
-// StreamDecoder yields upstream stream events. Next returns io.EOF after the
-// upstream's normal end and any other error when the stream broke or the
-// upstream sent an error event (then an *Error).
-type StreamDecoder interface {
-	Next() (*StreamEvent, error)
-}
-
-// Transporter is implemented by providers that answer without a network,
-// such as the local demo model: the relay sends their requests through the
-// returned RoundTripper instead of the shared HTTP client.
-type Transporter interface {
-	Transport() http.RoundTripper
 }
 
 // ModelInfo is one entry in a model list.

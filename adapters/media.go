@@ -127,10 +127,13 @@ type MediaResponse struct {
 	ContentType string
 }
 
-// MediaProvider is implemented by providers that serve media operations.
-// NewRequest builds their upstream requests like any other; a Form's
-// files are streamed from disk into the upstream body, never read whole.
+// MediaProvider is the media capability: image generations and edits,
+// speech, transcriptions. A Form's files are streamed from disk into the
+// upstream body, never read whole.
 type MediaProvider interface {
+	// NewRequest builds the upstream request for req.Media. A family with
+	// other capabilities builds theirs here too (the operation says which).
+	NewRequest(ctx context.Context, up *Upstream, req *Request) (*http.Request, error)
 	// ServesMedia reports whether the provider serves the media request
 	// (an operation, and an edit or a generation for images); false makes
 	// the relay refuse it with a 400 naming the model and the endpoint.
@@ -165,8 +168,9 @@ func NewBodyRequest(ctx context.Context, url, contentType string, r io.Reader) (
 	return hr, nil
 }
 
-// MediaMeter is implemented by providers whose media answers a client of
-// the same dialect takes as they are: the relay streams the upstream's
+// MediaMeter is optionally implemented by media providers whose answers a
+// client of the same dialect takes as they are (an answer another dialect
+// reads must be decoded whole, so not every family has one): the relay streams the upstream's
 // bytes to the client as they arrive and writes them to the meter too,
 // which keeps only what billing needs, so a large answer (images inline as
 // base64) is never held whole.

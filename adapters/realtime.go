@@ -9,8 +9,8 @@ import "net/http"
 // family whose upstream serves them implements RealtimeProvider; a dialect
 // whose clients open them, RealtimeDialect.
 
-// RealtimeProvider is implemented by providers whose upstream serves
-// realtime sessions over a WebSocket.
+// RealtimeProvider is the realtime capability: a family whose upstream
+// serves realtime sessions over a WebSocket.
 type RealtimeProvider interface {
 	// RealtimeDial returns the upstream socket's URL for up's model and
 	// the headers to open it with, the channel's key among them. client

@@ -46,9 +46,26 @@ type StreamStep interface {
 
 // StreamFlusher is implemented by steps that hold translated events back
 // until the body ends cleanly (Gemini's usage, which may still grow after
-// the finish reason).
+// the finish reason); a step that never holds one back has nothing to
+// flush.
 type StreamFlusher interface {
 	Flush(out []*StreamEvent) []*StreamEvent
+}
+
+// UsageSoFar is implemented by steps that know usage the upstream sent
+// before the event that reports it (Anthropic's message_start): the relay
+// bills a stream cut before its end at least that. A vendor that reports
+// usage only at the end has none to tell.
+type UsageSoFar interface {
+	UsageSoFar() *Usage
+}
+
+// DecodeStream is how the host reads a chat provider's 2xx streamed answer
+// to req: the family's step in the one loop, passed through unchanged when
+// the client speaks the upstream's own dialect.
+func DecodeStream(p ChatProvider, req *Request, body io.Reader) *StreamDecoder {
+	wire := p.WireDialect()
+	return NewStreamDecoder(body, p.NewStreamStep(req), req.Dialect == wire, wire)
 }
 
 // NewStreamDecoder reads a text/event-stream body with a vendor's step.
@@ -56,12 +73,16 @@ type StreamFlusher interface {
 // every event comes back as it arrived, carrying its frame in Raw, and as
 // an EventUsage when it reports usage; otherwise Translate's events come
 // back one by one.
-func NewStreamDecoder(body io.Reader, step StreamStep, passthrough bool, dialect string) StreamDecoder {
-	return &sseDecoder{sse: NewSSEReader(body), step: step, passthrough: passthrough, dialect: dialect}
+func NewStreamDecoder(body io.Reader, step StreamStep, passthrough bool, dialect string) *StreamDecoder {
+	return &StreamDecoder{sse: NewSSEReader(body), step: step, passthrough: passthrough, dialect: dialect}
 }
 
-// sseDecoder is the one stream loop every SSE vendor shares.
-type sseDecoder struct {
+// StreamDecoder is the one stream loop every SSE vendor shares: it yields
+// upstream stream events. Next returns io.EOF after the upstream's normal
+// end and any other error when the stream broke or the upstream sent an
+// error event (then an *Error). Its events and their Raw frames are valid
+// until the next call to Next; Release gives its buffers back.
+type StreamDecoder struct {
 	sse         *SSEReader
 	step        StreamStep
 	passthrough bool
@@ -86,7 +107,7 @@ type seenData struct {
 
 var seenPool = sync.Pool{New: func() any { return &seenData{data: make([]byte, 0, 4<<10)} }}
 
-func (d *sseDecoder) Next() (*StreamEvent, error) {
+func (d *StreamDecoder) Next() (*StreamEvent, error) {
 	for {
 		if len(d.pending) > 0 {
 			ev := d.pending[0]
@@ -142,7 +163,7 @@ func (d *sseDecoder) Next() (*StreamEvent, error) {
 
 // ended records where an event left the stream and reports whether the
 // event is only an end marker, not to be relayed.
-func (d *sseDecoder) ended(end StreamEnd) bool {
+func (d *StreamDecoder) ended(end StreamEnd) bool {
 	switch end {
 	case StreamMayEnd:
 		d.mayEnd = true
@@ -155,7 +176,7 @@ func (d *sseDecoder) ended(end StreamEnd) bool {
 	return false
 }
 
-func (d *sseDecoder) keep(data []byte) {
+func (d *StreamDecoder) keep(data []byte) {
 	if d.seen == nil {
 		d.seen = seenPool.Get().(*seenData)
 	}
@@ -163,7 +184,7 @@ func (d *sseDecoder) keep(data []byte) {
 	d.seen.ends = append(d.seen.ends, len(d.seen.data))
 }
 
-func (d *sseDecoder) releaseSeen() {
+func (d *StreamDecoder) releaseSeen() {
 	if d.seen == nil {
 		return
 	}
@@ -174,17 +195,20 @@ func (d *sseDecoder) releaseSeen() {
 	d.seen = nil
 }
 
-// UsageSoFar implements UsageSoFar when the step does.
-func (d *sseDecoder) UsageSoFar() *Usage {
+// UsageSoFar is the usage the step knows of before the upstream reported
+// it (see the UsageSoFar interface), or nil.
+func (d *StreamDecoder) UsageSoFar() *Usage {
 	if s, ok := d.step.(UsageSoFar); ok {
 		return s.UsageSoFar()
 	}
 	return nil
 }
 
-// PartialText implements PartialText: the text of the relayed events seen
-// since the last usage, parsed only now that it is needed.
-func (d *sseDecoder) PartialText() string {
+// PartialText is the completion text of a passthrough stream's events
+// since the last usage it reported, parsed only now that it is needed, so
+// a stream that ended without usage (a client that left, an upstream that
+// broke) can still be counted.
+func (d *StreamDecoder) PartialText() string {
 	if d.seen == nil {
 		return ""
 	}
@@ -198,23 +222,18 @@ func (d *sseDecoder) PartialText() string {
 	return string(text)
 }
 
-// SetMaxEvent implements EventLimiter.
-func (d *sseDecoder) SetMaxEvent(n int) { d.sse.SetMaxEvent(n) }
+// SetMaxEvent bounds one upstream event's size: past n bytes Next returns
+// ErrEventTooLarge rather than buffering on (a channel's max_stream_event).
+func (d *StreamDecoder) SetMaxEvent(n int) { d.sse.SetMaxEvent(n) }
 
-// Pending implements Pending.
-func (d *sseDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
+// Pending reports whether another event has already arrived, so the relay
+// flushes once per burst of events that came together instead of once per
+// event, without ever holding an event back.
+func (d *StreamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
 
-// Release implements Releaser.
-func (d *sseDecoder) Release() {
+// Release gives the pooled buffers back once the relay is done with the
+// stream and its events.
+func (d *StreamDecoder) Release() {
 	d.sse.Release()
 	d.releaseSeen()
 }
-
-// Interface guards.
-var (
-	_ StreamDecoder = (*sseDecoder)(nil)
-	_ PartialText   = (*sseDecoder)(nil)
-	_ Pending       = (*sseDecoder)(nil)
-	_ Releaser      = (*sseDecoder)(nil)
-	_ EventLimiter  = (*sseDecoder)(nil)
-)

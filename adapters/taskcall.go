@@ -16,13 +16,6 @@ import (
 // answer bounded, the owned members of a client's metadata refused, and the
 // first-frame image in the two spellings vendors take by reference.
 
-// TaskOnly is implemented by a provider that serves task-shaped generation
-// only (a video vendor): its NewRequest refuses every relayed operation, so
-// the conformance kit sends it no chat fixtures.
-type TaskOnly interface {
-	TaskOnly() bool
-}
-
 // MaxTaskAnswer bounds a task vendor's JSON answer (a submit receipt, a
 // status, a file record): a few KiB in practice.
 const MaxTaskAnswer = 1 << 20
@@ -168,40 +161,6 @@ func TaskError(up *Upstream, what string, err error) error {
 	}
 	return fmt.Errorf("channel %q: %s: %w", up.Channel, what, err)
 }
-
-// TaskOnlyProvider is the relay half of a provider that serves tasks only:
-// embedded in a video family's adapter, it refuses every relayed operation
-// (chat, embeddings, ...) with a 400 that points at the task endpoint, and
-// marks the provider TaskOnly.
-type TaskOnlyProvider struct{}
-
-// WireDialect implements Provider: no client dialect is a task vendor's.
-func (TaskOnlyProvider) WireDialect() string { return "" }
-
-// TaskOnly implements TaskOnly.
-func (TaskOnlyProvider) TaskOnly() bool { return true }
-
-// NewRequest implements Provider.
-func (TaskOnlyProvider) NewRequest(_ context.Context, up *Upstream, req *Request) (*http.Request, error) {
-	return nil, Unsupported("channel %q serves video generation tasks only (POST /api/generate/submit), not %s requests", up.Channel, req.Op)
-}
-
-// DecodeResponse implements Provider; NewRequest builds no request whose
-// answer would come here.
-func (TaskOnlyProvider) DecodeResponse(*Request, []byte) (*Response, error) {
-	return nil, Unsupported("this channel serves video generation tasks only")
-}
-
-// NewStreamDecoder implements Provider, for the same reason.
-func (TaskOnlyProvider) NewStreamDecoder(*Request, io.Reader) StreamDecoder { return refusedStream{} }
-
-type refusedStream struct{}
-
-func (refusedStream) Next() (*StreamEvent, error) {
-	return nil, Unsupported("this channel serves video generation tasks only")
-}
-
-var _ StreamDecoder = refusedStream{}
 
 // MarshalTaskBody encodes a native submit body without escaping <, > and &,
 // so a callback URL's query reaches the vendor as the client wrote it.

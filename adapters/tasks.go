@@ -45,7 +45,7 @@ type TaskRequest struct {
 	// object (or nil): its members are merged into the vendor's native
 	// submit body as they are. The gateway has already refused members it
 	// owns (model); an adapter refuses those its own body owns as well
-	// (via TaskOwnedFields).
+	// (via OwnedFields).
 	Metadata json.RawMessage
 	// CallbackURL is metadata.callback_url, already checked (absolute https,
 	// not a loopback, private or link-local host); "" when none. A
@@ -72,14 +72,19 @@ type TaskState struct {
 	Seconds float64
 }
 
-// TaskProvider is implemented by a family that runs job-shaped generation
-// (submit now, poll until done). It speaks HTTP itself through do, because
+// TaskProvider is the task capability: a family that runs job-shaped
+// generation (submit now, poll until done). It speaks HTTP itself through do, because
 // some vendors need more than one call per step (a file id resolved to a
 // download URL, a token signed from two keys).
 type TaskProvider interface {
 	// CallbackCapable reports whether the vendor accepts a callback URL;
 	// the gateway refuses one for a family that does not.
 	CallbackCapable() bool
+	// OwnedFields names the members of the vendor's native body that a
+	// client's metadata must not set (the model, or a field that changes
+	// what is billed): the gateway refuses them with a 400 before any
+	// call, and SubmitTask refuses them as well (RefuseOwned).
+	OwnedFields() []string
 	// SubmitTask sends the job and returns the vendor's id for it. A
 	// vendor's refusal is an *Error carrying its status and reason.
 	SubmitTask(ctx context.Context, do Doer, up *Upstream, t *TaskRequest) (upstreamID string, err error)
@@ -89,15 +94,9 @@ type TaskProvider interface {
 	PollTask(ctx context.Context, do Doer, up *Upstream, upstreamID string) (*TaskState, error)
 }
 
-// TaskOwnedFields is optionally implemented by a TaskProvider whose native
-// body has members a client's metadata must not set (the model, or a field
-// that changes what is billed): SubmitTask's caller refuses them with 400.
-type TaskOwnedFields interface {
-	OwnedFields() []string
-}
-
 // TaskFetcher is optionally implemented by a TaskProvider whose finished
-// files can only be downloaded with the channel's key (OpenAI's video
+// files can only be downloaded with the channel's key; optional because
+// most vendors hand out URLs anyone may fetch (OpenAI's video
 // content, Gemini's file URIs). The gateway keeps the vendor's URL to
 // itself, gives the client a URL of its own, and serves that to the task's
 // owner by streaming the request FetchFile builds (the key set on it).
@@ -150,7 +149,7 @@ func TaskImageBytes(ctx context.Context, image string) (*Image, error) {
 // vendor's JSON submit body (a JSON object), keeping the body's other
 // members and the metadata's values byte for byte. A member the body sets
 // already is replaced by the metadata's: the vendor's own options are the
-// client's to choose, except those the adapter owns (TaskOwnedFields),
+// client's to choose, except those the adapter owns (OwnedFields),
 // which the gateway refused before.
 func MergeTaskMetadata(body []byte, metadata json.RawMessage) ([]byte, error) {
 	if len(metadata) == 0 || string(metadata) == "null" {

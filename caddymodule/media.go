@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -16,7 +15,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
-	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 // Media endpoints: image generations and edits, speech, transcriptions.
@@ -109,37 +107,7 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 		return x.Fail(e)
 	}
 	x.Req = req
-	// the channels whose family serves the endpoint, so a family without
-	// it is named before anything is reserved (for a model the key may
-	// use: else admission's 403 or 404 answers)
-	plan := h.engine.Plan(req.Model, func(ch *routing.Channel) bool {
-		mp, ok := h.engine.Upstreams[ch.Name].Provider.(adapters.MediaProvider)
-		return ok && mp.ServesMedia(req)
-	})
-	if len(plan) == 0 && (len(id.Token.Models) == 0 || slices.Contains(id.Token.Models, req.Model)) {
-		if all := h.engine.Plan(req.Model, nil); len(all) > 0 {
-			return x.Fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
-				"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",
-				req.Model, all[0].Type, mediaEndpoint(req), mediaEndpoint(req)))
-		}
-	}
-	if e := h.engine.Admit(x); e != nil {
-		return x.Fail(e)
-	}
-	return h.engine.Serve(x, plan)
-}
-
-// mediaEndpoint names the endpoint a media request called, for errors.
-func mediaEndpoint(req *adapters.Request) string {
-	switch {
-	case req.Op == adapters.OpImage && req.Media != nil && req.Media.Edit:
-		return "image edits"
-	case req.Op == adapters.OpImage:
-		return "image generations"
-	case req.Op == adapters.OpSpeech:
-		return "speech"
-	}
-	return "transcriptions"
+	return h.engine.ServeMedia(x)
 }
 
 // decodeMedia reads a media request: a multipart body is spooled into a

@@ -27,12 +27,10 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rt route, id
 		_, _ = w.Write(rt.dialect.EncodeModels(list)) // a write error is the client gone
 		return nil
 	}
-	if me, ok := rt.dialect.(adapters.ModelEncoder); ok {
-		for _, m := range list {
-			if m.ID == req.Model {
-				_, _ = w.Write(me.EncodeModel(m))
-				return nil
-			}
+	for _, m := range list {
+		if m.ID == req.Model {
+			_, _ = w.Write(rt.dialect.EncodeModel(m))
+			return nil
 		}
 	}
 	return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusNotFound, Type: adapters.ErrNotFound, Code: "model_not_found",

@@ -13,7 +13,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
-	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 func init() {
@@ -98,22 +97,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return x.Fail(e)
 	}
 	x.Req = req
-	if e := h.engine.Admit(x); e != nil {
-		return x.Fail(e)
-	}
-
-	var keep func(*routing.Channel) bool
-	if req.Op == adapters.OpCountTokens {
-		// a vendor counts only its own dialect; across families count here
-		keep = func(ch *routing.Channel) bool {
-			return h.engine.Upstreams[ch.Name].Provider.WireDialect() == req.Dialect
-		}
-	}
-	plan := h.engine.Plan(req.Model, keep)
-	if req.Op == adapters.OpCountTokens && len(plan) == 0 {
-		return engine.CountLocally(x)
-	}
-	return h.engine.Serve(x, plan)
+	return h.engine.Relay(x)
 }
 
 // decode reads and decodes the request body within the gateway's bounds:
@@ -150,18 +134,16 @@ func (h *Relay) decode(x *engine.Exchange, rt route) (*adapters.Request, *adapte
 		// an unknown model is a 404 whatever else is wrong with the body;
 		// a body that decodes has its model checked at admission, so only
 		// a refused one is peeked at
-		if p, ok := rt.dialect.(adapters.ModelPeeker); ok {
-			if m := p.PeekModel(rt.op, body, x.R); m != "" {
-				if a.channels.Has(m) {
-					x.Req.Model = m // the refusal is counted under its model
-					return nil, asError(err)
-				}
-				if e := checkModelName(m); e != nil {
-					return nil, e // not echoed back, nor kept
-				}
-				x.Req.Model = m
-				return nil, engine.UnknownModel(m)
+		if m := rt.dialect.PeekModel(rt.op, body, x.R); m != "" {
+			if a.channels.Has(m) {
+				x.Req.Model = m // the refusal is counted under its model
+				return nil, asError(err)
 			}
+			if e := checkModelName(m); e != nil {
+				return nil, e // not echoed back, nor kept
+			}
+			x.Req.Model = m
+			return nil, engine.UnknownModel(m)
 		}
 		return nil, asError(err)
 	}

@@ -16,7 +16,7 @@ import (
 // relayBody answers a non-streamed request. The body is read whole, up to
 // the channel's max_response_body (counted after decompression) and within
 // its timeout.
-func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.Provider, resp *http.Response) error {
+func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, decode func(*adapters.Request, []byte) (*adapters.Response, error), resp *http.Response) error {
 	defer at.End()
 	defer resp.Body.Close()
 	body, err := bodies.ReadBounded(resp, b.MaxResponseBody)
@@ -36,7 +36,7 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 		e.Log.Warn("upstream answer broke off", zap.String("channel", ch.Name), zap.Error(err))
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q broke off", ch.Name))
 	}
-	out, err := prov.DecodeResponse(x.Req, body)
+	out, err := decode(x.Req, body)
 	if err != nil {
 		e.Log.Warn("upstream answer unreadable", zap.String("channel", ch.Name), zap.Error(err))
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
@@ -68,7 +68,7 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 // past stream_idle_timeout) ends the stream with an error event in the
 // caller's dialect: never a clean end, which SDKs would take for a
 // finished answer.
-func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, dec adapters.StreamDecoder, first *adapters.StreamEvent) error {
+func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, dec *adapters.StreamDecoder, first *adapters.StreamEvent) error {
 	defer at.End()
 	enc := x.Dialect.NewStreamEncoder(x.Req)
 	rc := http.NewResponseController(x.W)
@@ -79,7 +79,6 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
 
-	pending, _ := dec.(adapters.Pending)
 	unflushed := true // the headers
 	buf := make([]byte, 0, 512)
 	ev, err := first, error(nil)
@@ -121,7 +120,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			}
 			unflushed = true
 		}
-		if unflushed && (pending == nil || !pending.Pending()) {
+		if unflushed && !dec.Pending() {
 			// nothing more is here yet: flush (else one flush for both)
 			if err := rc.Flush(); err != nil {
 				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
@@ -134,18 +133,14 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	// a stream cut before its end is billed on what was generated: the
 	// text after the last usage the upstream reported counts too
 	x.Cut = x.Status != http.StatusOK
-	if us, ok := dec.(adapters.UsageSoFar); ok && x.Cut && !x.Usage.Known() {
-		if u := us.UsageSoFar(); u != nil {
+	if x.Cut && !x.Usage.Known() {
+		if u := dec.UsageSoFar(); u != nil {
 			x.Usage = *u
 		}
 	}
 	if !x.Usage.Known() || x.Cut {
-		if pt, ok := dec.(adapters.PartialText); ok {
-			x.Tail = pt.PartialText()
-		}
+		x.Tail = dec.PartialText()
 	}
-	if r, ok := dec.(adapters.Releaser); ok {
-		r.Release()
-	}
+	dec.Release()
 	return nil
 }

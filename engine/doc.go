@@ -8,8 +8,10 @@
 //     and passes billing.Gate: rate limits, the worst-case reservation
 //     (Reservation: tokens, media, rerank or Realtime), a usage-queue slot,
 //     the ledger's hold.
-//  3. Engine.Plan orders the model's channels (routing), keeping those that
-//     serve the request, within the retry budget.
+//  3. plan.go is the one place that plans: Plan orders the model's channels
+//     (routing), keeping those whose family has the capability the request
+//     needs (Relay, ServeMedia, RealtimePlan, PlanTask), within the retry
+//     budget; a model whose families all lack it is refused (Unserved).
 //  4. Engine.Run tries them: an Attempter sends through the channel's
 //     adapter (adapters/<vendor>), Classify decides whose fault a failure
 //     is, a channel's fault is counted once (ejection with Retry-After,
@@ -20,12 +22,12 @@
 //  6. Engine.Settle bills the usage (BilledUsage, MediaCost), settles the
 //     gate, writes the usage row and tells the Meter.
 //
-// Task submits (package tasks) use the same Plan, Classify and billing.Gate,
-// and RunDetached: the loop of Run, going on after the client has gone,
-// since the vendor may already hold the job. A Realtime session
-// (RealtimeSession: Open, Relay, Finish) admits and connects through the
-// same Admit, Plan and Run, then reserves and settles each response on the
-// same Gate while it relays the two sockets.
+// Task submits (package tasks) use the same planning (PlanTask), Classify
+// and billing.Gate, and RunDetached: the loop of Run, going on after the
+// client has gone, since the vendor may already hold the job. A Realtime
+// session (RealtimeSession: Open, Relay, Finish) admits and connects
+// through the same Admit, RealtimePlan and Run, then reserves and settles
+// each response on the same Gate while it relays the two sockets.
 //
 // It knows no vendor (adapters do) and no server: it must not import Caddy
 // or caddymodule, so it is unit-tested on its own.

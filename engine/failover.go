@@ -71,13 +71,6 @@ type Engine struct {
 	Meter Meter
 }
 
-// Plan is the order in which to try the model's channels: those keep
-// accepts (nil: all), healthy ones first as routing decides, at most
-// MaxAttempts. Channels keep refuses do not spend the retry budget.
-func (e *Engine) Plan(model string, keep func(*routing.Channel) bool) []*routing.Channel {
-	return e.Channels.PlanFor(model, e.MaxAttempts, keep)
-}
-
 // Run tries the plan's channels in order until one answers, and returns
 // it. A failure that is not the channel's fault (the request's own, or the
 // client gone) ends the run at once; a channel's failure is counted and

@@ -11,19 +11,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
-// RealtimePlan is the model's channels whose family serves Realtime
-// sessions, in the order they are tried.
-func (e *Engine) RealtimePlan(model string) []*routing.Channel {
-	return e.Plan(model, func(ch *routing.Channel) bool {
-		u := e.Upstreams[ch.Name]
-		if u == nil {
-			return false
-		}
-		_, ok := u.Provider.(adapters.RealtimeProvider)
-		return ok
-	})
-}
-
 // dialRealtime opens the upstream socket on the first of the Realtime
 // plan's channels that accepts it.
 func (e *Engine) dialRealtime(x *Exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {

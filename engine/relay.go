@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"io"
 	"net/http"
 
@@ -26,8 +27,33 @@ func (e *Engine) Serve(x *Exchange, plan []*routing.Channel) error {
 		return e.relayMedia(x, try.at, ch, up.Bounds, up.Provider.(adapters.MediaProvider), try.resp)
 	case x.Req.Stream:
 		return e.relayStream(x, try.at, ch, up.Bounds, try.dec, try.first)
+	case x.Req.Op == adapters.OpRerank:
+		return e.relayBody(x, try.at, ch, up.Bounds, up.Provider.(adapters.RerankProvider).DecodeRerankResponse, try.resp)
 	}
-	return e.relayBody(x, try.at, ch, up.Bounds, up.Provider, try.resp)
+	return e.relayBody(x, try.at, ch, up.Bounds, up.Provider.(adapters.ChatProvider).DecodeResponse, try.resp)
+}
+
+// buildFunc builds one attempt's upstream request.
+type buildFunc func(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error)
+
+// builder is the request builder of the capability the request needs of
+// prov, nil when prov's family has none (the plan keeps those that do).
+func builder(prov adapters.Provider, x *Exchange) buildFunc {
+	switch {
+	case x.Media != nil:
+		if mp, ok := prov.(adapters.MediaProvider); ok {
+			return mp.NewRequest
+		}
+	case x.Req.Op == adapters.OpRerank:
+		if rp, ok := prov.(adapters.RerankProvider); ok {
+			return rp.NewRequest
+		}
+	default:
+		if cp, ok := prov.(adapters.ChatProvider); ok {
+			return cp.NewRequest
+		}
+	}
+	return nil
 }
 
 // relayAttempt is one chat, completion, embedding, responses or rerank
@@ -38,7 +64,7 @@ type relayAttempt struct {
 	x     *Exchange
 	at    *Attempt
 	resp  *http.Response
-	dec   adapters.StreamDecoder
+	dec   *adapters.StreamDecoder
 	first *adapters.StreamEvent
 	// the price-changing fields the request sets, for the channel type
 	// pricedType: read once per vendor, not once per channel tried
@@ -56,12 +82,17 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 	if refused := e.Upstreams[ch.Name].Allowance.Check(ch.Name, x.Req.Model, ra.fields, ra.betas); refused != nil {
 		return &Failure{Err: refused}
 	}
+	build := builder(prov, x)
+	if build == nil {
+		return &Failure{Err: Unserved(ch, prov, x.Req.Op)}
+	}
 	b := e.Upstreams[ch.Name].Bounds
-	stream := x.Req.Stream && x.Media == nil // media answers are timed whole
+	// media answers are timed whole, and only chat streams
+	stream := x.Req.Stream && x.Media == nil && x.Req.Op != adapters.OpRerank
 	ra.at = NewAttempt(x.R.Context(), b.Timeout, b.StreamIdle, stream)
-	resp, f := e.send(x, ra.at, ch, prov)
+	resp, f := e.send(x, ra.at, ch, prov, build)
 	if f == nil && stream {
-		ra.dec, ra.first, f = e.openStream(x, ra.at, ch, b, prov, resp)
+		ra.dec, ra.first, f = e.openStream(x, ra.at, ch, b, prov.(adapters.ChatProvider), resp)
 	}
 	if f != nil {
 		ra.at.End()
@@ -73,9 +104,9 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
-func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider) (*http.Response, *Failure) {
+func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider, build buildFunc) (*http.Response, *Failure) {
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.Req.Model)}
-	hr, err := prov.NewRequest(at.Ctx, up, x.Req)
+	hr, err := build(at.Ctx, up, x.Req)
 	if err != nil {
 		return nil, &Failure{Err: AsError(err)}
 	}
@@ -102,20 +133,17 @@ func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapte
 // openStream reads a stream's first event before the client's headers go
 // out, so an upstream that fails at once (an overloaded error as its first
 // event, a stream that stays silent or ends) fails over like a status error.
-func (e *Engine) openStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.Provider, resp *http.Response) (adapters.StreamDecoder, *adapters.StreamEvent, *Failure) {
-	dec := prov.NewStreamDecoder(x.Req, resp.Body)
-	if l, ok := dec.(adapters.EventLimiter); ok {
-		l.SetMaxEvent(b.MaxStreamEvent)
-	}
+// The host runs the family's stream step in the one decoder.
+func (e *Engine) openStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.ChatProvider, resp *http.Response) (*adapters.StreamDecoder, *adapters.StreamEvent, *Failure) {
+	dec := adapters.DecodeStream(prov, x.Req, resp.Body)
+	dec.SetMaxEvent(b.MaxStreamEvent)
 	at.Alive()
 	first, err := dec.Next()
 	if err == nil {
 		return dec, first, nil
 	}
 	resp.Body.Close()
-	if r, ok := dec.(adapters.Releaser); ok {
-		r.Release()
-	}
+	dec.Release()
 	if x.R.Context().Err() != nil {
 		return nil, nil, ClientClosed()
 	}

@@ -13,6 +13,8 @@ import (
 // vendor's adapter, the HTTP client of its timeouts, its bounds and the
 // price-changing passthrough it allows.
 type Upstream struct {
+	// Provider is the channel's family; a request asks it for the
+	// capability it needs (see plan.go)
 	Provider  adapters.Provider
 	Client    *http.Client
 	Bounds    Bounds

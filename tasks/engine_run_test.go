@@ -29,6 +29,9 @@ type fakeVendor struct {
 
 func (v *fakeVendor) CallbackCapable() bool { return false }
 
+// OwnedFields: the fake vendor owns no member of its body.
+func (v *fakeVendor) OwnedFields() []string { return nil }
+
 func (v *fakeVendor) SubmitTask(ctx context.Context, do adapters.Doer, up *adapters.Upstream, t *adapters.TaskRequest) (string, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

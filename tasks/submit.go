@@ -169,32 +169,10 @@ func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*routing.Channel, *
 	}
 	// Channels that cannot run the task as asked are left out before the
 	// plan's health order and retry budget, so they spend no attempt.
-	polling := false
-	var owned *adapters.Error
-	plan := eng.Plan(model, func(ch *routing.Channel) bool {
-		var tp adapters.TaskProvider
-		if up := eng.Upstreams[ch.Name]; up != nil {
-			tp, _ = up.Provider.(adapters.TaskProvider)
-		}
-		if tp == nil {
-			return false
-		}
-		if sub.Req.CallbackURL != "" && !tp.CallbackCapable() {
-			polling = true
-			return false
-		}
-		if o, ok := tp.(adapters.TaskOwnedFields); ok && owned == nil {
-			for _, k := range sub.MetaKeys {
-				if slices.Contains(o.OwnedFields(), k) {
-					owned = adapters.BadRequest("'%smetadata.%s' is set by the gateway for this model, not by the client: use the task endpoint's own fields (prompt, image, duration, aspect_ratio, size, negative_prompt, seed) instead", prefix, k)
-					break
-				}
-			}
-		}
-		return true
-	})
-	if owned != nil {
-		return nil, owned
+	tp := eng.PlanTask(model, sub.Req.CallbackURL != "", sub.MetaKeys)
+	plan, polling := tp.Channels, tp.PollingOnly
+	if tp.Owned != "" {
+		return nil, adapters.BadRequest("'%smetadata.%s' is set by the gateway for this model, not by the client: use the task endpoint's own fields (prompt, image, duration, aspect_ratio, size, negative_prompt, seed) instead", prefix, tp.Owned)
 	}
 	if len(plan) == 0 && polling {
 		return nil, adapters.BadRequest("the model %s is polling-only: it takes no callback_url. Drop '%smetadata.callback_url' and poll GET %s{task_id} instead", model, prefix, StatusPrefix)

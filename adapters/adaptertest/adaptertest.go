@@ -121,6 +121,9 @@ type Family struct {
 	Name     string
 	Dialect  adapters.Dialect  // nil if it is no dialect
 	Provider adapters.Provider // nil if it is no provider
+	// Chat is the provider's chat capability, nil if it has none (a
+	// rerank-only or a video family): the dialect kit checks chat only
+	Chat adapters.ChatProvider
 }
 
 var (
@@ -145,6 +148,7 @@ func Families() ([]Family, error) {
 			f := Family{Name: name}
 			f.Dialect, _ = mod.(adapters.Dialect)
 			f.Provider, _ = mod.(adapters.Provider)
+			f.Chat, _ = mod.(adapters.ChatProvider)
 			families = append(families, f)
 		}
 		sort.Slice(families, func(i, j int) bool { return families[i].Name < families[j].Name })
@@ -190,8 +194,8 @@ func Run(t *testing.T, s Suite) {
 	}
 	k := &kit{s: s, self: family(t, s.Name), checked: map[string]bool{}, requests: map[string][]*http.Request{}}
 	k.all, _ = Families()
-	if k.self.Dialect == nil || k.self.Provider == nil {
-		t.Fatalf("%s is not both a dialect and a provider; the kit checks families that are", s.Name)
+	if k.self.Dialect == nil || k.self.Chat == nil {
+		t.Fatalf("%s is not both a dialect and a chat provider; the kit checks families that are", s.Name)
 	}
 	t.Run("decode", k.decode)
 	t.Run("encode", k.encode)
@@ -315,23 +319,17 @@ func (k *kit) find(t *testing.T, name string) Family {
 	return Family{}
 }
 
-// upstreams are the providers a request can be sent to. A provider that
-// answers without a network (Transporter, the demo model) has no wire to
-// check, nor has one that serves no conversation (a rerank-only family,
-// or one that serves tasks only: adapters.TaskOnly, a video vendor).
+// upstreams are the chat providers a request can be sent to. A provider
+// that answers without a network (Transporter, the demo model) has no wire
+// to check; one without the chat capability (a rerank-only family, a
+// video vendor) is never sent a conversation.
 func (k *kit) upstreams() []Family {
 	var ps []Family
 	for _, f := range k.all {
-		if f.Provider == nil {
+		if f.Chat == nil {
 			continue
 		}
 		if _, local := f.Provider.(adapters.Transporter); local {
-			continue
-		}
-		if ops, ok := f.Provider.(adapters.Operations); ok && !ops.Serves(adapters.OpChat) {
-			continue
-		}
-		if t, ok := f.Provider.(adapters.TaskOnly); ok && t.TaskOnly() {
 			continue
 		}
 		ps = append(ps, f)
@@ -366,14 +364,14 @@ func offline() context.Context {
 
 // sendBody is the body p sends for req, or its refusal (a 400: the request
 // cannot be carried) as a comment line.
-func (k *kit) sendBody(t *testing.T, p adapters.Provider, req *adapters.Request) []byte {
+func (k *kit) sendBody(t *testing.T, f Family, req *adapters.Request) []byte {
 	t.Helper()
 	up := &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Key: "sk-upstream", Model: k.s.UpstreamModel}
-	hr, err := p.NewRequest(offline(), up, req)
+	hr, err := f.Chat.NewRequest(offline(), up, req)
 	if err != nil {
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
-			t.Fatalf("%s refused with %#v, want a 400 *adapters.Error", p.Type(), err)
+			t.Fatalf("%s refused with %#v, want a 400 *adapters.Error", f.Name, err)
 		}
 		return []byte("# error: " + e.Message + "\n")
 	}
@@ -400,7 +398,7 @@ func (k *kit) decode(t *testing.T) {
 				if p.Name == k.self.Name {
 					req.Dialect = translated
 				}
-				k.golden(t, stem+".to-"+p.Name+".golden", k.sendBody(t, p.Provider, req))
+				k.golden(t, stem+".to-"+p.Name+".golden", k.sendBody(t, p, req))
 			}
 		})
 	}
@@ -421,11 +419,11 @@ func (k *kit) encode(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", in, err)
 			}
-			k.golden(t, stem+"."+k.self.Name+".golden", k.sendBody(t, k.self.Provider, req))
+			k.golden(t, stem+"."+k.self.Name+".golden", k.sendBody(t, k.self, req))
 			if k.s.CountTokens {
 				req, _ := k.decodeClient(t, d, adapters.OpChat, body)
 				req.Op = adapters.OpCountTokens
-				k.golden(t, stem+".count.golden", k.sendBody(t, k.self.Provider, req))
+				k.golden(t, stem+".count.golden", k.sendBody(t, k.self, req))
 			}
 		})
 	}
@@ -456,12 +454,12 @@ func (k *kit) response(t *testing.T) {
 		stem := strings.TrimSuffix(in, ".json")
 		t.Run(name+"."+from, func(t *testing.T) {
 			p := k.find(t, from)
-			if p.Provider == nil {
-				t.Fatalf("%s is no provider", from)
+			if p.Chat == nil {
+				t.Fatalf("%s is no chat provider", from)
 			}
 			body := goldentest.Read(t, in)
 			req := &adapters.Request{Op: adapters.OpChat, Dialect: decodingDialect(from, k.self.Name), Model: "client-model"}
-			resp, err := p.Provider.DecodeResponse(req, body)
+			resp, err := p.Chat.DecodeResponse(req, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -471,7 +469,7 @@ func (k *kit) response(t *testing.T) {
 			k.golden(t, stem+".neutral.golden", goldentest.Neutral(resp))
 			for _, d := range k.targets(from) {
 				req := &adapters.Request{Op: adapters.OpChat, Dialect: decodingDialect(from, d.Name), Model: "client-model"}
-				resp, err := p.Provider.DecodeResponse(req, body)
+				resp, err := p.Chat.DecodeResponse(req, body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -503,12 +501,12 @@ func (k *kit) stream(t *testing.T) {
 		stem := strings.TrimSuffix(in, ".sse")
 		t.Run(name+"."+from, func(t *testing.T) {
 			p := k.find(t, from)
-			if p.Provider == nil {
-				t.Fatalf("%s is no provider", from)
+			if p.Chat == nil {
+				t.Fatalf("%s is no chat provider", from)
 			}
 			stream := goldentest.Read(t, in)
 			req := &adapters.Request{Op: adapters.OpChat, Dialect: decodingDialect(from, k.self.Name), Model: "client-model", Stream: true}
-			evs, err := goldentest.Drain(p.Provider.NewStreamDecoder(req, bytes.NewReader(stream)))
+			evs, err := goldentest.Drain(adapters.DecodeStream(p.Chat, req, bytes.NewReader(stream)))
 			end := streamEnd{Events: evs, End: "EOF"}
 			if err != nil {
 				end.End = err.Error()
@@ -522,7 +520,7 @@ func (k *kit) stream(t *testing.T) {
 			k.golden(t, stem+".neutral.golden", goldentest.Neutral(end))
 			for _, d := range k.targets(from) {
 				req := &adapters.Request{Op: adapters.OpChat, Dialect: decodingDialect(from, d.Name), Model: "client-model", Stream: true, IncludeUsage: true}
-				dec := p.Provider.NewStreamDecoder(req, bytes.NewReader(stream))
+				dec := adapters.DecodeStream(p.Chat, req, bytes.NewReader(stream))
 				req.Dialect = d.Name
 				out, err := goldentest.RunStream(dec, d.Dialect.NewStreamEncoder(req))
 				if err != nil {
@@ -537,7 +535,7 @@ func (k *kit) stream(t *testing.T) {
 // Passthrough: this family's own client bodies, answers and streams
 // through its own provider.
 func (k *kit) passthrough(t *testing.T) {
-	if wire := k.self.Provider.WireDialect(); wire != k.self.Name {
+	if wire := k.self.Chat.WireDialect(); wire != k.self.Name {
 		t.Fatalf("the provider's wire dialect is %q, not its own dialect %q", wire, k.self.Name)
 	}
 	t.Run("requests", func(t *testing.T) {
@@ -549,7 +547,7 @@ func (k *kit) passthrough(t *testing.T) {
 			}
 			for _, model := range []string{req.Model, k.s.UpstreamModel} {
 				up := &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Key: "sk-upstream", Model: model}
-				hr, err := k.self.Provider.NewRequest(offline(), up, req)
+				hr, err := k.self.Chat.NewRequest(offline(), up, req)
 				if err != nil {
 					t.Fatalf("%s: passthrough refused: %v", in, err)
 				}
@@ -570,7 +568,7 @@ func (k *kit) passthrough(t *testing.T) {
 			n++
 			body := goldentest.Read(t, in)
 			req := &adapters.Request{Op: adapters.OpChat, Dialect: k.self.Name, Model: "client-model"}
-			resp, err := k.self.Provider.DecodeResponse(req, body)
+			resp, err := k.self.Chat.DecodeResponse(req, body)
 			if err != nil {
 				t.Fatalf("%s: %v", in, err)
 			}
@@ -580,7 +578,7 @@ func (k *kit) passthrough(t *testing.T) {
 			if out, err := k.self.Dialect.EncodeResponse(req, resp); err != nil || !bytes.Equal(out, body) {
 				t.Errorf("%s: the passthrough answer changed (%v):\n%s", in, err, out)
 			}
-			neutral, err := k.self.Provider.DecodeResponse(&adapters.Request{Op: adapters.OpChat, Dialect: translated}, body)
+			neutral, err := k.self.Chat.DecodeResponse(&adapters.Request{Op: adapters.OpChat, Dialect: translated}, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -611,7 +609,7 @@ func (k *kit) passthroughStream(t *testing.T, in string) {
 	t.Helper()
 	stream := goldentest.Read(t, in)
 	req := &adapters.Request{Op: adapters.OpChat, Dialect: k.self.Name, Model: "client-model", Stream: true, IncludeUsage: true}
-	evs, err := goldentest.Drain(k.self.Provider.NewStreamDecoder(req, bytes.NewReader(stream)))
+	evs, err := goldentest.Drain(adapters.DecodeStream(k.self.Chat, req, bytes.NewReader(stream)))
 	enc := k.self.Dialect.NewStreamEncoder(req)
 	var raw, out []byte
 	var usage *adapters.Usage
@@ -637,7 +635,7 @@ func (k *kit) passthroughStream(t *testing.T, in string) {
 		}
 	}
 	// the usage billed is the same whether the stream was translated
-	tevs, _ := goldentest.Drain(k.self.Provider.NewStreamDecoder(&adapters.Request{Op: adapters.OpChat, Dialect: translated, Stream: true}, bytes.NewReader(stream)))
+	tevs, _ := goldentest.Drain(adapters.DecodeStream(k.self.Chat, &adapters.Request{Op: adapters.OpChat, Dialect: translated, Stream: true}, bytes.NewReader(stream)))
 	var tusage *adapters.Usage
 	for _, ev := range tevs {
 		if ev.Usage != nil {
@@ -721,7 +719,7 @@ func (k *kit) refusals(t *testing.T) {
 				if rf.Provider != "" {
 					p = k.find(t, rf.Provider)
 				}
-				_, err = p.Provider.NewRequest(offline(), &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Model: k.s.UpstreamModel}, req)
+				_, err = p.Chat.NewRequest(offline(), &adapters.Upstream{Channel: "kit", BaseURL: "https://upstream.invalid", Model: k.s.UpstreamModel}, req)
 			}
 			var e *adapters.Error
 			if !errors.As(err, &e) || e.Status != rf.Status || !strings.Contains(e.Message, rf.Message) {

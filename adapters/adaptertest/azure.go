@@ -149,7 +149,7 @@ func RunAzure(t *testing.T, s AzureSuite) {
 		})
 	})
 	t.Run("error", func(t *testing.T) {
-		checkErrors(t, filepath.Join(dir, "error"), checked, loadProvider(t, s.Name, nil).DecodeError)
+		checkErrors(t, filepath.Join(dir, "error"), checked, loadProvider(t, s.Name, nil).(adapters.Provider).DecodeError)
 	})
 	if t.Failed() {
 		return
@@ -189,8 +189,9 @@ func checkDeployment(t *testing.T, hr *http.Request, f *azureFixture, defaultVer
 }
 
 // loadProvider provisions the family's module with options (nil: the
-// defaults), as a channel's `type <name> { ... }` does.
-func loadProvider(t *testing.T, name string, options json.RawMessage) adapters.Provider {
+// defaults), as a channel's `type <name> { ... }` does: a deployments
+// family has the chat capability.
+func loadProvider(t *testing.T, name string, options json.RawMessage) adapters.ChatProvider {
 	t.Helper()
 	if len(options) == 0 {
 		options = json.RawMessage("{}")
@@ -201,9 +202,9 @@ func loadProvider(t *testing.T, name string, options json.RawMessage) adapters.P
 	if err != nil {
 		t.Fatalf("loading %s.%s: %v", Namespace, name, err)
 	}
-	p, ok := mod.(adapters.Provider)
+	p, ok := mod.(adapters.ChatProvider)
 	if !ok {
-		t.Fatalf("%s.%s is no provider", Namespace, name)
+		t.Fatalf("%s.%s is no chat provider", Namespace, name)
 	}
 	return p
 }

@@ -56,7 +56,7 @@ func FuzzDecodeRequest(f *testing.F, name string) {
 			}
 			for _, model := range []string{req.Model, "fuzz-upstream-model"} {
 				up := &adapters.Upstream{Channel: "fuzz", BaseURL: "http://127.0.0.1:1", Key: "k", Model: model}
-				if _, err := self.Provider.NewRequest(offline(), up, req); err != nil {
+				if _, err := self.Chat.NewRequest(offline(), up, req); err != nil {
 					t.Fatalf("%s: passthrough of a decoded body failed: %v", op, err)
 				}
 			}
@@ -64,7 +64,7 @@ func FuzzDecodeRequest(f *testing.F, name string) {
 			for _, p := range upstreams {
 				req.Dialect = translated
 				up := &adapters.Upstream{Channel: "fuzz", BaseURL: "http://127.0.0.1:1", Key: "k", Model: "m"}
-				_, _ = p.Provider.NewRequest(offline(), up, req)
+				_, _ = p.Chat.NewRequest(offline(), up, req)
 			}
 			req.Dialect = dialect
 		}
@@ -87,7 +87,7 @@ func FuzzStreamDecoder(f *testing.F, name string) {
 			}
 			for _, includeUsage := range []bool{false, true} {
 				req := &adapters.Request{Op: adapters.OpChat, Dialect: d.Name, Model: "m", Stream: true, IncludeUsage: includeUsage}
-				dec := self.Provider.NewStreamDecoder(req, bytes.NewReader(stream))
+				dec := adapters.DecodeStream(self.Chat, req, bytes.NewReader(stream))
 				enc := d.Dialect.NewStreamEncoder(req)
 				var out []byte
 				for i := 0; ; i++ {
@@ -102,15 +102,11 @@ func FuzzStreamDecoder(f *testing.F, name string) {
 				}
 				out = enc.Finish(out)
 				_ = enc.Error(out, &adapters.Error{Status: 502, Message: "x"})
-				if pt, ok := dec.(adapters.PartialText); ok {
-					_ = pt.PartialText()
-				}
-				if rl, ok := dec.(adapters.Releaser); ok {
-					rl.Release()
-				}
+				_ = dec.PartialText()
+				dec.Release()
 			}
 			req := &adapters.Request{Op: adapters.OpChat, Dialect: decodingDialect(name, d.Name), Model: "m"}
-			if resp, err := self.Provider.DecodeResponse(req, stream); err == nil {
+			if resp, err := self.Chat.DecodeResponse(req, stream); err == nil {
 				req.Dialect = d.Name
 				_, _ = d.Dialect.EncodeResponse(req, resp)
 			}

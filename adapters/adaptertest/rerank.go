@@ -79,24 +79,21 @@ func RunRerank(t *testing.T, s RerankSuite) {
 	if s.KeyHeader == "" {
 		t.Fatal("adaptertest: RerankSuite.KeyHeader is required")
 	}
-	p := family(t, s.Name).Provider
-	if p == nil {
-		t.Fatalf("%s.%s is no provider", Namespace, s.Name)
+	f := family(t, s.Name)
+	p, ok := f.Provider.(adapters.RerankProvider)
+	if !ok {
+		t.Fatalf("%s.%s is no adapters.RerankProvider", Namespace, s.Name)
 	}
 	dir := filepath.Join(s.Testdata, "rerank")
 	checked := map[string]bool{}
 	refused := 0
 
 	t.Run("serves", func(t *testing.T) {
-		ops, ok := p.(adapters.Operations)
-		if ok && !ops.Serves(adapters.OpRerank) {
-			t.Errorf("Serves(%s) is false", adapters.OpRerank)
-		}
 		if !s.RerankOnly {
 			return
 		}
-		if !ok || ops.Serves(adapters.OpChat) {
-			t.Errorf("a rerank-only family must say, through adapters.Operations, that it serves no chat")
+		if f.Chat != nil {
+			t.Errorf("a rerank-only family must not have the chat capability (adapters.ChatProvider)")
 		}
 		up := &adapters.Upstream{Channel: "kit", BaseURL: BaseURL, Key: kitKey, Model: "m"}
 		chat := &adapters.Request{Op: adapters.OpChat, Dialect: "openai", Model: "m", Chat: &adapters.ChatRequest{}}
@@ -104,9 +101,6 @@ func RunRerank(t *testing.T, s RerankSuite) {
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 {
 			t.Errorf("a chat request: got %v, want a 4xx *adapters.Error", err)
-		}
-		if _, err := p.NewStreamDecoder(chat, strings.NewReader("")).Next(); err == nil {
-			t.Errorf("a rerank-only family's stream decoder gave an event")
 		}
 	})
 	t.Run("request", func(t *testing.T) {
@@ -144,7 +138,7 @@ func RunRerank(t *testing.T, s RerankSuite) {
 				t.Fatal(err)
 			}
 			req := f.Request.request("client-model")
-			resp, err := p.DecodeResponse(req, rawBody(f.Body))
+			resp, err := p.DecodeRerankResponse(req, rawBody(f.Body))
 			var out strings.Builder
 			if err != nil {
 				refused++
@@ -159,7 +153,7 @@ func RunRerank(t *testing.T, s RerankSuite) {
 		})
 	})
 	t.Run("error", func(t *testing.T) {
-		checkErrors(t, filepath.Join(dir, "error"), checked, p.DecodeError)
+		checkErrors(t, filepath.Join(dir, "error"), checked, f.Provider.DecodeError)
 	})
 	if t.Failed() {
 		return

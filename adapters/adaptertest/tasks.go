@@ -185,10 +185,7 @@ func (k *taskKit) capabilities(t *testing.T) {
 // owned checks that each field the family owns is refused in metadata,
 // with the field named and no upstream call made.
 func (k *taskKit) owned(t *testing.T) {
-	var got []string
-	if o, ok := k.p.(adapters.TaskOwnedFields); ok {
-		got = o.OwnedFields()
-	}
+	got := k.p.OwnedFields()
 	if !slices.Equal(got, k.s.Owned) {
 		t.Fatalf("OwnedFields() = %q, the suite says %q", got, k.s.Owned)
 	}

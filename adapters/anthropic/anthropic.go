@@ -92,10 +92,10 @@ func (Adapter) Name() string { return Name }
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider.
+// WireDialect implements adapters.ChatProvider.
 func (Adapter) WireDialect() string { return Name }
 
-// PeekModel implements adapters.ModelPeeker.
+// PeekModel implements adapters.Dialect.
 func (Adapter) PeekModel(_ adapters.Operation, body []byte, _ *http.Request) string {
 	return adapters.PeekModel(body)
 }
@@ -154,13 +154,12 @@ func (Adapter) StripCredentials(r *http.Request) { r.Header.Del("x-api-key") }
 var (
 	_ adapters.Dialect           = (*Adapter)(nil)
 	_ adapters.Provider          = (*Adapter)(nil)
-	_ adapters.ModelEncoder      = (*Adapter)(nil)
+	_ adapters.ChatProvider      = (*Adapter)(nil)
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamEncoder     = (*streamEncoder)(nil)
 	_ adapters.CredentialHinter  = (*Adapter)(nil)
 	_ adapters.RequestIDReader   = (*Adapter)(nil)
-	_ adapters.ModelPeeker       = (*Adapter)(nil)
 	_ caddy.Module               = (*Adapter)(nil)
 	_ caddy.Provisioner          = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler      = (*Adapter)(nil)

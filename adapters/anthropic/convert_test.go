@@ -18,20 +18,20 @@ import (
 func TestStreamEnds(t *testing.T) {
 	for _, dialect := range []string{anthropic.Name, "translated"} {
 		req := &adapters.Request{Op: adapters.OpChat, Dialect: dialect, Stream: true}
-		dec := prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.anthropic.sse")))
+		dec := adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/truncated.anthropic.sse")))
 		if _, err := drain(dec); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: truncated stream gave %v, want io.ErrUnexpectedEOF", dialect, err)
 		}
-		if pt, ok := dec.(adapters.PartialText); !ok || (dialect == "anthropic" && pt.PartialText() != "Par") {
+		if dialect == "anthropic" && dec.PartialText() != "Par" {
 			t.Errorf("%s: partial text of a cut-off passthrough stream", dialect)
 		}
-		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.anthropic.sse")))
+		dec = adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/error.anthropic.sse")))
 		_, err := drain(dec)
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Type != "overloaded_error" || e.Message != "Overloaded" || e.Status != http.StatusServiceUnavailable {
 			t.Errorf("%s: error event gave %#v", dialect, err)
 		}
-		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/text.anthropic.sse")))
+		dec = adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/text.anthropic.sse")))
 		if _, err := drain(dec); err != nil {
 			t.Errorf("%s: complete stream gave %v", dialect, err)
 		}
@@ -49,7 +49,7 @@ func TestPassthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the channel's pinned version is for translated requests only
-	p := adapters.Provider(&anthropic.Adapter{Version: "2099-01-01"})
+	p := adapters.ChatProvider(&anthropic.Adapter{Version: "2099-01-01"})
 	up := &adapters.Upstream{BaseURL: "https://api.anthropic.com/", Key: "sk-up", Model: "claude-opus-4-1-20250805"}
 	hr, err := p.NewRequest(context.Background(), up, req)
 	if err != nil {
@@ -84,7 +84,7 @@ func TestPassthrough(t *testing.T) {
 	for _, in := range []string{"testdata/stream/text.anthropic.sse", "testdata/stream/tools.anthropic.sse"} {
 		stream := read(t, in)
 		req.Stream = true
-		dec := p.NewStreamDecoder(req, bytes.NewReader(stream))
+		dec := adapters.DecodeStream(p, req, bytes.NewReader(stream))
 		enc := ant.NewStreamEncoder(req)
 		var out []byte
 		var usage *adapters.Usage

@@ -210,7 +210,7 @@ func (Adapter) EncodeModels(models []adapters.ModelInfo) []byte {
 	return b
 }
 
-// EncodeModel implements adapters.ModelEncoder.
+// EncodeModel implements adapters.Dialect.
 func (Adapter) EncodeModel(m adapters.ModelInfo) []byte {
 	b, _ := json.Marshal(modelToWire(m))
 	return b

@@ -14,6 +14,6 @@ var (
 )
 
 var (
-	ant  adapters.Dialect  = anthropic.Adapter{}
-	prov adapters.Provider = anthropic.Adapter{}
+	ant  adapters.Dialect = anthropic.Adapter{}
+	prov                  = anthropic.Adapter{}
 )

@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.ChatProvider.
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	var path string
 	switch req.Op {
@@ -64,7 +63,7 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 	return hr, nil
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	if req.Dialect == Name {
 		resp := &adapters.Response{Raw: body, Dialect: Name, ContentType: "application/json"}
@@ -183,9 +182,9 @@ func streamError(data []byte) *adapters.Error {
 	return &adapters.Error{Status: status, Type: adapters.ErrAPI, Message: "the upstream stream reported an error"}
 }
 
-// NewStreamDecoder implements adapters.Provider.
-func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return adapters.NewStreamDecoder(body, &streamStep{kinds: map[int]string{}}, req.Dialect == Name, Name)
+// NewStreamStep implements adapters.ChatProvider.
+func (Adapter) NewStreamStep(*adapters.Request) adapters.StreamStep {
+	return &streamStep{kinds: map[int]string{}}
 }
 
 // streamStep reads Anthropic's named events, which end with message_stop.

@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -74,7 +73,7 @@ func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return "azure" }
 
-// WireDialect implements adapters.Provider: the bodies are OpenAI's.
+// WireDialect implements adapters.ChatProvider: the bodies are OpenAI's.
 func (a Adapter) WireDialect() string { return a.wire.WireDialect() }
 
 // operations Azure serves, with their path under a deployment.
@@ -84,7 +83,7 @@ var operations = map[adapters.Operation]string{
 	adapters.OpEmbedding:  "/embeddings",
 }
 
-// NewRequest implements adapters.Provider. OpenAI's request is built, then
+// NewRequest implements adapters.ChatProvider. OpenAI's request is built, then
 // sent to the deployment's path, with the key where Azure reads it.
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	op, ok := operations[req.Op]
@@ -108,16 +107,16 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 	return hr, nil
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	return a.wire.DecodeResponse(req, body)
 }
 
-// NewStreamDecoder implements adapters.Provider. Azure's first chunks may
-// carry only prompt_filter_results and no choices; OpenAI's step passes
-// them through and translates them to nothing.
-func (a Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return a.wire.NewStreamDecoder(req, body)
+// NewStreamStep implements adapters.ChatProvider. Azure's first chunks
+// may carry only prompt_filter_results and no choices; OpenAI's step
+// passes them through and translates them to nothing.
+func (a Adapter) NewStreamStep(req *adapters.Request) adapters.StreamStep {
+	return a.wire.NewStreamStep(req)
 }
 
 // DecodeError implements adapters.Provider: Azure answers in OpenAI's error
@@ -132,6 +131,7 @@ var (
 	_ caddy.Provisioner        = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
 	_ adapters.Provider        = (*Adapter)(nil)
+	_ adapters.ChatProvider    = (*Adapter)(nil)
 	_ adapters.RequestIDReader = (*Adapter)(nil)
 )
 

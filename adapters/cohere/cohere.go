@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -49,9 +48,6 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider: no client dialect is Cohere's.
-func (Adapter) WireDialect() string { return "" }
-
 // rerankRequest is Cohere's v2 rerank body: documents are strings.
 type rerankRequest struct {
 	Model     string   `json:"model"`
@@ -74,10 +70,7 @@ type rerankResponse struct {
 	} `json:"meta"`
 }
 
-// Serves implements adapters.Operations: rerank only.
-func (Adapter) Serves(op adapters.Operation) bool { return op == adapters.OpRerank }
-
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.RerankProvider.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	if req.Op != adapters.OpRerank || req.Rerank == nil {
 		return nil, adapters.Unsupported("channel %q (cohere) serves only /v1/rerank, not %s requests: use a model of another channel", up.Channel, req.Op)
@@ -97,11 +90,8 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	return hr, nil
 }
 
-// DecodeResponse implements adapters.Provider.
-func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
-	if req.Op != adapters.OpRerank {
-		return nil, adapters.Unsupported("channel type cohere answers rerank requests only")
-	}
+// DecodeRerankResponse implements adapters.RerankProvider.
+func (Adapter) DecodeRerankResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	var w rerankResponse
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("decoding a Cohere rerank answer: %w", err)
@@ -120,17 +110,6 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		}
 	}
 	return resp, nil
-}
-
-// NewStreamDecoder implements adapters.Provider: reranking does not stream.
-func (Adapter) NewStreamDecoder(*adapters.Request, io.Reader) adapters.StreamDecoder {
-	return noStream{}
-}
-
-type noStream struct{}
-
-func (noStream) Next() (*adapters.StreamEvent, error) {
-	return nil, adapters.Unsupported("channel type cohere does not stream")
 }
 
 // errorBody is Cohere's error envelope.
@@ -162,9 +141,8 @@ func (Adapter) UpstreamRequestID(h http.Header) string { return h.Get("X-Trace-I
 // Interface guards.
 var (
 	_ adapters.Provider        = (*Adapter)(nil)
-	_ adapters.Operations      = (*Adapter)(nil)
+	_ adapters.RerankProvider  = (*Adapter)(nil)
 	_ adapters.RequestIDReader = (*Adapter)(nil)
-	_ adapters.StreamDecoder   = noStream{}
 	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
 	_ caddy.Module             = (*Adapter)(nil)
 )

@@ -35,8 +35,11 @@ func TestNewRequest(t *testing.T) {
 	if _, err := (Adapter{}).NewRequest(context.Background(), up, chat); err == nil {
 		t.Error("a chat request was built for Cohere's rerank")
 	}
-	if (Adapter{}).Serves(adapters.OpChat) || !(Adapter{}).Serves(adapters.OpRerank) {
-		t.Error("Serves")
+	var p adapters.Provider = Adapter{}
+	_, chats := p.(adapters.ChatProvider)
+	_, reranks := p.(adapters.RerankProvider)
+	if chats || !reranks {
+		t.Error("cohere must have the rerank capability and not chat's")
 	}
 }
 
@@ -45,7 +48,7 @@ func TestDecodeResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := Adapter{}.DecodeResponse(rerankReq(3), body)
+	resp, err := Adapter{}.DecodeRerankResponse(rerankReq(3), body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +60,14 @@ func TestDecodeResponse(t *testing.T) {
 		t.Errorf("usage %+v id %q", resp.Usage, resp.ID)
 	}
 	// more results than top_n, or an index past the documents, is a lie
-	if _, err := (Adapter{}).DecodeResponse(rerankReq(2), body); err == nil {
+	if _, err := (Adapter{}).DecodeRerankResponse(rerankReq(2), body); err == nil {
 		t.Error("3 results for top_n 2 were accepted")
 	}
 	var bad map[string]any
 	_ = json.Unmarshal(body, &bad)
 	bad["results"] = []any{map[string]any{"index": 5, "relevance_score": 0.5}}
 	b, _ := json.Marshal(bad)
-	if _, err := (Adapter{}).DecodeResponse(rerankReq(0), b); err == nil {
+	if _, err := (Adapter{}).DecodeRerankResponse(rerankReq(0), b); err == nil {
 		t.Error("an index past the documents was accepted")
 	}
 }

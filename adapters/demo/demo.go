@@ -90,23 +90,23 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return "demo" }
 
-// WireDialect implements adapters.Provider: the demo model speaks OpenAI's
+// WireDialect implements adapters.ChatProvider: the demo model speaks OpenAI's
 // wire format, so OpenAI clients reach it by passthrough.
 func (a Adapter) WireDialect() string { return a.wire.WireDialect() }
 
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.ChatProvider.
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	return a.wire.NewRequest(ctx, up, req)
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (a Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	return a.wire.DecodeResponse(req, body)
 }
 
-// NewStreamDecoder implements adapters.Provider.
-func (a Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return a.wire.NewStreamDecoder(req, body)
+// NewStreamStep implements adapters.ChatProvider.
+func (a Adapter) NewStreamStep(req *adapters.Request) adapters.StreamStep {
+	return a.wire.NewStreamStep(req)
 }
 
 // DecodeError implements adapters.Provider.
@@ -430,6 +430,7 @@ func vector(s string, dims int) []float32 {
 var (
 	_ caddy.Module          = (*Adapter)(nil)
 	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.ChatProvider = (*Adapter)(nil)
 	_ adapters.Transporter  = (*Adapter)(nil)
 	_ caddy.Provisioner     = (*Adapter)(nil)
 	_ caddyfile.Unmarshaler = (*Adapter)(nil)

@@ -31,24 +31,24 @@ func TestStreamEnds(t *testing.T) {
 	for _, dialect := range []string{gemini.Name, "translated"} {
 		req := &adapters.Request{Op: adapters.OpChat, Dialect: dialect, Stream: true}
 		p := prov
-		dec := p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.gemini.sse")))
+		dec := adapters.DecodeStream(p, req, bytes.NewReader(read(t, "testdata/stream/truncated.gemini.sse")))
 		if _, err := drain(dec); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: truncated stream gave %v", dialect, err)
 		}
-		if pt, ok := dec.(adapters.PartialText); !ok || (dialect == "gemini" && pt.PartialText() != "Par") {
+		if dialect == "gemini" && dec.PartialText() != "Par" {
 			t.Errorf("%s: partial text of a cut-off passthrough stream", dialect)
 		}
-		_, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.gemini.sse"))))
+		_, err := drain(adapters.DecodeStream(p, req, bytes.NewReader(read(t, "testdata/stream/error.gemini.sse"))))
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Status != 503 || e.Type != "overloaded_error" || !strings.Contains(e.Message, "overloaded") {
 			t.Errorf("%s: error chunk gave %#v", dialect, err)
 		}
 		for _, in := range []string{"text", "tools", "maxtokens"} {
-			if _, err := drain(p.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/"+in+".gemini.sse")))); err != nil {
+			if _, err := drain(adapters.DecodeStream(p, req, bytes.NewReader(read(t, "testdata/stream/"+in+".gemini.sse")))); err != nil {
 				t.Errorf("%s %s: %v", dialect, in, err)
 			}
 		}
-		if _, err := drain(p.NewStreamDecoder(req, strings.NewReader(""))); !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, err := drain(adapters.DecodeStream(p, req, strings.NewReader(""))); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: empty body gave %v", dialect, err)
 		}
 	}
@@ -96,7 +96,7 @@ func TestPassthrough(t *testing.T) {
 	req.Stream = true
 	for _, in := range []string{"text", "tools", "maxtokens"} {
 		stream := read(t, "testdata/stream/"+in+".gemini.sse")
-		dec := p.NewStreamDecoder(req, bytes.NewReader(stream))
+		dec := adapters.DecodeStream(p, req, bytes.NewReader(stream))
 		enc := gem.NewStreamEncoder(req)
 		var out []byte
 		var usage *adapters.Usage

@@ -42,7 +42,7 @@ func (Adapter) Name() string { return Name }
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider.
+// WireDialect implements adapters.ChatProvider.
 func (Adapter) WireDialect() string { return Name }
 
 // methods are the colon methods the gateway serves, and their operations.
@@ -124,7 +124,7 @@ func pathModel(r *http.Request) (model, method string) {
 	return "", ""
 }
 
-// PeekModel implements adapters.ModelPeeker: the model is in the path.
+// PeekModel implements adapters.Dialect: the model is in the path.
 func (Adapter) PeekModel(_ adapters.Operation, _ []byte, r *http.Request) string {
 	model, _ := pathModel(r)
 	return strings.TrimPrefix(model, "models/")
@@ -166,8 +166,7 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	_ adapters.Dialect           = (*Adapter)(nil)
 	_ adapters.Provider          = (*Adapter)(nil)
-	_ adapters.ModelEncoder      = (*Adapter)(nil)
-	_ adapters.ModelPeeker       = (*Adapter)(nil)
+	_ adapters.ChatProvider      = (*Adapter)(nil)
 	_ adapters.TokenCountEncoder = (*Adapter)(nil)
 	_ adapters.StreamStep        = (*streamStep)(nil)
 	_ adapters.StreamFlusher     = (*streamStep)(nil)

@@ -14,6 +14,6 @@ var (
 )
 
 var (
-	gem  adapters.Dialect  = gemini.Adapter{}
-	prov adapters.Provider = gemini.Adapter{}
+	gem  adapters.Dialect = gemini.Adapter{}
+	prov                  = gemini.Adapter{}
 )

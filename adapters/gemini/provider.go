@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -38,7 +37,8 @@ func callIDMaker(responseID string) func() string {
 	}
 }
 
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.ChatProvider and adapters.MediaProvider:
+// the operation says which.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	if req.Media != nil {
 		return newImageRequest(ctx, up, req)
@@ -138,7 +138,7 @@ func renameCountModel(raw []byte, model string) ([]byte, error) {
 	return raw, nil
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeResponse implements adapters.ChatProvider.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	if req.Dialect == Name {
 		resp := &adapters.Response{Raw: body, Dialect: Name, ContentType: "application/json"}
@@ -258,10 +258,8 @@ func errorDetailOf(body []byte) *errorDetail {
 	return w.Error
 }
 
-// NewStreamDecoder implements adapters.Provider.
-func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
-	return adapters.NewStreamDecoder(body, &streamStep{}, req.Dialect == Name, Name)
-}
+// NewStreamStep implements adapters.ChatProvider.
+func (Adapter) NewStreamStep(*adapters.Request) adapters.StreamStep { return &streamStep{} }
 
 // streamStep reads alt=sse chunks. Gemini has no end marker: a chunk with a
 // finish reason, then the end of the body, is the normal end; a body that

@@ -63,7 +63,7 @@ type operation struct {
 // CallbackCapable implements adapters.TaskProvider: Veo is polled.
 func (Adapter) CallbackCapable() bool { return false }
 
-// OwnedFields implements adapters.TaskOwnedFields: metadata goes into
+// OwnedFields implements adapters.TaskProvider: metadata goes into
 // parameters, where the duration and the number of videos change what a
 // task costs; they come from the task's own duration, one video a task.
 func (Adapter) OwnedFields() []string {
@@ -257,7 +257,6 @@ func operationCall(do adapters.Doer, req *http.Request, key string) (*operation,
 
 // Interface guards.
 var (
-	_ adapters.TaskProvider    = Adapter{}
-	_ adapters.TaskOwnedFields = Adapter{}
-	_ adapters.TaskFetcher     = Adapter{}
+	_ adapters.TaskProvider = Adapter{}
+	_ adapters.TaskFetcher  = Adapter{}
 )

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -48,13 +47,7 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider: no client dialect is Jina's.
-func (Adapter) WireDialect() string { return "" }
-
-// Serves implements adapters.Operations: rerank only.
-func (Adapter) Serves(op adapters.Operation) bool { return op == adapters.OpRerank }
-
-// NewRequest implements adapters.Provider. Documents are not asked back
+// NewRequest implements adapters.RerankProvider. Documents are not asked back
 // (return_documents false): the gateway has them.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	if req.Op != adapters.OpRerank || req.Rerank == nil {
@@ -68,23 +61,9 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 	return hr, nil
 }
 
-// DecodeResponse implements adapters.Provider.
-func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
-	if req.Op != adapters.OpRerank {
-		return nil, adapters.Unsupported("channel type jina answers rerank requests only")
-	}
+// DecodeRerankResponse implements adapters.RerankProvider.
+func (Adapter) DecodeRerankResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
 	return adapters.DecodeRerankAnswer(req, body)
-}
-
-// NewStreamDecoder implements adapters.Provider: reranking does not stream.
-func (Adapter) NewStreamDecoder(*adapters.Request, io.Reader) adapters.StreamDecoder {
-	return noStream{}
-}
-
-type noStream struct{}
-
-func (noStream) Next() (*adapters.StreamEvent, error) {
-	return nil, adapters.Unsupported("channel type jina does not stream")
 }
 
 // errorBody is Jina's error envelope: {"detail": "..."}, where detail is a
@@ -125,9 +104,8 @@ func (Adapter) DecodeError(status int, body []byte) *adapters.Error {
 
 // Interface guards.
 var (
-	_ adapters.Provider      = (*Adapter)(nil)
-	_ adapters.Operations    = (*Adapter)(nil)
-	_ adapters.StreamDecoder = noStream{}
-	_ caddyfile.Unmarshaler  = (*Adapter)(nil)
-	_ caddy.Module           = (*Adapter)(nil)
+	_ adapters.Provider       = (*Adapter)(nil)
+	_ adapters.RerankProvider = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler   = (*Adapter)(nil)
+	_ caddy.Module            = (*Adapter)(nil)
 )

@@ -38,7 +38,7 @@ func TestDecodeResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := Adapter{}.DecodeResponse(rerankReq(2), body)
+	resp, err := Adapter{}.DecodeRerankResponse(rerankReq(2), body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestDecodeResponse(t *testing.T) {
 	if resp.Usage.PromptTokens != 815 || resp.Usage.SearchUnits != 0 {
 		t.Errorf("usage %+v", resp.Usage)
 	}
-	if _, err := (Adapter{}).DecodeResponse(rerankReq(1), body); err == nil {
+	if _, err := (Adapter{}).DecodeRerankResponse(rerankReq(1), body); err == nil {
 		t.Error("2 results for top_n 1 were accepted")
 	}
 }

@@ -1,12 +1,12 @@
 // Package kling is the Kling video family (channel type "kling"): Kuaishou
 // Kling's task API, text-to-video at {base_url}/v1/videos/text2video and
-// image-to-video at {base_url}/v1/videos/image2video, each task then read
-// at its endpoint's path plus /{task_id}. Every call carries a short-lived
-// JWT (HS256, iss = the access key, signed with the secret key) that the
-// adapter signs from the channel's key, written `<access key>:<secret
-// key>`. It serves tasks only: every relayed operation is refused. It
-// registers the Caddy module gateway.adapters.kling and must not import
-// caddymodule or store.
+// image-to-video at {base_url}/v1/videos/image2video, each task then read at
+// its endpoint's path plus /{task_id}. Every call carries a short-lived JWT
+// (HS256, iss = the access key, signed with the secret key) that the adapter
+// signs from the channel's key, written `<access key>:<secret key>`. It has
+// the task capability only, so no relayed operation reaches it. It registers
+// the Caddy module gateway.adapters.kling and must not import caddymodule or
+// store.
 package kling
 
 import (
@@ -49,8 +49,6 @@ func init() {
 
 // Adapter is the Kling provider.
 type Adapter struct {
-	adapters.TaskOnlyProvider
-
 	// TokenTTL is the lifetime of each signed JWT. Default 30m.
 	TokenTTL caddy.Duration `json:"token_ttl,omitempty"`
 
@@ -151,7 +149,7 @@ func codeError(status, code int, message string) *adapters.Error {
 // callback_url on both endpoints.
 func (Adapter) CallbackCapable() bool { return true }
 
-// OwnedFields implements adapters.TaskOwnedFields: the model, and what the
+// OwnedFields implements adapters.TaskProvider: the model, and what the
 // price follows (the length; the std/pro mode and, on models that make
 // it, sound, which Kling bills at higher rates).
 func (Adapter) OwnedFields() []string { return []string{"model_name", "duration", "mode", "sound"} }
@@ -354,12 +352,10 @@ func SignToken(access, secret string, now time.Time, ttl time.Duration) string {
 
 // Interface guards.
 var (
-	_ caddy.Module             = (*Adapter)(nil)
-	_ caddy.Provisioner        = (*Adapter)(nil)
-	_ caddy.Validator          = (*Adapter)(nil)
-	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
-	_ adapters.Provider        = (*Adapter)(nil)
-	_ adapters.TaskProvider    = (*Adapter)(nil)
-	_ adapters.TaskOwnedFields = (*Adapter)(nil)
-	_ adapters.TaskOnly        = (*Adapter)(nil)
+	_ caddy.Module          = (*Adapter)(nil)
+	_ caddy.Provisioner     = (*Adapter)(nil)
+	_ caddy.Validator       = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler = (*Adapter)(nil)
+	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.TaskProvider = (*Adapter)(nil)
 )

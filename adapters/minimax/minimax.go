@@ -3,9 +3,9 @@
 // {base_url}/v1/query/video_generation?task_id=..., and a finished job's
 // file id resolved to a download URL at
 // {base_url}/v1/files/retrieve?file_id=..., with the key as a Bearer token.
-// MiniMax answers HTTP 200 with base_resp {status_code, status_msg} and
-// says refusals in status_code. It serves tasks only: every relayed
-// operation is refused. It registers the Caddy module
+// MiniMax answers HTTP 200 with base_resp {status_code, status_msg} and says
+// refusals in status_code. It has the task capability only, so no relayed
+// operation reaches it. It registers the Caddy module
 // gateway.adapters.minimax and must not import caddymodule or store.
 package minimax
 
@@ -33,8 +33,6 @@ func init() {
 
 // Adapter is the MiniMax provider.
 type Adapter struct {
-	adapters.TaskOnlyProvider
-
 	// GroupID is sent as GroupId with each file lookup, for accounts whose
 	// API still asks for it; empty, none is sent.
 	GroupID string `json:"group_id,omitempty"`
@@ -115,7 +113,7 @@ func codeError(status int, br *baseResp) *adapters.Error {
 // callback_url.
 func (Adapter) CallbackCapable() bool { return true }
 
-// OwnedFields implements adapters.TaskOwnedFields: the model, the first
+// OwnedFields implements adapters.TaskProvider: the model, the first
 // frame the gateway sends, and what the price follows (length and
 // resolution).
 func (Adapter) OwnedFields() []string {
@@ -282,10 +280,8 @@ func (a Adapter) call(do adapters.Doer, up *adapters.Upstream, hr *http.Request,
 
 // Interface guards.
 var (
-	_ caddy.Module             = (*Adapter)(nil)
-	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
-	_ adapters.Provider        = (*Adapter)(nil)
-	_ adapters.TaskProvider    = (*Adapter)(nil)
-	_ adapters.TaskOwnedFields = (*Adapter)(nil)
-	_ adapters.TaskOnly        = (*Adapter)(nil)
+	_ caddy.Module          = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler = (*Adapter)(nil)
+	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.TaskProvider = (*Adapter)(nil)
 )

@@ -151,8 +151,8 @@ func TestRefusals(t *testing.T) {
 
 func TestProvider(t *testing.T) {
 	a := Adapter{}
-	if _, err := a.NewRequest(context.Background(), &adapters.Upstream{Channel: "mm"}, &adapters.Request{Op: adapters.OpChat}); asError(t, err).Status != 400 {
-		t.Fatal("chat on a minimax channel")
+	if !taskOnly(a) {
+		t.Fatal("minimax serves tasks only")
 	}
 	if e := a.DecodeError(200, []byte(`{"base_resp":{"status_code":1008,"status_msg":"insufficient balance"}}`)); e.Fault != adapters.FaultChannel || e.Status != 402 {
 		t.Fatalf("%+v", e)
@@ -161,4 +161,15 @@ func TestProvider(t *testing.T) {
 	if err := m.UnmarshalCaddyfile(caddyfile.NewTestDispenser("minimax {\n group_id 42\n}")); err != nil || m.GroupID != "42" {
 		t.Fatalf("group_id: %v %q", err, m.GroupID)
 	}
+}
+
+// taskOnly reports whether p has the task capability and no other, so the
+// engine never relays it a chat, rerank, media or Realtime request.
+func taskOnly(p adapters.Provider) bool {
+	_, tasks := p.(adapters.TaskProvider)
+	_, chat := p.(adapters.ChatProvider)
+	_, rerank := p.(adapters.RerankProvider)
+	_, media := p.(adapters.MediaProvider)
+	_, realtime := p.(adapters.RealtimeProvider)
+	return tasks && !chat && !rerank && !media && !realtime
 }

@@ -150,7 +150,7 @@ func (Adapter) EncodeModels(models []adapters.ModelInfo) []byte {
 	return b
 }
 
-// EncodeModel implements adapters.ModelEncoder, for GET /v1/models/{id}.
+// EncodeModel implements adapters.Dialect, for GET /v1/models/{id}.
 func (Adapter) EncodeModel(m adapters.ModelInfo) []byte {
 	b, _ := json.Marshal(modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy})
 	return b

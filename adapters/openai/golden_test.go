@@ -20,8 +20,8 @@ var (
 )
 
 var (
-	oai  adapters.Dialect  = openai.Adapter{}
-	prov adapters.Provider = openai.Adapter{}
+	oai  adapters.Dialect = openai.Adapter{}
+	prov                  = openai.Adapter{}
 )
 
 var (

@@ -40,7 +40,7 @@ func (Adapter) Name() string { return Name }
 // Type implements adapters.Provider.
 func (Adapter) Type() string { return Name }
 
-// WireDialect implements adapters.Provider.
+// WireDialect implements adapters.ChatProvider.
 func (Adapter) WireDialect() string { return Name }
 
 // Route implements adapters.Dialect: every /v1/ path the other dialects did
@@ -125,9 +125,9 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	_ adapters.Dialect          = (*Adapter)(nil)
 	_ adapters.Provider         = (*Adapter)(nil)
-	_ adapters.ModelEncoder     = (*Adapter)(nil)
+	_ adapters.ChatProvider     = (*Adapter)(nil)
+	_ adapters.RerankProvider   = (*Adapter)(nil)
 	_ adapters.Fallback         = (*Adapter)(nil)
-	_ adapters.ModelPeeker      = (*Adapter)(nil)
 	_ adapters.RealtimeProvider = (*Adapter)(nil)
 	_ adapters.RealtimeDialect  = (*Adapter)(nil)
 	_ adapters.StreamStep       = (*streamStep)(nil)

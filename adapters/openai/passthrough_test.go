@@ -257,7 +257,7 @@ func TestPassthroughStream(t *testing.T) {
 			stream := read(t, in)
 			for _, includeUsage := range []bool{true, false} {
 				req := &adapters.Request{Op: adapters.OpChat, Dialect: openai.Name, Model: "gpt-4o", Stream: true, IncludeUsage: includeUsage}
-				evs, err := drain(prov.NewStreamDecoder(req, bytes.NewReader(stream)))
+				evs, err := drain(adapters.DecodeStream(prov, req, bytes.NewReader(stream)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,7 +300,7 @@ func TestPassthroughStream(t *testing.T) {
 	}
 	// the numbers, details included
 	req := &adapters.Request{Op: adapters.OpChat, Dialect: openai.Name, Stream: true}
-	evs, _ := drain(prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/usage.openai.sse"))))
+	evs, _ := drain(adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/usage.openai.sse"))))
 	if u := evs[len(evs)-1].Usage; u == nil || *u != (adapters.Usage{PromptTokens: 2006, CompletionTokens: 300, CachedTokens: 1920, ReasoningTokens: 256}) {
 		t.Errorf("usage %+v", u)
 	}
@@ -319,16 +319,12 @@ func TestPartialText(t *testing.T) {
 		{"testdata/stream/text.openai.sse", "", nil},
 	}
 	for _, tt := range tests {
-		dec := prov.NewStreamDecoder(req, bytes.NewReader(read(t, tt.in)))
+		dec := adapters.DecodeStream(prov, req, bytes.NewReader(read(t, tt.in)))
 		_, err := drain(dec)
 		if tt.end != nil && !errors.Is(err, tt.end) {
 			t.Errorf("%s: ended with %v, want %v", tt.in, err, tt.end)
 		}
-		pt, ok := dec.(adapters.PartialText)
-		if !ok {
-			t.Fatal("the stream decoder does not implement adapters.PartialText")
-		}
-		if got := pt.PartialText(); got != tt.want {
+		if got := dec.PartialText(); got != tt.want {
 			t.Errorf("%s: partial text %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -341,12 +337,12 @@ func TestPartialText(t *testing.T) {
 			}
 		}
 	}
-	dec := prov.NewStreamDecoder(req, bytes.NewReader(append(stream, "data: [DONE]\n\n"...)))
+	dec := adapters.DecodeStream(prov, req, bytes.NewReader(append(stream, "data: [DONE]\n\n"...)))
 	if _, err := drain(dec); err != nil {
 		t.Fatal(err)
 	}
 	want := `Prime check: 97 has no divisor below 10.Yes, 97 is prime.get_weather{"city": "Paris"}get_weather{"city": "Rome"}`
-	if got := dec.(adapters.PartialText).PartialText(); got != want {
+	if got := dec.PartialText(); got != want {
 		t.Errorf("partial text %q, want %q", got, want)
 	}
 }
@@ -356,11 +352,11 @@ func TestPartialText(t *testing.T) {
 func TestStreamEnds(t *testing.T) {
 	for _, dialect := range []string{openai.Name, "translated"} {
 		req := &adapters.Request{Op: adapters.OpChat, Dialect: dialect, Stream: true}
-		dec := prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/truncated.openai.sse")))
+		dec := adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/truncated.openai.sse")))
 		if _, err := drain(dec); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: truncated stream gave %v, want io.ErrUnexpectedEOF", dialect, err)
 		}
-		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/error.openai.sse")))
+		dec = adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/error.openai.sse")))
 		evs, err := drain(dec)
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Type != "server_error" || e.Status != http.StatusBadGateway || !strings.HasPrefix(e.Message, "The server had an error") {
@@ -369,7 +365,7 @@ func TestStreamEnds(t *testing.T) {
 		if len(evs) == 0 {
 			t.Errorf("%s: no events before the error", dialect)
 		}
-		dec = prov.NewStreamDecoder(req, bytes.NewReader(read(t, "testdata/stream/text.openai.sse")))
+		dec = adapters.DecodeStream(prov, req, bytes.NewReader(read(t, "testdata/stream/text.openai.sse")))
 		if _, err := drain(dec); err != nil {
 			t.Errorf("%s: complete stream gave %v", dialect, err)
 		}

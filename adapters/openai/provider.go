@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -22,7 +21,8 @@ var endpoint = map[adapters.Operation]string{
 
 var includeUsage = json.RawMessage(`{"include_usage":true}`)
 
-// NewRequest implements adapters.Provider.
+// NewRequest implements adapters.ChatProvider, adapters.RerankProvider
+// and adapters.MediaProvider: the operation says which.
 func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
 	if req.Op == adapters.OpRerank {
 		return newRerankRequest(ctx, up, req)
@@ -97,11 +97,14 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 	return adapters.AppendFields(req.Raw, fields...)
 }
 
-// DecodeResponse implements adapters.Provider.
+// DecodeRerankResponse implements adapters.RerankProvider: the
+// OpenAI-compatible rerank servers answer in the common shape.
+func (Adapter) DecodeRerankResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
+	return adapters.DecodeRerankAnswer(req, body)
+}
+
+// DecodeResponse implements adapters.ChatProvider.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
-	if req.Op == adapters.OpRerank {
-		return adapters.DecodeRerankAnswer(req, body)
-	}
 	if req.Dialect == Name && req.Op == adapters.OpResponses {
 		return decodeResponsesBody(body)
 	}
@@ -224,12 +227,12 @@ func DecodeError(status int, body []byte) *adapters.Error {
 	return e
 }
 
-// NewStreamDecoder implements adapters.Provider.
-func (Adapter) NewStreamDecoder(req *adapters.Request, body io.Reader) adapters.StreamDecoder {
+// NewStreamStep implements adapters.ChatProvider.
+func (Adapter) NewStreamStep(req *adapters.Request) adapters.StreamStep {
 	if req.Op == adapters.OpResponses {
-		return adapters.NewStreamDecoder(body, responsesStep{}, req.Dialect == Name, Name)
+		return responsesStep{}
 	}
-	return adapters.NewStreamDecoder(body, &streamStep{}, req.Dialect == Name, Name)
+	return &streamStep{}
 }
 
 // streamStep reads chat and completion chunks, which end with data: [DONE].

@@ -59,13 +59,13 @@ func TestPartialTextOfCompletions(t *testing.T) {
 	req := &adapters.Request{Op: adapters.OpCompletion, Dialect: openai.Name, Stream: true}
 	stream := "data: {\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"Hello\"}]}\n\n" +
 		"data: {\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" world\"}]}\n\n"
-	dec := a.NewStreamDecoder(req, strings.NewReader(stream))
+	dec := adapters.DecodeStream(a, req, strings.NewReader(stream))
 	for {
 		if _, err := dec.Next(); err != nil {
 			break
 		}
 	}
-	if got := dec.(adapters.PartialText).PartialText(); got != "Hello world" {
+	if got := dec.PartialText(); got != "Hello world" {
 		t.Fatalf("PartialText = %q", got)
 	}
 }

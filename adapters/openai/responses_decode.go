@@ -431,7 +431,7 @@ func reasoningPart(it responsesItem) adapters.Part {
 	return p
 }
 
-// PeekModel implements adapters.ModelPeeker.
+// PeekModel implements adapters.Dialect.
 func (Adapter) PeekModel(op adapters.Operation, body []byte, r *http.Request) string {
 	if op == adapters.OpEmbedding && r != nil && strings.HasPrefix(r.URL.Path, "/v1/engines/") {
 		return engineModel(r.URL.Path)

@@ -43,7 +43,7 @@ var soraSizes = map[string]string{"16:9": "1280x720", "9:16": "720x1280"}
 // CallbackCapable implements adapters.TaskProvider: Sora is polled.
 func (Adapter) CallbackCapable() bool { return false }
 
-// OwnedFields implements adapters.TaskOwnedFields: the model is billed by
+// OwnedFields implements adapters.TaskProvider: the model is billed by
 // the gateway, and seconds and size change what a video costs, so they
 // come from the task's own duration and size, not from metadata.
 func (Adapter) OwnedFields() []string {
@@ -233,7 +233,6 @@ func imageExt(mediaType string) string {
 
 // Interface guards.
 var (
-	_ adapters.TaskProvider    = Adapter{}
-	_ adapters.TaskOwnedFields = Adapter{}
-	_ adapters.TaskFetcher     = Adapter{}
+	_ adapters.TaskProvider = Adapter{}
+	_ adapters.TaskFetcher  = Adapter{}
 )

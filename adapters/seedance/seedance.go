@@ -3,10 +3,10 @@
 // (https://ark.cn-beijing.volces.com) and BytePlus ModelArk
 // (https://ark.ap-southeast.bytepluses.com) both serve it; the channel's
 // base_url says which. A job is POSTed to
-// {base_url}/api/v3/contents/generations/tasks as a content list (the
-// prompt as text, the first frame as image_url) and read back at
-// .../tasks/{id}, with the key as a Bearer token. It serves tasks only:
-// every relayed operation is refused. It registers the Caddy module
+// {base_url}/api/v3/contents/generations/tasks as a content list (the prompt
+// as text, the first frame as image_url) and read back at .../tasks/{id},
+// with the key as a Bearer token. It has the task capability only, so no
+// relayed operation reaches it. It registers the Caddy module
 // gateway.adapters.seedance and must not import caddymodule or store.
 package seedance
 
@@ -38,9 +38,7 @@ func init() {
 
 // Adapter is the Seedance provider. It has no options: Volcengine Ark and
 // BytePlus ModelArk differ only in their base URL.
-type Adapter struct {
-	adapters.TaskOnlyProvider
-}
+type Adapter struct{}
 
 // CaddyModule returns the Caddy module information.
 func (Adapter) CaddyModule() caddy.ModuleInfo {
@@ -91,7 +89,7 @@ func (Adapter) DecodeError(status int, body []byte) *adapters.Error {
 // callback_url.
 func (Adapter) CallbackCapable() bool { return true }
 
-// OwnedFields implements adapters.TaskOwnedFields: the model, the content
+// OwnedFields implements adapters.TaskProvider: the model, the content
 // the gateway builds from the prompt and image, and what the price follows
 // (length and resolution, which Ark bills by the tokens they make, and
 // audio made with the video).
@@ -278,10 +276,8 @@ func (a Adapter) call(do adapters.Doer, up *adapters.Upstream, hr *http.Request,
 
 // Interface guards.
 var (
-	_ caddy.Module             = (*Adapter)(nil)
-	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
-	_ adapters.Provider        = (*Adapter)(nil)
-	_ adapters.TaskProvider    = (*Adapter)(nil)
-	_ adapters.TaskOwnedFields = (*Adapter)(nil)
-	_ adapters.TaskOnly        = (*Adapter)(nil)
+	_ caddy.Module          = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler = (*Adapter)(nil)
+	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.TaskProvider = (*Adapter)(nil)
 )

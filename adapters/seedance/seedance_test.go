@@ -147,8 +147,8 @@ func TestRefusals(t *testing.T) {
 
 func TestProvider(t *testing.T) {
 	a := Adapter{}
-	if _, err := a.NewRequest(context.Background(), &adapters.Upstream{Channel: "sd"}, &adapters.Request{Op: adapters.OpChat}); asError(t, err).Status != 400 {
-		t.Fatal("chat on a seedance channel")
+	if !taskOnly(a) {
+		t.Fatal("seedance serves tasks only")
 	}
 	if !a.CallbackCapable() {
 		t.Fatal("Ark takes callback_url")
@@ -157,4 +157,15 @@ func TestProvider(t *testing.T) {
 	if e.Fault != adapters.FaultChannel || e.Message != "overdue" {
 		t.Fatalf("%+v", e)
 	}
+}
+
+// taskOnly reports whether p has the task capability and no other, so the
+// engine never relays it a chat, rerank, media or Realtime request.
+func taskOnly(p adapters.Provider) bool {
+	_, tasks := p.(adapters.TaskProvider)
+	_, chat := p.(adapters.ChatProvider)
+	_, rerank := p.(adapters.RerankProvider)
+	_, media := p.(adapters.MediaProvider)
+	_, realtime := p.(adapters.RealtimeProvider)
+	return tasks && !chat && !rerank && !media && !realtime
 }

@@ -2,9 +2,9 @@
 // Vidu's enterprise task API, text-to-video at {base_url}/ent/v2/text2video
 // and image-to-video at {base_url}/ent/v2/img2video, a task then read at
 // {base_url}/ent/v2/tasks/{id}/creations, with the key in "Authorization:
-// Token <key>". It serves tasks only: every relayed operation is refused.
-// It registers the Caddy module gateway.adapters.vidu and must not import
-// caddymodule or store.
+// Token <key>". It has the task capability only, so no relayed operation
+// reaches it. It registers the Caddy module gateway.adapters.vidu and must
+// not import caddymodule or store.
 package vidu
 
 import (
@@ -32,9 +32,7 @@ func init() {
 }
 
 // Adapter is the Vidu provider. It has no options.
-type Adapter struct {
-	adapters.TaskOnlyProvider
-}
+type Adapter struct{}
 
 // CaddyModule returns the Caddy module information.
 func (Adapter) CaddyModule() caddy.ModuleInfo {
@@ -83,7 +81,7 @@ func (Adapter) DecodeError(status int, body []byte) *adapters.Error {
 // callback_url on every creation endpoint.
 func (Adapter) CallbackCapable() bool { return true }
 
-// OwnedFields implements adapters.TaskOwnedFields: the model, the image the
+// OwnedFields implements adapters.TaskProvider: the model, the image the
 // gateway sends, and what Vidu's credits follow (length, resolution, the
 // recommended-prompt surcharge, audio made with the video).
 func (Adapter) OwnedFields() []string {
@@ -279,10 +277,8 @@ func (a Adapter) call(do adapters.Doer, up *adapters.Upstream, hr *http.Request,
 
 // Interface guards.
 var (
-	_ caddy.Module             = (*Adapter)(nil)
-	_ caddyfile.Unmarshaler    = (*Adapter)(nil)
-	_ adapters.Provider        = (*Adapter)(nil)
-	_ adapters.TaskProvider    = (*Adapter)(nil)
-	_ adapters.TaskOwnedFields = (*Adapter)(nil)
-	_ adapters.TaskOnly        = (*Adapter)(nil)
+	_ caddy.Module          = (*Adapter)(nil)
+	_ caddyfile.Unmarshaler = (*Adapter)(nil)
+	_ adapters.Provider     = (*Adapter)(nil)
+	_ adapters.TaskProvider = (*Adapter)(nil)
 )

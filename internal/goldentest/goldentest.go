@@ -161,7 +161,7 @@ func Stem(path string) string {
 
 // Drain reads a decoder to its end, copying each event (the decoder reuses
 // its buffers), and returns how it ended: nil after io.EOF.
-func Drain(dec adapters.StreamDecoder) ([]*adapters.StreamEvent, error) {
+func Drain(dec *adapters.StreamDecoder) ([]*adapters.StreamEvent, error) {
 	var evs []*adapters.StreamEvent
 	for {
 		ev, err := dec.Next()
@@ -186,7 +186,7 @@ func Stable(b []byte) []byte {
 
 // RunStream feeds a decoder into an encoder as the relay does, and returns
 // the bytes a client would get and how the decoder ended (nil after io.EOF).
-func RunStream(dec adapters.StreamDecoder, enc adapters.StreamEncoder) ([]byte, error) {
+func RunStream(dec *adapters.StreamDecoder, enc adapters.StreamEncoder) ([]byte, error) {
 	var out []byte
 	for {
 		ev, err := dec.Next()
