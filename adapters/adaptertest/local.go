@@ -40,7 +40,7 @@ type LocalSuite struct {
 	Name string
 	// Provider, when set, is checked instead of the registered module (a
 	// kit's own tests give it one that breaks the contract).
-	Provider adapters.Provider
+	Provider adapters.ChatProvider
 	// Options are the module's JSON options (nil: the defaults), as a
 	// channel's `type <name> { ... }` sets them.
 	Options json.RawMessage
@@ -140,7 +140,7 @@ func localRequest(t *testing.T, f *localFixture) *adapters.Request {
 
 // localAsk sends req through the provider's transport and decodes the
 // answer in neutral form, as for a client of another dialect.
-func localAsk(t *testing.T, p adapters.Provider, tr adapters.Transporter, req *adapters.Request) *localAnswer {
+func localAsk(t *testing.T, p adapters.ChatProvider, tr adapters.Transporter, req *adapters.Request) *localAnswer {
 	t.Helper()
 	up := &adapters.Upstream{Channel: "kit", BaseURL: "http://local.invalid", Model: "demo"}
 	hr, err := p.NewRequest(offline(), up, req)
@@ -182,7 +182,7 @@ func localAsk(t *testing.T, p adapters.Provider, tr adapters.Transporter, req *a
 		r.ID, r.Created, r.Raw = "", 0, nil
 		a.Response = r
 	} else {
-		evs, err := goldentest.Drain(p.NewStreamDecoder(&neutral, resp.Body))
+		evs, err := goldentest.Drain(adapters.DecodeStream(p, &neutral, resp.Body))
 		a.End = "EOF"
 		if err != nil {
 			a.End = err.Error()

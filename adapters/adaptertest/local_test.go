@@ -37,7 +37,7 @@ func TestLocalKitFails(t *testing.T) {
 
 // local is what the demo family is for the local kit.
 type local interface {
-	adapters.Provider
+	adapters.ChatProvider
 	adapters.Transporter
 }
 

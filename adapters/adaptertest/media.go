@@ -235,7 +235,7 @@ func (k *mediaKit) upstream(model string) *adapters.Upstream {
 // nil and the refusal when the family refuses it.
 func (k *mediaKit) send(t *testing.T, f *mediaFixture, req *adapters.Request) (*recorder, error) {
 	t.Helper()
-	hr, err := k.p.NewRequest(context.Background(), k.upstream(f.Model), req)
+	hr, err := k.m.NewRequest(context.Background(), k.upstream(f.Model), req)
 	if err != nil {
 		var e *adapters.Error
 		if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 {
@@ -300,7 +300,7 @@ func (k *mediaKit) streamed(t *testing.T, f *mediaFixture) {
 		}
 	}
 	req := k.decode(t, f, sp, repeat)
-	hr, err := k.p.NewRequest(context.Background(), k.upstream(f.Model), req)
+	hr, err := k.m.NewRequest(context.Background(), k.upstream(f.Model), req)
 	if err != nil {
 		t.Fatalf("a larger upload was refused: %v", err)
 	}
