@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"os"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -11,27 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/caddy-model-gateway/gateway/internal/pgtest"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/store/postgres"
 	"github.com/caddy-model-gateway/gateway/store/storetest"
 )
-
-// cluster is the package's throwaway server; each test gets a database.
-var cluster *pgtest.Cluster
-
-func TestMain(m *testing.M) {
-	var err error
-	if cluster, err = pgtest.New(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cluster.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
 
 // openAt opens a store on dsn through the registry, as the gateway app
 // does, and closes it when the test ends.
@@ -46,13 +29,13 @@ func openAt(t testing.TB, dsn string) store.Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openAt(t, cluster.Database(t)) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openAt(t, postgres.NewTestDatabase(t)) })
 }
 
 // Several pools on one database: gateway instances sharing it.
 func TestStoreInstances(t *testing.T) {
 	storetest.RunInstances(t, func(t *testing.T, n int) []store.Store {
-		dsn := cluster.Database(t)
+		dsn := postgres.NewTestDatabase(t)
 		stores := make([]store.Store, n)
 		for i := range stores {
 			stores[i] = openAt(t, dsn)
@@ -62,7 +45,7 @@ func TestStoreInstances(t *testing.T) {
 }
 
 func BenchmarkSettleBatch(b *testing.B) {
-	storetest.BenchSettleBatch(b, openAt(b, cluster.Database(b)))
+	storetest.BenchSettleBatch(b, openAt(b, postgres.NewTestDatabase(b)))
 }
 
 func TestRegistered(t *testing.T) {
@@ -87,7 +70,7 @@ func TestOpenRefusesBadDSN(t *testing.T) {
 // and a reopen applies nothing.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	ctx := context.Background()
-	dsn := cluster.Database(t)
+	dsn := postgres.NewTestDatabase(t)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -139,7 +122,7 @@ func migrationRows(t *testing.T, dsn string) [][2]int64 {
 // Ping fails when the server would refuse the usage writer's commits.
 func TestPingFailsReadOnly(t *testing.T) {
 	ctx := context.Background()
-	dsn := cluster.Database(t)
+	dsn := postgres.NewTestDatabase(t)
 	s := openAt(t, dsn)
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
@@ -156,5 +139,24 @@ func TestPingFailsReadOnly(t *testing.T) {
 	ro := openAt(t, dsn) // new connections take the setting
 	if err := ro.Ping(ctx); err == nil {
 		t.Fatal("ping passed on a read-only database")
+	}
+}
+
+// A key=value DSN opens the same database as its URL.
+func TestOpenKeyValueDSN(t *testing.T) {
+	ctx := context.Background()
+	u, err := url.Parse(postgres.NewTestDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byURL := openAt(t, u.String())
+	kv := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable pool_max_conns=2",
+		u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	byKV := openAt(t, kv)
+	if err := byURL.CreateUser(ctx, &store.User{Username: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := byKV.UserByName(ctx, "shared"); err != nil {
+		t.Fatalf("the key=value DSN sees another database: %v", err)
 	}
 }
