@@ -93,24 +93,30 @@ func New() (*Cluster, error) {
 		if err == nil {
 			return c, nil
 		}
-		if attempt == 2 || !strings.Contains(err.Error(), "could not") {
+		if attempt == 2 || !errors.Is(err, errPortTaken) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 }
 
+// binGlob is where Debian's postgresql package puts each version's
+// binaries (not on PATH).
+const binGlob = "/usr/lib/postgresql/*/bin"
+
 // binDir finds the newest installed PostgreSQL's binaries.
-func binDir() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+func binDir() (string, error) { return binDirIn(binGlob) }
+
+func binDirIn(glob string) (string, error) {
+	dirs, _ := filepath.Glob(glob)
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
 		}
 	}
-	return "", errors.New("pgtest: no PostgreSQL server binaries in /usr/lib/postgresql/*/bin; " +
-		"run `make test-deps` to install Debian's postgresql package")
+	return "", fmt.Errorf("pgtest: no PostgreSQL server binaries in %s; "+
+		"run `make test-deps` to install Debian's postgresql package", glob)
 }
 
 func version(binDir string) int {
@@ -180,7 +186,10 @@ func (c *Cluster) start(bin string, cred *syscall.Credential) error {
 		select {
 		case <-exited:
 			out, _ := os.ReadFile(logPath)
-			return fmt.Errorf("pgtest: postgres exited while starting (could not start):\n%s", out)
+			if strings.Contains(string(out), "could not bind") || strings.Contains(string(out), "could not create any TCP/IP sockets") {
+				return fmt.Errorf("pgtest: port %d: %w", port, errPortTaken)
+			}
+			return fmt.Errorf("pgtest: postgres exited while starting:\n%s", out)
 		case <-ctx.Done():
 			c.Close()
 			out, _ := os.ReadFile(logPath)
@@ -195,6 +204,10 @@ func (c *Cluster) start(bin string, cred *syscall.Credential) error {
 		}
 	}
 }
+
+// errPortTaken is a port that was free when picked and taken before the
+// server bound it.
+var errPortTaken = errors.New("the port was taken before the server bound it")
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
