@@ -25,10 +25,14 @@ run: build
 test: test-deps lint build fuzz unit race
 
 # gcc for go-sqlite3; Debian's chromium for the console's browser tests;
-# the real Claude Code and Codex CLI (make clients)
+# Debian's postgresql for the PostgreSQL store's tests, which start a
+# throwaway cluster of their own (initdb is not on PATH: Debian keeps it in
+# /usr/lib/postgresql/<version>/bin); the real Claude Code and Codex CLI
+# (make clients)
 test-deps: clients
 	@command -v gcc >/dev/null || (apt-get update && apt-get install -y gcc libc6-dev)
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update && apt-get install -y postgresql)
 
 # Claude Code and Codex CLI from npm, pinned, once (about 640 MB in bin/clients)
 clients:

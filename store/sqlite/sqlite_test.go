@@ -3,12 +3,10 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/store/sqlite"
@@ -39,15 +37,6 @@ func mustUser(t testing.TB, s store.Store, name string, quota int64) *store.User
 		t.Fatalf("create user %s: %v", name, err)
 	}
 	return u
-}
-
-func mustToken(t testing.TB, s store.Store, userID int64, hash string) *store.Token {
-	t.Helper()
-	tok := &store.Token{UserID: userID, Name: hash, KeyHash: hash, KeyPrefix: "sk-" + hash[:2]}
-	if err := s.CreateToken(context.Background(), tok); err != nil {
-		t.Fatalf("create token %s: %v", hash, err)
-	}
-	return tok
 }
 
 func mustGetUser(t testing.TB, s store.Store, id int64) *store.User {
@@ -149,8 +138,3 @@ func TestOpenPathWithQuestionMark(t *testing.T) {
 		t.Fatalf("database not at %s: %v", path, err)
 	}
 }
-
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
-// ms drops what the database does not keep, for comparing times.
-func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestSettleBatchCharges(t *testing.T) {
+func testSettleBatchCharges(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	alice := mustUser(t, s, "alice", 1_000_000)
 	bob := mustUser(t, s, "bob", 500)
 	a1 := mustToken(t, s, alice.ID, "a1")
@@ -77,9 +77,9 @@ func TestSettleBatchCharges(t *testing.T) {
 	}
 }
 
-func TestSettleBatchEdges(t *testing.T) {
+func testSettleBatchEdges(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "u", 10)
 	if err := s.SettleBatch(ctx, nil); err != nil {
 		t.Fatalf("empty batch: %v", err)
@@ -104,9 +104,9 @@ func TestSettleBatchEdges(t *testing.T) {
 	}
 }
 
-func TestListUsageFilterAndLimit(t *testing.T) {
+func testListUsageFilterAndLimit(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	a := mustUser(t, s, "a", 0)
 	b := mustUser(t, s, "b", 0)
 	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -154,13 +154,13 @@ func TestListUsageFilterAndLimit(t *testing.T) {
 	}
 }
 
-// TestConcurrentWriters runs batch settlement from 8 goroutines while codes
+// testConcurrentWriters runs batch settlement from 8 goroutines while codes
 // are redeemed, quota is added and readers read, and checks that nothing
 // failed (in particular nothing was "database is locked") and every unit is
 // accounted for.
-func TestConcurrentWriters(t *testing.T) {
+func testConcurrentWriters(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	const (
 		writers   = 8
 		batches   = 25
@@ -296,11 +296,10 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-// BenchmarkSettleBatch measures the group-commit writer's target: batches of
-// 256 rows spread over 64 users and their tokens, on a file.
-func BenchmarkSettleBatch(b *testing.B) {
+// BenchSettleBatch measures the group-commit writer's target on s, a fresh
+// store: batches of 256 rows spread over 64 users and their tokens.
+func BenchSettleBatch(b *testing.B, s store.Store) {
 	ctx := context.Background()
-	s := openTemp(b)
 	const batchSize = 256
 	users := make([]*store.User, 64)
 	toks := make([]*store.Token, len(users))

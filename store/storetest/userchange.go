@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// TestUpdateUserAppliesEveryFieldAtOnce: status, role, quota, limits and
+// testUpdateUserAppliesEveryFieldAtOnce: status, role, quota, limits and
 // the ending of sessions land together, and a credit pays the invitation
 // reward the user's signup owes.
-func TestUpdateUserAppliesEveryFieldAtOnce(t *testing.T) {
+func testUpdateUserAppliesEveryFieldAtOnce(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	inviter := mustUser(t, s, "inviter", 0)
 	u := &store.User{Username: "new", InvitedBy: inviter.ID, InviteCode: "NEWCODE"}
 	if err := s.RegisterUser(ctx, u, 250); err != nil {
@@ -44,11 +44,11 @@ func TestUpdateUserAppliesEveryFieldAtOnce(t *testing.T) {
 	}
 }
 
-// TestUpdateUserIsAllOrNothing: a debit beyond the balance refuses the
+// testUpdateUserIsAllOrNothing: a debit beyond the balance refuses the
 // whole change; nothing else in it is made.
-func TestUpdateUserIsAllOrNothing(t *testing.T) {
+func testUpdateUserIsAllOrNothing(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "u", 100)
 	if err := s.CreateSession(ctx, &store.Session{IDHash: "s1", UserID: u.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)

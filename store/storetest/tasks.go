@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestTaskLifecycle(t *testing.T) {
+func testTaskLifecycle(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "ada", 1_000_000)
 	tok := mustToken(t, s, u.ID, "hash-ada")
 	lease := time.Now().Add(time.Minute)
@@ -100,9 +100,9 @@ func TestTaskLifecycle(t *testing.T) {
 	}
 }
 
-func TestLeaseTasksNeverTwice(t *testing.T) {
+func testLeaseTasksNeverTwice(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	past := time.Now().Add(-time.Minute)
 	for i := range 40 {
 		if err := s.CreateTask(ctx, &store.Task{ID: fmt.Sprintf("t%02d", i), UserID: 1, NextPollAt: past}); err != nil {
@@ -164,9 +164,9 @@ func TestLeaseTasksNeverTwice(t *testing.T) {
 	}
 }
 
-func TestFinishTaskExactlyOnceConcurrently(t *testing.T) {
+func testFinishTaskExactlyOnceConcurrently(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "bo", 1_000_000)
 	if err := s.CreateTask(ctx, &store.Task{ID: "task_x", UserID: u.ID, Reserved: 300_000}); err != nil {
 		t.Fatal(err)
@@ -199,9 +199,9 @@ func TestFinishTaskExactlyOnceConcurrently(t *testing.T) {
 	}
 }
 
-func TestPendingTasks(t *testing.T) {
+func testPendingTasks(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	tasks := []struct {
 		id      string

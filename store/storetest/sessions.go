@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestSessions(t *testing.T) {
+func testSessions(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "s", 0)
 	live := &store.Session{IDHash: "live", UserID: u.ID, ExpiresAt: time.Now().Add(time.Hour)}
 	if err := s.CreateSession(ctx, live); err != nil {
@@ -50,9 +50,9 @@ func TestSessions(t *testing.T) {
 	}
 }
 
-func TestCreateSessionRejects(t *testing.T) {
+func testCreateSessionRejects(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "s", 0)
 	soon := time.Now().Add(time.Hour)
 	if err := s.CreateSession(ctx, &store.Session{IDHash: "dup", UserID: u.ID, ExpiresAt: soon}); err != nil {

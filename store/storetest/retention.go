@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestRetentionKeepsDailyTotals(t *testing.T) {
+func testRetentionKeepsDailyTotals(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "alice", 1_000_000)
 	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
 	var logs []*store.UsageLog

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestRedeemOnce(t *testing.T) {
+func testRedeemOnce(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "r", 100)
 	other := mustUser(t, s, "o", 0)
 	codes := []*store.RedemptionCode{{Code: "ONE", Quota: 5_000}, {Code: "TWO", Quota: 7}}
@@ -43,9 +43,9 @@ func TestRedeemOnce(t *testing.T) {
 	}
 }
 
-func TestRedeemForMissingUserKeepsCode(t *testing.T) {
+func testRedeemForMissingUserKeepsCode(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "r", 0)
 	if err := s.CreateRedemptionCodes(ctx, []*store.RedemptionCode{{Code: "KEEP", Quota: 9}}); err != nil {
 		t.Fatal(err)
@@ -62,9 +62,9 @@ func TestRedeemForMissingUserKeepsCode(t *testing.T) {
 	}
 }
 
-func TestCreateRedemptionCodesAllOrNothing(t *testing.T) {
+func testCreateRedemptionCodesAllOrNothing(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "r", 0)
 	if err := s.CreateRedemptionCodes(ctx, []*store.RedemptionCode{{Code: "A", Quota: 1}}); err != nil {
 		t.Fatal(err)
@@ -102,9 +102,9 @@ func TestCreateRedemptionCodesAllOrNothing(t *testing.T) {
 	}
 }
 
-func TestRedeemRace(t *testing.T) {
+func testRedeemRace(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "r", 0)
 	if err := s.CreateRedemptionCodes(ctx, []*store.RedemptionCode{{Code: "HOT", Quota: 1_000}}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestCreateUserDefaultsAndLookups(t *testing.T) {
+func testCreateUserDefaultsAndLookups(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	inviter := mustUser(t, s, "inviter", 0)
 	u := &store.User{
 		Username:        "bob",
@@ -57,9 +57,9 @@ func TestCreateUserDefaultsAndLookups(t *testing.T) {
 	}
 }
 
-func TestCreateUserKeepsGivenFields(t *testing.T) {
+func testCreateUserKeepsGivenFields(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	created := time.Date(2024, 5, 6, 7, 8, 9, 123_000_000, time.FixedZone("X", 3600))
 	u := &store.User{Username: "root", Role: store.RoleRoot, Status: "disabled", CreatedAt: created}
 	if err := s.CreateUser(ctx, u); err != nil {
@@ -72,9 +72,9 @@ func TestCreateUserKeepsGivenFields(t *testing.T) {
 	}
 }
 
-func TestCreateUserConflicts(t *testing.T) {
+func testCreateUserConflicts(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	if err := s.CreateUser(ctx, &store.User{Username: "a", InviteCode: "CODE"}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +104,9 @@ func TestCreateUserConflicts(t *testing.T) {
 	}
 }
 
-func TestUserNotFound(t *testing.T) {
+func testUserNotFound(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	mustUser(t, s, "someone", 0) // has no invite code: "" must not find it
 	tests := map[string]func() error{
 		"by id":             func() error { _, err := s.UserByID(ctx, 999); return err },
@@ -127,9 +127,9 @@ func TestUserNotFound(t *testing.T) {
 	}
 }
 
-func TestUpdatePassword(t *testing.T) {
+func testUpdatePassword(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "p", 0)
 	other := mustUser(t, s, "q", 0)
 	expires := time.Now().Add(time.Hour)
@@ -158,9 +158,9 @@ func TestUpdatePassword(t *testing.T) {
 	}
 }
 
-func TestAddQuota(t *testing.T) {
+func testAddQuota(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "q", 100)
 	for _, delta := range []int64{50, -30, -200} {
 		if err := s.AddQuota(ctx, u.ID, delta); err != nil {
@@ -173,7 +173,7 @@ func TestAddQuota(t *testing.T) {
 	}
 }
 
-func TestTransferInvitationQuota(t *testing.T) {
+func testTransferInvitationQuota(t *testing.T, open Opener) {
 	ctx := context.Background()
 	tests := []struct {
 		name                string
@@ -189,7 +189,7 @@ func TestTransferInvitationQuota(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := openTemp(t)
+			s := open(t)
 			u := &store.User{Username: "inv", Quota: 1000, InvitationQuota: 1000}
 			if err := s.CreateUser(ctx, u); err != nil {
 				t.Fatal(err)
@@ -211,6 +211,3 @@ func TestTransferInvitationQuota(t *testing.T) {
 		})
 	}
 }
-
-// errAny in a table means "some error, which one does not matter".
-var errAny = errors.New("any error")

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// TestRegisterUserRewardsInviterOnFirstPayment: a signup with an
+// testRegisterUserRewardsInviterOnFirstPayment: a signup with an
 // invitation owes the inviter a reward that the invitee's first payment
 // (a redeemed code, an administrator's credit) pays, once.
-func TestRegisterUserRewardsInviterOnFirstPayment(t *testing.T) {
+func testRegisterUserRewardsInviterOnFirstPayment(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	inviter := mustUser(t, s, "inviter", 0)
 	u := &store.User{Username: "new", InvitedBy: inviter.ID, InviteCode: "NEWCODE"}
 	if err := s.RegisterUser(ctx, u, 250); err != nil {
@@ -86,9 +86,9 @@ func TestRegisterUserRewardsInviterOnFirstPayment(t *testing.T) {
 	}
 }
 
-func TestListUsersPagesAndAdminChanges(t *testing.T) {
+func testListUsersPagesAndAdminChanges(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	for i := range 5 {
 		mustUser(t, s, fmt.Sprintf("u%d", i), 0)
 	}
@@ -118,9 +118,9 @@ func TestListUsersPagesAndAdminChanges(t *testing.T) {
 	}
 }
 
-func TestUpdateAndDeleteTokenOnlyByOwner(t *testing.T) {
+func testUpdateAndDeleteTokenOnlyByOwner(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	a := mustUser(t, s, "a", 0)
 	b := mustUser(t, s, "b", 0)
 	tok := mustToken(t, s, a.ID, "hash-a")
@@ -152,9 +152,9 @@ func TestUpdateAndDeleteTokenOnlyByOwner(t *testing.T) {
 	}
 }
 
-func TestRedeemRefusesDisabledAndExpiredCodes(t *testing.T) {
+func testRedeemRefusesDisabledAndExpiredCodes(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "r", 0)
 	codes := []*store.RedemptionCode{
 		{Code: "OFF", Quota: 1},
@@ -185,9 +185,9 @@ func TestRedeemRefusesDisabledAndExpiredCodes(t *testing.T) {
 	}
 }
 
-func TestListUsageKeysetPagesAndFilters(t *testing.T) {
+func testListUsageKeysetPagesAndFilters(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "u", 1_000_000)
 	other := mustUser(t, s, "o", 1_000_000)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -242,9 +242,9 @@ func TestListUsageKeysetPagesAndFilters(t *testing.T) {
 	}
 }
 
-func TestDailySpend(t *testing.T) {
+func testDailySpend(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "u", 1_000_000)
 	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	batch := func(logs ...*store.UsageLog) {
@@ -271,9 +271,9 @@ func TestDailySpend(t *testing.T) {
 	}
 }
 
-func TestTouchAndDeleteUserSessions(t *testing.T) {
+func testTouchAndDeleteUserSessions(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "u", 0)
 	for _, h := range []string{"h1", "h2"} {
 		if err := s.CreateSession(ctx, &store.Session{IDHash: h, UserID: u.ID, ExpiresAt: time.Now().Add(time.Minute)}); err != nil {

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 
 // A batch replayed (a journal applied twice) writes and charges each keyed
 // row once, even inside one batch.
-func TestSettleBatchKeyedRowsOnce(t *testing.T) {
+func testSettleBatchKeyedRowsOnce(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "kay", 1000)
 	tok := mustToken(t, s, u.ID, "k1")
 	row := func(key string) *store.UsageLog {
@@ -43,9 +43,9 @@ func TestSettleBatchKeyedRowsOnce(t *testing.T) {
 
 // No charge or credit turns a balance into a REAL or wraps it around: the
 // user stays readable into an int64.
-func TestQuotaArithmeticNeverOverflows(t *testing.T) {
+func testQuotaArithmeticNeverOverflows(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "max", math.MaxInt64-5)
 	if err := s.AddQuota(ctx, u.ID, 10); err == nil {
 		t.Fatal("a credit past the int64 maximum was taken")
@@ -68,9 +68,9 @@ func TestQuotaArithmeticNeverOverflows(t *testing.T) {
 	}
 }
 
-func TestLimitsRoundTrip(t *testing.T) {
+func testLimitsRoundTrip(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "lim", 0)
 	tok := mustToken(t, s, u.ID, "l1")
 	if err := s.SetUserLimits(ctx, u.ID, store.Limits{RPM: 1, TPM: 2, MaxParallel: 3}); err != nil {

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-func TestTokenRoundTrip(t *testing.T) {
+func testTokenRoundTrip(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "owner", 0)
 	expires := time.Now().Add(72 * time.Hour)
 	tests := []struct {
@@ -85,9 +85,9 @@ func tokensEqual(a, b *store.Token) bool {
 		a.UsedQuota == b.UsedQuota && slices.Equal(a.Models, b.Models) && a.CreatedAt.Equal(b.CreatedAt)
 }
 
-func TestTokenErrors(t *testing.T) {
+func testTokenErrors(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "owner", 0)
 	mustToken(t, s, u.ID, "taken")
 	tests := []struct {
@@ -118,9 +118,9 @@ func TestTokenErrors(t *testing.T) {
 	}
 }
 
-func TestSetTokenStatus(t *testing.T) {
+func testSetTokenStatus(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "owner", 0)
 	tok := mustToken(t, s, u.ID, "k1")
 	for _, status := range []string{store.TokenDisabled, store.TokenEnabled, store.TokenDisabled} {
@@ -134,9 +134,9 @@ func TestSetTokenStatus(t *testing.T) {
 	}
 }
 
-func TestTokenQuotaLimitAndUse(t *testing.T) {
+func testTokenQuotaLimitAndUse(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	u := mustUser(t, s, "owner", 1_000_000)
 	tok := &store.Token{UserID: u.ID, KeyHash: "lim", QuotaLimit: 10_000}
 	if err := s.CreateToken(ctx, tok); err != nil {

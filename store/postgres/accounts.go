@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// defaultListLimit is the page size of listings whose filter names none.
+const defaultListLimit = 100
+
+// RegisterUser creates u, as CreateUser does, and when u.InvitedBy is set
+// records reward as owed to the inviter, paid by the invitee's first
+// payment (Redeem, CreditQuota). An inviter that does not exist is
+// store.ErrNotFound and nothing is created.
+func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) error {
+	if reward < 0 {
+		return fmt.Errorf("register user: negative reward %d", reward)
+	}
+	var id int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if u.InvitedBy != 0 {
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1`, u.InvitedBy).Scan(&one)
+			if err != nil {
+				return notFound(err, fmt.Sprintf("inviter %d", u.InvitedBy))
+			}
+		}
+		var err error
+		if id, err = insertUser(ctx, tx, u); err != nil {
+			return err
+		}
+		if u.InvitedBy != 0 && reward > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE users SET invitation_reward_owed = $1 WHERE id = $2`, reward, id); err != nil {
+				return fmt.Errorf("record the invitation reward: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("register user %q: %w", u.Username, err)
+	}
+	u.ID = id
+	return nil
+}
+
+// payInvitationReward pays what userID's signup owes their inviter, if
+// anything, inside a payment's transaction. The caller has locked the user
+// and the inviter (lockPayer), so of payments racing on any number of
+// instances the first zeroes the debt and the others find none.
+func payInvitationReward(ctx context.Context, tx pgx.Tx, userID int64) error {
+	var inviter, owed int64
+	err := tx.QueryRow(ctx, `SELECT invited_by, invitation_reward_owed FROM users
+		WHERE id = $1 AND invitation_reward_owed > 0`, userID).Scan(&inviter, &owed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("invitation reward of user %d: %w", userID, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE users SET invitation_reward_owed = 0 WHERE id = $1`, userID); err != nil {
+		return fmt.Errorf("invitation reward of user %d: %w", userID, err)
+	}
+	// an inviter deleted since is simply not paid
+	if _, err := tx.Exec(ctx, `UPDATE users SET invitation_quota = `+addSat("invitation_quota", "$1")+`
+		WHERE id = $2`, owed, inviter); err != nil {
+		return fmt.Errorf("pay inviter %d: %w", inviter, err)
+	}
+	return nil
+}
+
+// CreditQuota adds a payment of amount units to a user's balance and, on
+// their first payment, pays their inviter's reward, in one transaction.
+func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) error {
+	if amount <= 0 {
+		return fmt.Errorf("credit user %d: amount must be positive, got %d", userID, amount)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		quota, err := lockPayer(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		if err := credit(ctx, tx, userID, quota, amount); err != nil {
+			return err
+		}
+		return payInvitationReward(ctx, tx, userID)
+	})
+}
+
+// ListUsers returns users with an id above f.AfterID, oldest first, at most
+// f.Limit (100 when not positive).
+func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.User, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE id > $1
+		ORDER BY id LIMIT $2`, f.AfterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	users, err := collect(rows, scanUser)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return users, nil
+}
+
+// SetUserStatus enables or disables a user.
+func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) error {
+	if status != store.UserEnabled && status != store.UserDisabled {
+		return fmt.Errorf("set status of user %d: unknown status %q", userID, status)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET status = $1 WHERE id = $2`, status, userID)
+	if err != nil {
+		return fmt.Errorf("set status of user %d: %w", userID, err)
+	}
+	return mustAffect(tag, fmt.Sprintf("user %d", userID))
+}
+
+// SetUserRole changes a user's role.
+func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) error {
+	switch role {
+	case store.RoleUser, store.RoleAdmin, store.RoleRoot:
+	default:
+		return fmt.Errorf("set role of user %d: unknown role %q", userID, role)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET role = $1 WHERE id = $2`, role, userID)
+	if err != nil {
+		return fmt.Errorf("set role of user %d: %w", userID, err)
+	}
+	return mustAffect(tag, fmt.Sprintf("user %d", userID))
+}
+
+// UpdateUser applies an administrator's change to a user in one
+// transaction: status, role, quota, limits and the ending of sessions
+// are all made or none is. The user is locked first, so a debit is checked
+// against the balance it is then taken from, whatever another instance
+// settles meanwhile.
+func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange) (*store.User, error) {
+	if c.Status != nil && *c.Status != store.UserEnabled && *c.Status != store.UserDisabled {
+		return nil, fmt.Errorf("update user %d: unknown status %q", userID, *c.Status)
+	}
+	if c.Role != nil {
+		switch *c.Role {
+		case store.RoleUser, store.RoleAdmin, store.RoleRoot:
+		default:
+			return nil, fmt.Errorf("update user %d: unknown role %q", userID, *c.Role)
+		}
+	}
+	var u *store.User
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		quota, err := lockPayer(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		if c.Status != nil {
+			if _, err := tx.Exec(ctx, `UPDATE users SET status = $1 WHERE id = $2`, *c.Status, userID); err != nil {
+				return fmt.Errorf("set status: %w", err)
+			}
+		}
+		if c.Role != nil {
+			if _, err := tx.Exec(ctx, `UPDATE users SET role = $1 WHERE id = $2`, *c.Role, userID); err != nil {
+				return fmt.Errorf("set role: %w", err)
+			}
+		}
+		if c.QuotaDelta != 0 {
+			if quota+c.QuotaDelta < 0 {
+				return fmt.Errorf("add %d to a balance of %d: %w", c.QuotaDelta, quota, store.ErrInsufficientQuota)
+			}
+			if err := credit(ctx, tx, userID, quota, c.QuotaDelta); err != nil {
+				return err
+			}
+			if c.QuotaDelta > 0 {
+				if err := payInvitationReward(ctx, tx, userID); err != nil {
+					return err
+				}
+			}
+		}
+		if l := c.Limits; l != nil {
+			if _, err := tx.Exec(ctx, `UPDATE users SET rpm = $1, tpm = $2, max_parallel = $3 WHERE id = $4`,
+				l.RPM, l.TPM, l.MaxParallel, userID); err != nil {
+				return fmt.Errorf("set limits: %w", err)
+			}
+		}
+		if c.EndSessions {
+			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+				return fmt.Errorf("end sessions: %w", err)
+			}
+		}
+		u, err = scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, userID))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update user %d: %w", userID, err)
+	}
+	return u, nil
+}

@@ -1,0 +1,161 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// CreateRedemptionCodes inserts every code in one transaction, setting each
+// one's ID and, if zero, CreatedAt. A code already stored is
+// store.ErrConflict and none of the batch is kept. The inserts travel in
+// one round trip.
+func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.RedemptionCode) error {
+	for i, c := range codes {
+		switch {
+		case c == nil:
+			return fmt.Errorf("create redemption codes: code %d is nil", i)
+		case c.Code == "":
+			return fmt.Errorf("create redemption codes: code %d is empty", i)
+		case c.Quota <= 0:
+			return fmt.Errorf("create redemption codes: code %d: quota must be positive, got %d", i, c.Quota)
+		}
+	}
+	ts := now()
+	ids := make([]int64, len(codes))
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, c := range codes {
+			createdAt := c.CreatedAt
+			if createdAt.IsZero() {
+				createdAt = ts
+			}
+			if c.Status == "" {
+				c.Status = store.CodeEnabled
+			}
+			b.Queue(`INSERT INTO redemption_codes
+				(code, quota, status, used_by, created_at, redeemed_at, expires_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt))
+		}
+		br := tx.SendBatch(ctx, b)
+		for i := range codes {
+			if err := br.QueryRow().Scan(&ids[i]); err != nil {
+				br.Close()
+				return fmt.Errorf("code %d: %w", i, sqlErr(err))
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("create redemption codes: %w", err)
+	}
+	for i, c := range codes {
+		c.ID = ids[i]
+		if c.CreatedAt.IsZero() {
+			c.CreatedAt = ts
+		}
+	}
+	return nil
+}
+
+// Redeem marks code used by userID and credits its quota to that user, and
+// on the user's first payment their inviter's reward, in one transaction,
+// and returns the amount credited. store.ErrNotFound when the code does
+// not exist, was used already, is disabled or expired, or the user does
+// not exist: the caller cannot tell which, and need not.
+func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, error) {
+	if code == "" {
+		return 0, fmt.Errorf("redeem: empty code: %w", store.ErrNotFound)
+	}
+	if userID <= 0 {
+		// used_by = 0 means unused, so user 0 could redeem a code forever.
+		return 0, fmt.Errorf("redeem: invalid user id %d", userID)
+	}
+	var quota int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// Claiming the code is conditional on it being unused. A second
+		// claim, from any instance, waits on the first one's row lock and
+		// then checks the condition again on the committed row: of any
+		// number of concurrent redemptions exactly one gets a row back.
+		ts := now().UnixMilli()
+		err := tx.QueryRow(ctx, `UPDATE redemption_codes SET used_by = $1, redeemed_at = $2
+			WHERE code = $3 AND used_by = 0 AND status = $4 AND (expires_at IS NULL OR expires_at > $2)
+			RETURNING quota`,
+			userID, ts, code, store.CodeEnabled).Scan(&quota)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("code missing, used, disabled or expired: %w", store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		balance, err := lockPayer(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		if err := credit(ctx, tx, userID, balance, quota); err != nil {
+			return err
+		}
+		return payInvitationReward(ctx, tx, userID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("redeem: %w", err)
+	}
+	return quota, nil
+}
+
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at`
+
+func scanCode(sc scanner) (*store.RedemptionCode, error) {
+	var (
+		c                               store.RedemptionCode
+		createdAt, redeemedAt, expireAt *int64
+	)
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt); err != nil {
+		return nil, err
+	}
+	c.CreatedAt = fromMillis(createdAt)
+	c.RedeemedAt = fromMillis(redeemedAt)
+	c.ExpiresAt = fromMillis(expireAt)
+	return &c, nil
+}
+
+// ListRedemptionCodes returns codes newest first, those with an id below
+// f.BeforeID when it is set, at most f.Limit (100 when not positive).
+func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]*store.RedemptionCode, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	before := f.BeforeID
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+` FROM redemption_codes
+		WHERE id < $1 ORDER BY id DESC LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list redemption codes: %w", err)
+	}
+	codes, err := collect(rows, scanCode)
+	if err != nil {
+		return nil, fmt.Errorf("list redemption codes: %w", err)
+	}
+	return codes, nil
+}
+
+// SetRedemptionCodeStatus enables or disables a code.
+func (s *Store) SetRedemptionCodeStatus(ctx context.Context, id int64, status string) error {
+	if status != store.CodeEnabled && status != store.CodeDisabled {
+		return fmt.Errorf("set status of code %d: unknown status %q", id, status)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE redemption_codes SET status = $1 WHERE id = $2`, status, id)
+	if err != nil {
+		return fmt.Errorf("set status of code %d: %w", id, err)
+	}
+	return mustAffect(tag, fmt.Sprintf("redemption code %d", id))
+}

@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// CreateSession stores a session, setting CreatedAt if zero. ExpiresAt is
+// required: a session that never ends is a bug, not a choice. Sessions that
+// have expired are deleted on the way, so no background sweeper is needed.
+// Sessions live in the database, so a login on one instance is good on
+// every other.
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
+	switch {
+	case sess.IDHash == "":
+		return errors.New("create session: empty id hash")
+	case sess.ExpiresAt.IsZero():
+		return errors.New("create session: no expiry")
+	}
+	ts := now()
+	if sess.CreatedAt.IsZero() {
+		sess.CreatedAt = ts
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, ts.UnixMilli()); err != nil {
+			return fmt.Errorf("create session: delete expired: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id_hash, user_id, expires_at, created_at)
+			VALUES ($1, $2, $3, $4)`, sess.IDHash, sess.UserID, millis(sess.ExpiresAt), millis(sess.CreatedAt)); err != nil {
+			return fmt.Errorf("create session for user %d: %w", sess.UserID, sqlErr(err))
+		}
+		return nil
+	})
+}
+
+// SessionByHash returns the session with idHash. An expired session is
+// store.ErrNotFound like a missing one, so a caller that forgets to check
+// the expiry still cannot let an old cookie in.
+func (s *Store) SessionByHash(ctx context.Context, idHash string) (*store.Session, error) {
+	var (
+		sess                 store.Session
+		expiresAt, createdAt *int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT id_hash, user_id, expires_at, created_at
+		FROM sessions WHERE id_hash = $1 AND expires_at > $2`, idHash, now().UnixMilli()).
+		Scan(&sess.IDHash, &sess.UserID, &expiresAt, &createdAt)
+	if err != nil {
+		// Never the hash in the message: it identifies a live cookie.
+		return nil, notFound(err, "session")
+	}
+	sess.ExpiresAt = fromMillis(expiresAt)
+	sess.CreatedAt = fromMillis(createdAt)
+	return &sess, nil
+}
+
+// DeleteSession removes a session. Deleting one that is already gone is not
+// an error: logging out twice should succeed.
+func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id_hash = $1`, idHash); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}
+
+// TouchSession moves a live session's expiry; store.ErrNotFound when the
+// session is gone or has already expired.
+func (s *Store) TouchSession(ctx context.Context, idHash string, expiresAt time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET expires_at = $1
+		WHERE id_hash = $2 AND expires_at > $3`, millis(expiresAt), idHash, now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	return mustAffect(tag, "session")
+}
+
+// DeleteUserSessions removes every session of a user.
+func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+		return fmt.Errorf("delete sessions of user %d: %w", userID, err)
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// taskNotStarted is the status CreateTask gives a task that has none.
+const taskNotStarted = "not_started"
+
+// defaultTaskLimit is PendingTasks' and LeaseTasks' page size when the
+// caller names none.
+const defaultTaskLimit = 100
+
+const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
+	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
+	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until`
+
+func scanTask(sc scanner) (*store.Task, error) {
+	var (
+		t                                store.Task
+		createdAt, updatedAt, finishedAt *int64
+		nextPollAt, leaseUntil           int64
+	)
+	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
+		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
+		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
+		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil)
+	if err != nil {
+		return nil, err
+	}
+	t.CreatedAt = fromMillis(createdAt)
+	t.UpdatedAt = fromMillis(updatedAt)
+	t.FinishedAt = fromMillis(finishedAt)
+	t.NextPollAt = fromMillisOrZero(nextPollAt)
+	t.LeaseUntil = fromMillisOrZero(leaseUntil)
+	return &t, nil
+}
+
+// fromMillisOrZero reads a NOT NULL time column where 0 means none.
+func fromMillisOrZero(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// zeroMillis writes a NOT NULL time column: the zero time is 0.
+func zeroMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// CreateTask stores a new task and debits its reservation from its user's
+// quota and its token's remaining limit, in one transaction: a task's money
+// lives in the store from its first moment, so a restart neither loses nor
+// repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
+// not_started. An ID already stored is store.ErrConflict.
+func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
+	if t.ID == "" {
+		return errors.New("create task: empty id")
+	}
+	if t.Reserved < 0 {
+		return fmt.Errorf("create task %q: negative reservation", t.ID)
+	}
+	ts := now()
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = ts
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = t.CreatedAt
+	}
+	if t.Status == "" {
+		t.Status = taskNotStarted
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
+			upstream_id, status, reserved, result, created_at, updated_at, progress, files, error,
+			duration, price_task, price_second, cost, request_id, next_poll_at, polls,
+			lease_owner, lease_until)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0,
+				$18, $19, 0, $20, $21)`,
+			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
+			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
+			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
+			t.LeaseOwner, zeroMillis(t.LeaseUntil))
+		if err != nil {
+			return sqlErr(err)
+		}
+		return moveReservation(ctx, tx, t.UserID, t.TokenID, t.Reserved)
+	})
+	if err != nil {
+		return fmt.Errorf("create task %q: %w", t.ID, err)
+	}
+	return nil
+}
+
+// moveReservation takes amount from the user's quota and adds it to the
+// token's used quota; a negative amount gives it back. User before token:
+// the lock order settleRows keeps. The arithmetic saturates as
+// SettleBatch's does.
+func moveReservation(ctx context.Context, tx pgx.Tx, userID, tokenID, amount int64) error {
+	if amount == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE users SET quota = `+subSat("quota", "$1")+` WHERE id = $2`,
+		amount, userID); err != nil {
+		return fmt.Errorf("reserve from user %d: %w", userID, err)
+	}
+	if tokenID != 0 {
+		if _, err := tx.Exec(ctx, `UPDATE tokens SET used_quota = `+addSat("used_quota", "$1")+` WHERE id = $2`,
+			amount, tokenID); err != nil {
+			return fmt.Errorf("reserve from token %d: %w", tokenID, err)
+		}
+	}
+	return nil
+}
+
+// TaskByID returns the task with id, or store.ErrNotFound.
+func (s *Store) TaskByID(ctx context.Context, id string) (*store.Task, error) {
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("task %q", id))
+	}
+	return t, nil
+}
+
+// UpdateTask writes what a poll or a submit learned and releases the
+// lease, only while the task is unfinished and t.LeaseOwner holds it: the
+// condition is checked again on the row as a concurrent writer left it.
+// The owner, reservation and prices are fixed at creation, so a caller
+// holding a partly filled Task cannot wipe them.
+func (s *Store) UpdateTask(ctx context.Context, t *store.Task) error {
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = now()
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE tasks SET status = $1, progress = $2, files = $3,
+		error = $4, result = $5, upstream_id = $6, channel = $7, next_poll_at = $8, polls = $9,
+		updated_at = $10, lease_owner = '', lease_until = 0
+		WHERE id = $11 AND finished_at IS NULL AND lease_owner = $12`,
+		t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel,
+		zeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
+	if err != nil {
+		return fmt.Errorf("update task %q: %w", t.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.whyNotTask(ctx, t.ID, "update")
+	}
+	t.LeaseOwner, t.LeaseUntil = "", time.Time{}
+	return nil
+}
+
+// whyNotTask tells a task that does not exist (ErrNotFound) from one that
+// is finished or leased by another owner (ErrConflict).
+func (s *Store) whyNotTask(ctx context.Context, id, op string) error {
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s task %q: %w", op, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s task %q: %w", op, id, err)
+	}
+	return fmt.Errorf("%s task %q: finished, or leased by another owner: %w", op, id, store.ErrConflict)
+}
+
+// LeaseTasks leases up to limit due, unleased, unfinished tasks to owner
+// in one statement. The due rows are locked FOR UPDATE SKIP LOCKED: a
+// task another instance is leasing at this moment is passed over rather
+// than waited for, and one that instance has just leased no longer
+// matches when checked again, so two instances never lease the same task.
+// The tasks due longest come first.
+func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, limit int) ([]*store.Task, error) {
+	if owner == "" {
+		return nil, errors.New("lease tasks: empty owner")
+	}
+	if limit <= 0 {
+		limit = defaultTaskLimit
+	}
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT id AS due_id FROM tasks
+			WHERE finished_at IS NULL AND next_poll_at <= $3 AND lease_until < $3
+			ORDER BY next_poll_at, id LIMIT $4
+			FOR UPDATE SKIP LOCKED)
+		UPDATE tasks SET lease_owner = $1, lease_until = $2 FROM due WHERE id = due_id
+		RETURNING `+taskColumns, owner, until.UnixMilli(), now().UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("lease tasks: %w", err)
+	}
+	tasks, err := collect(rows, scanTask)
+	if err != nil {
+		return nil, fmt.Errorf("lease tasks: %w", err)
+	}
+	// RETURNING keeps no order
+	slices.SortFunc(tasks, func(a, b *store.Task) int {
+		return cmp.Or(a.NextPollAt.Compare(b.NextPollAt), strings.Compare(a.ID, b.ID))
+	})
+	return tasks, nil
+}
+
+// LeaseTask leases one task whose lease ran out to owner. A task owner
+// holds already is not leased again: its poll is under way.
+func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time) (*store.Task, error) {
+	if owner == "" {
+		return nil, errors.New("lease task: empty owner")
+	}
+	t, err := scanTask(s.pool.QueryRow(ctx, `UPDATE tasks SET lease_owner = $1, lease_until = $2
+		WHERE id = $3 AND finished_at IS NULL AND lease_until < $4
+		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.whyNotTask(ctx, id, "lease")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease task %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// ReleaseTasks ends owner's leases, so another instance (or the next
+// configuration) takes the tasks up at once rather than when they expire.
+func (s *Store) ReleaseTasks(ctx context.Context, owner string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE tasks SET lease_owner = '', lease_until = 0
+		WHERE lease_owner = $1`, owner); err != nil {
+		return fmt.Errorf("release tasks of %q: %w", owner, err)
+	}
+	return nil
+}
+
+// FinishTask settles a task exactly once: the UPDATE that sets finished_at
+// matches only an unfinished task, a concurrent finisher on any instance
+// waits on its row lock and then finds it finished, and the money moves in
+// its transaction only when it matched. The reservation debited at
+// creation comes back whole, and row charges the real cost like any usage
+// row.
+func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error) {
+	if row == nil {
+		return false, errors.New("finish task: nil usage row")
+	}
+	if row.Key == "" {
+		row.Key = "task:" + t.ID // one usage row per task, however often it is settled
+	}
+	ts := now()
+	if t.FinishedAt.IsZero() {
+		t.FinishedAt = ts
+	}
+	settled := false
+	var ids [1]int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		settled = false
+		var userID, tokenID, reserved int64
+		err := tx.QueryRow(ctx, `UPDATE tasks SET status = $1, progress = $2, files = $3,
+			error = $4, result = $5, upstream_id = $6, channel = $7, cost = $8, finished_at = $9,
+			updated_at = $10, lease_owner = '', lease_until = 0
+			WHERE id = $11 AND finished_at IS NULL
+			RETURNING user_id, token_id, reserved`,
+			t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel, t.Cost,
+			t.FinishedAt.UnixMilli(), ts.UnixMilli(), t.ID).Scan(&userID, &tokenID, &reserved)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // finished before: nothing moves
+		}
+		if err != nil {
+			return err
+		}
+		if err := moveReservation(ctx, tx, userID, tokenID, -reserved); err != nil {
+			return err
+		}
+		row.UserID, row.TokenID, row.Cost = userID, tokenID, t.Cost
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts); err != nil {
+			return err
+		}
+		settled = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish task %q: %w", t.ID, err)
+	}
+	if settled {
+		row.ID = ids[0]
+		if row.CreatedAt.IsZero() {
+			row.CreatedAt = ts
+		}
+		t.UpdatedAt, t.LeaseOwner, t.LeaseUntil = ts, "", time.Time{}
+	}
+	return settled, nil
+}
+
+// PendingTasks returns up to limit (100 when not positive) unfinished
+// tasks, least recently updated first.
+func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, error) {
+	if limit <= 0 {
+		limit = defaultTaskLimit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks
+		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pending tasks: %w", err)
+	}
+	tasks, err := collect(rows, scanTask)
+	if err != nil {
+		return nil, fmt.Errorf("pending tasks: %w", err)
+	}
+	return tasks, nil
+}

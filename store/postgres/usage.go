@@ -1,0 +1,426 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
+	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id`
+
+// defaultUsageLimit is ListUsage's page size when the filter names none.
+const defaultUsageLimit = 100
+
+func scanUsage(sc scanner) (*store.UsageLog, error) {
+	var (
+		l         store.UsageLog
+		createdAt *int64
+	)
+	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
+		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
+		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID)
+	if err != nil {
+		return nil, err
+	}
+	l.CreatedAt = fromMillis(createdAt)
+	return &l, nil
+}
+
+// SettleBatch writes every log and charges its cost, all in one
+// transaction. Charges are summed per user and per token first, so a batch
+// of thousands of rows from a few hundred users costs one UPDATE per user and
+// token rather than two per row, and the statements travel in two round
+// trips. Every row counts as one request of its user, failed ones too. A
+// zero CreatedAt becomes now. IDs are set on the logs only once the
+// transaction has committed.
+//
+// A row whose user or token does not exist (deleted since the request) is
+// still written; its charge finds no row to update. Failing the batch for it
+// would lose every other row with it.
+func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	if slices.Contains(logs, nil) {
+		return errors.New("settle batch: nil usage log")
+	}
+	ids := make([]int64, len(logs))
+	ts := now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return settleRows(ctx, tx, logs, ids, ts) })
+	if err != nil {
+		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
+	}
+	for i, l := range logs {
+		l.ID = ids[i]
+		if l.CreatedAt.IsZero() {
+			l.CreatedAt = ts
+		}
+	}
+	return nil
+}
+
+// insertUsage writes one row; a keyed row already stored (a journal
+// replayed twice, or by two instances) returns no id, and its charge is
+// skipped. A concurrent insert of the same key waits for the first to
+// commit, then finds it.
+const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
+	model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
+	reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
+	request_id, upstream_request_id, row_key)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+	ON CONFLICT (row_key) DO NOTHING RETURNING id`
+
+// The charges, each sum saturating rather than failing the batch.
+var (
+	chargeUser = `UPDATE users SET quota = ` + subSat("quota", "$1") + `,
+		used_quota = ` + addSat("used_quota", "$1") + `,
+		request_count = request_count + $2 WHERE id = $3`
+	chargeToken = `UPDATE tokens SET used_quota = ` + addSat("used_quota", "$1") + ` WHERE id = $2`
+	addDaily    = `INSERT INTO usage_daily (user_id, day, cost, requests) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (user_id, day) DO UPDATE SET
+		cost = ` + addSat("usage_daily.cost", "excluded.cost") + `,
+		requests = usage_daily.requests + excluded.requests`
+	addDailyModel = `INSERT INTO usage_daily_models (day, user_id, model, requests,
+		prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (day, user_id, model) DO UPDATE SET
+		requests = usage_daily_models.requests + excluded.requests,
+		prompt_tokens = ` + addSat("usage_daily_models.prompt_tokens", "excluded.prompt_tokens") + `,
+		completion_tokens = ` + addSat("usage_daily_models.completion_tokens", "excluded.completion_tokens") + `,
+		cached_tokens = ` + addSat("usage_daily_models.cached_tokens", "excluded.cached_tokens") + `,
+		reasoning_tokens = ` + addSat("usage_daily_models.reasoning_tokens", "excluded.reasoning_tokens") + `,
+		cost = ` + addSat("usage_daily_models.cost", "excluded.cost")
+)
+
+// settleRows writes logs and charges their costs within tx, as SettleBatch
+// describes; ids receives each written row's id (0: written before).
+//
+// Rows are locked in one order by every writer: users by id, then tokens
+// by id, then the daily totals by key. Two instances settling batches over
+// the same users then wait for each other rather than deadlock.
+func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []int64, ts time.Time) error {
+	clear(ids) // a retried transaction starts over
+	b := &pgx.Batch{}
+	for _, l := range logs {
+		createdAt := l.CreatedAt
+		if createdAt.IsZero() {
+			createdAt = ts
+		}
+		b.Queue(insertUsage, createdAt.UnixMilli(), l.UserID, l.TokenID,
+			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
+			l.ReasoningTokens, l.Cost, l.Status, l.Estimated, l.Stream,
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key))
+	}
+	br := tx.SendBatch(ctx, b)
+	for i := range logs {
+		err := br.QueryRow().Scan(&ids[i])
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // written before
+		}
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("insert usage row %d: %w", i, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("insert usage rows: %w", err)
+	}
+
+	type charge struct{ cost, requests int64 }
+	type userDay struct{ user, day int64 }
+	users := make(map[int64]*charge)
+	days := make(map[userDay]*charge)
+	tokens := make(map[int64]int64)
+	modelDays := modelTotals{}
+	for i, l := range logs {
+		if ids[i] == 0 {
+			continue
+		}
+		createdAt := l.CreatedAt
+		if createdAt.IsZero() {
+			createdAt = ts
+		}
+		if l.UserID != 0 {
+			c := users[l.UserID]
+			if c == nil {
+				c = &charge{}
+				users[l.UserID] = c
+			}
+			c.cost = satAdd(c.cost, l.Cost)
+			c.requests++
+			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
+			d := days[k]
+			if d == nil {
+				d = &charge{}
+				days[k] = d
+			}
+			d.cost = satAdd(d.cost, l.Cost)
+			d.requests++
+		}
+		if l.TokenID != 0 && l.Cost != 0 {
+			tokens[l.TokenID] = satAdd(tokens[l.TokenID], l.Cost)
+		}
+		modelDays.add(createdAt, l)
+	}
+
+	b = &pgx.Batch{}
+	for _, id := range sortedKeys(users) {
+		c := users[id]
+		b.Queue(chargeUser, c.cost, c.requests, id)
+	}
+	for _, id := range sortedKeys(tokens) {
+		b.Queue(chargeToken, tokens[id], id)
+	}
+	dayKeys := make([]userDay, 0, len(days))
+	for k := range days {
+		dayKeys = append(dayKeys, k)
+	}
+	slices.SortFunc(dayKeys, func(a, b userDay) int {
+		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
+	})
+	for _, k := range dayKeys {
+		d := days[k]
+		b.Queue(addDaily, k.user, k.day, d.cost, d.requests)
+	}
+	modelDays.queue(b)
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("charge the batch: %w", err)
+	}
+	return nil
+}
+
+// satAdd adds two non-negative costs, saturating at the int64 maximum.
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func sortedKeys[V any](m map[int64]V) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// msPerDay turns unix milliseconds into UTC day numbers.
+const msPerDay = 24 * 60 * 60 * 1000
+
+type dayKey struct {
+	day    int64
+	userID int64
+	model  string
+}
+
+// modelTotals sums a batch per day, user and model, so a batch costs one
+// upsert per group rather than one per row.
+type modelTotals map[dayKey]*store.UsageDay
+
+func (d modelTotals) add(at time.Time, l *store.UsageLog) {
+	k := dayKey{at.UnixMilli() / msPerDay, l.UserID, l.Model}
+	t := d[k]
+	if t == nil {
+		t = &store.UsageDay{}
+		d[k] = t
+	}
+	t.Requests++
+	t.PromptTokens = satAdd(t.PromptTokens, l.PromptTokens)
+	t.CompletionTokens = satAdd(t.CompletionTokens, l.CompletionTokens)
+	t.CachedTokens = satAdd(t.CachedTokens, l.CachedTokens)
+	t.ReasoningTokens = satAdd(t.ReasoningTokens, l.ReasoningTokens)
+	t.Cost = satAdd(t.Cost, l.Cost)
+}
+
+// queue adds the upserts to b in key order (the lock order).
+func (d modelTotals) queue(b *pgx.Batch) {
+	keys := make([]dayKey, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b dayKey) int {
+		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.userID, b.userID), strings.Compare(a.model, b.model))
+	})
+	for _, k := range keys {
+		t := d[k]
+		b.Queue(addDailyModel, k.day, k.userID, k.model, t.Requests, t.PromptTokens,
+			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
+	}
+}
+
+// ListUsage returns usage rows newest first (by created_at, then id), at
+// most f.Limit of them (100 when f.Limit is not positive), narrowed by the
+// filter's fields. A page continues from f.After by a range condition on the
+// (user_id[, model], created_at, id) indexes, never by OFFSET, so its cost
+// does not grow with how deep the page is or how big the table is.
+func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.UsageLog, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultUsageLimit
+	}
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.UserID != 0 {
+		where = append(where, "user_id = "+arg(f.UserID))
+	}
+	if f.Model != "" {
+		where = append(where, "model = "+arg(f.Model))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "created_at >= "+arg(f.Since.UnixMilli()))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
+	}
+	if c := f.After; c != nil {
+		where = append(where, "(created_at, id) < ("+arg(c.CreatedAt.UnixMilli())+", "+arg(c.ID)+")")
+	}
+	q := `SELECT ` + usageColumns + ` FROM usage_logs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list usage: %w", err)
+	}
+	logs, err := collect(rows, scanUsage)
+	if err != nil {
+		return nil, fmt.Errorf("list usage: %w", err)
+	}
+	return logs, nil
+}
+
+// DailySpend reads the per-day totals SettleBatch keeps, so its cost is
+// the number of days asked for, not the number of requests made.
+func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
+	rows, err := s.pool.Query(ctx, `SELECT day, cost, requests FROM usage_daily
+		WHERE user_id = $1 AND day >= $2 ORDER BY day`, userID, since.UnixMilli()/msPerDay)
+	if err != nil {
+		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
+	}
+	out, err := collect(rows, func(sc scanner) (store.DailySpend, error) {
+		var (
+			day int64
+			d   store.DailySpend
+		)
+		err := sc.Scan(&day, &d.Cost, &d.Requests)
+		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+// CountUsage returns how many usage rows exist.
+func (s *Store) CountUsage(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM usage_logs`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count usage: %w", err)
+	}
+	return n, nil
+}
+
+// UsageSince returns a page of rows created at or after since, in id order.
+// Keyset pages keep every read short, however many rows an export streams.
+func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, limit int) ([]*store.UsageLog, error) {
+	if limit <= 0 {
+		limit = defaultUsageLimit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+usageColumns+` FROM usage_logs
+		WHERE id > $1 AND created_at >= $2 ORDER BY id LIMIT $3`, afterID, since.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("usage since: %w", err)
+	}
+	logs, err := collect(rows, scanUsage)
+	if err != nil {
+		return nil, fmt.Errorf("usage since: %w", err)
+	}
+	if len(logs) == 0 {
+		return nil, nil // as the SQLite store answers an exhausted export
+	}
+	return logs, nil
+}
+
+// DeleteUsageBefore deletes one batch of the oldest rows before cutoff,
+// chosen through the created_at index, in one statement.
+func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	if limit <= 0 {
+		return 0, errors.New("delete usage: the batch size must be positive")
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM usage_logs WHERE id IN (
+		SELECT id FROM usage_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2)`,
+		cutoff.UnixMilli(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete usage before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// DailyUsageByModel returns a user's (or everyone's) daily totals per
+// model from since on.
+func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
+	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
+		reasoning_tokens, cost FROM usage_daily_models WHERE day >= $1`
+	args := []any{since.UnixMilli() / msPerDay}
+	if userID != 0 {
+		q += ` AND user_id = $2`
+		args = append(args, userID)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY day, user_id, model`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("daily usage: %w", err)
+	}
+	out, err := collect(rows, func(sc scanner) (*store.UsageDay, error) {
+		var (
+			d   store.UsageDay
+			day int64
+		)
+		err := sc.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
+			&d.CachedTokens, &d.ReasoningTokens, &d.Cost)
+		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		return &d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daily usage: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil // as the SQLite store answers
+	}
+	return out, nil
+}
+
+// Ping checks that the server takes writes right now: a statement that
+// writes nothing still fails on a read-only server (a standby, or a
+// database set read-only), where the gateway could not record usage.
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE schema_migrations SET applied_at = applied_at WHERE false`); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
