@@ -288,7 +288,7 @@ func (s *realtimeSession) sessionUpdate(event []byte) ([]byte, *adapters.Error) 
 			s.bytesPerSecond = 2 * f.Rate
 		}
 	}
-	capped, changed := s.capped(sess, false)
+	capped, changed := s.capped(sess, "")
 	if !changed {
 		return event, nil
 	}
@@ -309,7 +309,9 @@ func (s *realtimeSession) capResponse(event []byte) []byte {
 	if !found || !bytes.HasPrefix(resp, []byte("{")) {
 		resp = []byte("{}")
 	}
-	capped, changed := s.capped(resp, true)
+	// a response's own cap is max_output_tokens in both interfaces (the
+	// beta names only the session's max_response_output_tokens apart)
+	capped, changed := s.capped(resp, "max_output_tokens")
 	if !changed {
 		return event
 	}
@@ -321,23 +323,26 @@ func (s *realtimeSession) capResponse(event []byte) []byte {
 }
 
 // capped lowers either interface's output cap in obj to the limit where it
-// is above it or not a number ("inf"), and sets the session's own where
-// it is missing and always is set.
-func (s *realtimeSession) capped(obj []byte, always bool) ([]byte, bool) {
+// is above it or not a number ("inf"), and sets the key missing to the
+// limit when obj has no cap at all ("" sets none).
+func (s *realtimeSession) capped(obj []byte, missing string) ([]byte, bool) {
 	var fields []adapters.Field
+	capped := false // obj names a cap of its own
 	for _, key := range []string{"max_output_tokens", "max_response_output_tokens"} {
 		v, found, err := adapters.TopLevelMember(obj, key)
 		if err != nil {
 			return obj, false
 		}
-		if found {
-			if n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); err == nil && n <= s.maxOutput {
-				continue
-			}
-		} else if !always || key != s.capKey {
+		if !found {
 			continue
 		}
-		fields = append(fields, adapters.Field{Key: key, Value: s.maxOutput})
+		capped = true
+		if n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); err != nil || n > s.maxOutput {
+			fields = append(fields, adapters.Field{Key: key, Value: s.maxOutput})
+		}
+	}
+	if !capped && missing != "" {
+		fields = append(fields, adapters.Field{Key: missing, Value: s.maxOutput})
 	}
 	if len(fields) == 0 {
 		return obj, false

@@ -98,6 +98,8 @@ func TestRealtimeCaps(t *testing.T) {
 		{"ga bare response", ga, `{"type":"response.create"}`, `{"type":"response.create","response":{"max_output_tokens":1000}}`, true},
 		{"ga inf", ga, `{"type":"response.create","response":{"conversation":"none","max_output_tokens":"inf"}}`, `{"type":"response.create","response":{"conversation":"none","max_output_tokens":1000}}`, true},
 		{"ga under", ga, `{"type":"response.create","response":{"max_output_tokens":200}}`, `{"type":"response.create","response":{"max_output_tokens":200}}`, true},
+		// the beta's response.create names its cap max_output_tokens too
+		{"beta bare response", beta, `{"type":"response.create","response":{"voice":"alloy"}}`, `{"type":"response.create","response":{"voice":"alloy","max_output_tokens":1000}}`, true},
 		{"beta over", beta, `{"type":"response.create","response":{"max_response_output_tokens":5000}}`, `{"type":"response.create","response":{"max_response_output_tokens":1000}}`, true},
 		{"beta session inf", beta, `{"type":"session.update","session":{"max_response_output_tokens":"inf","voice":"alloy"}}`, `{"type":"session.update","session":{"max_response_output_tokens":1000,"voice":"alloy"}}`, false},
 		{"session untouched", ga, `{"type":"session.update","session":{"instructions":"hi"}}`, `{"type":"session.update","session":{"instructions":"hi"}}`, false},
