@@ -21,52 +21,32 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// accountCaddyfile serves the account API, the console and the demo model
-// (priced, so requests cost something) as Caddyfile.example does.
-const accountCaddyfile = `{
-	admin {{ADMIN}}
-	servers {
-		# lets the rate limit tests speak from several client addresses
-		trusted_proxies static 127.0.0.1/32
-	}
-	gateway {
-		database sqlite {{DB}}
-		token_cache_ttl 1s
-		registration {{REGISTRATION}}
-		invitation_reward 250000
-		account_rate_limit {{RATE}} 1m
-		registration_rate_limit {{SIGNUPS}} 1h
-		channel demo {
-			type demo
-			models demo
-		}
-		price demo {
-			input 1
-			output 2
-		}
-	}
+// accountConfig serves the account API, the console and the demo model
+// (priced, so requests cost something) as Caddyfile.example does, with the
+// registration policy and the account and signup rate limits given.
+func accountConfig(registration string, rate, signups int) *caddyfile {
+	return gatewayConfig().
+		// lets the rate limit tests speak from several client addresses
+		withServers("trusted_proxies static 127.0.0.1/32").
+		option("token_cache_ttl 1s").
+		option("registration "+registration).
+		option("invitation_reward 250000").
+		option(fmt.Sprintf("account_rate_limit %d 1m", rate)).
+		option(fmt.Sprintf("registration_rate_limit %d 1h", signups)).
+		channel("demo", "demo", "", "", "demo").
+		price("demo", "input 1", "output 2").
+		withSite(
+			"@account path /api/user/* /api/admin/*",
+			block("route @account", "gateway_account"),
+			"@console path / /console /console/*",
+			block("route @console", "gateway_console"),
+			"@models path /v1/* /v1beta/*",
+			block("route @models", "gateway_auth", "gateway_relay"))
 }
-
-http://127.0.0.1:{{PORT}} {
-	@account path /api/user/* /api/admin/*
-	route @account {
-		gateway_account
-	}
-	@console path / /console /console/*
-	route @console {
-		gateway_console
-	}
-	@models path /v1/* /v1beta/*
-	route @models {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 func startAccounts(t *testing.T, registration string, rate int) *gatewaytest.Gateway {
 	t.Helper()
-	return gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": registration, "RATE": fmt.Sprint(rate), "SIGNUPS": "1000"})
+	return gatewaytest.Start(t, accountConfig(registration, rate, 1000).String(), nil)
 }
 
 // client is one browser-like caller: a cookie jar, and by default the
@@ -336,7 +316,7 @@ func TestAccountRegisterWithInvitation(t *testing.T) {
 }
 
 func TestAccountRegistrationClosedByDefault(t *testing.T) {
-	g := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "registration {{REGISTRATION}}\n", "", 1), gatewaytest.Vars{"RATE": "1000", "SIGNUPS": "1000"})
+	g := gatewaytest.Start(t, accountConfig("", 1000, 1000).without("registration").String(), nil)
 	newClient(t, g).do(http.MethodPost, "/api/user/register", map[string]string{"username": "x", "password": "long-enough"}).
 		apiErr(t, 403, "registration_closed")
 }
@@ -918,7 +898,7 @@ func TestAccountRateLimits(t *testing.T) {
 // (registration_rate_limit), however generous the attempt limit; a refused
 // signup does not count.
 func TestAccountRegistrationRateLimit(t *testing.T) {
-	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "on", "RATE": "1000", "SIGNUPS": "2"})
+	g := gatewaytest.Start(t, accountConfig("on", 1000, 2).String(), nil)
 	register := func(from, name string) apiAnswer {
 		c := newClient(t, g)
 		c.from = from
@@ -1241,7 +1221,7 @@ func TestRedeemAddRefusesRateLimits(t *testing.T) {
 func TestAccountDatabaseFilesPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fresh", "data")
 	db := filepath.Join(dir, "gateway.db")
-	g := gatewaytest.Start(t, accountCaddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000", "DB": db})
+	g := gatewaytest.Start(t, accountConfig("off", 1000, 1000).withDatabase(db).String(), nil)
 	// a write, so the WAL and its index are in use
 	loggedIn(t, g, "owner", 0, "user")
 
@@ -1357,8 +1337,7 @@ func TestAccountSessionCookieBehindTLSProxy(t *testing.T) {
 	// a cookie without the prefix (one a subdomain could plant) is not a session over HTTPS
 	self(trusted, "gateway_session="+c.Value).apiErr(t, 401, "not_logged_in")
 
-	untrusted := gatewaytest.Start(t, strings.Replace(accountCaddyfile, "trusted_proxies static 127.0.0.1/32", "trusted_proxies static 192.0.2.0/24", 1),
-		gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000"})
+	untrusted := gatewaytest.Start(t, accountConfig("off", 1000, 1000).withServers("trusted_proxies static 192.0.2.0/24").String(), nil)
 	createUser(untrusted, "tess", 0, "user")
 	c = login(untrusted)
 	if c.Name != "gateway_session" || c.Secure {
