@@ -21,78 +21,41 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// mediaCaddyfile serves image and audio models on an OpenAI channel, two
+// mediaConfig serves image and audio models on an OpenAI channel, two
 // Gemini image models (Imagen and image output) on a Gemini channel, and a
 // Claude model whose family has no media endpoints, with the prices the
 // tests check.
-const mediaCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		max_upload_size {{UPLOAD}}
-		channel openai {
-			type openai
-			base_url {{OPENAI}}
-			key sk-media-openai
-			models gpt-image-1 dall-e-3 whisper-1 tts-1
-		}
-		channel gemini {
-			type gemini
-			base_url {{GEMINI}}
-			key sk-media-gemini
-			models imagen-4.0-generate-001 gemini-2.5-flash-image
-		}
-		channel claude {
-			type anthropic
-			base_url {{ANTHROPIC}}
-			key sk-media-anthropic
-			models claude-sonnet-4-6
-		}
-		price gpt-image-1 {
-			input 5
-			image_input 10
-			output 40
-			image 1024x1024 low 0.011
-			image 1024x1024 medium 0.042
-			image 1024x1024 high 0.167
-			image 1024x1536 high 0.25
-			image 1536x1024 high 0.25
-		}
-		price dall-e-3 {
-			image 1024x1024 standard 0.04
-			image 1024x1792 standard 0.08
-			image 1792x1024 standard 0.08
-			image 1024x1024 hd 0.08
-			image 1024x1792 hd 0.12
-			image 1792x1024 hd 0.12
-		}
-		price whisper-1 {
-			audio_second 0.0001
-		}
-		price tts-1 {
-			characters 15
-		}
-		price imagen-4.0-generate-001 {
-			image 0.04
-		}
-		price gemini-2.5-flash-image {
-			input 0.30
-			output 30
-		}
-		price claude-sonnet-4-6 {
-			input 3
-			output 15
-		}
+func mediaConfig(upload string, options ...string) *caddyfile {
+	c := gatewayConfig().option("max_upload_size " + upload)
+	for _, o := range options {
+		c.option(o)
 	}
+	return c.
+		channel("openai", "openai", "{{OPENAI}}", "sk-media-openai", "gpt-image-1 dall-e-3 whisper-1 tts-1").
+		channel("gemini", "gemini", "{{GEMINI}}", "sk-media-gemini", "imagen-4.0-generate-001 gemini-2.5-flash-image").
+		channel("claude", "anthropic", "{{ANTHROPIC}}", "sk-media-anthropic", "claude-sonnet-4-6").
+		price("gpt-image-1",
+			"input 5",
+			"image_input 10",
+			"output 40",
+			"image 1024x1024 low 0.011",
+			"image 1024x1024 medium 0.042",
+			"image 1024x1024 high 0.167",
+			"image 1024x1536 high 0.25",
+			"image 1536x1024 high 0.25").
+		price("dall-e-3",
+			"image 1024x1024 standard 0.04",
+			"image 1024x1792 standard 0.08",
+			"image 1792x1024 standard 0.08",
+			"image 1024x1024 hd 0.08",
+			"image 1024x1792 hd 0.12",
+			"image 1792x1024 hd 0.12").
+		price("whisper-1", "audio_second 0.0001").
+		price("tts-1", "characters 15").
+		price("imagen-4.0-generate-001", "image 0.04").
+		price("gemini-2.5-flash-image", "input 0.30", "output 30").
+		price("claude-sonnet-4-6", "input 3", "output 15")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type mediaSetup struct {
 	gw     *gatewaytest.Gateway
@@ -103,14 +66,16 @@ type mediaSetup struct {
 
 const mediaQuota = 100_000_000 // 100 USD
 
-func startMedia(t *testing.T, upload string) *mediaSetup {
+// startMedia starts the media gateway with uploads up to upload and the
+// further gateway options given.
+func startMedia(t *testing.T, upload string, options ...string) *mediaSetup {
 	t.Helper()
 	s := &mediaSetup{
 		openai: gatewaytest.NewFakeOpenAI(t, "sk-media-openai"),
 		gemini: gatewaytest.NewFakeGemini(t, "sk-media-gemini"),
 	}
 	claude := gatewaytest.NewFakeAnthropic(t, "sk-media-anthropic")
-	s.gw = gatewaytest.Start(t, mediaCaddyfile, gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "ANTHROPIC": claude.URL, "UPLOAD": upload})
+	s.gw = gatewaytest.Start(t, mediaConfig(upload, options...).String(), gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "ANTHROPIC": claude.URL})
 	s.key = s.gw.AddUser("artist", mediaQuota)
 	return s
 }
@@ -617,49 +582,22 @@ func TestMediaUploadMemory(t *testing.T) {
 	}
 }
 
-// mediaFailoverCaddyfile has two OpenAI channels for whisper-1 and tts-1,
+// mediaFailoverConfig has two OpenAI channels for whisper-1 and tts-1,
 // the first preferred, the second with a short timeout.
-const mediaFailoverCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel first {
-			type openai
-			base_url {{UP1}}
-			key sk-media-first
-			models whisper-1
-			priority 10
-		}
-		channel second {
-			type openai
-			base_url {{UP2}}
-			key sk-media-second
-			models whisper-1 tts-1
-			timeout 1s
-		}
-		price whisper-1 {
-			audio_second 0.0001
-		}
-		price tts-1 {
-			characters 15
-		}
-	}
+func mediaFailoverConfig() *caddyfile {
+	return gatewayConfig().
+		channel("first", "openai", "{{UP1}}", "sk-media-first", "whisper-1", "priority 10").
+		channel("second", "openai", "{{UP2}}", "sk-media-second", "whisper-1 tts-1", "timeout 1s").
+		price("whisper-1", "audio_second 0.0001").
+		price("tts-1", "characters 15")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 // TestMediaUploadFailover: a spooled upload is re-sent, byte for byte, to
 // the next channel when the first fails, and billed once; speech from an
 // upstream that goes silent is cut at the channel's timeout.
 func TestMediaUploadFailover(t *testing.T) {
 	first, second := gatewaytest.NewFakeOpenAI(t, "sk-media-first"), gatewaytest.NewFakeOpenAI(t, "sk-media-second")
-	gw := gatewaytest.Start(t, mediaFailoverCaddyfile, gatewaytest.Vars{"UP1": first.URL, "UP2": second.URL})
+	gw := gatewaytest.Start(t, mediaFailoverConfig().String(), gatewaytest.Vars{"UP1": first.URL, "UP2": second.URL})
 	s := &mediaSetup{gw: gw, openai: second, key: gw.AddUser("artist", mediaQuota)}
 	c := s.client()
 	u := &usageCheck{t: t, s: s}
@@ -702,7 +640,7 @@ func TestMediaUploadFailover(t *testing.T) {
 // bounded (max_inflight_uploads); past it an upload gets a 503 with
 // Retry-After, and the space is given back when an upload ends.
 func TestMediaUploadsInFlightBounded(t *testing.T) {
-	s := startMedia(t, "2MB\n\t\tmax_inflight_uploads 3MB")
+	s := startMedia(t, "2MB", "max_inflight_uploads 3MB")
 	// an upload that says it is 1.9 MB and stalls after its first bytes
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.gw.URL, "http://"))
 	if err != nil {
