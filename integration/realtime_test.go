@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -17,61 +18,30 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// realtimeCaddyfile: gpt-4o-realtime-preview on an OpenAI channel at
+// realtimeConfig: gpt-4o-realtime-preview on an OpenAI channel at
 // OpenAI's prices (text 5 in, 2.50 cached, 20 out; audio 40 in, 80 out,
 // USD per million; transcription 0.0001 USD, 100 units, a second of
 // audio), each response reserving max_output 1000 tokens of audio in and
 // out: 1000*40 + 1000*80 = 120000 units. gpt-realtime-untranscribed has
 // no price for transcription. An anthropic model
-// has no Realtime endpoint. {{PROTOCOLS}} lets a test serve h2c.
-const realtimeCaddyfile = `{
-	admin {{ADMIN}}
-	servers {
-		protocols {{PROTOCOLS}}
-	}
-	gateway {
-		database sqlite {{DB}}
-		channel oai {
-			type openai
-			base_url {{OPENAI}}
-			key sk-rt-upstream
-			models gpt-4o-realtime-preview gpt-realtime-untranscribed
-			{{BOUNDS}}
-		}
-		channel claude {
-			type anthropic
-			base_url {{CLAUDE}}
-			key claude-rt-upstream
-			models claude-test
-		}
-		price gpt-4o-realtime-preview {
-			input 5
-			cached_input 2.50
-			output 20
-			audio_input 40
-			audio_output 80
-			audio_second 0.0001
-			max_output 1000
-		}
-		price gpt-realtime-untranscribed {
-			input 5
-			output 20
-			max_output 1000
-		}
-		price claude-test {
-			input 3
-			output 15
-		}
-	}
+// has no Realtime endpoint. protocols lets a test serve h2c; bounds are
+// further lines of the OpenAI channel.
+func realtimeConfig(protocols string, bounds ...string) *caddyfile {
+	return gatewayConfig().
+		withServers("protocols "+protocols).
+		channel("oai", "openai", "{{OPENAI}}", "sk-rt-upstream", "gpt-4o-realtime-preview gpt-realtime-untranscribed", bounds...).
+		channel("claude", "anthropic", "{{CLAUDE}}", "claude-rt-upstream", "claude-test").
+		price("gpt-4o-realtime-preview", realtimePreviewPrice(1000)...).
+		price("gpt-realtime-untranscribed", "input 5", "output 20", "max_output 1000").
+		price("claude-test", "input 3", "output 15")
 }
 
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
+// realtimePreviewPrice is gpt-4o-realtime-preview's price, reserving
+// maxOutput tokens a response.
+func realtimePreviewPrice(maxOutput int) []string {
+	return []string{"input 5", "cached_input 2.50", "output 20", "audio_input 40", "audio_output 80", "audio_second 0.0001",
+		fmt.Sprintf("max_output %d", maxOutput)}
 }
-`
 
 // realtimeTurn is what the fake reports for every response: 100 text
 // tokens in (20 cached), 500 audio in (100 cached), 50 text and 200 audio
@@ -88,22 +58,24 @@ type realtimeSetup struct {
 	gw   *gatewaytest.Gateway
 	fake *gatewaytest.FakeOpenAI
 	vars gatewaytest.Vars
+	cfg  *caddyfile
 }
 
 func startRealtime(t *testing.T, protocols string) *realtimeSetup {
 	t.Helper()
-	return startRealtimeWith(t, protocols, "")
+	return startRealtimeWith(t, protocols)
 }
 
 // startRealtimeWith sets the OpenAI channel's bounds too.
-func startRealtimeWith(t *testing.T, protocols, bounds string) *realtimeSetup {
+func startRealtimeWith(t *testing.T, protocols string, bounds ...string) *realtimeSetup {
 	t.Helper()
 	s := &realtimeSetup{fake: gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")}
 	s.fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake" })
 	s.fake.SetRealtimeUsage(realtimeTurn)
 	claude := gatewaytest.NewFakeAnthropic(t, "claude-rt-upstream")
-	s.vars = gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL(), "PROTOCOLS": protocols, "BOUNDS": bounds}
-	s.gw = gatewaytest.Start(t, realtimeCaddyfile, s.vars)
+	s.vars = gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL()}
+	s.cfg = realtimeConfig(protocols, bounds...)
+	s.gw = gatewaytest.Start(t, s.cfg.String(), s.vars)
 	return s
 }
 
@@ -501,7 +473,7 @@ func TestRealtimeHTTP2(t *testing.T) {
 // A message past the channel's max_stream_event ends the session, from
 // either side; a session silent past stream_idle_timeout is closed.
 func TestRealtimeBounds(t *testing.T) {
-	s := startRealtimeWith(t, "h1 h2", "max_stream_event 4KB\n\t\t\tstream_idle_timeout 1s")
+	s := startRealtimeWith(t, "h1 h2", "max_stream_event 4KB", "stream_idle_timeout 1s")
 	key := s.gw.AddUser("bo", 10_000_000)
 	readClose := func(c *websocket.Conn) websocket.CloseError {
 		t.Helper()
@@ -617,7 +589,7 @@ func TestRealtimeReload(t *testing.T) {
 	if ev := readEvent(t, c); ev.Type != "response.created" {
 		t.Fatalf("got %s", ev.Raw)
 	}
-	s.gw.Reload(strings.Replace(realtimeCaddyfile, "max_output 1000", "max_output 999", 1), s.vars)
+	s.gw.Reload(s.cfg.price("gpt-4o-realtime-preview", realtimePreviewPrice(999)...).String(), s.vars)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sawDone := false
