@@ -17,88 +17,39 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// tasksCaddyfile serves sora-2 on an OpenAI channel and Veo on a Gemini
-// channel through the task endpoints, polled every 50ms so the tests move
-// fast; {{MAXAGE}} and {{JOURNAL}} differ per test and per instance.
-const tasksCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		token_cache_ttl 1s
-		max_request_body 1MB
-		usage {
-			journal {{JOURNAL}}
+// config serves sora-2 on an OpenAI channel and Veo on a Gemini
+// channel through the task endpoints, polled every 50ms (unless o says
+// otherwise) so the tests move fast; {{JOURNAL}} differs per instance.
+func (o taskOptions) config() *caddyfile {
+	or := func(v, def string) string {
+		if v == "" {
+			return def
 		}
-		tasks {
-			max_age {{MAXAGE}}
-			poll_interval {{POLL}}
-			max_poll_interval {{MAXPOLL}}
-			poll_timeout 2s
-			lease 10s
-			max_file_size {{MAXFILE}}
-		}
-		channel openai {
-			type openai
-			base_url {{OPENAI}}
-			key sk-up-openai
-			models sora-2 gpt-4o-mini
-			max_response_body 64KB
-			priority 10
-		}
-		channel openai-backup {
-			type openai
-			base_url {{OPENAI2}}
-			key sk-up-openai-2
-			models sora-2
-		}
-		channel gemini {
-			type gemini
-			base_url {{GEMINI}}
-			key sk-up-gemini
-			models veo-3.0-generate-001
-			timeout 1s
-		}
-		price sora-2 {
-			video_second 0.10
-			max_seconds 12
-		}
-		price veo-3.0-generate-001 {
-			video_second 0.40
-			max_seconds 8
-		}
-		price gpt-4o-mini {
-			input 0.15
-			output 0.60
-		}
-		# priced per second, on a family that runs no tasks
-		channel claude {
-			type anthropic
-			base_url http://127.0.0.1:9
-			key sk-up-never-called
-			models claude-video
-		}
-		price claude-video {
-			video_second 0.10
-			max_seconds 4
-		}
+		return v
 	}
+	return gatewayConfig().
+		option("token_cache_ttl 1s").
+		option("max_request_body 1MB").
+		option(block("usage", "journal {{JOURNAL}}")).
+		option(block("tasks",
+			"max_age "+or(o.maxAge, "24h"),
+			"poll_interval "+or(o.poll, "50ms"),
+			"max_poll_interval "+or(o.maxPoll, "200ms"),
+			"poll_timeout 2s",
+			"lease 10s",
+			"max_file_size "+or(o.maxFile, "1MB"))).
+		channel("openai", "openai", "{{OPENAI}}", "sk-up-openai", "sora-2 gpt-4o-mini",
+			"max_response_body 64KB", "priority 10").
+		channel("openai-backup", "openai", "{{OPENAI2}}", "sk-up-openai-2", "sora-2").
+		channel("gemini", "gemini", "{{GEMINI}}", "sk-up-gemini", "veo-3.0-generate-001", "timeout 1s").
+		price("sora-2", "video_second 0.10", "max_seconds 12").
+		price("veo-3.0-generate-001", "video_second 0.40", "max_seconds 8").
+		price("gpt-4o-mini", "input 0.15", "output 0.60").
+		// priced per second, on a family that runs no tasks
+		channel("claude", "anthropic", "http://127.0.0.1:9", "sk-up-never-called", "claude-video").
+		price("claude-video", "video_second 0.10", "max_seconds 4").
+		withSite(tasksSite...)
 }
-
-http://127.0.0.1:{{PORT}} {
-	log {
-		output stderr
-	}
-	@tasks path /api/generate/*
-	route @tasks {
-		gateway_auth
-		gateway_tasks
-	}
-	route /v1/* {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type taskSetup struct {
 	gw     *gatewaytest.Gateway
@@ -106,34 +57,29 @@ type taskSetup struct {
 	backup *gatewaytest.FakeOpenAI // sora-2's lower-priority channel
 	gemini *gatewaytest.FakeGemini
 	vars   gatewaytest.Vars
+	cfg    *caddyfile
 }
 
 func startTasks(t *testing.T, maxAge string) *taskSetup {
 	t.Helper()
-	return startTasksWith(t, taskConfig{maxAge: maxAge})
+	return startTasksWith(t, taskOptions{maxAge: maxAge})
 }
 
-// taskConfig is what differs between the tests' gateways; zero fields
-// take the defaults of startTasks.
-type taskConfig struct {
+// taskOptions is what differs between the tests' gateways; zero fields
+// take the defaults of its config.
+type taskOptions struct {
 	maxAge, maxFile, poll, maxPoll string
 }
 
-func startTasksWith(t *testing.T, c taskConfig) *taskSetup {
+func startTasksWith(t *testing.T, o taskOptions) *taskSetup {
 	t.Helper()
-	or := func(v, def string) string {
-		if v == "" {
-			return def
-		}
-		return v
-	}
 	s := &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini"),
 		backup: gatewaytest.NewFakeOpenAI(t, "sk-up-openai-2")}
 	dir := t.TempDir()
-	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "OPENAI2": s.backup.URL, "GEMINI": s.gemini.URL, "MAXAGE": or(c.maxAge, "24h"),
-		"MAXFILE": or(c.maxFile, "1MB"), "POLL": or(c.poll, "50ms"), "MAXPOLL": or(c.maxPoll, "200ms"),
+	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "OPENAI2": s.backup.URL, "GEMINI": s.gemini.URL,
 		"DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
-	s.gw = gatewaytest.Start(t, tasksCaddyfile, s.vars)
+	s.cfg = o.config()
+	s.gw = gatewaytest.Start(t, s.cfg.String(), s.vars)
 	s.gw.DBPath = s.vars["DB"]
 	return s
 }
@@ -147,7 +93,7 @@ func (s *taskSetup) second(t *testing.T) *gatewaytest.Gateway {
 		vars[k] = v
 	}
 	vars["JOURNAL"] = filepath.Join(filepath.Dir(s.vars["DB"]), "journal-2")
-	gw := gatewaytest.Start(t, tasksCaddyfile, vars)
+	gw := gatewaytest.Start(t, s.cfg.String(), vars)
 	gw.DBPath = s.vars["DB"]
 	return gw
 }
@@ -497,7 +443,7 @@ func TestTaskSurvivesRestart(t *testing.T) {
 	// configuration (the old one handed its leases back)
 	sub2 := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"across a reload","duration":8}`)
 	job2 := s.openai.Videos.Last(t)
-	s.gw.Reload(tasksCaddyfile, s.vars)
+	s.gw.Reload(s.cfg.String(), s.vars)
 	s.openai.Videos.Finish(job2.ID)
 	waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
 
@@ -636,7 +582,7 @@ func TestTaskMaxAge(t *testing.T) {
 // backoff has grown), a status call asks the vendor itself, so a client
 // that learned the news elsewhere gets the normalized record in one call.
 func TestTaskStatusRefreshes(t *testing.T) {
-	s := startTasksWith(t, taskConfig{poll: "100ms", maxPoll: "1h"})
+	s := startTasksWith(t, taskOptions{poll: "100ms", maxPoll: "1h"})
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job := s.openai.Videos.Last(t)
@@ -727,7 +673,7 @@ func TestTaskBounds(t *testing.T) {
 		t.Fatalf("a 2 MB body: %d %s", resp.StatusCode, b)
 	}
 
-	small := startTasksWith(t, taskConfig{maxFile: "16"})
+	small := startTasksWith(t, taskOptions{maxFile: "16"})
 	key = small.gw.AddUser("bo", 5_000_000)
 	sub := submitTask(t, small.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job := small.openai.Videos.Last(t)
