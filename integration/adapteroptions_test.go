@@ -20,6 +20,7 @@ func TestAdapterOptionsFromConfig(t *testing.T) {
 		channel("pinned", block("anthropic", "version 2024-10-22", "max_tokens 777"), "{{PINNED}}", "sk-ant-pinned", "claude-pinned").
 		channel("plain", "anthropic", "{{PLAIN}}", "sk-ant-plain", "claude-plain").
 		free("claude-pinned", "claude-plain").
+		withAddress(":{{PORT}}").
 		withSite("gateway_auth", "gateway_relay").String(), gatewaytest.Vars{"PINNED": pinned.BaseURL(), "PLAIN": plain.BaseURL()})
 	key := gw.AddUser("opts", 0)
 	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))

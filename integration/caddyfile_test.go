@@ -31,6 +31,7 @@ import (
 type caddyfile struct {
 	servers  []string // the global servers block; none when empty
 	database string
+	address  string // the site's address
 	options  []part
 	channels []part
 	prices   []part
@@ -48,7 +49,7 @@ var relayRoute = block("route", "gateway_auth", "gateway_relay")
 var logToStderr = block("log", "output stderr")
 
 func gatewayConfig() *caddyfile {
-	return &caddyfile{database: "{{DB}}"}
+	return &caddyfile{database: "{{DB}}", address: "http://127.0.0.1:{{PORT}}"}
 }
 
 // block is "name {", the lines, "}".
@@ -120,6 +121,13 @@ func (c *caddyfile) free(models ...string) *caddyfile {
 	return c
 }
 
+// withAddress serves the site at address instead of loopback only, for a
+// test that needs requests to any host name to reach it.
+func (c *caddyfile) withAddress(address string) *caddyfile {
+	c.address = address
+	return c
+}
+
 // withSite replaces the site's directives (the relay route by default).
 func (c *caddyfile) withSite(directives ...string) *caddyfile {
 	c.site = directives
@@ -150,7 +158,7 @@ func (c *caddyfile) String() string {
 			lines = append(lines, p.text)
 		}
 	}
-	lines = append(lines, "}", "}", "", "http://127.0.0.1:{{PORT}} {")
+	lines = append(lines, "}", "}", "", c.address+" {")
 	site := c.site
 	if site == nil {
 		site = []string{relayRoute}
