@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,20 +82,6 @@ func startTasksWith(t *testing.T, o taskOptions) *taskSetup {
 	return s
 }
 
-// second starts another gateway on the same database, with its own
-// journal, as a second instance of a deployment.
-func (s *taskSetup) second(t *testing.T) *gatewaytest.Gateway {
-	t.Helper()
-	vars := gatewaytest.Vars{}
-	for k, v := range s.vars {
-		vars[k] = v
-	}
-	vars["JOURNAL"] = filepath.Join(filepath.Dir(s.vars["DB"]), "journal-2")
-	gw := gatewaytest.Start(t, s.cfg.String(), vars)
-	gw.DBPath = s.vars["DB"]
-	return gw
-}
-
 // taskAnswer is the task endpoints' envelope.
 type taskAnswer struct {
 	Code int `json:"code"`
@@ -162,6 +146,7 @@ func waitTask(t *testing.T, gw *gatewaytest.Gateway, key, id, status string) tas
 }
 
 var taskIDPattern = regexp.MustCompile(`^task_[a-z2-7]{26}$`)
+
 var taskTimePattern = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$`)
 
 // pngPixel is a one-pixel PNG, the first frame of image-to-video tests.
@@ -396,188 +381,6 @@ func TestTaskRefusals(t *testing.T) {
 	}
 }
 
-func TestTaskUpstreamRejection(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	tests := []struct {
-		name, body, want string
-	}{
-		// metadata reaches the vendor's request as it is: OpenAI refuses
-		// an option it does not have, with its own words
-		{"unknown vendor option", `{"model":"sora-2","prompt":"x","metadata":{"style":"noir"}}`, "Unknown parameter: 'style'."},
-		{"moderation", `{"model":"sora-2","prompt":"something forbidden"}`, "blocked by our moderation system"},
-		{"Veo's duration", `{"model":"veo-3.0-generate-001","prompt":"x","duration":5}`, "supported durations are 4, 6 and 8"},
-		{"Veo's unknown parameter", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"fps":60}}}`, `Unknown name "fps"`},
-		{"Veo's Vertex-only option", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"generateAudio":true}}}`, `Unknown name "generateAudio"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(tt.body), nil)
-			a := decodeTask(t, resp.StatusCode, b)
-			if resp.StatusCode != 400 || a.Error == nil || !strings.Contains(a.Error.Message, tt.want) {
-				t.Fatalf("got %d %s, want the vendor's %q", resp.StatusCode, b, tt.want)
-			}
-		})
-	}
-	rows := s.gw.WaitUsage("ada", len(tests))
-	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
-		t.Fatalf("rejected submits cost: quota %d used %d, rows %+v", q, used, rows)
-	}
-}
-
-func TestTaskSurvivesRestart(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"a slow sunrise","duration":4}`)
-	job := s.openai.Videos.Last(t)
-	s.openai.Videos.Progress(job.ID, 10)
-	waitTask(t, s.gw, key, sub.Data.TaskID, "running")
-
-	// the gateway goes down; the job finishes meanwhile
-	s.gw.Stop()
-	s.openai.Videos.Finish(job.ID)
-	s.gw.Restart()
-	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-
-	// a task in flight across a reload is taken up by the new
-	// configuration (the old one handed its leases back)
-	sub2 := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"across a reload","duration":8}`)
-	job2 := s.openai.Videos.Last(t)
-	s.gw.Reload(s.cfg.String(), s.vars)
-	s.openai.Videos.Finish(job2.ID)
-	waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
-
-	time.Sleep(300 * time.Millisecond) // several poll intervals: no second settlement
-	rows := s.gw.WaitUsage("ada", 2)
-	if len(rows) != 2 || rows[0].Cost != 400_000 || rows[1].Cost != 800_000 {
-		t.Fatalf("usage after a restart and a reload: %+v", rows)
-	}
-	if q, used := s.gw.Quota("ada"); q != 3_800_000 || used != 1_200_000 {
-		t.Fatalf("quota %d used %d, want 3800000 and 1200000", q, used)
-	}
-}
-
-// TestTaskSurvivesKill: a gateway killed while it polls a task holds the
-// task's lease; once the lease runs out (10s here) the next instance takes
-// the task up, and it is settled once.
-func TestTaskSurvivesKill(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job := s.openai.Videos.Last(t)
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{HangPolls: true})
-	time.Sleep(300 * time.Millisecond) // a poll hangs, its lease held
-	s.gw.Kill()
-	st := gatewaytest.OpenStore(t, s.vars["DB"])
-	if task, err := st.TaskByID(context.Background(), sub.Data.TaskID); err != nil || task.LeaseOwner == "" {
-		t.Fatalf("the killed gateway held no lease: %+v %v", task, err)
-	}
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{})
-	s.openai.Videos.Finish(job.ID)
-	s.gw.Restart()
-	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-	rows := s.gw.WaitUsage("ada", 1)
-	if q, used := s.gw.Quota("ada"); len(rows) != 1 || q != 4_600_000 || used != 400_000 {
-		t.Fatalf("after a kill: quota %d used %d rows %+v", q, used, rows)
-	}
-}
-
-// TestTaskTwoInstancesSettleOnce runs two gateways on one database: both
-// poll, both answer status calls that refresh from the vendor, and every
-// task is settled, or refunded, exactly once.
-func TestTaskTwoInstancesSettleOnce(t *testing.T) {
-	s := startTasks(t, "24h")
-	gw2 := s.second(t)
-	key := s.gw.AddUser("ada", 20_000_000)
-	gws := []*gatewaytest.Gateway{s.gw, gw2}
-
-	const n = 8
-	ids := make([]string, n)
-	for i := range n {
-		ids[i] = submitTask(t, gws[i%2], key, fmt.Sprintf(`{"model":"sora-2","prompt":"clip %d","duration":4}`, i)).Data.TaskID
-	}
-	jobs := s.openai.Videos.Jobs()
-	if len(jobs) != n {
-		t.Fatalf("%d jobs reached OpenAI, want %d", len(jobs), n)
-	}
-	// clients hammer both instances' status endpoints meanwhile
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, gw := range gws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				for _, id := range ids {
-					resp, _ := gw.Do(http.MethodGet, "/api/generate/status/"+id, key, nil, nil)
-					if resp.StatusCode != 200 {
-						t.Errorf("status answered %d", resp.StatusCode)
-					}
-				}
-			}
-		}()
-	}
-	for i, j := range jobs {
-		if i%2 == 0 {
-			s.openai.Videos.Finish(j.ID)
-		} else {
-			s.openai.Videos.Fail(j.ID, "generation failed")
-		}
-	}
-	for i, id := range ids {
-		want := map[bool]string{true: "finished", false: "failed"}[i%2 == 0]
-		waitTask(t, gws[(i+1)%2], key, id, want)
-	}
-	time.Sleep(300 * time.Millisecond) // more polls and status calls: still once
-	close(stop)
-	wg.Wait()
-
-	rows := s.gw.WaitUsage("ada", n)
-	if len(rows) != n {
-		t.Fatalf("%d usage rows for %d tasks", len(rows), n)
-	}
-	var charged int64
-	for _, r := range rows {
-		charged += r.Cost
-	}
-	if q, used := s.gw.Quota("ada"); charged != 4*400_000 || used != charged || q != 20_000_000-charged {
-		t.Fatalf("charged %d, quota %d used %d: want 4 tasks of 400000 charged once each", charged, q, used)
-	}
-	u := s.gw.User("ada")
-	if u.RequestCount != n {
-		t.Fatalf("request count %d, want %d", u.RequestCount, n)
-	}
-	st := gatewaytest.OpenStore(t, s.vars["DB"])
-	for _, id := range ids {
-		task, err := st.TaskByID(context.Background(), id)
-		if err != nil || task.FinishedAt.IsZero() || task.LeaseOwner != "" {
-			t.Fatalf("task %s after the end: %+v %v", id, task, err)
-		}
-	}
-}
-
-func TestTaskMaxAge(t *testing.T) {
-	s := startTasks(t, "1s")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"veo-3.0-generate-001","prompt":"never ends","duration":4}`)
-	if q, _ := s.gw.Quota("ada"); q != 5_000_000-1_600_000 {
-		t.Fatalf("quota after submit: %d", q)
-	}
-	failed := waitTask(t, s.gw, key, sub.Data.TaskID, "failed")
-	if !strings.Contains(failed.Data.ErrorMessage, "did not finish within 1s") || !strings.Contains(failed.Data.ErrorMessage, "refunded") {
-		t.Fatalf("expired task: %+v", failed.Data)
-	}
-	s.gw.WaitUsage("ada", 1)
-	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
-		t.Fatalf("an expired task cost: quota %d used %d", q, used)
-	}
-}
-
 // TestTaskStatusRefreshes: when a task's next poll is far off (its
 // backoff has grown), a status call asks the vendor itself, so a client
 // that learned the news elsewhere gets the normalized record in one call.
@@ -597,68 +400,6 @@ func TestTaskStatusRefreshes(t *testing.T) {
 	s.gw.WaitUsage("ada", 1)
 	if q, _ := s.gw.Quota("ada"); q != 4_600_000 {
 		t.Fatalf("quota after a refreshed task: %d", q)
-	}
-}
-
-// TestTaskPollFaults: a vendor that fails, hangs or answers too much on
-// polls does not fail the task; it is polled again and settles once the
-// vendor answers.
-func TestTaskPollFaults(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job := s.openai.Videos.Last(t)
-	s.openai.Videos.Finish(job.ID)
-	for _, f := range []gatewaytest.JobFaults{{PollStatus: 500}, {HangPolls: true}, {HugePolls: 1 << 20}} {
-		s.openai.Videos.SetFaults(f)
-		time.Sleep(400 * time.Millisecond) // polls (and status refreshes) meet the fault
-		if st := taskStatus(t, s.gw, key, sub.Data.TaskID); st.Data.Status != "not_started" {
-			t.Fatalf("status while the vendor misbehaves (%+v): %+v", f, st.Data)
-		}
-	}
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{})
-	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-	if q, _ := s.gw.Quota("ada"); q != 4_600_000 {
-		t.Fatalf("quota after a task polled through faults: %d", q)
-	}
-}
-
-// TestTaskSubmitFaults: a vendor that fails or hangs at submit gets the
-// client a 5xx in the task shape, and the reservation back.
-func TestTaskSubmitFaults(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	for _, tc := range []struct {
-		f      gatewaytest.JobFaults
-		status int
-	}{{gatewaytest.JobFaults{SubmitStatus: 503}, 502}, {gatewaytest.JobFaults{HangSubmits: true}, 504}} {
-		s.gemini.Videos.SetFaults(tc.f)
-		resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"veo-3.0-generate-001","prompt":"x"}`), nil)
-		if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != tc.status || a.Error == nil {
-			t.Fatalf("submit against %+v: %d %s", tc.f, resp.StatusCode, b)
-		}
-	}
-	s.gw.WaitUsage("ada", 2)
-	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
-		t.Fatalf("failed submits cost: quota %d used %d", q, used)
-	}
-
-	// a failing channel fails over to the next; the task lives there
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{SubmitStatus: 500})
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	if len(s.backup.Videos.Jobs()) == 0 || len(s.openai.Videos.Jobs()) != 0 {
-		t.Fatalf("the backup channel got no job (primary has %d)", len(s.openai.Videos.Jobs()))
-	}
-	job := s.backup.Videos.Last(t)
-	s.backup.Videos.Finish(job.ID)
-	done := waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-	resp, b := s.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, s.gw.URL), key, nil, nil)
-	if resp.StatusCode != 200 || !bytes.Equal(b, gatewaytest.VideoBytes(job.ID)) {
-		t.Fatalf("the backup channel's file: %d %q", resp.StatusCode, b)
-	}
-	rows := s.gw.WaitUsage("ada", 3)
-	if last := rows[len(rows)-1]; last.Channel != "openai-backup" || last.Cost != 400_000 {
-		t.Fatalf("the failed-over task's row: %+v", last)
 	}
 }
 
