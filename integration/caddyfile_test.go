@@ -2,6 +2,7 @@ package integration
 
 import (
 	"strings"
+	"testing"
 )
 
 // caddyfile builds the Caddyfile a test starts its gateway from, so that
@@ -187,4 +188,60 @@ func indent(text string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestCaddyfileBuilder: the base is the configuration the builder's doc
+// shows, a part set again keeps its place, and nested blocks are indented.
+func TestCaddyfileBuilder(t *testing.T) {
+	got := gatewayConfig().
+		option("max_attempts 4").
+		option(block("health", "consecutive_failures 2")).
+		channel("a", "openai", "{{UP}}", "sk-a", "m1", "priority 10").
+		channel("b", block("demo", "word_delay 1ns"), "", "", "demo").
+		price("m1", "input 1", "output 2").
+		free("demo").
+		channel("a", "openai", "{{UP}}", "sk-a", "m2").
+		option("max_attempts 3").
+		String()
+	want := `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite {{DB}}
+		max_attempts 3
+		health {
+			consecutive_failures 2
+		}
+		channel a {
+			type openai
+			base_url {{UP}}
+			key sk-a
+			models m2
+		}
+		channel b {
+			type demo {
+				word_delay 1ns
+			}
+			models demo
+		}
+		price m1 {
+			input 1
+			output 2
+		}
+		price demo free
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	route {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+	if got != want {
+		t.Fatalf("built:\n%s\nwant:\n%s", got, want)
+	}
+	if got := gatewayConfig().option("registration on").without("registration").String(); strings.Contains(got, "registration") {
+		t.Fatalf("without left the option in:\n%s", got)
+	}
 }
