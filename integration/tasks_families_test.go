@@ -34,15 +34,6 @@ func familiesConfig(pollTimeout string) *caddyfile {
 		withSite(tasksSite...)
 }
 
-// tasksSite logs to stderr and serves the task endpoints and the model
-// endpoints.
-var tasksSite = []string{
-	logToStderr,
-	"@tasks path /api/generate/*",
-	block("route @tasks", "gateway_auth", "gateway_tasks"),
-	block("route /v1/*", "gateway_auth", "gateway_relay"),
-}
-
 // vendorFake is what the tests drive of each fake vendor.
 type vendorFake interface {
 	Jobs() []gatewaytest.Job

@@ -49,6 +49,15 @@ func (o taskOptions) config() *caddyfile {
 		withSite(tasksSite...)
 }
 
+// tasksSite logs to stderr and serves the task endpoints and the model
+// endpoints.
+var tasksSite = []string{
+	logToStderr,
+	"@tasks path /api/generate/*",
+	block("route @tasks", "gateway_auth", "gateway_tasks"),
+	block("route /v1/*", "gateway_auth", "gateway_relay"),
+}
+
 type taskSetup struct {
 	gw     *gatewaytest.Gateway
 	openai *gatewaytest.FakeOpenAI
