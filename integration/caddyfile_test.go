@@ -49,6 +49,7 @@ var relayRoute = block("route", "gateway_auth", "gateway_relay")
 // it fails.
 var logToStderr = block("log", "output stderr")
 
+// gatewayConfig is the common base, for a test to add to.
 func gatewayConfig() *caddyfile {
 	return &caddyfile{database: "{{DB}}", address: "http://127.0.0.1:{{PORT}}"}
 }
