@@ -16,34 +16,12 @@ import (
 func TestAdapterOptionsFromConfig(t *testing.T) {
 	pinned := gatewaytest.NewFakeAnthropic(t, "sk-ant-pinned")
 	plain := gatewaytest.NewFakeAnthropic(t, "sk-ant-plain")
-	gw := gatewaytest.Start(t, `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel pinned {
-			type anthropic {
-				version 2024-10-22
-				max_tokens 777
-			}
-			base_url {{PINNED}}
-			key sk-ant-pinned
-			models claude-pinned
-		}
-		channel plain {
-			type anthropic
-			base_url {{PLAIN}}
-			key sk-ant-plain
-			models claude-plain
-		}
-		price claude-pinned free
-		price claude-plain free
-	}
-}
-:{{PORT}} {
-	gateway_auth
-	gateway_relay
-}
-`, gatewaytest.Vars{"PINNED": pinned.BaseURL(), "PLAIN": plain.BaseURL()})
+	gw := gatewaytest.Start(t, gatewayConfig().
+		channel("pinned", block("anthropic", "version 2024-10-22", "max_tokens 777"), "{{PINNED}}", "sk-ant-pinned", "claude-pinned").
+		channel("plain", "anthropic", "{{PLAIN}}", "sk-ant-plain", "claude-plain").
+		free("claude-pinned", "claude-plain").
+		withAddress(":{{PORT}}").
+		withSite("gateway_auth", "gateway_relay").String(), gatewaytest.Vars{"PINNED": pinned.BaseURL(), "PLAIN": plain.BaseURL()})
 	key := gw.AddUser("opts", 0)
 	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	for _, model := range []string{"claude-pinned", "claude-plain"} {

@@ -56,72 +56,21 @@ func (r *recorder) last() map[string]any {
 	return r.bodies[len(r.bodies)-1]
 }
 
-// reservationCaddyfile: one channel per family, each model's max_output
+// reservationConfig: one channel per family, each model's max_output
 // from the price table; output at 2 USD per million tokens is 2 units a
 // token. gpt-tier's channel allows the priority service tier.
-const reservationCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel oa {
-			type openai
-			base_url {{UP}}
-			key sk-up
-			models gpt-x gpt-4o-mini
-		}
-		channel oa-tier {
-			type openai
-			base_url {{UP}}
-			key sk-up
-			models gpt-tier
-			allow_fields service_tier
-		}
-		channel an {
-			type anthropic
-			base_url {{UP}}
-			key sk-up
-			models claude-x
-		}
-		channel ge {
-			type gemini
-			base_url {{UP}}
-			key sk-up
-			models gemini-x
-		}
-		price gpt-x {
-			input 1
-			output 2
-			max_output 16384
-		}
-		price gpt-4o-mini {
-			input 1
-			output 2
-			max_output 16384
-		}
-		price gpt-tier {
-			input 1
-			output 2
-		}
-		price claude-x {
-			input 1
-			output 2
-			max_output 64000
-		}
-		price gemini-x {
-			input 1
-			output 2
-			max_output 65536
-		}
-	}
+func reservationConfig() *caddyfile {
+	return gatewayConfig().
+		channel("oa", "openai", "{{UP}}", "sk-up", "gpt-x gpt-4o-mini").
+		channel("oa-tier", "openai", "{{UP}}", "sk-up", "gpt-tier", "allow_fields service_tier").
+		channel("an", "anthropic", "{{UP}}", "sk-up", "claude-x").
+		channel("ge", "gemini", "{{UP}}", "sk-up", "gemini-x").
+		price("gpt-x", "input 1", "output 2", "max_output 16384").
+		price("gpt-4o-mini", "input 1", "output 2", "max_output 16384").
+		price("gpt-tier", "input 1", "output 2").
+		price("claude-x", "input 1", "output 2", "max_output 64000").
+		price("gemini-x", "input 1", "output 2", "max_output 65536")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 func post(t *testing.T, gw *gatewaytest.Gateway, path, key, body string, header http.Header) reply {
 	t.Helper()
@@ -143,7 +92,7 @@ func num(v any) int64 {
 // limit, by each vendor's name for it, and lowered to what the quota covers.
 func TestRequestWithoutLimitSendsTheReservedAllowance(t *testing.T) {
 	up := newRecorder(t)
-	gw := gatewaytest.Start(t, reservationCaddyfile, gatewaytest.Vars{"UP": up.URL})
+	gw := gatewaytest.Start(t, reservationConfig().String(), gatewaytest.Vars{"UP": up.URL})
 	rich := gw.AddUser("rich", 1_000_000_000)
 	av := http.Header{"Anthropic-Version": {"2023-06-01"}}
 	openaiBody := `{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}`
@@ -261,12 +210,11 @@ func TestImagePartsReserveTheVendorsWorstCase(t *testing.T) {
 			}
 		}
 	}
-	gw := gatewaytest.Start(t, reservationCaddyfile, gatewaytest.Vars{"UP": up.URL})
+	gw := gatewaytest.Start(t, reservationConfig().String(), gatewaytest.Vars{"UP": up.URL})
 	check(gw, map[string]int64{"gpt-x": 85 + 8*170, "gpt-4o-mini": 2833 + 8*5667, "claude-x": 1600, "gemini-x": 1120})
 	gw.Stop()
 
-	set := strings.Replace(reservationCaddyfile, "database sqlite {{DB}}", "database sqlite {{DB}}\n\t\tpart_tokens 5000", 1)
-	gw = gatewaytest.Start(t, set, gatewaytest.Vars{"UP": up.URL})
+	gw = gatewaytest.Start(t, reservationConfig().option("part_tokens 5000").String(), gatewaytest.Vars{"UP": up.URL})
 	check(gw, map[string]int64{"gpt-x": 5000, "gpt-4o-mini": 5000, "claude-x": 5000, "gemini-x": 5000})
 }
 
@@ -274,7 +222,7 @@ func TestImagePartsReserveTheVendorsWorstCase(t *testing.T) {
 // is refused with a 400 naming the field, unless the channel allows it.
 func TestPriceChangingFieldsNeedTheChannelsConsent(t *testing.T) {
 	up := newRecorder(t)
-	gw := gatewaytest.Start(t, reservationCaddyfile, gatewaytest.Vars{"UP": up.URL})
+	gw := gatewaytest.Start(t, reservationConfig().String(), gatewaytest.Vars{"UP": up.URL})
 	key := gw.AddUser("tia", 1_000_000_000)
 	body := `{"model":"gpt-x","service_tier":"priority","messages":[{"role":"user","content":"hi"}]}`
 	r := post(t, gw, "/v1/chat/completions", key, body, nil)

@@ -284,7 +284,7 @@ func TestChannelKeyRefused(t *testing.T) {
 	t.Setenv("GATEWAY_TEST_UPSTREAM_KEY", "sk-up-1")
 	primary := gatewaytest.NewFakeOpenAI(t, "sk-up-1-rotated") // the channel's key is stale
 	backup := gatewaytest.NewFakeOpenAI(t, "sk-up-2")
-	gw := gatewaytest.Start(t, openaiCaddyfile, gatewaytest.Vars{"UP1": primary.URL, "UP2": backup.URL})
+	gw := gatewaytest.Start(t, openaiConfig().String(), gatewaytest.Vars{"UP1": primary.URL, "UP2": backup.URL})
 	key := gw.AddUser("lena", 1_000_000)
 	c := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	if _, err := c.Chat.Completions.New(context.Background(), chatParams("gpt-4o-mini", "hi")); err != nil {

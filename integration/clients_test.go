@@ -160,48 +160,16 @@ func TestCodexRequestsEveryFamily(t *testing.T) {
 	}
 }
 
-// geminiCLICaddyfile maps Gemini CLI's default models, as the README shows:
+// geminiCLIConfig maps Gemini CLI's default models, as the README shows:
 // its main model to a Claude channel, its routing classifier to an OpenAI
 // one.
-const geminiCLICaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel claude {
-			type anthropic
-			base_url {{ANT}}
-			key sk-ant-up
-			models claude-test
-			model_map gemini-3.1-pro-preview claude-test
-		}
-		channel gem {
-			type gemini
-			base_url {{GEM}}
-			key AIza-up
-			models gemini-test
-		}
-		channel gpt {
-			type openai
-			base_url {{OAI}}
-			key sk-oai-up
-			models gpt-test
-			model_map gemini-3.5-flash-lite gpt-test
-		}
-		price claude-test free
-		price gemini-test free
-		price gpt-test free
-		price gemini-3.1-pro-preview free
-		price gemini-3.5-flash-lite free
-	}
+func geminiCLIConfig() *caddyfile {
+	return gatewayConfig().
+		channel("claude", "anthropic", "{{ANT}}", "sk-ant-up", "claude-test", "model_map gemini-3.1-pro-preview claude-test").
+		channel("gem", "gemini", "{{GEM}}", "AIza-up", "gemini-test").
+		channel("gpt", "openai", "{{OAI}}", "sk-oai-up", "gpt-test", "model_map gemini-3.5-flash-lite gpt-test").
+		free("claude-test", "gemini-test", "gpt-test", "gemini-3.1-pro-preview", "gemini-3.5-flash-lite")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 // TestGeminiCLIRequestsEveryFamily: Gemini CLI's routing classifier call
 // (JSON output with a schema, topK, thinkingLevel) and its main streamed
@@ -209,7 +177,7 @@ http://127.0.0.1:{{PORT}} {
 // the operator maps them.
 func TestGeminiCLIRequestsEveryFamily(t *testing.T) {
 	ant, gem, oai := gatewaytest.NewFakeAnthropic(t, "sk-ant-up"), gatewaytest.NewFakeGemini(t, "AIza-up"), gatewaytest.NewFakeOpenAI(t, "sk-oai-up")
-	gw := gatewaytest.Start(t, geminiCLICaddyfile, gatewaytest.Vars{"ANT": ant.BaseURL(), "GEM": gem.BaseURL(), "OAI": oai.BaseURL()})
+	gw := gatewaytest.Start(t, geminiCLIConfig().String(), gatewaytest.Vars{"ANT": ant.BaseURL(), "GEM": gem.BaseURL(), "OAI": oai.BaseURL()})
 	key := gw.AddUser("gemini-cli", 10_000_000)
 	h := http.Header{"x-goog-api-key": {key}}
 	for _, model := range []string{"gemini-3.1-pro-preview", "gemini-3.5-flash-lite", "claude-test", "gemini-test", "gpt-test"} {

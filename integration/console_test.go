@@ -381,70 +381,31 @@ func TestConsoleServesPages(t *testing.T) {
 	}
 }
 
-// playgroundModels are channels serving every kind of model, with the
-// prices Caddyfile.example gives them; the upstreams are never called.
-const playgroundModels = `channel demo {
-			type demo
-			models demo
-		}
-		channel openai {
-			type openai
-			base_url http://127.0.0.1:9
-			key sk-never-used-0001
-			models gpt-4o-mini text-embedding-3-small gpt-4o-realtime-preview dall-e-3 whisper-1 tts-1
-		}
-		channel cohere {
-			type cohere
-			base_url http://127.0.0.1:9
-			key never-used-0002
-			models rerank-v3.5
-		}
-		channel minimax {
-			type minimax
-			base_url http://127.0.0.1:9
-			key never-used-0003
-			models MiniMax-Hailuo-02
-		}
-		price gpt-4o-mini {
-			input 0.15
-			output 0.60
-		}
-		price text-embedding-3-small {
-			input 0.02
-		}
-		price gpt-4o-realtime-preview {
-			input 5
-			output 20
-			audio_input 40
-			audio_output 80
-		}
-		price dall-e-3 {
-			image 1024x1024 standard 0.04
-		}
-		price whisper-1 {
-			audio_second 0.0001
-		}
-		price tts-1 {
-			characters 15
-		}
-		price rerank-v3.5 {
-			search_unit 0.002
-		}
-		price MiniMax-Hailuo-02 {
-			video_second 0.082
-			max_seconds 6
-		}`
+// playgroundConfig adds to the account configuration channels serving
+// every kind of model, with the prices Caddyfile.example gives them; the
+// upstreams are never called.
+func playgroundConfig() *caddyfile {
+	return accountConfig("off", 1000, 1000).
+		channel("openai", "openai", "http://127.0.0.1:9", "sk-never-used-0001",
+			"gpt-4o-mini text-embedding-3-small gpt-4o-realtime-preview dall-e-3 whisper-1 tts-1").
+		channel("cohere", "cohere", "http://127.0.0.1:9", "never-used-0002", "rerank-v3.5").
+		channel("minimax", "minimax", "http://127.0.0.1:9", "never-used-0003", "MiniMax-Hailuo-02").
+		price("gpt-4o-mini", "input 0.15", "output 0.60").
+		price("text-embedding-3-small", "input 0.02").
+		price("gpt-4o-realtime-preview", "input 5", "output 20", "audio_input 40", "audio_output 80").
+		price("dall-e-3", "image 1024x1024 standard 0.04").
+		price("whisper-1", "audio_second 0.0001").
+		price("tts-1", "characters 15").
+		price("rerank-v3.5", "search_unit 0.002").
+		price("MiniMax-Hailuo-02", "video_second 0.082", "max_seconds 6")
+}
 
 // TestPlaygroundOffersChatModels: with image, audio, Realtime, rerank,
 // embedding and video models configured too, the playground offers only
 // the models it can run, selects demo, and what is typed and sent is
 // answered.
 func TestPlaygroundOffersChatModels(t *testing.T) {
-	caddyfile := strings.Replace(accountCaddyfile, `channel demo {
-			type demo
-			models demo
-		}`, playgroundModels, 1)
-	g := gatewaytest.Start(t, caddyfile, gatewaytest.Vars{"REGISTRATION": "off", "RATE": "1000", "SIGNUPS": "1000"})
+	g := gatewaytest.Start(t, playgroundConfig().String(), nil)
 	createUser(g, "pia", 5_000_000, "user")
 	b := startBrowser(t, g)
 	b.open("/", `!document.getElementById('login-card').hidden`)

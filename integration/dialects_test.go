@@ -27,9 +27,9 @@ import (
 type upstreamFamily struct {
 	typ, channel, model, key string
 	start                    func(t testing.TB, key string) gatewaytest.Fake
-	// price is the model's Caddyfile price block body; cost what one turn
-	// of the matrix costs in units at that price
-	price string
+	// price is the terms of the model's Caddyfile price; cost what one
+	// turn of the matrix costs in units at that price
+	price []string
 	cost  int64
 	// check looks at the second upstream request of a conversation for
 	// what the family needs carried back
@@ -44,7 +44,7 @@ var families = []upstreamFamily{
 	{
 		typ: "anthropic", channel: "claude", model: "claude-test", key: "sk-ant-up",
 		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeAnthropic(t, key) },
-		price: "input 3\n\t\t\toutput 15\n\t\t\tcached_input 0.30", cost: 272,
+		price: []string{"input 3", "output 15", "cached_input 0.30"}, cost: 272,
 		check: func(t *testing.T, _ string, second gatewaytest.Recorded) {
 			if second.Header.Get("anthropic-version") == "" {
 				t.Error("no anthropic-version upstream")
@@ -54,7 +54,7 @@ var families = []upstreamFamily{
 	{
 		typ: "gemini", channel: "gem", model: "gemini-test", key: "AIza-up",
 		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeGemini(t, key) },
-		price: "input 0.30\n\t\t\toutput 2.50\n\t\t\tcached_input 0.075", cost: 40,
+		price: []string{"input 0.30", "output 2.50", "cached_input 0.075"}, cost: 40,
 		check: func(t *testing.T, client string, second gatewaytest.Recorded) {
 			// Anthropic clients carry Gemini's signature in a thinking
 			// block; Gemini clients send it as they got it; OpenAI's
@@ -67,7 +67,7 @@ var families = []upstreamFamily{
 	{
 		typ: "azure", channel: "az", model: "azure-test", key: "az-up",
 		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeAzure(t, key) },
-		price: "input 0.15\n\t\t\toutput 0.60\n\t\t\tcached_input 0.075", cost: 13,
+		price: []string{"input 0.15", "output 0.60", "cached_input 0.075"}, cost: 13,
 		check: func(t *testing.T, _ string, second gatewaytest.Recorded) {
 			if second.Path != "/openai/deployments/azure-test/chat/completions" || second.Header.Get("Authorization") != "" {
 				t.Errorf("the Azure upstream got %s with Authorization %q", second.Path, second.Header.Get("Authorization"))
@@ -77,24 +77,21 @@ var families = []upstreamFamily{
 	{
 		typ: "openai", channel: "gpt", model: "gpt-test", key: "sk-oai-up",
 		start: func(t testing.TB, key string) gatewaytest.Fake { return gatewaytest.NewFakeOpenAI(t, key) },
-		price: "input 0.15\n\t\t\toutput 0.60\n\t\t\tcached_input 0.075", cost: 13,
+		price: []string{"input 0.15", "output 0.60", "cached_input 0.075"}, cost: 13,
 		check: func(*testing.T, string, gatewaytest.Recorded) {},
 	},
 }
 
-// dialectsCaddyfile has one channel of each family, each serving one model.
-func dialectsCaddyfile() string {
-	var b strings.Builder
-	b.WriteString("{\n\tadmin {{ADMIN}}\n\tgateway {\n\t\tdatabase sqlite {{DB}}\n")
+// dialectsConfig has one channel of each family, each serving one model.
+func dialectsConfig() *caddyfile {
+	c := gatewayConfig()
 	for _, f := range families {
-		fmt.Fprintf(&b, "\t\tchannel %s {\n\t\t\ttype %s\n\t\t\tbase_url {{%s}}\n\t\t\tkey %s\n\t\t\tmodels %s\n\t\t}\n",
-			f.channel, f.typ, strings.ToUpper(f.channel), f.key, f.model)
+		c.channel(f.channel, f.typ, "{{"+strings.ToUpper(f.channel)+"}}", f.key, f.model)
 	}
 	for _, f := range families {
-		fmt.Fprintf(&b, "\t\tprice %s {\n\t\t\t%s\n\t\t}\n", f.model, f.price)
+		c.price(f.model, f.price...)
 	}
-	b.WriteString("\t}\n}\n\nhttp://127.0.0.1:{{PORT}} {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n")
-	return b.String()
+	return c
 }
 
 // the counts every fake reports in the matrix: 30 fresh + 5 cached prompt
@@ -122,7 +119,7 @@ func startDialects(t *testing.T) *dialectsSetup {
 		s.fakes[f.model] = fake
 		vars[strings.ToUpper(f.channel)] = fake.BaseURL()
 	}
-	s.gw = gatewaytest.Start(t, dialectsCaddyfile(), vars)
+	s.gw = gatewaytest.Start(t, dialectsConfig().String(), vars)
 	return s
 }
 

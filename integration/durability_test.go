@@ -20,41 +20,25 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// billingCaddyfile is one OpenAI channel serving a priced model
+// billingConfig is one OpenAI channel serving a priced model
 // (gpt-4o-mini: 10 prompt + 20 completion tokens from the fake cost 14
-// units) and a free one, with room for the test's own gateway options.
-const billingCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DSN}}
-		token_cache_ttl 1s
-		{{EXTRA}}
-		channel up {
-			type openai
-			base_url {{UP}}
-			key sk-up
-			models gpt-4o-mini free-model
-		}
-		price gpt-4o-mini {
-			input 0.15
-			output 0.60
-		}
-		price free-model free
-	}
+// units) and a free one, with the database at {{DSN}} and the test's own
+// gateway option extra ("" for none).
+func billingConfig(extra string) *caddyfile {
+	return gatewayConfig().
+		withDatabase("{{DSN}}").
+		option("token_cache_ttl 1s").
+		option(extra).
+		channel("up", "openai", "{{UP}}", "sk-up", "gpt-4o-mini free-model").
+		price("gpt-4o-mini", "input 0.15", "output 0.60").
+		free("free-model")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type billingSetup struct {
 	gw   *gatewaytest.Gateway
 	up   *gatewaytest.FakeOpenAI
 	vars gatewaytest.Vars
+	cfg  *caddyfile
 }
 
 // startBilling starts the gateway; dsn may name {{DB}} with SQLite URI
@@ -62,8 +46,9 @@ type billingSetup struct {
 func startBilling(t *testing.T, dsn, extra string) *billingSetup {
 	t.Helper()
 	s := &billingSetup{up: gatewaytest.NewFakeOpenAI(t, "sk-up")}
-	s.vars = gatewaytest.Vars{"UP": s.up.URL, "EXTRA": extra, "DSN": dsn}
-	s.gw = gatewaytest.Start(t, billingCaddyfile, s.vars)
+	s.vars = gatewaytest.Vars{"UP": s.up.URL, "DSN": dsn}
+	s.cfg = billingConfig(extra)
+	s.gw = gatewaytest.Start(t, s.cfg.String(), s.vars)
 	return s
 }
 
@@ -181,7 +166,7 @@ func journalRows(t *testing.T, path string) int {
 // lock while requests keep coming; their rows go to the journal, and once
 // the lock is gone they reach the database, each once, balances exact.
 func TestDatabaseLockedMidLoad(t *testing.T) {
-	s := startBilling(t, shortBusy, "usage {\n retry_interval 50ms\n }")
+	s := startBilling(t, shortBusy, block("usage", "retry_interval 50ms"))
 	const quota = 100_000_000
 	key := s.gw.AddUser("lena", quota)
 	journal := s.gw.DBPath + ".usage-journal"
@@ -221,9 +206,9 @@ func TestDatabaseDiskFaultsMidLoad(t *testing.T) {
 		t.Run(errno, func(t *testing.T) {
 			up := gatewaytest.NewFakeOpenAI(t, "sk-up")
 			journal := filepath.Join(t.TempDir(), "usage-journal")
-			vars := gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}",
-				"EXTRA": "usage {\n journal " + journal + "\n retry_interval 50ms\n }"}
-			gw, disk := gatewaytest.StartWithDiskFaults(t, billingCaddyfile, vars)
+			gw, disk := gatewaytest.StartWithDiskFaults(t,
+				billingConfig(block("usage", "journal "+journal, "retry_interval 50ms")).String(),
+				gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"})
 			const quota = 100_000_000
 			key := gw.AddUser("dora", quota)
 			l := startLoad(t, gw, key, "gpt-4o-mini", 4)
@@ -267,7 +252,7 @@ func TestJournalUnwritableRefusesPricedRequests(t *testing.T) {
 	if err := os.Symlink("/dev/full", journal); err != nil {
 		t.Fatal(err)
 	}
-	s := startBilling(t, shortBusy, "usage {\n journal "+journal+"\n retry_interval 50ms\n }")
+	s := startBilling(t, shortBusy, block("usage", "journal "+journal, "retry_interval 50ms"))
 	const quota = 100_000_000
 	key := s.gw.AddUser("nora", quota)
 	if r := chat(t, s.gw, key, "gpt-4o-mini", false); r.status != 200 {
@@ -332,7 +317,7 @@ func TestJournalUnwritableRefusesPricedRequests(t *testing.T) {
 // TestUsageQueueFullAnswers503: a queue of 2 rows, held by two streams in
 // flight: a third request is answered 503 at once, not made to wait.
 func TestUsageQueueFullAnswers503(t *testing.T) {
-	s := startBilling(t, "{{DB}}", "usage {\n queue_size 2\n }")
+	s := startBilling(t, "{{DB}}", block("usage", "queue_size 2"))
 	key := s.gw.AddUser("otto", 100_000_000)
 	s.up.Set(func(b *gatewaytest.Behavior) {
 		b.Reply = "one two three four five six"
@@ -392,7 +377,7 @@ func TestSIGKILLAfterLoad(t *testing.T) {
 // exactly what the rows charge (rows of answers cut by the kill may be
 // there too: their upstream answered).
 func TestSIGKILLUnderLoad(t *testing.T) {
-	s := startBilling(t, "{{DB}}", "usage {\n linger 50ms\n }")
+	s := startBilling(t, "{{DB}}", block("usage", "linger 50ms"))
 	const quota = 100_000_000
 	key := s.gw.AddUser("kira", quota)
 	var (
@@ -550,7 +535,7 @@ func TestReloadChangesDatabaseUnderLoad(t *testing.T) {
 		vars[k] = v
 	}
 	vars["DSN"] = second
-	s.gw.Reload(billingCaddyfile, vars)
+	s.gw.Reload(s.cfg.String(), vars)
 	l.waitSent(t, 100)
 	counts := l.finish()
 	// a keep-alive connection the old server closes under a request

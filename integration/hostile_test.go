@@ -3,12 +3,18 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
 // TestHostileInput: bodies the gateway refuses before they reach an
@@ -155,5 +161,31 @@ func TestImageURLsBounded(t *testing.T) {
 	}
 	if n := len(s.gem.Requests()); n != 0 {
 		t.Fatalf("the upstream got %d requests", n)
+	}
+}
+
+// TestStalledHeadersAreClosed: with read_header set, a client that sends
+// part of a request and stalls has its connection closed by the server
+// instead of holding it (and a goroutine) open.
+func TestStalledHeadersAreClosed(t *testing.T) {
+	gw := gatewaytest.Start(t, gatewayConfig().
+		withServers(block("timeouts", "read_header 200ms")).
+		withAddress(":{{PORT}}").
+		withSite("gateway_health live").String(), nil)
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", gw.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /livez HTTP/1.1\r\nHost: gateway\r\nX-Slow: ")); err != nil {
+		t.Fatal(err)
+	}
+	// a safety net so a broken server fails the test instead of hanging
+	// it; the server closes long before
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server kept a connection with half a request open")
 	}
 }

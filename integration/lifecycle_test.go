@@ -26,8 +26,9 @@ func TestReloadKeepsInFlightStreams(t *testing.T) {
 		t.Fatalf("no first chunk: %v", stream.Err())
 	}
 	// drop the primary channel: only the backup serves gpt-4o-mini now
-	without := strings.Replace(openaiCaddyfile, "models gpt-4o-mini text-embedding-3-small", "models text-embedding-3-small", 1)
-	s.gw.Reload(without, gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
+	without := openaiConfig().channel("primary", "openai", "{{UP1}}", "{env.GATEWAY_TEST_UPSTREAM_KEY}",
+		"text-embedding-3-small gpt-3.5-turbo-instruct unpriced-model", "model_map mini-alias gpt-4o-mini", "priority 10")
+	s.gw.Reload(without.String(), gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
 
 	var text strings.Builder
 	for stream.Next() {

@@ -40,7 +40,7 @@ func burst(t *testing.T, gw *gatewaytest.Gateway, key, model string, n int) (map
 // model and a zero balance too; over the limit is a 429 worth retrying,
 // with Retry-After, and a usage row.
 func TestRateLimitsHoldExactly(t *testing.T) {
-	s := startBilling(t, "{{DB}}", "limits {\n rpm 4\n }")
+	s := startBilling(t, "{{DB}}", block("limits", "rpm 4"))
 	byDefault := s.gw.AddUser("lim", 0)
 	own := s.gw.AddToken("lim", "--rpm", "3")
 

@@ -72,43 +72,15 @@ func TestExampleLogHidesRealtimeSubprotocolKey(t *testing.T) {
 	}
 }
 
-// failureLogCaddyfile: "solo" is served by one failing channel; "pair" by
+// failureLogConfig: "solo" is served by one failing channel; "pair" by
 // a failing channel and, below it, a working one.
-const failureLogCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel solo {
-			type openai
-			base_url {{DOWN}}
-			key sk-failure-log-down
-			models solo
-		}
-		channel first {
-			type openai
-			base_url {{DOWN}}
-			key sk-failure-log-down
-			models pair
-			priority 10
-		}
-		channel second {
-			type openai
-			base_url {{UP}}
-			key sk-failure-log-up
-			models pair
-		}
-		price solo free
-		price pair free
-	}
+func failureLogConfig() *caddyfile {
+	return gatewayConfig().
+		channel("solo", "openai", "{{DOWN}}", "sk-failure-log-down", "solo").
+		channel("first", "openai", "{{DOWN}}", "sk-failure-log-down", "pair", "priority 10").
+		channel("second", "openai", "{{UP}}", "sk-failure-log-up", "pair").
+		free("solo", "pair")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 // logLine is a line of the gateway's JSON log, as far as these tests read it.
 type logLine struct {
@@ -138,7 +110,7 @@ func TestUpstreamOutageLogsOncePerInterval(t *testing.T) {
 	down := gatewaytest.NewFakeOpenAI(t, "sk-failure-log-down")
 	down.Set(func(b *gatewaytest.Behavior) { b.FailStatus = http.StatusServiceUnavailable })
 	up := gatewaytest.NewFakeOpenAI(t, "sk-failure-log-up")
-	gw := gatewaytest.Start(t, failureLogCaddyfile, gatewaytest.Vars{"DOWN": down.BaseURL(), "UP": up.BaseURL()})
+	gw := gatewaytest.Start(t, failureLogConfig().String(), gatewaytest.Vars{"DOWN": down.BaseURL(), "UP": up.BaseURL()})
 	key := gw.AddUser("outage", 1_000_000)
 	chat := func(model string) int {
 		resp, _ := gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`), nil)
@@ -220,40 +192,27 @@ func TestUpstreamOutageLogsOncePerInterval(t *testing.T) {
 	}
 }
 
-// plainLogCaddyfile: a site's own access log, as a Caddy user writes one,
+// plainLogConfig: a site's own access log, as a Caddy user writes one,
 // with no filter and Caddy's defaults (log_credentials off).
-const plainLogCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel demo {
-			type demo
-			models demo
-		}
-		price demo free
-	}
+func plainLogConfig() *caddyfile {
+	return gatewayConfig().
+		channel("demo", "demo", "", "", "demo").
+		free("demo").
+		withSite(
+			block("log", "output file {{LOG}}", "format json"),
+			block("route",
+				"gateway_auth",
+				"# placeholders read after gateway_auth see the request as stripped",
+				`header X-Seen "{http.request.uri} {http.request.header.X-Api-Key} {http.request.header.X-Goog-Api-Key} {http.request.header.Sec-Websocket-Protocol}"`,
+				"gateway_relay"))
 }
-
-http://127.0.0.1:{{PORT}} {
-	log {
-		output file {{LOG}}
-		format json
-	}
-	route {
-		gateway_auth
-		# placeholders read after gateway_auth see the request as stripped
-		header X-Seen "{http.request.uri} {http.request.header.X-Api-Key} {http.request.header.X-Goog-Api-Key} {http.request.header.Sec-Websocket-Protocol}"
-		gateway_relay
-	}
-}
-`
 
 // TestKeysStayOutOfAnyAccessLog: whichever way a key is sent, a site's
 // plain access log (no filter) holds none, while still logging each
 // request as Caddy does.
 func TestKeysStayOutOfAnyAccessLog(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "access.log")
-	gw := gatewaytest.Start(t, plainLogCaddyfile, gatewaytest.Vars{"LOG": logFile})
+	gw := gatewaytest.Start(t, plainLogConfig().String(), gatewaytest.Vars{"LOG": logFile})
 	gw.CLI("user", "add", "--username", "logs", "--password", "password-logs", "--quota", "1000000")
 	keys := map[string]string{}
 	for _, how := range []string{"authorization", "x-api-key", "x-goog-api-key", "query", "subprotocol"} {

@@ -6,11 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"math/rand"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,78 +19,41 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// mediaCaddyfile serves image and audio models on an OpenAI channel, two
+// mediaConfig serves image and audio models on an OpenAI channel, two
 // Gemini image models (Imagen and image output) on a Gemini channel, and a
 // Claude model whose family has no media endpoints, with the prices the
 // tests check.
-const mediaCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		max_upload_size {{UPLOAD}}
-		channel openai {
-			type openai
-			base_url {{OPENAI}}
-			key sk-media-openai
-			models gpt-image-1 dall-e-3 whisper-1 tts-1
-		}
-		channel gemini {
-			type gemini
-			base_url {{GEMINI}}
-			key sk-media-gemini
-			models imagen-4.0-generate-001 gemini-2.5-flash-image
-		}
-		channel claude {
-			type anthropic
-			base_url {{ANTHROPIC}}
-			key sk-media-anthropic
-			models claude-sonnet-4-6
-		}
-		price gpt-image-1 {
-			input 5
-			image_input 10
-			output 40
-			image 1024x1024 low 0.011
-			image 1024x1024 medium 0.042
-			image 1024x1024 high 0.167
-			image 1024x1536 high 0.25
-			image 1536x1024 high 0.25
-		}
-		price dall-e-3 {
-			image 1024x1024 standard 0.04
-			image 1024x1792 standard 0.08
-			image 1792x1024 standard 0.08
-			image 1024x1024 hd 0.08
-			image 1024x1792 hd 0.12
-			image 1792x1024 hd 0.12
-		}
-		price whisper-1 {
-			audio_second 0.0001
-		}
-		price tts-1 {
-			characters 15
-		}
-		price imagen-4.0-generate-001 {
-			image 0.04
-		}
-		price gemini-2.5-flash-image {
-			input 0.30
-			output 30
-		}
-		price claude-sonnet-4-6 {
-			input 3
-			output 15
-		}
+func mediaConfig(upload string, options ...string) *caddyfile {
+	c := gatewayConfig().option("max_upload_size " + upload)
+	for _, o := range options {
+		c.option(o)
 	}
+	return c.
+		channel("openai", "openai", "{{OPENAI}}", "sk-media-openai", "gpt-image-1 dall-e-3 whisper-1 tts-1").
+		channel("gemini", "gemini", "{{GEMINI}}", "sk-media-gemini", "imagen-4.0-generate-001 gemini-2.5-flash-image").
+		channel("claude", "anthropic", "{{ANTHROPIC}}", "sk-media-anthropic", "claude-sonnet-4-6").
+		price("gpt-image-1",
+			"input 5",
+			"image_input 10",
+			"output 40",
+			"image 1024x1024 low 0.011",
+			"image 1024x1024 medium 0.042",
+			"image 1024x1024 high 0.167",
+			"image 1024x1536 high 0.25",
+			"image 1536x1024 high 0.25").
+		price("dall-e-3",
+			"image 1024x1024 standard 0.04",
+			"image 1024x1792 standard 0.08",
+			"image 1792x1024 standard 0.08",
+			"image 1024x1024 hd 0.08",
+			"image 1024x1792 hd 0.12",
+			"image 1792x1024 hd 0.12").
+		price("whisper-1", "audio_second 0.0001").
+		price("tts-1", "characters 15").
+		price("imagen-4.0-generate-001", "image 0.04").
+		price("gemini-2.5-flash-image", "input 0.30", "output 30").
+		price("claude-sonnet-4-6", "input 3", "output 15")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type mediaSetup struct {
 	gw     *gatewaytest.Gateway
@@ -103,14 +64,16 @@ type mediaSetup struct {
 
 const mediaQuota = 100_000_000 // 100 USD
 
-func startMedia(t *testing.T, upload string) *mediaSetup {
+// startMedia starts the media gateway with uploads up to upload and the
+// further gateway options given.
+func startMedia(t *testing.T, upload string, options ...string) *mediaSetup {
 	t.Helper()
 	s := &mediaSetup{
 		openai: gatewaytest.NewFakeOpenAI(t, "sk-media-openai"),
 		gemini: gatewaytest.NewFakeGemini(t, "sk-media-gemini"),
 	}
 	claude := gatewaytest.NewFakeAnthropic(t, "sk-media-anthropic")
-	s.gw = gatewaytest.Start(t, mediaCaddyfile, gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "ANTHROPIC": claude.URL, "UPLOAD": upload})
+	s.gw = gatewaytest.Start(t, mediaConfig(upload, options...).String(), gatewaytest.Vars{"OPENAI": s.openai.URL, "GEMINI": s.gemini.URL, "ANTHROPIC": claude.URL})
 	s.key = s.gw.AddUser("artist", mediaQuota)
 	return s
 }
@@ -418,311 +381,4 @@ func form(t *testing.T, fields map[string]string, files map[string][]byte) ([]by
 	}
 	mw.Close()
 	return b.Bytes(), mw.FormDataContentType()
-}
-
-func TestMediaAudio(t *testing.T) {
-	s := startMedia(t, "25MB")
-	c := s.client()
-	ctx := context.Background()
-	u := &usageCheck{t: t, s: s}
-	audio := randomBytes(7, 512<<10)
-	// 7.25 s at 0.0001 USD a second
-	const transcriptionCost = 725
-
-	params := func(format openai.AudioResponseFormat) openai.AudioTranscriptionNewParams {
-		return openai.AudioTranscriptionNewParams{Model: "whisper-1", File: openai.File(bytes.NewReader(audio), "speech.mp3", "audio/mpeg"), ResponseFormat: format}
-	}
-	t.Run("json and verbose_json", func(t *testing.T) {
-		res, err := c.Audio.Transcriptions.New(ctx, params(openai.AudioResponseFormatJSON))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Text != gatewaytest.FakeTranscriptText() || res.Usage.Seconds != gatewaytest.FakeAudioSeconds {
-			t.Fatalf("answer %+v", res)
-		}
-		last := s.openai.Requests()[len(s.openai.Requests())-1]
-		if len(last.Files) != 1 || last.Files[0].SHA256 != sha(audio) || last.Files[0].Filename != "speech.mp3" || last.Body["response_format"] != "json" {
-			t.Fatalf("upstream got %+v %v", last.Files, last.Body)
-		}
-		u.expect("/v1/audio/transcriptions", "whisper-1", 200, transcriptionCost)
-
-		res, err = c.Audio.Transcriptions.New(ctx, params(openai.AudioResponseFormatVerboseJSON))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Duration != gatewaytest.FakeAudioSeconds || len(res.Segments) != 2 || res.Language != "english" {
-			t.Fatalf("answer %+v", res)
-		}
-		u.expect("/v1/audio/transcriptions", "whisper-1", 200, transcriptionCost)
-	})
-
-	want := map[openai.AudioResponseFormat]struct{ body, ct, upstream string }{
-		openai.AudioResponseFormatText: {gatewaytest.FakeTranscriptText() + "\n", "text/plain; charset=utf-8", "json"},
-		openai.AudioResponseFormatSRT: {"1\n00:00:00,000 --> 00:00:03,500\nHello from the fake upstream.\n\n2\n00:00:03,500 --> 00:00:07,250\nThis is a test.\n\n",
-			"text/plain; charset=utf-8", "verbose_json"},
-		openai.AudioResponseFormatVTT: {"WEBVTT\n\n00:00:00.000 --> 00:00:03.500\nHello from the fake upstream.\n\n00:00:03.500 --> 00:00:07.250\nThis is a test.\n\n",
-			"text/vtt; charset=utf-8", "verbose_json"},
-	}
-	for _, format := range []openai.AudioResponseFormat{openai.AudioResponseFormatText, openai.AudioResponseFormatSRT, openai.AudioResponseFormatVTT} {
-		t.Run(string(format), func(t *testing.T) {
-			var text string
-			var raw *http.Response
-			err := c.Post(ctx, "audio/transcriptions", params(format), &text, option.WithResponseInto(&raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := want[format]
-			if text != w.body || raw.Header.Get("Content-Type") != w.ct {
-				t.Fatalf("%s answered %q (%s), want %q", format, text, raw.Header.Get("Content-Type"), w.body)
-			}
-			// the upstream is asked for a format that says how long the audio was
-			last := s.openai.Requests()[len(s.openai.Requests())-1]
-			if last.Body["response_format"] != w.upstream || last.Files[0].SHA256 != sha(audio) {
-				t.Fatalf("upstream got %v", last.Body)
-			}
-			u.expect("/v1/audio/transcriptions", "whisper-1", 200, transcriptionCost)
-		})
-	}
-
-	t.Run("no duration reported: the reservation's estimate is charged", func(t *testing.T) {
-		s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.NoAudioUsage = true })
-		defer s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.NoAudioUsage = false })
-		if _, err := c.Audio.Transcriptions.New(ctx, params(openai.AudioResponseFormatJSON)); err != nil {
-			t.Fatal(err)
-		}
-		// 512 KiB at 16 kbit/s is 262 seconds
-		u.expect("/v1/audio/transcriptions", "whisper-1", 200, 262*100)
-		if rows := s.gw.WaitUsage("artist", u.rows); !rows[u.rows-1].Estimated {
-			t.Fatal("the row does not say its charge is estimated")
-		}
-	})
-
-	t.Run("missing file part, wrong content type, wrong family", func(t *testing.T) {
-		body, ct := form(t, map[string]string{"model": "whisper-1"}, nil)
-		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
-		if resp.StatusCode != 400 || !strings.Contains(string(out), "'file'") {
-			t.Fatalf("%d %s", resp.StatusCode, out)
-		}
-		u.expect("/v1/audio/transcriptions", "", 400, 0)
-		resp, out = s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, []byte(`{"model":"whisper-1"}`), nil)
-		if resp.StatusCode != 400 || !strings.Contains(string(out), "multipart/form-data") {
-			t.Fatalf("%d %s", resp.StatusCode, out)
-		}
-		u.expect("/v1/audio/transcriptions", "whisper-1", 400, 0) // a refusal whose model is known is counted under it
-		_, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "imagen-4.0-generate-001", Input: "hi", Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
-		if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "no speech endpoint") || !strings.Contains(e.Message, "imagen-4.0-generate-001") {
-			t.Fatalf("%d %s", e.StatusCode, e.Message)
-		}
-		u.expect("/v1/audio/speech", "imagen-4.0-generate-001", 400, 0)
-	})
-
-	t.Run("speech bytes arrive intact with the upstream's content type", func(t *testing.T) {
-		for _, format := range []openai.AudioSpeechNewParamsResponseFormat{"", openai.AudioSpeechNewParamsResponseFormatOpus} {
-			input := "The quick brown fox jumps over the lazy dog, " + string(format) + " édition."
-			resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "tts-1", Input: input,
-				Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}, ResponseFormat: format})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if wantAudio := gatewaytest.FakeSpeech(input, string(format)); !bytes.Equal(got, wantAudio) {
-				t.Fatalf("%d bytes arrived, want the upstream's %d", len(got), len(wantAudio))
-			}
-			if ct := resp.Header.Get("Content-Type"); ct != gatewaytest.SpeechContentType(string(format)) {
-				t.Fatalf("content type %q", ct)
-			}
-			// 15 USD per million characters
-			u.expect("/v1/audio/speech", "tts-1", 200, perMillion(int64(len([]rune(input))), 15_000_000))
-		}
-	})
-
-	t.Run("speech that breaks off mid-answer", func(t *testing.T) {
-		s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechBreakAfter = 100 << 10 })
-		defer s.openai.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechBreakAfter = 0 })
-		resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "tts-1", Input: "broken",
-			Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err == nil {
-			t.Fatal("a cut answer ended cleanly")
-		}
-		// the upstream spoke, and is billed
-		u.expect("/v1/audio/speech", "tts-1", 502, perMillion(6, 15_000_000))
-	})
-	u.balance()
-}
-
-// TestMediaUploadMemory uploads 20 MiB and then 200 MiB through the
-// gateway: its peak resident memory must not grow with the upload, which
-// is spooled to disk and streamed on, never held.
-func TestMediaUploadMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("uploads 220 MiB")
-	}
-	s := startMedia(t, "300MB")
-	upload := func(size int64) {
-		t.Helper()
-		pr, pw := io.Pipe()
-		mw := multipart.NewWriter(pw)
-		h := sha256.New()
-		go func() {
-			mw.WriteField("model", "whisper-1")
-			w, _ := mw.CreateFormFile("file", "long.wav")
-			src := rand.New(rand.NewSource(size))
-			buf := make([]byte, 256<<10)
-			for left := size; left > 0; left -= int64(len(buf)) {
-				chunk := buf[:min(int64(len(buf)), left)]
-				src.Read(chunk)
-				h.Write(chunk)
-				if _, err := w.Write(chunk); err != nil {
-					pw.CloseWithError(err)
-					return
-				}
-			}
-			pw.CloseWithError(mw.Close())
-		}()
-		req, _ := http.NewRequest(http.MethodPost, s.gw.URL+"/v1/audio/transcriptions", pr)
-		req.Header.Set("Authorization", "Bearer "+s.key)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), gatewaytest.FakeTranscriptText()) {
-			t.Fatalf("%d %s", resp.StatusCode, body)
-		}
-		last := s.openai.Requests()[len(s.openai.Requests())-1]
-		if len(last.Files) != 1 || last.Files[0].Size != size || last.Files[0].SHA256 != hex.EncodeToString(h.Sum(nil)) {
-			t.Fatalf("upstream got %+v, want %d bytes", last.Files, size)
-		}
-	}
-	upload(20 << 20)
-	small := s.gw.PeakRSS()
-	upload(200 << 20)
-	large := s.gw.PeakRSS()
-	t.Logf("peak RSS after 20 MiB: %d MiB, after 200 MiB: %d MiB", small>>20, large>>20)
-	// holding the upload would add 180 MiB; a fixed margin allows for
-	// buffers and the runtime
-	if grew := large - small; grew > 48<<20 {
-		t.Fatalf("peak RSS grew by %d MiB for a 180 MiB larger upload", grew>>20)
-	}
-}
-
-// mediaFailoverCaddyfile has two OpenAI channels for whisper-1 and tts-1,
-// the first preferred, the second with a short timeout.
-const mediaFailoverCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel first {
-			type openai
-			base_url {{UP1}}
-			key sk-media-first
-			models whisper-1
-			priority 10
-		}
-		channel second {
-			type openai
-			base_url {{UP2}}
-			key sk-media-second
-			models whisper-1 tts-1
-			timeout 1s
-		}
-		price whisper-1 {
-			audio_second 0.0001
-		}
-		price tts-1 {
-			characters 15
-		}
-	}
-}
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
-
-// TestMediaUploadFailover: a spooled upload is re-sent, byte for byte, to
-// the next channel when the first fails, and billed once; speech from an
-// upstream that goes silent is cut at the channel's timeout.
-func TestMediaUploadFailover(t *testing.T) {
-	first, second := gatewaytest.NewFakeOpenAI(t, "sk-media-first"), gatewaytest.NewFakeOpenAI(t, "sk-media-second")
-	gw := gatewaytest.Start(t, mediaFailoverCaddyfile, gatewaytest.Vars{"UP1": first.URL, "UP2": second.URL})
-	s := &mediaSetup{gw: gw, openai: second, key: gw.AddUser("artist", mediaQuota)}
-	c := s.client()
-	u := &usageCheck{t: t, s: s}
-	ctx := context.Background()
-
-	first.Set(func(b *gatewaytest.Behavior) { b.FailStatus = 503 })
-	audio := randomBytes(9, 3<<20)
-	res, err := c.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{Model: "whisper-1", File: openai.File(bytes.NewReader(audio), "a.ogg", "audio/ogg")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Text != gatewaytest.FakeTranscriptText() {
-		t.Fatalf("answer %+v", res)
-	}
-	tried, got := first.Requests(), second.Requests()
-	if len(tried) != 1 || len(got) != 1 || len(got[0].Files) != 1 || got[0].Files[0].SHA256 != sha(audio) || got[0].Files[0].ContentType != "audio/ogg" {
-		t.Fatalf("first tried %d, second got %+v", len(tried), got)
-	}
-	u.expect("/v1/audio/transcriptions", "whisper-1", 200, 725)
-
-	second.Set(func(b *gatewaytest.Behavior) { b.Media.SpeechHangAfter = 64 << 10 })
-	resp, err := c.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "tts-1", Input: "silence",
-		Voice: openai.AudioSpeechNewParamsVoiceUnion{OfString: openai.String("alloy")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err == nil || len(b) != 64<<10 {
-		t.Fatalf("read %d bytes, err %v: want the bytes sent, then an error", len(b), err)
-	}
-	u.expect("/v1/audio/speech", "tts-1", 502, perMillion(7, 15_000_000))
-	if rows := gw.WaitUsage("artist", u.rows); !strings.Contains(rows[u.rows-1].Error, "timeout") {
-		t.Fatalf("row error %q", rows[u.rows-1].Error)
-	}
-	u.balance()
-}
-
-// TestMediaUploadsInFlightBounded: the disk uploads take at once is
-// bounded (max_inflight_uploads); past it an upload gets a 503 with
-// Retry-After, and the space is given back when an upload ends.
-func TestMediaUploadsInFlightBounded(t *testing.T) {
-	s := startMedia(t, "2MB\n\t\tmax_inflight_uploads 3MB")
-	// an upload that says it is 1.9 MB and stalls after its first bytes
-	conn, err := net.Dial("tcp", strings.TrimPrefix(s.gw.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: multipart/form-data; boundary=stall\r\nContent-Length: 1900000\r\n\r\n"+
-		"--stall\r\nContent-Disposition: form-data; name=\"file\"; filename=\"stalled.wav\"\r\n\r\n", strings.TrimPrefix(s.gw.URL, "http://"), s.key)
-	conn.Write(randomBytes(11, 64<<10))
-	body, ct := form(t, map[string]string{"model": "whisper-1"}, map[string][]byte{"file": randomBytes(10, 3<<19)})
-	// the stalled upload holds its 1.9 MB of the 3 MB
-	eventually(t, "the stalled upload to hold its space", func() bool {
-		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
-		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" && strings.Contains(string(out), "too many uploads")
-	})
-	conn.Close()
-	// the space is back
-	eventually(t, "the space to come back", func() bool {
-		resp, _ := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
-		return resp.StatusCode == 200
-	})
 }

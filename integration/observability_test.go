@@ -23,52 +23,22 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// observedCaddyfile is two channels for gpt-4o-mini (primary first) with
-// the health endpoints, the access log on stderr and {{EXTRA}} gateway
-// options.
-const observedCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		token_cache_ttl 200ms
-		{{EXTRA}}
-		channel primary {
-			type openai
-			base_url {{UP1}}
-			key sk-up-1
-			models gpt-4o-mini
-			priority 10
-		}
-		channel backup {
-			type openai
-			base_url {{UP2}}
-			key sk-up-2
-			models gpt-4o-mini
-		}
-		price gpt-4o-mini {
-			input 0.15
-			output 0.60
-			cached_input 0.075
-		}
-	}
+// observedConfig is two channels for gpt-4o-mini (primary first) with
+// the health endpoints, the access log on stderr and the extra gateway
+// option ("" for none).
+func observedConfig(extra string) *caddyfile {
+	return gatewayConfig().
+		option("token_cache_ttl 200ms").
+		option(extra).
+		channel("primary", "openai", "{{UP1}}", "sk-up-1", "gpt-4o-mini", "priority 10").
+		channel("backup", "openai", "{{UP2}}", "sk-up-2", "gpt-4o-mini").
+		price("gpt-4o-mini", "input 0.15", "output 0.60", "cached_input 0.075").
+		withSite(
+			logToStderr,
+			block("handle /livez", "gateway_health live"),
+			block("handle /readyz", "gateway_health ready"),
+			block("route /v1/*", "gateway_auth", "gateway_relay"))
 }
-
-http://127.0.0.1:{{PORT}} {
-	log {
-		output stderr
-	}
-	handle /livez {
-		gateway_health live
-	}
-	handle /readyz {
-		gateway_health ready
-	}
-	route /v1/* {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type observed struct {
 	gw              *gatewaytest.Gateway
@@ -79,8 +49,8 @@ type observed struct {
 func startObserved(t *testing.T, extra string) *observed {
 	t.Helper()
 	o := &observed{primary: gatewaytest.NewFakeOpenAI(t, "sk-up-1"), backup: gatewaytest.NewFakeOpenAI(t, "sk-up-2")}
-	o.vars = gatewaytest.Vars{"UP1": o.primary.URL, "UP2": o.backup.URL, "EXTRA": extra}
-	o.gw = gatewaytest.Start(t, observedCaddyfile, o.vars)
+	o.vars = gatewaytest.Vars{"UP1": o.primary.URL, "UP2": o.backup.URL}
+	o.gw = gatewaytest.Start(t, observedConfig(extra).String(), o.vars)
 	return o
 }
 
@@ -205,7 +175,7 @@ func TestMetricsCountKnownTraffic(t *testing.T) {
 }
 
 func TestMetricsPerUserOption(t *testing.T) {
-	o := startObserved(t, "metrics {\n\t\t\tper_user\n\t\t}")
+	o := startObserved(t, block("metrics", "per_user"))
 	key := o.gw.AddUser("bob", 10_000_000)
 	c := o.client(key)
 	for range 2 {
@@ -246,8 +216,8 @@ func TestMetricsAcrossReload(t *testing.T) {
 	}
 
 	for i := range 2 {
-		o.vars["EXTRA"] = fmt.Sprintf("max_attempts %d", 3+i) // a real change: Caddy skips an identical config
-		o.gw.Reload(observedCaddyfile, o.vars)
+		// a real change: Caddy skips an identical config
+		o.gw.Reload(observedConfig(fmt.Sprintf("max_attempts %d", 3+i)).String(), o.vars)
 	}
 	after := o.gw.Metrics()
 	if v, ok := after[primary]; ok && v != 0 {
@@ -472,8 +442,7 @@ func TestRetentionDeletesInBatchesWhileServing(t *testing.T) {
 	// retention comes on with a reload; clients call while it deletes (not
 	// through the reload itself, which may close an idle keep-alive
 	// connection under a client's POST, as any Caddy reload can)
-	o.vars["EXTRA"] = "usage_retention 90d {\n\t\t\tbatch_size 100\n\t\t\tpause 50ms\n\t\t}"
-	o.gw.Reload(observedCaddyfile, o.vars)
+	o.gw.Reload(observedConfig(block("usage_retention 90d", "batch_size 100", "pause 50ms")).String(), o.vars)
 	var served, failed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

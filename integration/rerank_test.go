@@ -10,62 +10,22 @@ import (
 	"github.com/caddy-model-gateway/gateway/tokenizer"
 )
 
-// rerankCaddyfile: a cohere, a jina and an OpenAI-compatible rerank
+// rerankConfig: a cohere, a jina and an OpenAI-compatible rerank
 // channel, and an anthropic chat channel that has no rerank endpoint.
 // Cohere's rerank is USD 0.002 a search unit (2000 units); Jina's and the
 // OpenAI-compatible server's tokens 2 and 3 units each (USD 2 and 3 per
 // million).
-const rerankCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel co {
-			type cohere
-			base_url {{COHERE}}
-			key co-up-key
-			models rerank-v3.5
-		}
-		channel jn {
-			type jina
-			base_url {{JINA}}
-			key jina-up-key
-			models jina-reranker-v2-base-multilingual
-		}
-		channel compat {
-			type openai
-			base_url {{COMPAT}}
-			key compat-up-key
-			models bge-reranker-v2-m3
-		}
-		channel claude {
-			type anthropic
-			base_url {{CLAUDE}}
-			key claude-up-key
-			models claude-test
-		}
-		price rerank-v3.5 {
-			search_unit 0.002
-		}
-		price jina-reranker-v2-base-multilingual {
-			input 2
-		}
-		price bge-reranker-v2-m3 {
-			input 3
-		}
-		price claude-test {
-			input 3
-			output 15
-		}
-	}
+func rerankConfig() *caddyfile {
+	return gatewayConfig().
+		channel("co", "cohere", "{{COHERE}}", "co-up-key", "rerank-v3.5").
+		channel("jn", "jina", "{{JINA}}", "jina-up-key", "jina-reranker-v2-base-multilingual").
+		channel("compat", "openai", "{{COMPAT}}", "compat-up-key", "bge-reranker-v2-m3").
+		channel("claude", "anthropic", "{{CLAUDE}}", "claude-up-key", "claude-test").
+		price("rerank-v3.5", "search_unit 0.002").
+		price("jina-reranker-v2-base-multilingual", "input 2").
+		price("bge-reranker-v2-m3", "input 3").
+		price("claude-test", "input 3", "output 15")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type rerankSetup struct {
 	gw     *gatewaytest.Gateway
@@ -82,7 +42,7 @@ func startRerank(t *testing.T) *rerankSetup {
 		compat: gatewaytest.NewFakeOpenAI(t, "compat-up-key"),
 	}
 	claude := gatewaytest.NewFakeAnthropic(t, "claude-up-key")
-	s.gw = gatewaytest.Start(t, rerankCaddyfile, gatewaytest.Vars{
+	s.gw = gatewaytest.Start(t, rerankConfig().String(), gatewaytest.Vars{
 		"COHERE": s.cohere.BaseURL(), "JINA": s.jina.BaseURL(), "COMPAT": s.compat.BaseURL(), "CLAUDE": claude.BaseURL(),
 	})
 	return s

@@ -336,33 +336,18 @@ func TestUnknownModelBeforeBody(t *testing.T) {
 	}
 }
 
-const demoCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		channel local {
-			type demo {
-				word_delay 1ns
-			}
-			models demo
-		}
-		price demo free
-	}
+// demoConfig is the local demo model, answering without delay.
+func demoConfig() *caddyfile {
+	return gatewayConfig().
+		channel("local", block("demo", "word_delay 1ns"), "", "", "demo").
+		free("demo")
 }
-
-http://127.0.0.1:{{PORT}} {
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 // TestDemoAnswersResponses: the local demo model answers the Responses
 // API in its wire format, streamed and not, so `make run` works for
 // Responses clients too.
 func TestDemoAnswersResponses(t *testing.T) {
-	gw := gatewaytest.Start(t, demoCaddyfile, nil)
+	gw := gatewaytest.Start(t, demoConfig().String(), nil)
 	key := gw.AddUser("demo", 1_000_000)
 	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	params := responses.ResponseNewParams{Model: "demo", Instructions: openai.String("Echo."),

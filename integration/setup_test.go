@@ -11,66 +11,31 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// openaiCaddyfile is two OpenAI-type channels for gpt-4o-mini (primary at a
+// openaiConfig is two OpenAI-type channels for gpt-4o-mini (primary at a
 // higher priority, backup below it) and the prices the billing tests check.
-const openaiCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		token_cache_ttl 1s
-		max_request_body 64KB
-		channel primary {
-			type openai
-			base_url {{UP1}}
-			key {env.GATEWAY_TEST_UPSTREAM_KEY}
-			models gpt-4o-mini text-embedding-3-small gpt-3.5-turbo-instruct unpriced-model
-			model_map mini-alias gpt-4o-mini
-			priority 10
-		}
-		channel backup {
-			type openai
-			base_url {{UP2}}
-			key sk-up-2
-			models gpt-4o-mini
-		}
-		price gpt-4o-mini {
-			input 0.15
-			output 0.60
-			cached_input 0.075
-		}
-		price mini-alias {
-			input 0.15
-			output 0.60
-		}
-		price text-embedding-3-small {
-			input 0.02
-		}
-		price gpt-3.5-turbo-instruct {
-			input 1.50
-			output 2
-		}
-	}
+func openaiConfig() *caddyfile {
+	return gatewayConfig().
+		option("token_cache_ttl 1s").
+		option("max_request_body 64KB").
+		channel("primary", "openai", "{{UP1}}", "{env.GATEWAY_TEST_UPSTREAM_KEY}",
+			"gpt-4o-mini text-embedding-3-small gpt-3.5-turbo-instruct unpriced-model",
+			"model_map mini-alias gpt-4o-mini", "priority 10").
+		channel("backup", "openai", "{{UP2}}", "sk-up-2", "gpt-4o-mini").
+		price("gpt-4o-mini", "input 0.15", "output 0.60", "cached_input 0.075").
+		price("mini-alias", "input 0.15", "output 0.60").
+		price("text-embedding-3-small", "input 0.02").
+		price("gpt-3.5-turbo-instruct", "input 1.50", "output 2").
+		withSite(
+			block("log", "output stderr", block("format filter",
+				"request>headers>X-Api-Key delete",
+				"request>headers>X-Goog-Api-Key delete",
+				block("request>uri query", "delete key"))),
+			block("route",
+				"gateway_auth",
+				"# the identity is in placeholders for other handlers and logs",
+				"header X-Gateway-User {http.vars.gateway.username}",
+				"gateway_relay"))
 }
-
-http://127.0.0.1:{{PORT}} {
-	log {
-		output stderr
-		format filter {
-			request>headers>X-Api-Key delete
-			request>headers>X-Goog-Api-Key delete
-			request>uri query {
-				delete key
-			}
-		}
-	}
-	route {
-		gateway_auth
-		# the identity is in placeholders for other handlers and logs
-		header X-Gateway-User {http.vars.gateway.username}
-		gateway_relay
-	}
-}
-`
 
 type openaiSetup struct {
 	gw      *gatewaytest.Gateway
@@ -86,7 +51,7 @@ func startOpenAI(t *testing.T) *openaiSetup {
 		backup:  gatewaytest.NewFakeOpenAI(t, "sk-up-2"),
 	}
 	s.backup.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the backup" })
-	s.gw = gatewaytest.Start(t, openaiCaddyfile, gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
+	s.gw = gatewaytest.Start(t, openaiConfig().String(), gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
 	return s
 }
 

@@ -11,80 +11,28 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// familiesCaddyfile serves the four callback-capable video families, each
-// on its fake vendor, through the task endpoints, polled every 50ms.
-const familiesCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		token_cache_ttl 1s
-		tasks {
-			max_age 1h
-			poll_interval 50ms
-			max_poll_interval 200ms
-			poll_timeout 2s
-		}
-		channel kling {
-			type kling {
-				token_ttl 10m
-			}
-			base_url {{KLING}}
-			key {{KLING_KEY}}
-			models kling-v2-1
-		}
-		channel vidu {
-			type vidu
-			base_url {{VIDU}}
-			key {{VIDU_KEY}}
-			models viduq1
-		}
-		channel seedance {
-			type seedance
-			base_url {{SEEDANCE}}
-			key {{SEEDANCE_KEY}}
-			models seedance-1-0-pro
-			model_map seedance-1-0-pro seedance-1-0-pro-250528
-		}
-		channel minimax {
-			type minimax
-			base_url {{MINIMAX}}
-			key {{MINIMAX_KEY}}
-			models MiniMax-Hailuo-02
-		}
-		price kling-v2-1 {
-			video_second 0.05
-			max_seconds 10
-		}
-		price viduq1 {
-			video_second 0.08
-			max_seconds 5
-		}
-		price seedance-1-0-pro {
-			video_second 0.124
-			max_seconds 12
-		}
-		price MiniMax-Hailuo-02 {
-			video_second 0.082
-			max_seconds 6
-		}
-	}
+// familiesConfig serves the four callback-capable video families, each
+// on its fake vendor, through the task endpoints, polled every 50ms and
+// each status read given up after pollTimeout.
+func familiesConfig(pollTimeout string) *caddyfile {
+	return gatewayConfig().
+		option("token_cache_ttl 1s").
+		option(block("tasks",
+			"max_age 1h",
+			"poll_interval 50ms",
+			"max_poll_interval 200ms",
+			"poll_timeout "+pollTimeout)).
+		channel("kling", block("kling", "token_ttl 10m"), "{{KLING}}", "{{KLING_KEY}}", "kling-v2-1").
+		channel("vidu", "vidu", "{{VIDU}}", "{{VIDU_KEY}}", "viduq1").
+		channel("seedance", "seedance", "{{SEEDANCE}}", "{{SEEDANCE_KEY}}", "seedance-1-0-pro",
+			"model_map seedance-1-0-pro seedance-1-0-pro-250528").
+		channel("minimax", "minimax", "{{MINIMAX}}", "{{MINIMAX_KEY}}", "MiniMax-Hailuo-02").
+		price("kling-v2-1", "video_second 0.05", "max_seconds 10").
+		price("viduq1", "video_second 0.08", "max_seconds 5").
+		price("seedance-1-0-pro", "video_second 0.124", "max_seconds 12").
+		price("MiniMax-Hailuo-02", "video_second 0.082", "max_seconds 6").
+		withSite(tasksSite...)
 }
-
-http://127.0.0.1:{{PORT}} {
-	log {
-		output stderr
-	}
-	@tasks path /api/generate/*
-	route @tasks {
-		gateway_auth
-		gateway_tasks
-	}
-	route /v1/* {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 // vendorFake is what the tests drive of each fake vendor.
 type vendorFake interface {
@@ -107,10 +55,10 @@ type familiesSetup struct {
 
 func startFamilies(t *testing.T) *familiesSetup {
 	t.Helper()
-	return startFamiliesWith(t, familiesCaddyfile)
+	return startFamiliesWith(t, familiesConfig("2s"))
 }
 
-func startFamiliesWith(t *testing.T, caddyfile string) *familiesSetup {
+func startFamiliesWith(t *testing.T, cfg *caddyfile) *familiesSetup {
 	t.Helper()
 	s := &familiesSetup{
 		kling:    gatewaytest.NewFakeKling(t, "ak-fam-kling-01", "sk-fam-kling-secret-01"),
@@ -127,7 +75,7 @@ func startFamiliesWith(t *testing.T, caddyfile string) *familiesSetup {
 		"SEEDANCE": s.seedance.BaseURL(), "SEEDANCE_KEY": "ark-fam-seedance-01",
 		"MINIMAX": s.minimax.BaseURL(), "MINIMAX_KEY": "mmx-fam-minimax-01",
 	}
-	s.gw = gatewaytest.Start(t, caddyfile, vars)
+	s.gw = gatewaytest.Start(t, cfg.String(), vars)
 	s.gw.DBPath = vars["DB"]
 	return s
 }
@@ -332,8 +280,8 @@ func TestTaskKlingTokenRefused(t *testing.T) {
 	fake := gatewaytest.NewFakeKling(t, "ak-right-0001", "sk-right-secret-0001")
 	gatewaytest.Secret("sk-wrong-secret-0001")
 	dir := t.TempDir()
-	cf := strings.Replace(familiesCaddyfile, "key {{KLING_KEY}}", "key ak-right-0001:sk-wrong-secret-0001", 1)
-	gw := gatewaytest.Start(t, cf, gatewaytest.Vars{"DB": filepath.Join(dir, "gateway.db"), "KLING": fake.BaseURL(),
+	gw := gatewaytest.Start(t, familiesConfig("2s").String(), gatewaytest.Vars{"DB": filepath.Join(dir, "gateway.db"),
+		"KLING": fake.BaseURL(), "KLING_KEY": "ak-right-0001:sk-wrong-secret-0001",
 		"VIDU": "http://127.0.0.1:1", "VIDU_KEY": "v", "SEEDANCE": "http://127.0.0.1:1", "SEEDANCE_KEY": "s",
 		"MINIMAX": "http://127.0.0.1:1", "MINIMAX_KEY": "m"})
 	gw.DBPath = filepath.Join(dir, "gateway.db")
@@ -361,7 +309,7 @@ func TestTaskKlingTokenRefused(t *testing.T) {
 // polling, and once the vendor heals the task finishes and is charged
 // once.
 func TestTaskFamiliesPollFaults(t *testing.T) {
-	s := startFamiliesWith(t, strings.Replace(familiesCaddyfile, "poll_timeout 2s", "poll_timeout 300ms", 1))
+	s := startFamiliesWith(t, familiesConfig("300ms"))
 	for _, f := range videoFamilies {
 		t.Run(f.model, func(t *testing.T) {
 			user := "p-" + strings.ToLower(strings.ReplaceAll(f.model, ".", ""))

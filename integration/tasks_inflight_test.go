@@ -16,49 +16,35 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// inflightCaddyfile serves sora-2 on one OpenAI channel whose timeout
-// ({{TIMEOUT}}) bounds a submit, with short leases: a task whose submit
-// never answered is taken up {{TIMEOUT}} + 5.5s after it was submitted.
-const inflightCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		usage {
-			journal {{JOURNAL}}
-		}
-		tasks {
-			max_age {{MAXAGE}}
-			poll_interval 50ms
-			max_poll_interval 200ms
-			poll_timeout 500ms
-			lease 1s
-		}
-		channel openai {
-			type openai
-			base_url {{OPENAI}}
-			key sk-up-openai
-			models sora-2
-			timeout {{TIMEOUT}}
-		}
-		price sora-2 {
-			video_second 0.10
-			max_seconds 12
-		}
-	}
+// inflightConfig serves sora-2 on one OpenAI channel whose timeout
+// bounds a submit, with short leases: a task whose submit never answered
+// is taken up timeout + 5.5s after it was submitted. {{JOURNAL}} differs
+// per instance.
+func inflightConfig(timeout string) *caddyfile {
+	return gatewayConfig().
+		option(block("usage", "journal {{JOURNAL}}")).
+		option(inflightTasks("24h")).
+		channel("openai", "openai", "{{OPENAI}}", "sk-up-openai", "sora-2", "timeout "+timeout).
+		price("sora-2", "video_second 0.10", "max_seconds 12").
+		withSite(block("route /api/generate/*", "gateway_auth", "gateway_tasks"))
 }
 
-http://127.0.0.1:{{PORT}} {
-	route /api/generate/* {
-		gateway_auth
-		gateway_tasks
-	}
+// inflightTasks is the tasks option of inflightConfig, keeping tasks
+// for maxAge.
+func inflightTasks(maxAge string) string {
+	return block("tasks",
+		"max_age "+maxAge,
+		"poll_interval 50ms",
+		"max_poll_interval 200ms",
+		"poll_timeout 500ms",
+		"lease 1s")
 }
-`
 
 type inflightSetup struct {
 	gw     *gatewaytest.Gateway
 	openai *gatewaytest.FakeOpenAI
 	vars   gatewaytest.Vars
+	cfg    *caddyfile
 	key    string
 	hold   chan struct{} // closing it lets the vendor accept the held submit
 }
@@ -70,9 +56,9 @@ func startInflight(t *testing.T, timeout string) (*inflightSetup, <-chan submitR
 	t.Helper()
 	s := &inflightSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), hold: make(chan struct{})}
 	dir := t.TempDir()
-	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "MAXAGE": "24h", "TIMEOUT": timeout,
-		"DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
-	s.gw = gatewaytest.Start(t, inflightCaddyfile, s.vars)
+	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
+	s.cfg = inflightConfig(timeout)
+	s.gw = gatewaytest.Start(t, s.cfg.String(), s.vars)
 	s.gw.DBPath = s.vars["DB"]
 	s.key = s.gw.AddUser("ada", 5_000_000)
 	s.openai.Videos.SetFaults(gatewaytest.JobFaults{HoldSubmits: s.hold})
@@ -144,12 +130,8 @@ func chargedOnce(t *testing.T, gw *gatewaytest.Gateway) {
 // the task is polled to its end and charged.
 func TestTaskSubmitInFlightAcrossReload(t *testing.T) {
 	s, res := startInflight(t, "30s")
-	vars := gatewaytest.Vars{}
-	for k, v := range s.vars {
-		vars[k] = v
-	}
-	vars["MAXAGE"] = "23h" // an unchanged config would not be reloaded
-	s.gw.Reload(inflightCaddyfile, vars)
+	// an unchanged config would not be reloaded
+	s.gw.Reload(s.cfg.option(inflightTasks("23h")).String(), s.vars)
 	// the new configuration's poller sweeps every 50ms meanwhile
 	time.Sleep(time.Second)
 	close(s.hold)
@@ -174,7 +156,7 @@ func TestTaskSubmitInFlightAcrossRestart(t *testing.T) {
 		vars[k] = v
 	}
 	vars["JOURNAL"] = filepath.Join(filepath.Dir(s.vars["DB"]), "journal-2")
-	next := gatewaytest.Start(t, inflightCaddyfile, vars)
+	next := gatewaytest.Start(t, s.cfg.String(), vars)
 	next.DBPath = s.vars["DB"]
 	time.Sleep(time.Second) // the next instance's poller sweeps meanwhile
 	close(s.hold)

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,95 +9,54 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// tasksCaddyfile serves sora-2 on an OpenAI channel and Veo on a Gemini
-// channel through the task endpoints, polled every 50ms so the tests move
-// fast; {{MAXAGE}} and {{JOURNAL}} differ per test and per instance.
-const tasksCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		token_cache_ttl 1s
-		max_request_body 1MB
-		usage {
-			journal {{JOURNAL}}
+// config serves sora-2 on an OpenAI channel and Veo on a Gemini
+// channel through the task endpoints, polled every 50ms (unless o says
+// otherwise) so the tests move fast; {{JOURNAL}} differs per instance.
+func (o taskOptions) config() *caddyfile {
+	or := func(v, def string) string {
+		if v == "" {
+			return def
 		}
-		tasks {
-			max_age {{MAXAGE}}
-			poll_interval {{POLL}}
-			max_poll_interval {{MAXPOLL}}
-			poll_timeout 2s
-			lease 10s
-			max_file_size {{MAXFILE}}
-		}
-		channel openai {
-			type openai
-			base_url {{OPENAI}}
-			key sk-up-openai
-			models sora-2 gpt-4o-mini
-			max_response_body 64KB
-			priority 10
-		}
-		channel openai-backup {
-			type openai
-			base_url {{OPENAI2}}
-			key sk-up-openai-2
-			models sora-2
-		}
-		channel gemini {
-			type gemini
-			base_url {{GEMINI}}
-			key sk-up-gemini
-			models veo-3.0-generate-001
-			timeout 1s
-		}
-		price sora-2 {
-			video_second 0.10
-			max_seconds 12
-		}
-		price veo-3.0-generate-001 {
-			video_second 0.40
-			max_seconds 8
-		}
-		price gpt-4o-mini {
-			input 0.15
-			output 0.60
-		}
-		# priced per second, on a family that runs no tasks
-		channel claude {
-			type anthropic
-			base_url http://127.0.0.1:9
-			key sk-up-never-called
-			models claude-video
-		}
-		price claude-video {
-			video_second 0.10
-			max_seconds 4
-		}
+		return v
 	}
+	return gatewayConfig().
+		option("token_cache_ttl 1s").
+		option("max_request_body 1MB").
+		option(block("usage", "journal {{JOURNAL}}")).
+		option(block("tasks",
+			"max_age "+or(o.maxAge, "24h"),
+			"poll_interval "+or(o.poll, "50ms"),
+			"max_poll_interval "+or(o.maxPoll, "200ms"),
+			"poll_timeout 2s",
+			"lease 10s",
+			"max_file_size "+or(o.maxFile, "1MB"))).
+		channel("openai", "openai", "{{OPENAI}}", "sk-up-openai", "sora-2 gpt-4o-mini",
+			"max_response_body 64KB", "priority 10").
+		channel("openai-backup", "openai", "{{OPENAI2}}", "sk-up-openai-2", "sora-2").
+		channel("gemini", "gemini", "{{GEMINI}}", "sk-up-gemini", "veo-3.0-generate-001", "timeout 1s").
+		price("sora-2", "video_second 0.10", "max_seconds 12").
+		price("veo-3.0-generate-001", "video_second 0.40", "max_seconds 8").
+		price("gpt-4o-mini", "input 0.15", "output 0.60").
+		// priced per second, on a family that runs no tasks
+		channel("claude", "anthropic", "http://127.0.0.1:9", "sk-up-never-called", "claude-video").
+		price("claude-video", "video_second 0.10", "max_seconds 4").
+		withSite(tasksSite...)
 }
 
-http://127.0.0.1:{{PORT}} {
-	log {
-		output stderr
-	}
-	@tasks path /api/generate/*
-	route @tasks {
-		gateway_auth
-		gateway_tasks
-	}
-	route /v1/* {
-		gateway_auth
-		gateway_relay
-	}
+// tasksSite logs to stderr and serves the task endpoints and the model
+// endpoints.
+var tasksSite = []string{
+	logToStderr,
+	"@tasks path /api/generate/*",
+	block("route @tasks", "gateway_auth", "gateway_tasks"),
+	block("route /v1/*", "gateway_auth", "gateway_relay"),
 }
-`
 
 type taskSetup struct {
 	gw     *gatewaytest.Gateway
@@ -106,50 +64,31 @@ type taskSetup struct {
 	backup *gatewaytest.FakeOpenAI // sora-2's lower-priority channel
 	gemini *gatewaytest.FakeGemini
 	vars   gatewaytest.Vars
+	cfg    *caddyfile
 }
 
 func startTasks(t *testing.T, maxAge string) *taskSetup {
 	t.Helper()
-	return startTasksWith(t, taskConfig{maxAge: maxAge})
+	return startTasksWith(t, taskOptions{maxAge: maxAge})
 }
 
-// taskConfig is what differs between the tests' gateways; zero fields
-// take the defaults of startTasks.
-type taskConfig struct {
+// taskOptions is what differs between the tests' gateways; zero fields
+// take the defaults of its config.
+type taskOptions struct {
 	maxAge, maxFile, poll, maxPoll string
 }
 
-func startTasksWith(t *testing.T, c taskConfig) *taskSetup {
+func startTasksWith(t *testing.T, o taskOptions) *taskSetup {
 	t.Helper()
-	or := func(v, def string) string {
-		if v == "" {
-			return def
-		}
-		return v
-	}
 	s := &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"), gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini"),
 		backup: gatewaytest.NewFakeOpenAI(t, "sk-up-openai-2")}
 	dir := t.TempDir()
-	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "OPENAI2": s.backup.URL, "GEMINI": s.gemini.URL, "MAXAGE": or(c.maxAge, "24h"),
-		"MAXFILE": or(c.maxFile, "1MB"), "POLL": or(c.poll, "50ms"), "MAXPOLL": or(c.maxPoll, "200ms"),
+	s.vars = gatewaytest.Vars{"OPENAI": s.openai.URL, "OPENAI2": s.backup.URL, "GEMINI": s.gemini.URL,
 		"DB": filepath.Join(dir, "gateway.db"), "JOURNAL": filepath.Join(dir, "journal-1")}
-	s.gw = gatewaytest.Start(t, tasksCaddyfile, s.vars)
+	s.cfg = o.config()
+	s.gw = gatewaytest.Start(t, s.cfg.String(), s.vars)
 	s.gw.DBPath = s.vars["DB"]
 	return s
-}
-
-// second starts another gateway on the same database, with its own
-// journal, as a second instance of a deployment.
-func (s *taskSetup) second(t *testing.T) *gatewaytest.Gateway {
-	t.Helper()
-	vars := gatewaytest.Vars{}
-	for k, v := range s.vars {
-		vars[k] = v
-	}
-	vars["JOURNAL"] = filepath.Join(filepath.Dir(s.vars["DB"]), "journal-2")
-	gw := gatewaytest.Start(t, tasksCaddyfile, vars)
-	gw.DBPath = s.vars["DB"]
-	return gw
 }
 
 // taskAnswer is the task endpoints' envelope.
@@ -216,6 +155,7 @@ func waitTask(t *testing.T, gw *gatewaytest.Gateway, key, id, status string) tas
 }
 
 var taskIDPattern = regexp.MustCompile(`^task_[a-z2-7]{26}$`)
+
 var taskTimePattern = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$`)
 
 // pngPixel is a one-pixel PNG, the first frame of image-to-video tests.
@@ -450,193 +390,11 @@ func TestTaskRefusals(t *testing.T) {
 	}
 }
 
-func TestTaskUpstreamRejection(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	tests := []struct {
-		name, body, want string
-	}{
-		// metadata reaches the vendor's request as it is: OpenAI refuses
-		// an option it does not have, with its own words
-		{"unknown vendor option", `{"model":"sora-2","prompt":"x","metadata":{"style":"noir"}}`, "Unknown parameter: 'style'."},
-		{"moderation", `{"model":"sora-2","prompt":"something forbidden"}`, "blocked by our moderation system"},
-		{"Veo's duration", `{"model":"veo-3.0-generate-001","prompt":"x","duration":5}`, "supported durations are 4, 6 and 8"},
-		{"Veo's unknown parameter", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"fps":60}}}`, `Unknown name "fps"`},
-		{"Veo's Vertex-only option", `{"model":"veo-3.0-generate-001","input":{"prompt":"x","metadata":{"generateAudio":true}}}`, `Unknown name "generateAudio"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(tt.body), nil)
-			a := decodeTask(t, resp.StatusCode, b)
-			if resp.StatusCode != 400 || a.Error == nil || !strings.Contains(a.Error.Message, tt.want) {
-				t.Fatalf("got %d %s, want the vendor's %q", resp.StatusCode, b, tt.want)
-			}
-		})
-	}
-	rows := s.gw.WaitUsage("ada", len(tests))
-	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
-		t.Fatalf("rejected submits cost: quota %d used %d, rows %+v", q, used, rows)
-	}
-}
-
-func TestTaskSurvivesRestart(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"a slow sunrise","duration":4}`)
-	job := s.openai.Videos.Last(t)
-	s.openai.Videos.Progress(job.ID, 10)
-	waitTask(t, s.gw, key, sub.Data.TaskID, "running")
-
-	// the gateway goes down; the job finishes meanwhile
-	s.gw.Stop()
-	s.openai.Videos.Finish(job.ID)
-	s.gw.Restart()
-	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-
-	// a task in flight across a reload is taken up by the new
-	// configuration (the old one handed its leases back)
-	sub2 := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"across a reload","duration":8}`)
-	job2 := s.openai.Videos.Last(t)
-	s.gw.Reload(tasksCaddyfile, s.vars)
-	s.openai.Videos.Finish(job2.ID)
-	waitTask(t, s.gw, key, sub2.Data.TaskID, "finished")
-
-	time.Sleep(300 * time.Millisecond) // several poll intervals: no second settlement
-	rows := s.gw.WaitUsage("ada", 2)
-	if len(rows) != 2 || rows[0].Cost != 400_000 || rows[1].Cost != 800_000 {
-		t.Fatalf("usage after a restart and a reload: %+v", rows)
-	}
-	if q, used := s.gw.Quota("ada"); q != 3_800_000 || used != 1_200_000 {
-		t.Fatalf("quota %d used %d, want 3800000 and 1200000", q, used)
-	}
-}
-
-// TestTaskSurvivesKill: a gateway killed while it polls a task holds the
-// task's lease; once the lease runs out (10s here) the next instance takes
-// the task up, and it is settled once.
-func TestTaskSurvivesKill(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job := s.openai.Videos.Last(t)
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{HangPolls: true})
-	time.Sleep(300 * time.Millisecond) // a poll hangs, its lease held
-	s.gw.Kill()
-	st := gatewaytest.OpenStore(t, s.vars["DB"])
-	if task, err := st.TaskByID(context.Background(), sub.Data.TaskID); err != nil || task.LeaseOwner == "" {
-		t.Fatalf("the killed gateway held no lease: %+v %v", task, err)
-	}
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{})
-	s.openai.Videos.Finish(job.ID)
-	s.gw.Restart()
-	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-	rows := s.gw.WaitUsage("ada", 1)
-	if q, used := s.gw.Quota("ada"); len(rows) != 1 || q != 4_600_000 || used != 400_000 {
-		t.Fatalf("after a kill: quota %d used %d rows %+v", q, used, rows)
-	}
-}
-
-// TestTaskTwoInstancesSettleOnce runs two gateways on one database: both
-// poll, both answer status calls that refresh from the vendor, and every
-// task is settled, or refunded, exactly once.
-func TestTaskTwoInstancesSettleOnce(t *testing.T) {
-	s := startTasks(t, "24h")
-	gw2 := s.second(t)
-	key := s.gw.AddUser("ada", 20_000_000)
-	gws := []*gatewaytest.Gateway{s.gw, gw2}
-
-	const n = 8
-	ids := make([]string, n)
-	for i := range n {
-		ids[i] = submitTask(t, gws[i%2], key, fmt.Sprintf(`{"model":"sora-2","prompt":"clip %d","duration":4}`, i)).Data.TaskID
-	}
-	jobs := s.openai.Videos.Jobs()
-	if len(jobs) != n {
-		t.Fatalf("%d jobs reached OpenAI, want %d", len(jobs), n)
-	}
-	// clients hammer both instances' status endpoints meanwhile
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, gw := range gws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				for _, id := range ids {
-					resp, _ := gw.Do(http.MethodGet, "/api/generate/status/"+id, key, nil, nil)
-					if resp.StatusCode != 200 {
-						t.Errorf("status answered %d", resp.StatusCode)
-					}
-				}
-			}
-		}()
-	}
-	for i, j := range jobs {
-		if i%2 == 0 {
-			s.openai.Videos.Finish(j.ID)
-		} else {
-			s.openai.Videos.Fail(j.ID, "generation failed")
-		}
-	}
-	for i, id := range ids {
-		want := map[bool]string{true: "finished", false: "failed"}[i%2 == 0]
-		waitTask(t, gws[(i+1)%2], key, id, want)
-	}
-	time.Sleep(300 * time.Millisecond) // more polls and status calls: still once
-	close(stop)
-	wg.Wait()
-
-	rows := s.gw.WaitUsage("ada", n)
-	if len(rows) != n {
-		t.Fatalf("%d usage rows for %d tasks", len(rows), n)
-	}
-	var charged int64
-	for _, r := range rows {
-		charged += r.Cost
-	}
-	if q, used := s.gw.Quota("ada"); charged != 4*400_000 || used != charged || q != 20_000_000-charged {
-		t.Fatalf("charged %d, quota %d used %d: want 4 tasks of 400000 charged once each", charged, q, used)
-	}
-	u := s.gw.User("ada")
-	if u.RequestCount != n {
-		t.Fatalf("request count %d, want %d", u.RequestCount, n)
-	}
-	st := gatewaytest.OpenStore(t, s.vars["DB"])
-	for _, id := range ids {
-		task, err := st.TaskByID(context.Background(), id)
-		if err != nil || task.FinishedAt.IsZero() || task.LeaseOwner != "" {
-			t.Fatalf("task %s after the end: %+v %v", id, task, err)
-		}
-	}
-}
-
-func TestTaskMaxAge(t *testing.T) {
-	s := startTasks(t, "1s")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"veo-3.0-generate-001","prompt":"never ends","duration":4}`)
-	if q, _ := s.gw.Quota("ada"); q != 5_000_000-1_600_000 {
-		t.Fatalf("quota after submit: %d", q)
-	}
-	failed := waitTask(t, s.gw, key, sub.Data.TaskID, "failed")
-	if !strings.Contains(failed.Data.ErrorMessage, "did not finish within 1s") || !strings.Contains(failed.Data.ErrorMessage, "refunded") {
-		t.Fatalf("expired task: %+v", failed.Data)
-	}
-	s.gw.WaitUsage("ada", 1)
-	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
-		t.Fatalf("an expired task cost: quota %d used %d", q, used)
-	}
-}
-
 // TestTaskStatusRefreshes: when a task's next poll is far off (its
 // backoff has grown), a status call asks the vendor itself, so a client
 // that learned the news elsewhere gets the normalized record in one call.
 func TestTaskStatusRefreshes(t *testing.T) {
-	s := startTasksWith(t, taskConfig{poll: "100ms", maxPoll: "1h"})
+	s := startTasksWith(t, taskOptions{poll: "100ms", maxPoll: "1h"})
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job := s.openai.Videos.Last(t)
@@ -654,68 +412,6 @@ func TestTaskStatusRefreshes(t *testing.T) {
 	}
 }
 
-// TestTaskPollFaults: a vendor that fails, hangs or answers too much on
-// polls does not fail the task; it is polled again and settles once the
-// vendor answers.
-func TestTaskPollFaults(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	job := s.openai.Videos.Last(t)
-	s.openai.Videos.Finish(job.ID)
-	for _, f := range []gatewaytest.JobFaults{{PollStatus: 500}, {HangPolls: true}, {HugePolls: 1 << 20}} {
-		s.openai.Videos.SetFaults(f)
-		time.Sleep(400 * time.Millisecond) // polls (and status refreshes) meet the fault
-		if st := taskStatus(t, s.gw, key, sub.Data.TaskID); st.Data.Status != "not_started" {
-			t.Fatalf("status while the vendor misbehaves (%+v): %+v", f, st.Data)
-		}
-	}
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{})
-	waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-	if q, _ := s.gw.Quota("ada"); q != 4_600_000 {
-		t.Fatalf("quota after a task polled through faults: %d", q)
-	}
-}
-
-// TestTaskSubmitFaults: a vendor that fails or hangs at submit gets the
-// client a 5xx in the task shape, and the reservation back.
-func TestTaskSubmitFaults(t *testing.T) {
-	s := startTasks(t, "24h")
-	key := s.gw.AddUser("ada", 5_000_000)
-	for _, tc := range []struct {
-		f      gatewaytest.JobFaults
-		status int
-	}{{gatewaytest.JobFaults{SubmitStatus: 503}, 502}, {gatewaytest.JobFaults{HangSubmits: true}, 504}} {
-		s.gemini.Videos.SetFaults(tc.f)
-		resp, b := s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"veo-3.0-generate-001","prompt":"x"}`), nil)
-		if a := decodeTask(t, resp.StatusCode, b); resp.StatusCode != tc.status || a.Error == nil {
-			t.Fatalf("submit against %+v: %d %s", tc.f, resp.StatusCode, b)
-		}
-	}
-	s.gw.WaitUsage("ada", 2)
-	if q, used := s.gw.Quota("ada"); q != 5_000_000 || used != 0 {
-		t.Fatalf("failed submits cost: quota %d used %d", q, used)
-	}
-
-	// a failing channel fails over to the next; the task lives there
-	s.openai.Videos.SetFaults(gatewaytest.JobFaults{SubmitStatus: 500})
-	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
-	if len(s.backup.Videos.Jobs()) == 0 || len(s.openai.Videos.Jobs()) != 0 {
-		t.Fatalf("the backup channel got no job (primary has %d)", len(s.openai.Videos.Jobs()))
-	}
-	job := s.backup.Videos.Last(t)
-	s.backup.Videos.Finish(job.ID)
-	done := waitTask(t, s.gw, key, sub.Data.TaskID, "finished")
-	resp, b := s.gw.Do(http.MethodGet, strings.TrimPrefix(done.Data.Files[0].URL, s.gw.URL), key, nil, nil)
-	if resp.StatusCode != 200 || !bytes.Equal(b, gatewaytest.VideoBytes(job.ID)) {
-		t.Fatalf("the backup channel's file: %d %q", resp.StatusCode, b)
-	}
-	rows := s.gw.WaitUsage("ada", 3)
-	if last := rows[len(rows)-1]; last.Channel != "openai-backup" || last.Cost != 400_000 {
-		t.Fatalf("the failed-over task's row: %+v", last)
-	}
-}
-
 // TestTaskBounds: a body past max_request_body is a 413, and a file past
 // max_file_size is not streamed.
 func TestTaskBounds(t *testing.T) {
@@ -727,7 +423,7 @@ func TestTaskBounds(t *testing.T) {
 		t.Fatalf("a 2 MB body: %d %s", resp.StatusCode, b)
 	}
 
-	small := startTasksWith(t, taskConfig{maxFile: "16"})
+	small := startTasksWith(t, taskOptions{maxFile: "16"})
 	key = small.gw.AddUser("bo", 5_000_000)
 	sub := submitTask(t, small.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job := small.openai.Videos.Last(t)

@@ -15,84 +15,28 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
-// faultsCaddyfile: for gpt-4o-mini a primary and a backup with short
+// faultsConfig: for gpt-4o-mini a primary and a backup with short
 // timeouts and small bounds, so every fault ends in well under a second;
 // one channel per vendor shape that refuses the channel itself (gem, ant,
 // oai); and "slow", whose only channel has a short whole-answer timeout.
-const faultsCaddyfile = `{
-	admin {{ADMIN}}
-	gateway {
-		database sqlite {{DB}}
-		max_attempts 4
-		health {
-			consecutive_failures 2
-			base_ejection 1m
-			max_ejection 5m
-		}
-		channel primary {
-			type openai
-			base_url {{UP1}}
-			key sk-up-fault-1
-			models gpt-4o-mini
-			priority 10
-			response_header_timeout 300ms
-			stream_idle_timeout 300ms
-			max_response_body 8MB
-			max_stream_event 1MB
-		}
-		channel backup {
-			type openai
-			base_url {{UP2}}
-			key sk-up-fault-2
-			models gpt-4o-mini gem-fo
-		}
-		channel gem {
-			type gemini
-			base_url {{GEM}}
-			key sk-up-fault-gem
-			models gem gem-fo
-			priority 30
-		}
-		channel ant {
-			type anthropic
-			base_url {{ANT}}
-			key sk-up-fault-ant
-			models ant gem-fo
-			priority 20
-		}
-		channel oai {
-			type openai
-			base_url {{OAI}}
-			key sk-up-fault-oai
-			models oai gem-fo
-			priority 10
-		}
-		channel slowpoke {
-			type openai
-			base_url {{SLOW}}
-			key sk-up-fault-slow
-			models slow
-			timeout 300ms
-		}
-		price gpt-4o-mini free
-		price gem free
-		price ant free
-		price oai free
-		price gem-fo free
-		price slow free
-	}
+func faultsConfig() *caddyfile {
+	return gatewayConfig().
+		option("max_attempts 4").
+		option(block("health", "consecutive_failures 2", "base_ejection 1m", "max_ejection 5m")).
+		channel("primary", "openai", "{{UP1}}", "sk-up-fault-1", "gpt-4o-mini",
+			"priority 10",
+			"response_header_timeout 300ms",
+			"stream_idle_timeout 300ms",
+			"max_response_body 8MB",
+			"max_stream_event 1MB").
+		channel("backup", "openai", "{{UP2}}", "sk-up-fault-2", "gpt-4o-mini gem-fo").
+		channel("gem", "gemini", "{{GEM}}", "sk-up-fault-gem", "gem gem-fo", "priority 30").
+		channel("ant", "anthropic", "{{ANT}}", "sk-up-fault-ant", "ant gem-fo", "priority 20").
+		channel("oai", "openai", "{{OAI}}", "sk-up-fault-oai", "oai gem-fo", "priority 10").
+		channel("slowpoke", "openai", "{{SLOW}}", "sk-up-fault-slow", "slow", "timeout 300ms").
+		free("gpt-4o-mini", "gem", "ant", "oai", "gem-fo", "slow").
+		withSite(logToStderr, relayRoute)
 }
-
-http://127.0.0.1:{{PORT}} {
-	log {
-		output stderr
-	}
-	route {
-		gateway_auth
-		gateway_relay
-	}
-}
-`
 
 type faultSetup struct {
 	gw                                   *gatewaytest.Gateway
@@ -112,7 +56,7 @@ func startFaults(t *testing.T) *faultSetup {
 		slow:    gatewaytest.NewFakeOpenAI(t, "sk-up-fault-slow"),
 	}
 	s.backup.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the backup" })
-	s.gw = gatewaytest.Start(t, faultsCaddyfile, gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL,
+	s.gw = gatewaytest.Start(t, faultsConfig().String(), gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL,
 		"GEM": s.gem.URL, "ANT": s.ant.URL, "OAI": s.oai.URL, "SLOW": s.slow.URL})
 	s.key = s.gw.AddUser("fault", 1_000_000)
 	c := openai.NewClient(option.WithBaseURL(s.gw.URL+"/v1/"), option.WithAPIKey(s.key), option.WithMaxRetries(0))
