@@ -55,12 +55,7 @@ func (e Env) tokenAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
 	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
-	// once offered and ignored: kept out of the help, and refused with
-	// where limits are set instead of cobra's bare "unknown flag"
 	limitFlags(c)
-	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
-		_ = c.Flags().MarkHidden(f)
-	}
 	required(c, "username")
 	return c
 }
