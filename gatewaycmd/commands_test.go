@@ -272,7 +272,7 @@ func TestRedeemListAndDisable(t *testing.T) {
 		t.Errorf("a full page's stderr %q does not say %q", errOut, want)
 	}
 	codes = nil
-	decode(t, e, &codes, "redeem", "list", "--before-id", itoa(codes2ID(t, e, first[1])))
+	decode(t, e, &codes, "redeem", "list", "--before-id", itoa(codeID(t, e, first[1])))
 	if len(codes) != 1 || codes[0].Code != first[0] || codes[0].ExpiresAt != nil {
 		t.Errorf("the next page: %+v, want the first code, never expiring", codes)
 	}
@@ -298,8 +298,8 @@ func TestRedeemListAndDisable(t *testing.T) {
 	wantError(t, e, "--limit must be from 1 to 1000", "redeem", "list", "--limit", "1001")
 }
 
-// codes2ID is the id of a code, read through the store.
-func codes2ID(t *testing.T, e Env, code string) int64 {
+// codeID is the id of a code, read through the store.
+func codeID(t *testing.T, e Env, code string) int64 {
 	t.Helper()
 	codes, err := open(t, e).ListRedemptionCodes(context.Background(), store.CodeFilter{Limit: 100})
 	if err != nil {
