@@ -3,7 +3,9 @@ package caddymodule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -20,66 +22,35 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "<user|token|redeem|usage> <add|show|passwd|export> [flags]",
+		Usage: "<user|token|redeem|usage> <command> [--config <Caddyfile>] [flags]",
 		Short: "Manages the model gateway's users, keys and redemption codes",
 		Long: `
-Manages the model gateway's database directly: users, API keys (tokens) and
-redemption codes. Each subcommand takes --config <Caddyfile> (default:
-./Caddyfile) to find the database named by the gateway global option.
-It is safe to run while the gateway is serving.`,
+Manages the model gateway's database directly: users, API keys (tokens),
+redemption codes and the usage export. It is safe to run while the gateway
+is serving.
+
+The database is the one the gateway global option of the config names. The
+config is found as 'caddy run' finds it: --config, or else the Caddyfile in
+the current directory; with neither, the gateway's default database
+(` + defaultDSN + `) is used if it exists.`,
 		CobraFunc: func(cmd *cobra.Command) {
-			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database")
+			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database (default: ./Caddyfile)")
 			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
 			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration})
 		},
 	})
 }
 
+// defaultDSN is the database of a gateway whose config names none.
+const defaultDSN = "./data/gateway.db"
+
 // cliStore opens the database the config names: the config is adapted
 // and its placeholders replaced as the gateway itself would, which is why
 // this stays in the Caddy layer.
 func cliStore(cmd *cobra.Command) (store.Store, error) {
-	path, _ := cmd.Flags().GetString("config")
-	adapterName, _ := cmd.Flags().GetString("adapter")
-	if path == "" {
-		path = "Caddyfile"
-	}
-	body, err := os.ReadFile(path)
+	dbc, err := cliDatabase(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
-	}
-	if adapterName == "" && !strings.HasSuffix(path, ".json") {
-		adapterName = "caddyfile"
-	}
-	if adapterName != "" {
-		adapter := caddyconfig.GetAdapter(adapterName)
-		if adapter == nil {
-			return nil, fmt.Errorf("unknown config adapter %q", adapterName)
-		}
-		body, _, err = adapter.Adapt(body, map[string]any{"filename": path})
-		if err != nil {
-			return nil, fmt.Errorf("adapting config %s: %w", path, err)
-		}
-	}
-	var cfg struct {
-		Apps struct {
-			Gateway struct {
-				Database *DatabaseConfig `json:"database"`
-			} `json:"gateway"`
-		} `json:"apps"`
-	}
-	if err := json.Unmarshal(body, &cfg); err != nil {
-		return nil, fmt.Errorf("reading config %s: %w", path, err)
-	}
-	dbc := DatabaseConfig{Driver: "sqlite", DSN: "./data/gateway.db"}
-	if c := cfg.Apps.Gateway.Database; c != nil {
-		repl := caddy.NewReplacer()
-		if c.Driver != "" {
-			dbc.Driver = c.Driver
-		}
-		if c.DSN != "" {
-			dbc.DSN = repl.ReplaceAll(c.DSN, "")
-		}
+		return nil, err
 	}
 	st, err := store.Open(dbc.Driver, dbc.DSN)
 	if err != nil {
@@ -90,4 +61,65 @@ func cliStore(cmd *cobra.Command) (store.Store, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// cliDatabase finds the config as Caddy's own commands do (--config, or
+// else ./Caddyfile) and reads which database it names. With no config at
+// all, like 'caddy run' it takes the defaults: the gateway's default
+// database, when it exists, so that a command typed in the directory the
+// gateway runs in finds its database; it never creates one on a guess.
+func cliDatabase(cmd *cobra.Command) (DatabaseConfig, error) {
+	dbc := DatabaseConfig{Driver: "sqlite", DSN: defaultDSN}
+	path, _ := cmd.Flags().GetString("config")
+	adapterName, _ := cmd.Flags().GetString("adapter")
+	if path == "" {
+		if adapterName != "" {
+			return dbc, errors.New("--adapter needs --config: the file to adapt")
+		}
+		path = "Caddyfile"
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(defaultDSN); err != nil {
+				return dbc, errors.New("no Caddyfile in the current directory: pass --config with the Caddyfile the gateway runs with")
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "no ./Caddyfile: using the default database %s (--config names another)\n", defaultDSN)
+			return dbc, nil
+		}
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return dbc, fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
+	}
+	if adapterName == "" && !strings.HasSuffix(path, ".json") {
+		adapterName = "caddyfile"
+	}
+	if adapterName != "" {
+		adapter := caddyconfig.GetAdapter(adapterName)
+		if adapter == nil {
+			return dbc, fmt.Errorf("unknown config adapter %q", adapterName)
+		}
+		body, _, err = adapter.Adapt(body, map[string]any{"filename": path})
+		if err != nil {
+			return dbc, fmt.Errorf("adapting config %s: %w", path, err)
+		}
+	}
+	var cfg struct {
+		Apps struct {
+			Gateway struct {
+				Database *DatabaseConfig `json:"database"`
+			} `json:"gateway"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		return dbc, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	if c := cfg.Apps.Gateway.Database; c != nil {
+		repl := caddy.NewReplacer()
+		if c.Driver != "" {
+			dbc.Driver = c.Driver
+		}
+		if c.DSN != "" {
+			dbc.DSN = repl.ReplaceAll(c.DSN, "")
+		}
+	}
+	return dbc, nil
 }

@@ -2,7 +2,10 @@ package gatewaycmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,5 +54,77 @@ func (e Env) redeemAddCommand() *cobra.Command {
 	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
 		_ = c.Flags().MarkHidden(f)
 	}
+	required(c, "quota")
+	return c
+}
+
+func (e Env) redeemListCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list [--before-id <code id>] [--limit N]",
+		Short: "Lists redemption codes as a JSON array, newest first, a page at a time",
+		Long: `Lists redemption codes as a JSON array, the newest first. A full page ends
+with a line on stderr giving the --before-id that continues it.`,
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			var f store.CodeFilter
+			f.BeforeID, _ = cmd.Flags().GetInt64("before-id")
+			f.Limit, _ = cmd.Flags().GetInt("limit")
+			if f.BeforeID < 0 {
+				return errors.New("--before-id must be a code id (0 starts at the newest)")
+			}
+			if f.Limit < 1 || f.Limit > maxListLimit {
+				return fmt.Errorf("--limit must be from 1 to %d, not %d", maxListLimit, f.Limit)
+			}
+			codes, err := st.ListRedemptionCodes(ctx, f)
+			if err != nil {
+				return err
+			}
+			if err := printJSON(cmd, viewCodes(codes)); err != nil {
+				return err
+			}
+			if len(codes) == f.Limit {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more codes may follow: %s --before-id %d\n", cmd.CommandPath(), codes[len(codes)-1].ID)
+			}
+			return nil
+		}),
+	}
+	c.Flags().Int64("before-id", 0, "list codes with an id below this one (the last of the page before)")
+	c.Flags().Int("limit", 50, fmt.Sprintf("codes at most (1 to %d)", maxListLimit))
+	return c
+}
+
+// codeWithID is the code --id names. The store reads codes in pages only:
+// the page of one that starts just above id holds it, if it exists.
+func codeWithID(ctx context.Context, cmd *cobra.Command, st store.Store) (*store.RedemptionCode, error) {
+	id, _ := cmd.Flags().GetInt64("id")
+	if id > 0 && id < math.MaxInt64 {
+		codes, err := st.ListRedemptionCodes(ctx, store.CodeFilter{BeforeID: id + 1, Limit: 1})
+		if err != nil {
+			return nil, fmt.Errorf("reading redemption code %d: %w", id, err)
+		}
+		if len(codes) == 1 && codes[0].ID == id {
+			return codes[0], nil
+		}
+	}
+	return nil, fmt.Errorf("no redemption code with id %d", id)
+}
+
+func (e Env) redeemStatusCommand(verb, status string) *cobra.Command {
+	c := &cobra.Command{
+		Use:   verb + " --id <code id>",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + "s a redemption code (a disabled one cannot be redeemed)",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			code, err := codeWithID(ctx, cmd, st)
+			if err != nil {
+				return err
+			}
+			if err := st.SetRedemptionCodeStatus(ctx, code.ID, status); err != nil {
+				return err
+			}
+			code.Status = status
+			return printJSON(cmd, viewCodes([]*store.RedemptionCode{code})[0])
+		}),
+	}
+	c.Flags().Int64("id", 0, "code id (see 'caddy gateway redeem list')")
+	required(c, "id")
 	return c
 }

@@ -6,14 +6,21 @@
 // caddycmd and gives, in an Env, what needs Caddy: opening the database its
 // configuration names (read through Caddy's config adapters) and reading
 // a duration as the Caddyfile does.
+//
+// Every command prints JSON (times in RFC 3339, UTC; null for never; []
+// for nothing), except those that print a secret, which print it alone. A
+// mistake on the command line is one line on stderr and a non-zero exit.
 package gatewaycmd
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -28,21 +35,120 @@ type Env struct {
 	ParseDuration func(string) (time.Duration, error)
 }
 
-// AddCommands adds the user, token, redeem and usage commands to cmd.
+// AddCommands adds the user, token, redeem and usage commands to cmd, the
+// "gateway" command, which like each group answers a missing or unknown
+// subcommand with an error rather than help and success.
 func AddCommands(cmd *cobra.Command, e Env) {
 	user := &cobra.Command{Use: "user", Short: "Manages users"}
-	user.AddCommand(e.userAddCommand(), e.userShowCommand(), e.userPasswdCommand(), e.userSetCommand())
+	user.AddCommand(e.userAddCommand(), e.userListCommand(), e.userShowCommand(), e.userPasswdCommand(), e.userSetCommand(),
+		e.userStatusCommand("disable", store.UserDisabled), e.userStatusCommand("enable", store.UserEnabled),
+		e.userQuotaCommand(), e.userRoleCommand())
 	token := &cobra.Command{Use: "token", Short: "Manages API keys"}
-	token.AddCommand(e.tokenAddCommand(), e.tokenListCommand(), e.tokenSetCommand(), e.tokenStatusCommand("disable", store.TokenDisabled), e.tokenStatusCommand("enable", store.TokenEnabled))
+	token.AddCommand(e.tokenAddCommand(), e.tokenListCommand(), e.tokenSetCommand(), e.tokenRenameCommand(), e.tokenDeleteCommand(),
+		e.tokenStatusCommand("disable", store.TokenDisabled), e.tokenStatusCommand("enable", store.TokenEnabled))
 	redeem := &cobra.Command{Use: "redeem", Short: "Manages redemption codes"}
-	redeem.AddCommand(e.redeemAddCommand())
+	redeem.AddCommand(e.redeemAddCommand(), e.redeemListCommand(),
+		e.redeemStatusCommand("disable", store.CodeDisabled), e.redeemStatusCommand("enable", store.CodeEnabled))
 	usage := &cobra.Command{Use: "usage", Short: "Exports usage rows"}
 	usage.AddCommand(e.usageExportCommand())
 	cmd.AddCommand(user, token, redeem, usage)
+	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage} {
+		strictGroup(group)
+	}
 }
 
+// strictGroup makes a group of commands refuse what is not one of its
+// subcommands. Left alone, cobra prints a group's help and exits 0 for
+// "caddy gateway user lst", so a typo in a script passes unnoticed.
+func strictGroup(group *cobra.Command) {
+	group.Args = cobra.ArbitraryArgs
+	group.SuggestionsMinimumDistance = 2
+	group.RunE = func(c *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		choices := strings.Join(names, ", ")
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs a command: one of %s", c.CommandPath(), choices)
+		}
+		hint := ""
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		return fmt.Errorf("%s has no command %q%s: type one of %s", c.CommandPath(), args[0], hint, choices)
+	}
+	for _, sub := range group.Commands() {
+		sub.SetFlagErrorFunc(flagError)
+		if !sub.HasSubCommands() {
+			sub.Args = flagsOnly
+		}
+	}
+}
+
+// flagsOnly refuses words after a command that takes flags only: a value
+// typed without its flag would otherwise be lost.
+func flagsOnly(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes flags, not %q: %s", c.CommandPath(), args[0], usageLine(c))
+	}
+	return nil
+}
+
+// flagError keeps pflag's one-line complaint and says where the flags
+// are listed.
+func flagError(c *cobra.Command, err error) error {
+	return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
+}
+
+// requiredAnnotation marks a flag a command cannot run without. cobra's
+// own MarkFlagRequired is not used: it accepts an empty value and words
+// its error for cobra, not for the person at the terminal.
+const requiredAnnotation = "gateway_required"
+
+// required marks flags of c as required.
+func required(c *cobra.Command, names ...string) {
+	for _, n := range names {
+		_ = c.Flags().SetAnnotation(n, requiredAnnotation, []string{"true"})
+	}
+}
+
+// checkRequired says which required flag is missing or empty, and how the
+// command is typed.
+func checkRequired(c *cobra.Command) error {
+	var missing string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if missing != "" || f.Annotations[requiredAnnotation] == nil {
+			return
+		}
+		if !f.Changed || f.Value.String() == "" {
+			missing = f.Name
+		}
+	})
+	if missing == "" {
+		return nil
+	}
+	return fmt.Errorf("--%s is required: %s", missing, usageLine(c))
+}
+
+// usageLine is how c is typed: its path and its Use without the name.
+func usageLine(c *cobra.Command) string {
+	line := c.CommandPath()
+	if _, rest, ok := strings.Cut(c.Use, " "); ok {
+		line += " " + rest
+	}
+	return line
+}
+
+// withStore checks c's required flags, opens the store and runs run with
+// a deadline.
 func (e Env) withStore(run func(ctx context.Context, cmd *cobra.Command, st store.Store) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
+		if err := checkRequired(cmd); err != nil {
+			return err
+		}
 		st, err := e.OpenStore(cmd)
 		if err != nil {
 			return err
@@ -54,6 +160,7 @@ func (e Env) withStore(run func(ctx context.Context, cmd *cobra.Command, st stor
 	}
 }
 
+// printJSON prints v indented, as every command that shows a record does.
 func printJSON(cmd *cobra.Command, v any) error {
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,14 +31,24 @@ func testEnv(t *testing.T) Env {
 // run runs `gateway args...` and returns its stdout.
 func run(t *testing.T, e Env, args ...string) (string, error) {
 	t.Helper()
-	root := &cobra.Command{Use: "gateway", SilenceUsage: true, SilenceErrors: true}
-	AddCommands(root, e)
-	var out bytes.Buffer
+	out, _, err := runWithStderr(t, e, args...)
+	return out, err
+}
+
+// runWithStderr runs `caddy gateway args...` and returns its stdout and
+// stderr; the root stands for Caddy's, which the gateway command is under.
+func runWithStderr(t *testing.T, e Env, args ...string) (string, string, error) {
+	t.Helper()
+	root := &cobra.Command{Use: "caddy", SilenceUsage: true, SilenceErrors: true}
+	gateway := &cobra.Command{Use: "gateway"}
+	root.AddCommand(gateway)
+	AddCommands(gateway, e)
+	var out, errOut bytes.Buffer
 	root.SetOut(&out)
-	root.SetErr(io.Discard)
-	root.SetArgs(args)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"gateway"}, args...))
 	err := root.Execute()
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 func mustRun(t *testing.T, e Env, args ...string) string {

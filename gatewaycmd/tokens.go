@@ -29,7 +29,7 @@ func (e Env) tokenAddCommand() *cobra.Command {
 				return fmt.Errorf("no user named %q: create it with 'caddy gateway user add'", username)
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("reading user %q: %w", username, err)
 			}
 			spec := account.TokenSpec{Name: name, QuotaLimit: quota, Models: strings.Split(models, ",")}
 			if expires != "" {
@@ -55,34 +55,49 @@ func (e Env) tokenAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
 	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
-	// once offered and ignored: kept out of the help, and refused with
-	// where limits are set instead of cobra's bare "unknown flag"
 	limitFlags(c)
-	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
-		_ = c.Flags().MarkHidden(f)
-	}
+	required(c, "username")
 	return c
 }
 
 func (e Env) tokenListCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list --username <name>",
-		Short: "Lists a user's API keys as JSON (prefixes only: keys are not stored)",
+		Short: "Lists a user's API keys as a JSON array (prefixes only: keys are not stored)",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			username, _ := cmd.Flags().GetString("username")
-			u, err := st.UserByName(ctx, username)
+			u, err := userNamed(ctx, cmd, st)
 			if err != nil {
-				return fmt.Errorf("no user named %q: %w", username, err)
+				return err
 			}
 			tokens, err := st.ListTokens(ctx, u.ID)
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, tokens)
+			return printJSON(cmd, viewTokens(tokens))
 		}),
 	}
 	c.Flags().String("username", "", "owner of the keys")
+	required(c, "username")
 	return c
+}
+
+// idFlag adds the required --id of a token to c.
+func idFlag(c *cobra.Command) {
+	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
+	required(c, "id")
+}
+
+// tokenWithID is the token --id names.
+func tokenWithID(ctx context.Context, cmd *cobra.Command, st store.Store) (*store.Token, error) {
+	id, _ := cmd.Flags().GetInt64("id")
+	t, err := st.TokenByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no token with id %d", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading token %d: %w", id, err)
+	}
+	return t, nil
 }
 
 func (e Env) tokenStatusCommand(verb, status string) *cobra.Command {
@@ -90,14 +105,18 @@ func (e Env) tokenStatusCommand(verb, status string) *cobra.Command {
 		Use:   verb + " --id <token id>",
 		Short: strings.ToUpper(verb[:1]) + verb[1:] + "s an API key (takes effect within the token cache TTL)",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			id, _ := cmd.Flags().GetInt64("id")
-			if _, err := st.TokenByID(ctx, id); err != nil {
-				return fmt.Errorf("no token with id %d: %w", id, err)
+			t, err := tokenWithID(ctx, cmd, st)
+			if err != nil {
+				return err
 			}
-			return st.SetTokenStatus(ctx, id, status)
+			if err := st.SetTokenStatus(ctx, t.ID, status); err != nil {
+				return err
+			}
+			t.Status = status
+			return printJSON(cmd, viewToken(t))
 		}),
 	}
-	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
+	idFlag(c)
 	return c
 }
 
@@ -113,15 +132,61 @@ func (e Env) tokenSetCommand() *cobra.Command {
 			}
 			t, err := account.SetKeyLimits(ctx, st, account.Operator, id, change)
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no token with id %d: %w", id, err)
+				return fmt.Errorf("no token with id %d", id)
 			}
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, t)
+			return printJSON(cmd, viewToken(t))
 		}),
 	}
-	c.Flags().Int64("id", 0, "token id (see 'caddy gateway token list')")
+	idFlag(c)
 	limitFlags(c)
+	return c
+}
+
+func (e Env) tokenRenameCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "rename --id <token id> --name <name>",
+		Short: "Renames an API key",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			name, _ := cmd.Flags().GetString("name")
+			if strings.TrimSpace(name) == "" {
+				return fmt.Errorf("--name must not be blank: %s", usageLine(cmd))
+			}
+			t, err := tokenWithID(ctx, cmd, st)
+			if err != nil {
+				return err
+			}
+			// everything but the name as it is
+			spec := account.TokenSpec{Name: name, QuotaLimit: t.QuotaLimit, Models: t.Models, ExpiresAt: t.ExpiresAt, Limits: t.Limits}
+			if t, err = account.UpdateToken(ctx, st, t.UserID, t.ID, spec, t.Status); err != nil {
+				return err
+			}
+			return printJSON(cmd, viewToken(t))
+		}),
+	}
+	idFlag(c)
+	c.Flags().String("name", "", "the new name")
+	required(c, "name")
+	return c
+}
+
+func (e Env) tokenDeleteCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "delete --id <token id>",
+		Short: "Deletes an API key for good (its usage rows stay); it stops working within the token cache TTL",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			t, err := tokenWithID(ctx, cmd, st)
+			if err != nil {
+				return err
+			}
+			if t, err = account.DeleteToken(ctx, st, t.UserID, t.ID); err != nil {
+				return err
+			}
+			return printJSON(cmd, viewToken(t))
+		}),
+	}
+	idFlag(c)
 	return c
 }

@@ -4,13 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
+
+// userNamed is the user --username names.
+func userNamed(ctx context.Context, cmd *cobra.Command, st store.Store) (*store.User, error) {
+	name, _ := cmd.Flags().GetString("username")
+	u, err := st.UserByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no user named %q", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+// changeUser makes c to the user --username names, as the operator, and
+// prints the user as they then are.
+func changeUser(ctx context.Context, cmd *cobra.Command, st store.Store, c account.UserChange) error {
+	u, err := userNamed(ctx, cmd, st)
+	if err != nil {
+		return err
+	}
+	if u, err = account.UpdateUser(ctx, st, account.Operator, u.ID, c); err != nil {
+		return err
+	}
+	return printJSON(cmd, viewUser(u))
+}
 
 func (e Env) userAddCommand() *cobra.Command {
 	c := &cobra.Command{
@@ -30,7 +58,7 @@ func (e Env) userAddCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, account.ViewUser(u))
+			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
@@ -38,6 +66,48 @@ func (e Env) userAddCommand() *cobra.Command {
 	c.Flags().String("role", store.RoleUser, "user, admin or root")
 	c.Flags().Int64("quota", 0, "starting quota in units (1,000,000 = 1 USD)")
 	limitFlags(c)
+	required(c, "username", "password")
+	return c
+}
+
+// maxListLimit bounds one page of a listing.
+const maxListLimit = 1000
+
+func (e Env) userListCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list [--after-id <user id>] [--limit N]",
+		Short: "Lists users as a JSON array, oldest first, a page at a time",
+		Long: `Lists users as a JSON array in id order. A full page ends with a line on
+stderr giving the --after-id that continues it.`,
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			f := store.UserFilter{}
+			f.AfterID, _ = cmd.Flags().GetInt64("after-id")
+			f.Limit, _ = cmd.Flags().GetInt("limit")
+			if f.AfterID < 0 {
+				return errors.New("--after-id must be a user id (0 starts at the first)")
+			}
+			if f.Limit < 1 || f.Limit > maxListLimit {
+				return fmt.Errorf("--limit must be from 1 to %d, not %d", maxListLimit, f.Limit)
+			}
+			users, err := st.ListUsers(ctx, f)
+			if err != nil {
+				return err
+			}
+			out := make([]userView, 0, len(users))
+			for _, u := range users {
+				out = append(out, viewUser(u))
+			}
+			if err := printJSON(cmd, out); err != nil {
+				return err
+			}
+			if len(users) == f.Limit {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more users may follow: %s --after-id %d\n", cmd.CommandPath(), users[len(users)-1].ID)
+			}
+			return nil
+		}),
+	}
+	c.Flags().Int64("after-id", 0, "list users with an id above this one (the last of the page before)")
+	c.Flags().Int("limit", 50, fmt.Sprintf("users at most (1 to %d)", maxListLimit))
 	return c
 }
 
@@ -46,31 +116,27 @@ func (e Env) userShowCommand() *cobra.Command {
 		Use:   "show --username <name>",
 		Short: "Prints a user's quota, used quota and invitation quota as JSON",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			name, _ := cmd.Flags().GetString("username")
-			u, err := st.UserByName(ctx, name)
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no user named %q", name)
-			}
+			u, err := userNamed(ctx, cmd, st)
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd, account.ViewUser(u))
+			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
+	required(c, "username")
 	return c
 }
 
 func (e Env) userPasswdCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "passwd --username <name> [--password <password>]",
-		Short: "Sets a user's password (a random one, printed, if none is given)",
+		Short: "Sets a user's password (a random one, printed, if none is given) and ends their sessions",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			name, _ := cmd.Flags().GetString("username")
 			password, _ := cmd.Flags().GetString("password")
-			u, err := st.UserByName(ctx, name)
+			u, err := userNamed(ctx, cmd, st)
 			if err != nil {
-				return fmt.Errorf("no user named %q: %w", name, err)
+				return err
 			}
 			generated := password == ""
 			if generated {
@@ -89,6 +155,7 @@ func (e Env) userPasswdCommand() *cobra.Command {
 	}
 	c.Flags().String("username", "", "user name")
 	c.Flags().String("password", "", "new password (8 characters or more)")
+	required(c, "username")
 	return c
 }
 
@@ -97,25 +164,118 @@ func (e Env) userSetCommand() *cobra.Command {
 		Use:   "set --username <name> [--rpm N] [--tpm N] [--max-parallel N]",
 		Short: "Sets a user's rate limits, over all of their keys (0 clears one)",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			name, _ := cmd.Flags().GetString("username")
-			u, err := st.UserByName(ctx, name)
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no user named %q", name)
-			}
-			if err != nil {
-				return err
-			}
 			change, err := limitsChange(cmd)
 			if err != nil {
 				return err
 			}
-			if u, err = account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{Limits: &change}); err != nil {
-				return err
-			}
-			return printJSON(cmd, account.ViewUser(u))
+			return changeUser(ctx, cmd, st, account.UserChange{Limits: &change})
 		}),
 	}
 	c.Flags().String("username", "", "user name")
 	limitFlags(c)
+	required(c, "username")
 	return c
+}
+
+func (e Env) userStatusCommand(verb, status string) *cobra.Command {
+	c := &cobra.Command{
+		Use:   verb + " --username <name>",
+		Short: "Enables a user again: their keys work again within the token cache TTL",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			return changeUser(ctx, cmd, st, account.UserChange{Status: &status})
+		}),
+	}
+	if status == store.UserDisabled {
+		c.Short = "Disables a user: their keys stop working within the token cache TTL and their sessions end"
+	}
+	c.Flags().String("username", "", "user name")
+	required(c, "username")
+	return c
+}
+
+func (e Env) userRoleCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "role --username <name> --role user|admin|root",
+		Short: "Changes a user's role (a new role ends their sessions)",
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			role, _ := cmd.Flags().GetString("role")
+			return changeUser(ctx, cmd, st, account.UserChange{Role: &role})
+		}),
+	}
+	c.Flags().String("username", "", "user name")
+	c.Flags().String("role", "", "user, admin or root")
+	required(c, "username", "role")
+	return c
+}
+
+// quotaFlags are user quota's ways of saying an amount, one at a time.
+var quotaFlags = []string{"add", "set", "add-usd", "set-usd"}
+
+func (e Env) userQuotaCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "quota --username <name> (--add <units> | --set <units> | --add-usd <USD> | --set-usd <USD>)",
+		Short: "Adds to or sets a user's balance, in units (1,000,000 = 1 USD) or in USD",
+		Long: `Adds to a user's balance (a negative amount takes from it, never below zero)
+or sets it. A credit is a payment: it pays the reward a user's inviter is owed,
+as redeeming a code does. The running gateway sees the new balance within its
+token cache TTL. --set writes the difference from the balance it reads, so a
+request settled at that moment is not undone.`,
+		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			var given []string
+			for _, f := range quotaFlags {
+				if cmd.Flags().Changed(f) {
+					given = append(given, "--"+f)
+				}
+			}
+			if len(given) != 1 {
+				return fmt.Errorf("give one of --add, --set, --add-usd or --set-usd, not %d: %s", len(given), usageLine(cmd))
+			}
+			amount, err := quotaAmount(cmd, given[0][2:])
+			if err != nil {
+				return err
+			}
+			u, err := userNamed(ctx, cmd, st)
+			if err != nil {
+				return err
+			}
+			delta := amount
+			if strings.HasPrefix(given[0], "--set") {
+				if amount < 0 {
+					return fmt.Errorf("%s must not be negative", given[0])
+				}
+				delta = amount - u.Quota
+			}
+			if u.Quota+delta < 0 {
+				return fmt.Errorf("%s would take the balance of %q, %d units, below zero", given[0], u.Username, u.Quota)
+			}
+			if delta == 0 {
+				return printJSON(cmd, viewUser(u))
+			}
+			return changeUser(ctx, cmd, st, account.UserChange{QuotaDelta: &delta})
+		}),
+	}
+	c.Flags().String("username", "", "user name")
+	c.Flags().Int64("add", 0, "units to add (negative: to take)")
+	c.Flags().Int64("set", 0, "the new balance in units")
+	c.Flags().String("add-usd", "", "USD to add, e.g. 5 or 0.25 (negative: to take)")
+	c.Flags().String("set-usd", "", "the new balance in USD")
+	required(c, "username")
+	return c
+}
+
+// quotaAmount is the flag's amount in units.
+func quotaAmount(cmd *cobra.Command, flag string) (int64, error) {
+	if !strings.HasSuffix(flag, "-usd") {
+		return cmd.Flags().GetInt64(flag)
+	}
+	s, _ := cmd.Flags().GetString(flag)
+	digits, negative := strings.CutPrefix(strings.TrimSpace(s), "-")
+	units, err := billing.ParseUSD(digits)
+	if err != nil || digits == "" {
+		return 0, fmt.Errorf("--%s must be an amount of USD with at most six decimals, such as 5 or 0.25, not %q", flag, s)
+	}
+	if negative {
+		units = -units
+	}
+	return units, nil
 }

@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+)
+
+// cliCaddyfile is a priced demo model behind key auth and the account API,
+// with its database at the default path, relative to where it runs, as
+// Caddyfile.example has it.
+const cliCaddyfile = `{
+	admin {{ADMIN}}
+	gateway {
+		database sqlite ./data/gateway.db
+		token_cache_ttl 1s
+		channel demo {
+			type demo
+			models demo
+		}
+		price demo {
+			input 1
+			output 2
+		}
+	}
+}
+
+http://127.0.0.1:{{PORT}} {
+	@account path /api/user/*
+	route @account {
+		gateway_account
+	}
+	route /v1/* {
+		gateway_auth
+		gateway_relay
+	}
+}
+`
+
+// cacheTTLBound is how long a change made with the CLI may take to reach
+// the running gateway: the key cache's TTL (1s above), a background
+// reload, and the ledger's refresh on the same tick.
+const cacheTTLBound = 5 * time.Second
+
+// TestCLIAgainstARunningGateway: an operator's changes made with the real
+// binary reach a serving gateway within the token cache TTL, as the design
+// says: a user's balance set in dollars or units, a user disabled and
+// enabled, a key deleted.
+func TestCLIAgainstARunningGateway(t *testing.T) {
+	g := gatewaytest.Start(t, cliCaddyfile, nil)
+
+	var users []struct {
+		Username  string `json:"username"`
+		Role      string `json:"role"`
+		CreatedAt string `json:"created_at"`
+	}
+	if err := json.Unmarshal([]byte(g.CLI("user", "list")), &users); err != nil {
+		t.Fatal(err)
+	}
+	if len(users) != 1 || users[0].Username != "root" || users[0].Role != "root" {
+		t.Fatalf("user list on a new gateway: %+v, want the root user it made", users)
+	}
+	if _, err := time.Parse(time.RFC3339, users[0].CreatedAt); err != nil {
+		t.Errorf("created_at %q is not RFC 3339", users[0].CreatedAt)
+	}
+
+	key := g.AddUser("cli", 0, "--name", "main")
+	chat := func() (int, string) {
+		resp, body := g.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"demo","messages":[{"role":"user","content":"hi"}]}`), nil)
+		e, _ := errorBody(body)
+		return resp.StatusCode, e.Code
+	}
+	if status, code := chat(); status != 429 || code != "insufficient_quota" {
+		t.Fatalf("a user with no quota: %d %s, want 429 insufficient_quota", status, code)
+	}
+
+	g.CLI("user", "quota", "--username", "cli", "--add-usd", "1")
+	within(t, cacheTTLBound, "a balance added with the CLI to be spendable", func() bool {
+		status, _ := chat()
+		return status == 200
+	})
+
+	g.CLI("user", "disable", "--username", "cli")
+	var code string
+	within(t, cacheTTLBound, "a user disabled with the CLI to be refused", func() bool {
+		_, code = chat()
+		return code == "user_disabled"
+	})
+	g.CLI("user", "enable", "--username", "cli")
+	within(t, cacheTTLBound, "a user enabled again to be served", func() bool {
+		status, _ := chat()
+		return status == 200
+	})
+
+	var set struct {
+		Quota int64 `json:"quota"`
+	}
+	if err := json.Unmarshal([]byte(g.CLI("user", "quota", "--username", "cli", "--set", "0")), &set); err != nil || set.Quota != 0 {
+		t.Fatalf("user quota --set 0 printed quota %d (%v)", set.Quota, err)
+	}
+	within(t, cacheTTLBound, "a balance set to zero with the CLI to be refused", func() bool {
+		_, code = chat()
+		return code == "insufficient_quota"
+	})
+
+	g.CLI("user", "quota", "--username", "cli", "--add", "1000000")
+	within(t, cacheTTLBound, "the balance to be spendable again", func() bool {
+		status, _ := chat()
+		return status == 200
+	})
+	var tokens []struct {
+		ID        int64   `json:"id"`
+		ExpiresAt *string `json:"expires_at"`
+	}
+	if err := json.Unmarshal([]byte(g.CLI("token", "list", "--username", "cli")), &tokens); err != nil || len(tokens) != 1 {
+		t.Fatalf("token list: %+v (%v), want the one key", tokens, err)
+	}
+	if tokens[0].ExpiresAt != nil {
+		t.Errorf("a key that never expires lists expires_at %q, want null", *tokens[0].ExpiresAt)
+	}
+	g.CLI("token", "delete", "--id", fmt.Sprint(tokens[0].ID))
+	within(t, cacheTTLBound, "a key deleted with the CLI to stop working", func() bool {
+		status, _ := chat()
+		return status == 401
+	})
+	if out := strings.TrimSpace(g.CLI("token", "list", "--username", "cli")); out != "[]" {
+		t.Errorf("token list after the only key was deleted: %q, want []", out)
+	}
+}
+
+// TestCLIMistakesExitNonZero: the real binary answers a wrong command line
+// with one line on stderr, nothing on stdout, and a failing exit status.
+func TestCLIMistakesExitNonZero(t *testing.T) {
+	g := gatewaytest.Start(t, cliCaddyfile, nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frob"}, `caddy gateway has no command "frob"`},
+		{[]string{"user", "lst"}, `caddy gateway user has no command "lst" (did you mean "list"?)`},
+		{[]string{"token"}, "caddy gateway token needs a command: one of add, delete, disable, enable, list, rename, set"},
+		{[]string{"redeem", "remove"}, `caddy gateway redeem has no command "remove"`},
+		{[]string{"token", "delete"}, "--id is required: caddy gateway token delete --id <token id>"},
+		{[]string{"user", "show"}, "--username is required"},
+		{[]string{"user", "show", "--username", "nobody"}, `no user named "nobody"`},
+		{[]string{"redeem", "add", "--quota", "5", "--rpm", "3"}, "a redemption code adds quota only"},
+	} {
+		stdout, stderr, err := g.TryCLI(tc.args...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Errorf("caddy gateway %s: %v, want a failing exit status", strings.Join(tc.args, " "), err)
+		}
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if stdout != "" || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("caddy gateway %s: stdout %q, stderr %q; want nothing, and one line saying %q", strings.Join(tc.args, " "), stdout, stderr, tc.want)
+		}
+	}
+}
+
+// TestCLIRecoveryCommandWorksAsPrinted: the command the gateway prints to
+// reset the root password works as printed, typed in a directory that has
+// the gateway's default database but no Caddyfile (the project root after
+// 'make run', which runs Caddyfile.example).
+func TestCLIRecoveryCommandWorksAsPrinted(t *testing.T) {
+	g := gatewaytest.Start(t, cliCaddyfile, nil)
+	printed := regexp.MustCompile(`change it with: caddy (gateway [^\n]+)`).FindStringSubmatch(g.Logs())
+	if printed == nil {
+		t.Fatalf("the gateway printed no recovery command:\n%s", g.Logs())
+	}
+	root := t.TempDir()
+	if err := os.Symlink(filepath.Join(g.Dir, "data"), filepath.Join(root, "data")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gatewaytest.Binary(t), strings.Fields(printed[1])...)
+	cmd.Dir = root
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("caddy %s, as printed: %v\n%s", printed[1], err, stderr.String())
+	}
+	password := strings.TrimSpace(stdout.String())
+	gatewaytest.Secret(password)
+	body, _ := json.Marshal(map[string]string{"username": "root", "password": password})
+	if resp, answer := g.Do(http.MethodPost, "/api/user/login", "", body, nil); resp.StatusCode != 200 {
+		t.Errorf("logging in with the password the recovery command set: %d %s", resp.StatusCode, answer)
+	}
+
+	// with neither a Caddyfile nor that database, it says what to pass
+	cmd = exec.Command(gatewaytest.Binary(t), strings.Fields(printed[1])...)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "pass --config") {
+		t.Errorf("the recovery command where there is no config: %v\n%s", err, out)
+	}
+}
