@@ -146,6 +146,30 @@ function pager(url, param, tbody, more, errorNode, row) {
   };
 }
 
+// setupTabs makes the page's tabs (role="tab", each naming its panel in
+// aria-controls) switch on a click and on the arrow keys.
+function setupTabs() {
+  const tabs = document.querySelectorAll('[role="tab"]');
+  tabs.forEach((tab, i) => {
+    tab.addEventListener('click', () => selectTab(tab, tabs));
+    tab.addEventListener('keydown', (ev) => {
+      const step = ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowLeft' ? -1 : 0;
+      if (!step) return;
+      const next = tabs[(i + step + tabs.length) % tabs.length];
+      selectTab(next, tabs);
+      next.focus();
+    });
+  });
+}
+
+function selectTab(tab, tabs) {
+  tabs.forEach((t) => {
+    const on = t === tab;
+    t.setAttribute('aria-selected', String(on));
+    $(t.getAttribute('aria-controls')).hidden = !on;
+  });
+}
+
 function fmtTime(s) {
   const d = new Date(s);
   return isNaN(d) ? '' : d.toLocaleString();

@@ -29,28 +29,6 @@ document.addEventListener('DOMContentLoaded', () => {
   start();
 });
 
-function setupTabs() {
-  const tabs = document.querySelectorAll('[role="tab"]');
-  tabs.forEach((tab, i) => {
-    tab.addEventListener('click', () => selectTab(tab, tabs));
-    tab.addEventListener('keydown', (ev) => {
-      const step = ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowLeft' ? -1 : 0;
-      if (!step) return;
-      const next = tabs[(i + step + tabs.length) % tabs.length];
-      selectTab(next, tabs);
-      next.focus();
-    });
-  });
-}
-
-function selectTab(tab, tabs) {
-  tabs.forEach((t) => {
-    const on = t === tab;
-    t.setAttribute('aria-selected', String(on));
-    $(t.getAttribute('aria-controls')).hidden = !on;
-  });
-}
-
 async function start() {
   const user = await pageUser();
   if (user === undefined) return;
