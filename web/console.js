@@ -267,6 +267,7 @@ async function loadUsage(fromStart) {
   const q = new URLSearchParams({ limit: '20', ...usageFilter });
   if (!fromStart && usageCursor) q.set('after', usageCursor);
   showError($('usage-error'), null);
+  $('usage').dataset.loading = 'yes';
   try {
     const r = await api('GET', '/api/user/usage?' + q);
     const tbody = $('usage');
@@ -285,6 +286,8 @@ async function loadUsage(fromStart) {
     $('usage-next').disabled = !r.next_cursor;
   } catch (e) {
     showError($('usage-error'), e);
+  } finally {
+    $('usage').dataset.loading = 'no';
   }
 }
 

@@ -259,7 +259,7 @@ func (h *Handler) usageRows(ctx context.Context, f store.UsageFilter, part strin
 	if err != nil {
 		return nil, err
 	}
-	var rows []*store.UsageLog
+	rows := []*store.UsageLog{} // a listing of no rows is [], never null
 	for _, m := range models {
 		g := f
 		g.Model = m
