@@ -377,7 +377,7 @@ func TestConsoleOnPhone(t *testing.T) {
 	b.noSideScroll("the models page")
 	b.screenshot("models-phone")
 	b.open("/console/playground", `!document.getElementById('playground').hidden`)
-	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('prompt').value = '| a | b |\n|---|---|\n| ` + strings.Repeat("wide ", 30) + ` | x |'`),
+	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('prompt').value = '| a | b |\n|---|---|\n| `+strings.Repeat("wide ", 30)+` | x |'`),
 		chromedp.Click(chromedp.ID("send")))
 	b.waitFor(`document.querySelector('.msg.assistant table') !== null && document.getElementById('stop').disabled`)
 	b.do(chromedp.Click(chromedp.ID("show-code")))
