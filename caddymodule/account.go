@@ -64,12 +64,14 @@ func (h *Account) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return nil
 }
 
-// pricedModels are the models a caller can ask for: served and priced.
+// pricedModels are the models a caller can ask for: served and priced,
+// each with its price as configured (shared, not copied: the price table
+// is built once when the app is provisioned and only read after).
 func (a *App) pricedModels() []accountapi.Model {
 	var out []accountapi.Model
 	for _, m := range a.channels.Models() {
 		if p, ok := a.prices[m]; ok {
-			out = append(out, accountapi.Model{ID: m, Chat: p.Chat()})
+			out = append(out, accountapi.Model{ID: m, Chat: p.Chat(), Price: p})
 		}
 	}
 	return out

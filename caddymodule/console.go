@@ -22,8 +22,9 @@ func init() {
 }
 
 // Console serves the web console: the home view and dashboard at /, the
-// admin pages at /console/admin, the playground at /console/playground and
-// their assets under /console/assets/. Other paths pass to the next handler.
+// admin pages at /console/admin, models and prices at /console/models, the
+// playground at /console/playground and their assets under
+// /console/assets/. Other paths pass to the next handler.
 type Console struct {
 	app   *App
 	log   *zap.Logger
@@ -60,6 +61,7 @@ func (h *Console) Provision(ctx caddy.Context) error {
 var consolePages = map[string]string{
 	"/":                   "index.html",
 	"/console/admin":      "admin.html",
+	"/console/models":     "models.html",
 	"/console/playground": "playground.html",
 }
 

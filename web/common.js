@@ -146,7 +146,90 @@ function pager(url, param, tbody, more, errorNode, row) {
   };
 }
 
+// setupTabs makes the page's tabs (role="tab", each naming its panel in
+// aria-controls) switch on a click and on the arrow keys.
+function setupTabs() {
+  const tabs = document.querySelectorAll('[role="tab"]');
+  tabs.forEach((tab, i) => {
+    tab.addEventListener('click', () => selectTab(tab, tabs));
+    tab.addEventListener('keydown', (ev) => {
+      const step = ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowLeft' ? -1 : 0;
+      if (!step) return;
+      const next = tabs[(i + step + tabs.length) % tabs.length];
+      selectTab(next, tabs);
+      next.focus();
+    });
+  });
+}
+
+function selectTab(tab, tabs) {
+  tabs.forEach((t) => {
+    const on = t === tab;
+    t.setAttribute('aria-selected', String(on));
+    $(t.getAttribute('aria-controls')).hidden = !on;
+  });
+}
+
 function fmtTime(s) {
   const d = new Date(s);
   return isNaN(d) ? '' : d.toLocaleString();
 }
+
+// priceTerms describes a model's price (GET /api/user/models: quota units,
+// token terms per million tokens) as lines a person reads, in dollars.
+function priceTerms(p) {
+  if (!p) return ['no price'];
+  if (p.free) return ['free'];
+  const out = [];
+  const perM = (v, what) => { if (v !== undefined && v !== null) out.push(usd(v) + ' per 1M ' + what); };
+  perM(p.input, 'input tokens');
+  perM(p.cached_input, 'cached input tokens');
+  perM(p.cache_write, 'cache write tokens');
+  perM(p.output, 'output tokens');
+  perM(p.audio_input, 'audio input tokens');
+  perM(p.audio_output, 'audio output tokens');
+  perM(p.image_input, 'image input tokens');
+  perM(p.characters, 'characters');
+  for (const im of p.images || []) {
+    const kind = [im.size, im.quality].filter(Boolean).join(' ');
+    out.push(usd(im.price) + ' per image' + (kind ? ' (' + kind + ')' : ''));
+  }
+  const each = (v, what) => { if (v) out.push(usd(v) + ' per ' + what); };
+  each(p.audio_second, 'second of audio');
+  each(p.video_second, 'second of video');
+  each(p.task, 'task');
+  each(p.search_unit, 'search unit');
+  each(p.request, 'request');
+  return out.length ? out : ['free'];
+}
+
+// replyCost is what a chat answer's usage (OpenAI's shape) costs at price,
+// in units, computed as the gateway bills it: token terms summed, divided
+// by a million and rounded up, plus the flat charge per request.
+function replyCost(p, usage) {
+  if (!p || p.free || !usage) return 0;
+  const cached = (usage.prompt_tokens_details && usage.prompt_tokens_details.cached_tokens) || 0;
+  const input = p.input || 0;
+  const cachedPrice = p.cached_input !== undefined ? p.cached_input : input;
+  const sum = BigInt(Math.max(0, (usage.prompt_tokens || 0) - cached)) * BigInt(input) +
+    BigInt(cached) * BigInt(cachedPrice) + BigInt(usage.completion_tokens || 0) * BigInt(p.output || 0);
+  const million = BigInt(UNITS_PER_USD);
+  return Number((sum + million - 1n) / million) + (p.request || 0);
+}
+
+// Phones show a table's rows as stacked cards (style.css); each cell is
+// labelled with its column's heading, taken from the table's head as rows
+// are added.
+function labelCells(table) {
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  const label = () => table.querySelectorAll('tbody tr').forEach((tr) => {
+    [...tr.children].forEach((td, i) => {
+      if (td.hasAttribute('colspan')) td.classList.add('whole');
+      else if (heads[i] && !td.hasAttribute('data-label')) td.setAttribute('data-label', heads[i]);
+    });
+  });
+  label();
+  new MutationObserver(label).observe(table, { childList: true, subtree: true });
+}
+
+document.addEventListener('DOMContentLoaded', () => document.querySelectorAll('table').forEach(labelCells));

@@ -4,6 +4,8 @@
 'use strict';
 
 let tokensById = new Map();
+let models = [];          // GET /api/user/models: what keys may name
+let editing = null;       // the key the edit dialog shows
 let usageCursor = '';     // next_cursor of the page shown
 let usageFilter = {};
 
@@ -16,6 +18,9 @@ document.addEventListener('DOMContentLoaded', () => {
   $('redeem-form').addEventListener('submit', onRedeem);
   $('transfer-form').addEventListener('submit', onTransfer);
   $('logout-all').addEventListener('click', onLogoutAll);
+  $('password-form').addEventListener('submit', onChangePassword);
+  $('edit-form').addEventListener('submit', onSaveToken);
+  $('edit-cancel').addEventListener('click', () => $('edit-key').close());
   $('token-form').addEventListener('submit', onCreateToken);
   $('copy-key').addEventListener('click', () => copyText($('new-key-value').textContent, $('copy-key-feedback'), $('new-key-value')));
   $('usage-form').addEventListener('submit', (ev) => { ev.preventDefault(); loadUsage(true); });
@@ -23,28 +28,6 @@ document.addEventListener('DOMContentLoaded', () => {
   $('usage-next').addEventListener('click', () => loadUsage(false));
   start();
 });
-
-function setupTabs() {
-  const tabs = document.querySelectorAll('[role="tab"]');
-  tabs.forEach((tab, i) => {
-    tab.addEventListener('click', () => selectTab(tab, tabs));
-    tab.addEventListener('keydown', (ev) => {
-      const step = ev.key === 'ArrowRight' ? 1 : ev.key === 'ArrowLeft' ? -1 : 0;
-      if (!step) return;
-      const next = tabs[(i + step + tabs.length) % tabs.length];
-      selectTab(next, tabs);
-      next.focus();
-    });
-  });
-}
-
-function selectTab(tab, tabs) {
-  tabs.forEach((t) => {
-    const on = t === tab;
-    t.setAttribute('aria-selected', String(on));
-    $(t.getAttribute('aria-controls')).hidden = !on;
-  });
-}
 
 async function start() {
   const user = await pageUser();
@@ -58,7 +41,31 @@ async function start() {
   $('dashboard').hidden = false;
   $('logout').hidden = false;
   // tokens first: the usage table names the key of each row
-  await Promise.all([loadTokens().then(() => loadUsage(true)), loadChart()]);
+  await Promise.all([loadTokens().then(() => loadUsage(true)), loadChart(), loadModels()]);
+}
+
+async function loadModels() {
+  try {
+    models = (await api('GET', '/api/user/models')).data;
+  } catch (e) {
+    showError($('token-error'), e);
+    return;
+  }
+  $('token-models').replaceChildren($('token-models').firstElementChild, ...modelBoxes('new-model', []));
+  $('usage-models').replaceChildren(...models.map((m) => el('option', { value: m.id })));
+}
+
+// modelBoxes are one checkbox a model, those in picked ticked; a model a
+// key keeps that is no longer served is shown too, so saving keeps it.
+function modelBoxes(prefix, picked) {
+  const ids = models.map((m) => m.id);
+  for (const m of picked) if (!ids.includes(m)) ids.push(m);
+  return ids.map((id, i) => el('label', { for: prefix + '-' + i },
+    el('input', { type: 'checkbox', id: prefix + '-' + i, value: id, checked: picked.includes(id) }), id));
+}
+
+function pickedModels(fieldset) {
+  return [...fieldset.querySelectorAll('input[type="checkbox"]:checked')].map((b) => b.value);
 }
 
 function showUser(u) {
@@ -84,15 +91,27 @@ function onLogin(ev) {
   });
 }
 
+function onChangePassword(ev) {
+  ev.preventDefault();
+  $('password-feedback').textContent = '';
+  runAction($('password-submit'), $('password-error'), async () => {
+    await api('POST', '/api/user/password', { current_password: $('password-current').value, password: $('password-new').value });
+    $('password-form').reset();
+    $('password-feedback').textContent = 'Password changed. Your other sessions were logged out; this one stays.';
+  });
+}
+
 function onRegister(ev) {
   ev.preventDefault();
   runAction($('register-submit'), $('register-error'), async () => {
     const body = { username: $('reg-username').value, password: $('reg-password').value };
     if ($('reg-aff').value.trim()) body.aff_code = $('reg-aff').value.trim();
     await api('POST', '/api/user/register', body);
-    $('register-feedback').textContent = 'Account created: log in above.';
-    $('login-username').value = body.username;
-    $('login-password').focus();
+    // a login error from before signing up no longer applies
+    showError($('login-error'), null);
+    $('register-feedback').textContent = 'Account created: logging you in…';
+    await api('POST', '/api/user/login', { username: body.username, password: body.password });
+    location.reload();
   });
 }
 
@@ -100,11 +119,13 @@ function onRedeem(ev) {
   ev.preventDefault();
   $('redeem-feedback').textContent = '';
   runAction($('redeem-submit'), $('redeem-error'), async () => {
-    const before = $('quota').textContent;
     await api('POST', '/api/user/topup', { key: $('redeem-key').value.trim() });
     $('redeem-key').value = '';
-    await refreshUser();
-    $('redeem-feedback').textContent = 'Redeemed: balance was ' + before + ', now ' + $('quota').textContent + '.';
+    // the balance read after the topup, so the message cannot be stale
+    const u = await currentUser();
+    if (u) showUser(u);
+    await Promise.all([loadChart(), loadUsage(true)]);
+    $('redeem-feedback').textContent = 'Redeemed: your balance is now ' + usd(u.quota) + '.';
   });
 }
 
@@ -134,12 +155,13 @@ function onCreateToken(ev) {
     const body = { name: $('token-name').value.trim() };
     const quota = $('token-quota').value.trim();
     if (quota) body.quota_limit = usdToUnits(quota);
-    const models = $('token-models').value.split(',').map((s) => s.trim()).filter(Boolean);
-    if (models.length) body.models = models;
+    const picked = pickedModels($('token-models'));
+    if (picked.length) body.models = picked;
     const days = $('token-days').value;
     if (days) body.expires_at = new Date(Date.now() + Number(days) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
     const t = await api('POST', '/api/user/tokens', body);
     $('token-form').reset();
+    $('new-key-name').textContent = t.name;
     $('new-key-value').textContent = t.key;
     $('copy-key-feedback').textContent = '';
     $('new-key').hidden = false;
@@ -154,7 +176,7 @@ async function loadTokens() {
     const r = await api('GET', '/api/user/tokens');
     tokensById = new Map(r.data.map((t) => [t.id, t]));
     tbody.replaceChildren(...r.data.map(tokenRow));
-    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'No keys yet: create one above.')));
+    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No keys yet: create one above.')));
   } catch (e) {
     showError($('token-error'), e);
   }
@@ -168,6 +190,8 @@ function tokenRow(t) {
       await api('PATCH', '/api/user/tokens/' + t.id, { status: t.status === 'enabled' ? 'disabled' : 'enabled' });
       await loadTokens();
     }) }, toggle);
+  const editBtn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit key ' + t.name,
+    onclick: () => openEdit(t) }, 'Edit');
   const deleteBtn = el('button', { type: 'button', class: 'danger', 'aria-label': 'Delete key ' + t.name,
     onclick: () => {
       if (!confirm('Delete the key "' + t.name + '"? Programs using it will stop working.')) return;
@@ -183,39 +207,87 @@ function tokenRow(t) {
     el('td', { class: 'num' }, usd(t.used_quota)),
     el('td', { class: 'num' }, t.quota_limit ? usd(t.quota_limit) : '—'),
     el('td', {}, t.models.length ? t.models.join(', ') : 'all'),
+    el('td', {}, limitsText(t.limits)),
     el('td', {}, t.expires_at ? fmtTime(t.expires_at) : 'never'),
-    el('td', {}, el('span', { class: 'row' }, toggleBtn, deleteBtn)));
+    el('td', {}, el('span', { class: 'row' }, editBtn, toggleBtn, deleteBtn)));
+}
+
+// limitsText shows a key's own rate limits; the account API lets only
+// administrators set them, so the edit dialog shows them and no field.
+function limitsText(l) {
+  const parts = [];
+  if (l && l.rpm) parts.push(l.rpm + ' requests/min');
+  if (l && l.tpm) parts.push(l.tpm + ' tokens/min');
+  if (l && l.max_parallel) parts.push(l.max_parallel + ' at once');
+  return parts.length ? parts.join(', ') : 'default';
+}
+
+function openEdit(t) {
+  editing = t;
+  $('edit-name').value = t.name;
+  $('edit-quota').value = t.quota_limit ? usd(t.quota_limit).slice(1) : '';
+  $('edit-expires').value = t.expires_at ? localDate(new Date(t.expires_at)) : '';
+  $('edit-models').replaceChildren($('edit-models').firstElementChild, ...modelBoxes('edit-model', t.models));
+  $('edit-limits').textContent = 'Rate limits: ' + limitsText(t.limits) + '. Only an administrator can change them.';
+  showError($('edit-error'), null);
+  $('edit-key').showModal();
+  $('edit-name').focus();
+}
+
+function localDate(d) {
+  const pad = (n) => String(n).padStart(2, '0');
+  return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate());
+}
+
+function onSaveToken(ev) {
+  ev.preventDefault();
+  runAction($('edit-save'), $('edit-error'), async () => {
+    const quota = $('edit-quota').value.trim();
+    const body = { name: $('edit-name').value.trim(), quota_limit: quota ? usdToUnits(quota) : 0, models: pickedModels($('edit-models')) };
+    const day = $('edit-expires').value;
+    // an unchanged expiry is left out: an expired key can still be renamed
+    const before = editing.expires_at ? localDate(new Date(editing.expires_at)) : '';
+    if (day !== before) body.expires_at = day ? new Date(day + 'T23:59:59').toISOString().replace(/\.\d+Z$/, 'Z') : '';
+    await api('PATCH', '/api/user/tokens/' + editing.id, body);
+    $('edit-key').close();
+    await loadTokens();
+  });
 }
 
 async function loadUsage(fromStart) {
   if (fromStart) {
     usageCursor = '';
     usageFilter = {};
+    // a part of a name in any case: "GPT" finds gpt-4o and gpt-4o-mini
     const model = $('usage-model').value.trim();
-    if (model) usageFilter.model = model;
+    if (model) usageFilter.model_contains = model;
     const since = $('usage-since').value;
     if (since) usageFilter.since = new Date(since + 'T00:00:00').toISOString().replace(/\.\d+Z$/, 'Z');
   }
   const q = new URLSearchParams({ limit: '20', ...usageFilter });
   if (!fromStart && usageCursor) q.set('after', usageCursor);
   showError($('usage-error'), null);
+  $('usage').dataset.loading = 'yes';
   try {
     const r = await api('GET', '/api/user/usage?' + q);
     const tbody = $('usage');
     tbody.replaceChildren(...r.data.map((l) => el('tr', {},
       el('td', {}, fmtTime(l.created_at)),
       el('td', {}, l.model),
-      el('td', {}, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : '#' + l.token_id),
+      el('td', {}, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, 'deleted key')),
       el('td', { class: 'num' }, l.prompt_tokens),
       el('td', { class: 'num' }, l.completion_tokens),
       el('td', { class: 'num' }, usd(l.cost)),
       el('td', { class: 'num' }, l.status),
-      el('td', { class: 'num' }, l.latency_ms + ' ms'))));
-    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'No requests yet.')));
+      el('td', { class: 'num' }, l.latency_ms + ' ms'),
+      el('td', { class: 'error-text' }, l.error || ''))));
+    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, usageFilter.model_contains || usageFilter.since ? 'No requests match.' : 'No requests yet.')));
     usageCursor = r.next_cursor;
     $('usage-next').disabled = !r.next_cursor;
   } catch (e) {
     showError($('usage-error'), e);
+  } finally {
+    $('usage').dataset.loading = 'no';
   }
 }
 
@@ -228,6 +300,7 @@ async function loadChart() {
     const w = 600 / r.data.length;
     const ns = 'http://www.w3.org/2000/svg';
     const nodes = [];
+    const labels = [];
     let total = 0;
     r.data.forEach((d, i) => {
       total += d.cost;
@@ -241,13 +314,12 @@ async function loadChart() {
       title.textContent = d.day + ': ' + usd(d.cost) + ' in ' + d.requests + ' requests';
       rect.append(title);
       nodes.push(rect);
-      // a label a week, counted back from today so today always has one
+      // a label a week, counted back from today so today always has one;
+      // in HTML under the chart, which stretches, so the text does not
       if ((r.data.length - 1 - i) % 7 === 0) {
-        const label = document.createElementNS(ns, 'text');
-        label.setAttribute('x', String(Math.min(i * w, 570)));
-        label.setAttribute('y', '155');
-        label.textContent = d.day.slice(5);
-        nodes.push(label);
+        const label = el('span', {}, d.day.slice(5));
+        label.style.left = ((i + 0.5) * 100 / r.data.length).toFixed(2) + '%'; // CSSOM: the CSP refuses style attributes
+        labels.push(label);
       }
     });
     const base = document.createElementNS(ns, 'line');
@@ -256,6 +328,7 @@ async function loadChart() {
     base.setAttribute('y1', '140');
     base.setAttribute('y2', '140');
     svg.replaceChildren(base, ...nodes);
+    $('chart-labels').replaceChildren(...labels);
     $('chart-summary').textContent = 'Total ' + usd(total) + ' over ' + r.data.length + ' days; highest day ' + usd(peak) + '.';
   } catch (e) {
     $('chart-summary').textContent = 'The chart could not be loaded: ' + e.message;

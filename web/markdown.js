@@ -1,6 +1,6 @@
 // A small Markdown renderer for the playground's answers: headings,
-// paragraphs, lists, block quotes, rules, fenced code blocks, inline code,
-// bold, italic and links. Every piece of the source is HTML-escaped before
+// paragraphs (line breaks kept), lists, block quotes, rules, tables, fenced
+// code blocks, inline code, bold, italic and links. Every piece of the source is HTML-escaped before
 // any tag is added, and links keep only http(s) and mailto addresses, so a
 // model's answer cannot put markup or script into the page. An unclosed
 // code fence (mid-stream) renders as a code block up to the end.
@@ -32,6 +32,28 @@ function renderInline(text) {
   }).join('');
 }
 
+// tableCells splits a table row on its pipes, leaving escaped pipes (\|)
+// and those inside code spans in the cell.
+function tableCells(line) {
+  let s = line.trim();
+  if (s.startsWith('|')) s = s.slice(1);
+  if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
+  const cells = [];
+  let cur = '';
+  let code = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '\\' && s[i + 1] === '|') { cur += '|'; i++; continue; }
+    if (c === '`') code = !code;
+    if (c === '|' && !code) { cells.push(cur.trim()); cur = ''; continue; }
+    cur += c;
+  }
+  cells.push(cur.trim());
+  return cells;
+}
+
+const tableDelimiter = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
 function renderMarkdown(src) {
   const lines = String(src).replace(/\r\n?/g, '\n').split('\n');
   const out = [];
@@ -61,6 +83,23 @@ function renderMarkdown(src) {
     }
     let m;
     if (!line.trim()) { flush(); continue; }
+    // a table: a row of headings, a row of dashes, then rows until a line
+    // without a pipe
+    if (line.includes('|') && i + 1 < lines.length && tableDelimiter.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+      flush();
+      const head = tableCells(line);
+      const align = tableCells(lines[i + 1]).map((d) => (d.endsWith(':') ? (d.startsWith(':') ? 'center' : 'right') : ''));
+      const cell = (tag, text, k) => '<' + tag + (align[k] ? ' class="align-' + align[k] + '"' : '') + '>' + renderInline(text) + '</' + tag + '>';
+      const rows = [];
+      let j = i + 2;
+      while (j < lines.length && lines[j].includes('|') && lines[j].trim()) {
+        const cells = tableCells(lines[j++]);
+        rows.push('<tr>' + head.map((_, k) => cell('td', cells[k] || '', k)).join('') + '</tr>');
+      }
+      out.push('<table><thead><tr>' + head.map((h, k) => cell('th', h, k)).join('') + '</tr></thead><tbody>' + rows.join('') + '</tbody></table>');
+      i = j - 1;
+      continue;
+    }
     if ((m = /^(#{1,6})\s+(.*)$/.exec(line))) {
       flush();
       const n = m[1].length;

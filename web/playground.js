@@ -2,10 +2,14 @@
 // the gateway's own /v1/chat/completions with the login session (no key in
 // the page) and stream back as server-sent events, rendered as Markdown as
 // they arrive. Stop aborts the request; the gateway bills what was made.
+// The conversation and settings are kept in this browser (localStorage),
+// per user, until "New conversation".
 'use strict';
 
-const history = []; // { role, content }
+let history = []; // { role, content, cost?, usage? }
 let controller = null;
+let prices = new Map(); // model id -> price, from GET /api/user/models
+let storeKey = '';
 
 document.addEventListener('DOMContentLoaded', async () => {
   $('logout').addEventListener('click', logout);
@@ -16,31 +20,81 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('stop').addEventListener('click', () => { if (controller) controller.abort(); });
   $('clear').addEventListener('click', () => {
     if (controller) controller.abort();
-    history.length = 0;
+    history = [];
     $('chat').replaceChildren();
-    $('status').textContent = 'Conversation cleared.';
+    save();
+    showCode();
+    $('status').textContent = 'New conversation.';
     $('prompt').focus();
   });
+  $('show-code').addEventListener('click', () => {
+    const open = $('code-card').hidden;
+    $('code-card').hidden = !open;
+    $('show-code').setAttribute('aria-expanded', String(open));
+    if (open) showCode();
+  });
+  $('copy-code').addEventListener('click', () => {
+    const panel = document.querySelector('#code-card [role="tabpanel"]:not([hidden]) code');
+    copyText(panel.textContent, $('copy-code-feedback'), panel);
+  });
+  setupTabs();
+  for (const id of ['model', 'temperature', 'max-tokens', 'system']) {
+    $(id).addEventListener('change', () => { save(); showCode(); showPrice(); });
+  }
+  $('prompt').addEventListener('input', showCode);
   const user = await pageUser();
   if (user === undefined) return;
   if (!user) { $('need-login').hidden = false; return; }
   $('whoami').textContent = user.username;
   $('logout').hidden = false;
+  storeKey = 'gateway.playground.' + user.id;
   try {
     const r = await api('GET', '/api/user/models');
     // only chat models: an image, audio, rerank, Realtime or video model
     // would refuse what the playground sends
-    const chat = r.data.filter((m) => m.chat).map((m) => m.id);
-    $('model').replaceChildren(...chat.map((id) => el('option', { value: id }, id)));
-    if (chat.includes('demo')) $('model').value = 'demo';
+    const chat = r.data.filter((m) => m.chat);
+    prices = new Map(chat.map((m) => [m.id, m.price]));
+    $('model').replaceChildren(...chat.map((m) => el('option', { value: m.id }, m.id)));
+    if (prices.has('demo')) $('model').value = 'demo';
     if (!chat.length) showError($('page-error'), new Error('No chat models are available: the administrator has not configured any priced chat model.'));
   } catch (e) {
     showError($('page-error'), e);
     return;
   }
+  restore();
+  showPrice();
   $('playground').hidden = false;
   $('prompt').focus();
 });
+
+// save keeps the conversation and settings in this browser; a full
+// storage only loses the keeping, never the conversation on the page.
+function save() {
+  if (!storeKey) return;
+  const state = { model: $('model').value, temperature: $('temperature').value, maxTokens: $('max-tokens').value,
+    system: $('system').value, messages: history };
+  try { localStorage.setItem(storeKey, JSON.stringify(state)); } catch (e) { /* storage full or refused */ }
+}
+
+function restore() {
+  let state = null;
+  try { state = JSON.parse(localStorage.getItem(storeKey) || 'null'); } catch (e) { /* unreadable: start afresh */ }
+  if (!state) return;
+  if (prices.has(state.model)) $('model').value = state.model;
+  if (state.temperature !== undefined) $('temperature').value = state.temperature;
+  if (state.maxTokens !== undefined) $('max-tokens').value = state.maxTokens;
+  if (state.system !== undefined) $('system').value = state.system;
+  history = Array.isArray(state.messages) ? state.messages.filter((m) => m && typeof m.content === 'string') : [];
+  for (const m of history) {
+    const body = addMessage(m.role, m.content);
+    if (m.role === 'assistant') showCost(body, m);
+  }
+}
+
+function showPrice() {
+  const p = prices.get($('model').value);
+  $('model-price').textContent = p ? 'Price of ' + $('model').value + ': ' + priceTerms(p).join('; ') + '.' : '';
+}
 
 function addMessage(role, content) {
   const body = el('div', { class: 'body' });
@@ -50,26 +104,86 @@ function addMessage(role, content) {
   return body;
 }
 
-async function send() {
-  const text = $('prompt').value.trim();
-  if (!text || controller) return;
-  showError($('chat-error'), null);
-  addMessage('user', text);
-  history.push({ role: 'user', content: text });
-  $('prompt').value = '';
+// showCost writes a reply's tokens and cost under it.
+function showCost(body, m) {
+  if (!m.usage) return;
+  const line = m.usage.prompt_tokens + ' tokens in, ' + m.usage.completion_tokens + ' out · ' + usd(m.cost || 0);
+  const node = body.parentNode.querySelector('.cost') || body.parentNode.appendChild(el('div', { class: 'cost' }));
+  node.textContent = line;
+}
+
+// request is the chat request for the conversation so far, as the
+// playground sends it and as "show as code" writes it.
+function request(stream) {
   const messages = [];
   const system = $('system').value.trim();
   if (system) messages.push({ role: 'system', content: system });
-  messages.push(...history);
-  const body = { model: $('model').value, messages, stream: true, stream_options: { include_usage: true } };
+  messages.push(...history.map((m) => ({ role: m.role, content: m.content })));
+  const body = { model: $('model').value, messages };
   const temperature = $('temperature').value;
   if (temperature !== '') body.temperature = Number(temperature);
   const maxTokens = $('max-tokens').value;
   if (maxTokens !== '') body.max_tokens = Number(maxTokens);
+  if (stream) Object.assign(body, { stream: true, stream_options: { include_usage: true } });
+  return body;
+}
+
+// showCode writes the conversation so far (with the prompt being typed,
+// when there is one) as curl, Python and JavaScript; the key is read from
+// the environment, never written.
+function showCode() {
+  if ($('code-card').hidden) return;
+  const body = request(false);
+  const typed = $('prompt').value.trim();
+  if (typed) body.messages.push({ role: 'user', content: typed });
+  const base = $('main').dataset.baseUrl;
+  const json = JSON.stringify(body, null, 2);
+  $('code-curl-text').textContent = 'curl ' + base + '/chat/completions \\\n' +
+    '  -H "Authorization: Bearer $GATEWAY_API_KEY" \\\n' +
+    '  -H "Content-Type: application/json" \\\n' +
+    "  -d '" + json.replace(/'/g, "'\\''") + "'";
+  const { model, messages, ...rest } = body;
+  const pyArgs = ['model=' + JSON.stringify(model), 'messages=' + pyLiteral(messages)]
+    .concat(Object.entries(rest).map(([k, v]) => k + '=' + pyLiteral(v)));
+  $('code-python-text').textContent = 'import os\nfrom openai import OpenAI\n\n' +
+    'client = OpenAI(base_url=' + JSON.stringify(base) + ', api_key=os.environ["GATEWAY_API_KEY"])\n' +
+    'reply = client.chat.completions.create(\n    ' + pyArgs.join(',\n    ') + ')\nprint(reply.choices[0].message.content)';
+  $('code-js-text').textContent = 'import OpenAI from "openai";\n\n' +
+    'const client = new OpenAI({ baseURL: ' + JSON.stringify(base) + ', apiKey: process.env.GATEWAY_API_KEY });\n' +
+    'const reply = await client.chat.completions.create(' + json + ');\nconsole.log(reply.choices[0].message.content);';
+}
+
+// pyLiteral writes JSON data as a Python literal (strings as JSON writes
+// them, which Python reads the same).
+function pyLiteral(v, indent = '    ') {
+  const inner = indent + '    ';
+  if (v === null || v === undefined) return 'None';
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (Array.isArray(v)) {
+    return v.length ? '[\n' + v.map((x) => inner + pyLiteral(x, inner)).join(',\n') + '\n' + indent + ']' : '[]';
+  }
+  if (typeof v === 'object') {
+    const entries = Object.entries(v);
+    return entries.length ? '{\n' + entries.map(([k, x]) => inner + JSON.stringify(k) + ': ' + pyLiteral(x, inner)).join(',\n') + '\n' + indent + '}' : '{}';
+  }
+  return JSON.stringify(v);
+}
+
+async function send() {
+  const text = $('prompt').value.trim();
+  if (!text || controller) return;
+  showError($('chat-error'), null);
+  const model = $('model').value;
+  const userBody = addMessage('user', text);
+  history.push({ role: 'user', content: text });
+  $('prompt').value = '';
+  const body = request(true);
 
   const answer = addMessage('assistant', '');
   answer.setAttribute('aria-busy', 'true');
   let content = '';
+  let usage = null;
+  let failed = null;
   controller = new AbortController();
   $('send').disabled = true;
   $('stop').disabled = false;
@@ -109,21 +223,37 @@ async function send() {
         if (chunk.error) throw new Error(chunk.error.message || 'the stream ended with an error');
         const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
         if (delta && delta.content) { content += delta.content; paint(); }
-        if (chunk.usage) $('status').textContent = 'Tokens: ' + chunk.usage.prompt_tokens + ' in, ' + chunk.usage.completion_tokens + ' out.';
+        if (chunk.usage) usage = chunk.usage;
       }
     }
-    if (!content) $('status').textContent = 'The model sent an empty answer.';
+    $('status').textContent = content ? '' : 'The model sent an empty answer.';
   } catch (e) {
     if (e.name === 'AbortError') {
       $('status').textContent = 'Stopped.';
     } else {
+      failed = e;
       showError($('chat-error'), e);
       $('status').textContent = '';
     }
   } finally {
-    answer.innerHTML = renderMarkdown(content);
     answer.removeAttribute('aria-busy');
-    if (content) history.push({ role: 'assistant', content });
+    if (content && !failed) {
+      answer.innerHTML = renderMarkdown(content);
+      const turn = { role: 'assistant', content };
+      if (usage) Object.assign(turn, { usage, cost: replyCost(prices.get(model), usage) });
+      history.push(turn);
+      showCost(answer, turn);
+    } else {
+      // nothing answered (a refusal, an error, a stop before the first
+      // word): the turn leaves the conversation and the text goes back
+      // into the box, to send again
+      answer.parentNode.remove();
+      userBody.parentNode.remove();
+      history.pop();
+      $('prompt').value = text;
+    }
+    save();
+    showCode();
     controller = null;
     $('send').disabled = false;
     $('stop').disabled = true;

@@ -1,6 +1,8 @@
 package accountapi
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -183,8 +185,10 @@ func (h *Handler) adminUsage(_ http.ResponseWriter, r *http.Request, _ *caller) 
 }
 
 // usageQuery reads the usage filter from the query string:
-// limit (1-100, default 20), model, since and until (RFC 3339 or unix
-// seconds), after (the next_cursor of the page before).
+// limit (1-100, default 20), model (exact), since and until (RFC 3339 or
+// unix seconds), after (the next_cursor of the page before).
+// model_contains, read by listUsage, is a part of a model's name in any
+// case.
 func usageQuery(r *http.Request, f *store.UsageFilter) error {
 	q := r.URL.Query()
 	f.Limit = 20
@@ -227,7 +231,7 @@ func parseTime(v string) (time.Time, error) {
 }
 
 func (h *Handler) listUsage(r *http.Request, f store.UsageFilter) (any, error) {
-	logs, err := h.store.ListUsage(r.Context(), f)
+	logs, err := h.usageRows(r.Context(), f, strings.TrimSpace(r.URL.Query().Get("model_contains")))
 	if err != nil {
 		return nil, err
 	}
@@ -237,4 +241,72 @@ func (h *Handler) listUsage(r *http.Request, f store.UsageFilter) (any, error) {
 		next = fmt.Sprintf("%d_%d", last.CreatedAt.UnixMilli(), last.ID)
 	}
 	return map[string]any{"data": logs, "next_cursor": next}, nil
+}
+
+// usageRows lists a page of usage; with part, of the models whose name
+// holds part in any case. The store filters by one exact model, so each
+// such model is listed from the same cursor and the lists merged: the
+// newest f.Limit rows of their union are the page, exactly as one query
+// over all of them would give.
+func (h *Handler) usageRows(ctx context.Context, f store.UsageFilter, part string) ([]*store.UsageLog, error) {
+	if part == "" {
+		return h.store.ListUsage(ctx, f)
+	}
+	if f.Model != "" {
+		return nil, badRequest("invalid_request", "send model (an exact name) or model_contains (a part of names), not both")
+	}
+	models, err := h.modelsContaining(ctx, f.UserID, f.Since, part)
+	if err != nil {
+		return nil, err
+	}
+	rows := []*store.UsageLog{} // a listing of no rows is [], never null
+	for _, m := range models {
+		g := f
+		g.Model = m
+		more, err := h.store.ListUsage(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, more...)
+	}
+	// the store's order: newest first, the higher id first within a millisecond
+	slices.SortFunc(rows, func(a, b *store.UsageLog) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if len(rows) > f.Limit {
+		rows = rows[:f.Limit]
+	}
+	return rows, nil
+}
+
+// modelsContaining names the models whose name holds part in any case,
+// among those served and those in userID's usage (everyone's for 0) since
+// the day of since: a model since removed from the configuration still
+// has rows.
+func (h *Handler) modelsContaining(ctx context.Context, userID int64, since time.Time, part string) ([]string, error) {
+	if !since.IsZero() {
+		since = since.UTC().Truncate(24 * time.Hour)
+	}
+	days, err := h.store.DailyUsageByModel(ctx, userID, since)
+	if err != nil {
+		return nil, fmt.Errorf("finding the models used: %w", err)
+	}
+	var names []string
+	for _, m := range h.served() {
+		names = append(names, m.ID)
+	}
+	for _, d := range days {
+		names = append(names, d.Model)
+	}
+	part = strings.ToLower(part)
+	var out []string
+	for _, n := range names {
+		if strings.Contains(strings.ToLower(n), part) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -148,4 +150,18 @@ func queryID(r *http.Request, name, what string) (int64, error) {
 		return 0, badRequest("invalid_cursor", "%s must be %s, not %q", name, what, v)
 	}
 	return n, nil
+}
+
+// dollars writes units as US dollars for a message a person reads: whole
+// cents always, sub-cent digits when there are any ($0.000034).
+func dollars(units int64) string {
+	sign := ""
+	if units < 0 {
+		sign, units = "-", -units
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%06d", units%billing.UnitsPerUSD), "0")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return fmt.Sprintf("%s$%d.%s", sign, units/billing.UnitsPerUSD, frac)
 }

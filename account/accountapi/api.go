@@ -30,6 +30,15 @@ type Model struct {
 	ID string `json:"id"`
 	// Chat says whether it chats: what the playground can run.
 	Chat bool `json:"chat"`
+	// Price is what the model costs, as configured, in quota units
+	// (1,000,000 = 1 USD): input, output, cached_input, cache_write,
+	// audio_input, audio_output, image_input per million tokens;
+	// characters per million characters; request, search_unit, task,
+	// audio_second, video_second and each images[].price per request,
+	// search unit, task, second or image. A term left out costs nothing
+	// (a cache or audio term left out costs the input or output price);
+	// free says the model costs nothing at all.
+	Price *billing.Price `json:"price,omitempty"`
 }
 
 // Config is what the API works with.
@@ -147,6 +156,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, error)
 // caller is who an account request acts for.
 type caller struct {
 	user *store.User
+	// token is the key the caller sent; nil for a login session.
+	token *store.Token
 }
 
 type userHandlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) (any, error)
@@ -205,7 +216,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*caller,
 		if err != nil {
 			return nil, err
 		}
-		return &caller{user: u}, nil
+		return &caller{user: u, token: id.Token}, nil
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if _, ok := h.sessions.cookie(r); ok && (!sameOrigin(r) || !jsonBody(r)) {

@@ -135,6 +135,16 @@ func (s *Sessions) Identity(w http.ResponseWriter, r *http.Request) (*keys.Ident
 		s.log().Error("finding the playground token", zap.Error(err))
 		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot prepare the playground right now; try again shortly")
 	}
+	// the user can disable or expire this key in the console like any
+	// other; say which key it is and where to turn it back on
+	switch {
+	case t.Status != store.TokenEnabled:
+		return nil, &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "playground_key_disabled",
+			Message: "the playground bills to your key named \"" + t.Name + "\", which is disabled: enable it under API keys on the home page, then send again"}
+	case !t.ExpiresAt.IsZero() && time.Now().After(t.ExpiresAt):
+		return nil, &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "playground_key_expired",
+			Message: "the playground bills to your key named \"" + t.Name + "\", which has expired: edit it under API keys on the home page to clear its expiry, then send again"}
+	}
 	return &keys.Identity{Token: t, User: u}, nil
 }
 

@@ -2,7 +2,9 @@ package accountapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/account"
@@ -134,6 +136,10 @@ func (h *Handler) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller)
 		if amount <= 0 {
 			return nil, badRequest("invalid_quota", "quota must be a positive number of units, or left out to move all of it")
 		}
+		// said in dollars: the console shows this to a person
+		if amount > c.user.InvitationQuota {
+			return nil, badRequest("invalid_request", "%s is more than your invitation quota of %s", dollars(amount), dollars(c.user.InvitationQuota))
+		}
 	}
 	moved, err := account.Transfer(r.Context(), h.store, c.user.ID, amount, in.Quota == nil)
 	if err != nil {
@@ -148,13 +154,40 @@ func (h *Handler) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller)
 }
 
 // listModels lists the models the caller can ask for: served and priced,
-// each saying whether it chats (what the playground can run).
-func (h *Handler) listModels(_ http.ResponseWriter, _ *http.Request, _ *caller) (any, error) {
+// each with its price and whether it chats (what the playground can run).
+// A caller using a key limited to some models sees only those.
+func (h *Handler) listModels(_ http.ResponseWriter, _ *http.Request, c *caller) (any, error) {
 	out := []Model{}
-	if h.models != nil {
-		out = append(out, h.models()...)
+	for _, m := range h.served() {
+		if c.token == nil || len(c.token.Models) == 0 || slices.Contains(c.token.Models, m.ID) {
+			out = append(out, m)
+		}
 	}
 	return map[string]any{"data": out}, nil
+}
+
+// served is every model served and priced.
+func (h *Handler) served() []Model {
+	if h.models == nil {
+		return nil
+	}
+	return h.models()
+}
+
+// checkModels refuses a key's model list naming a model that is not
+// served: such a key would be refused on every request for it.
+func (h *Handler) checkModels(models []string) error {
+	served := h.served()
+	ids := make([]string, len(served))
+	for i, m := range served {
+		ids[i] = m.ID
+	}
+	for _, m := range models {
+		if m = strings.TrimSpace(m); m != "" && !slices.Contains(ids, m) {
+			return badRequest("unknown_model", "there is no model %q on this gateway: pick from GET /api/user/models (%s)", m, strings.Join(ids, ", "))
+		}
+	}
+	return nil
 }
 
 func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
@@ -211,6 +244,11 @@ func (h *Handler) createToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	if in.Status != nil {
 		return nil, badRequest("invalid_request", "a new token is always enabled: leave out status")
 	}
+	if in.Models != nil {
+		if err := h.checkModels(*in.Models); err != nil {
+			return nil, err
+		}
+	}
 	var spec account.TokenSpec
 	if err := in.apply(&spec); err != nil {
 		return nil, err
@@ -236,6 +274,12 @@ func (h *Handler) updateToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	var in tokenInput
 	if err := decode(r, &in); err != nil {
 		return nil, err
+	}
+	// only a changed list is checked: a key may keep a model since removed
+	if in.Models != nil && !slices.Equal(*in.Models, t.Models) {
+		if err := h.checkModels(*in.Models); err != nil {
+			return nil, err
+		}
 	}
 	spec := account.TokenSpec{Name: t.Name, QuotaLimit: t.QuotaLimit, Models: t.Models, ExpiresAt: t.ExpiresAt}
 	if err := in.apply(&spec); err != nil {
