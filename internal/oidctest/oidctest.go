@@ -51,6 +51,7 @@ type Provider struct {
 	grants    map[string]grant
 	exchanges int
 	refusals  []string
+	issued    []string
 }
 
 type grant struct {
@@ -91,6 +92,14 @@ func (p *Provider) Exchanges() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.exchanges
+}
+
+// Issued are every code and token the provider gave out, for a test to
+// look for in logs where none may appear.
+func (p *Provider) Issued() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.issued...)
 }
 
 // Refusals are the reasons the provider refused requests, in order.
@@ -168,6 +177,7 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 	} else {
 		code := random()
 		p.mu.Lock()
+		p.issued = append(p.issued, code)
 		p.grants[code] = grant{who: who, redirect: redirect, challenge: q.Get("code_challenge"), nonce: q.Get("nonce")}
 		p.mu.Unlock()
 		v.Set("code", code)
@@ -230,10 +240,12 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusInternalServerError, "server_error", err.Error())
 		return
 	}
+	access := random()
 	p.mu.Lock()
 	p.exchanges++
+	p.issued = append(p.issued, access, idToken)
 	p.mu.Unlock()
-	writeJSON(w, map[string]any{"access_token": random(), "token_type": "Bearer", "expires_in": 300, "id_token": idToken})
+	writeJSON(w, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": 300, "id_token": idToken})
 }
 
 // sign makes an RS256 JWT of claims with the provider's key.
