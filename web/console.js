@@ -185,10 +185,10 @@ function onCreateToken(ev) {
     if (picked.length) body.models = picked;
     const days = $('token-days').value;
     if (days) body.expires_at = new Date(Date.now() + Number(days) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
-    const t = await api('POST', '/api/user/tokens', body);
+    const created = await api('POST', '/api/user/tokens', body);
     $('token-form').reset();
-    $('new-key-name').textContent = t.name;
-    $('new-key-value').textContent = t.key;
+    $('new-key-name').textContent = created.name;
+    $('new-key-value').textContent = created.key;
     $('copy-key-feedback').textContent = '';
     $('new-key').hidden = false;
     $('copy-key').focus();
@@ -200,7 +200,7 @@ async function loadTokens() {
   const tbody = $('tokens');
   try {
     const r = await api('GET', '/api/user/tokens');
-    tokensById = new Map(r.data.map((t) => [t.id, t]));
+    tokensById = new Map(r.data.map((tok) => [tok.id, tok]));
     tbody.replaceChildren(...r.data.map(tokenRow));
     if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, t('keys.none'))));
   } catch (e) {
@@ -254,7 +254,7 @@ function limitsText(l) {
 }
 
 function openEdit(tok) {
-  editing = t;
+  editing = tok;
   $('edit-name').value = tok.name;
   $('edit-quota').value = tok.quota_limit ? usd(tok.quota_limit).slice(1) : '';
   $('edit-expires').value = tok.expires_at ? localDate(new Date(tok.expires_at)) : '';
