@@ -43,6 +43,10 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if c := app.RegistrationRateLimit; c != nil {
 		cfg.Signups, cfg.SignupWindow = c.Attempts, time.Duration(c.Window)
 	}
+	sso, err := app.SSO.oidcProvider(app.db.store)
+	if err != nil {
+		return err
+	}
 	h.api = accountapi.New(accountapi.Config{
 		Store:         app.db.store,
 		Keys:          app.db.keys,
@@ -51,6 +55,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		Sessions:      app.webSessions(),
 		Models:        app.pricedModels,
 		ClientAddress: clientAddress,
+		SSO:           sso,
 		Log:           ctx.Logger(),
 	})
 	return nil

@@ -107,6 +107,8 @@ type App struct {
 	// RegistrationRateLimit bounds the accounts registered per client
 	// address (IPv6: per /64). Default 10 an hour.
 	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
+	// SSO signs people in to the console through an identity provider.
+	SSO *SSOConfig `json:"sso,omitempty"`
 
 	db       *database
 	channels *routing.Set

@@ -47,6 +47,7 @@ func init() {
 //		invitation_reward <units>
 //		session_lifetime <duration>
 //		account_rate_limit <attempts> <window>
+//		sso oidc { ... }              (sso_caddyfile.go)
 //		metrics {
 //			per_user
 //		}
@@ -202,6 +203,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := a.parseAccountOption(d); err != nil {
 				return err
 			}
+		case "sso":
+			sso, err := parseSSO(d)
+			if err != nil {
+				return err
+			}
+			a.SSO = sso
 		case "metrics":
 			mc, err := parseMetrics(d)
 			if err != nil {

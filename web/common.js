@@ -1,6 +1,65 @@
 // Shared by every console page: calling the account API, showing money and
-// errors, copying to the clipboard. No framework: the pages are small.
+// errors, copying to the clipboard, the light/dark and language switches
+// in the header. No framework: the pages are small.
 'use strict';
+
+// tr is i18n.js's t where the page loads the dictionary; a page without
+// it speaks English, given here.
+function tr(key, english, vars) {
+  if (typeof t === 'function') return t(key, vars);
+  return vars ? english.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m)) : english;
+}
+
+// The theme: the saved choice, else the system's (style.css follows
+// prefers-color-scheme while <html> has no data-theme). Applied as soon
+// as this script runs, before the page's own script draws anything.
+const THEME_KEY = 'gateway.theme';
+
+function savedTheme() {
+  try { return localStorage.getItem(THEME_KEY); } catch (e) { return null; }
+}
+
+function applyTheme() {
+  const s = savedTheme();
+  if (s === 'light' || s === 'dark') document.documentElement.dataset.theme = s;
+  else delete document.documentElement.dataset.theme;
+}
+
+function currentTheme() {
+  return document.documentElement.dataset.theme || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+}
+
+applyTheme();
+
+// headerSwitches adds the theme toggle to the page's header, and the
+// language switch where the page has the dictionary.
+function headerSwitches() {
+  const nav = document.querySelector('header.top nav');
+  if (!nav) return;
+  const theme = el('button', { type: 'button', class: 'secondary', id: 'theme-toggle' });
+  const label = () => {
+    const dark = currentTheme() === 'dark';
+    theme.textContent = dark ? tr('theme.light', 'Light') : tr('theme.dark', 'Dark');
+    theme.setAttribute('aria-label', dark ? tr('theme.toLight', 'Switch to the light theme') : tr('theme.toDark', 'Switch to the dark theme'));
+  };
+  theme.addEventListener('click', () => {
+    const next = currentTheme() === 'dark' ? 'light' : 'dark';
+    try { localStorage.setItem(THEME_KEY, next); } catch (e) { /* kept for this page only */ }
+    document.documentElement.dataset.theme = next;
+    label();
+  });
+  label();
+  nav.append(theme);
+  if (typeof setLang === 'function') {
+    // each language named in itself, so a reader of the other finds it
+    const other = LANG === 'zh' ? 'en' : 'zh';
+    nav.append(el('button', { type: 'button', class: 'secondary', id: 'lang-toggle', lang: other === 'zh' ? 'zh-CN' : 'en',
+      'aria-label': other === 'zh' ? '切换到中文' : 'Switch to English', onclick: () => setLang(other) },
+    other === 'zh' ? '中文' : 'English'));
+  }
+}
+
+document.addEventListener('DOMContentLoaded', headerSwitches);
 
 // api calls the gateway's account API with the session cookie and a JSON
 // body. It throws an Error whose message is the gateway's own, so a page
@@ -15,12 +74,12 @@ async function api(method, path, body) {
   try {
     resp = await fetch(path, init);
   } catch (e) {
-    throw new Error('The gateway could not be reached: ' + e.message);
+    throw new Error(tr('api.unreachable', 'The gateway could not be reached: {error}', { error: e.message }));
   }
   let data = null;
   try { data = await resp.json(); } catch (e) { /* not JSON: reported below */ }
   if (!resp.ok) {
-    const msg = data && data.error && data.error.message ? data.error.message : 'the gateway answered ' + resp.status;
+    const msg = data && data.error && data.error.message ? data.error.message : tr('api.status', 'the gateway answered {status}', { status: resp.status });
     const err = new Error(msg);
     err.status = resp.status;
     throw err;
@@ -45,7 +104,7 @@ function usd(units) {
 // units without floating point, or throws.
 function usdToUnits(text) {
   const m = /^\s*\$?\s*(\d+)(?:\.(\d{0,6}))?\s*$/.exec(text);
-  if (!m) throw new Error('Write an amount in US dollars, such as 5 or 0.25 (at most 6 decimals).');
+  if (!m) throw new Error(tr('usd.invalid', 'Write an amount in US dollars, such as 5 or 0.25 (at most 6 decimals).'));
   return Number(m[1]) * UNITS_PER_USD + Number((m[2] || '').padEnd(6, '0'));
 }
 
@@ -77,7 +136,7 @@ function showError(target, err) {
 async function copyText(text, feedback, selectNode) {
   try {
     await navigator.clipboard.writeText(text);
-    feedback.textContent = 'Copied.';
+    feedback.textContent = tr('copy.done', 'Copied.');
   } catch (e) {
     if (selectNode) {
       const range = document.createRange();
@@ -86,7 +145,7 @@ async function copyText(text, feedback, selectNode) {
       sel.removeAllRanges();
       sel.addRange(range);
     }
-    feedback.textContent = 'Press Ctrl+C (or ⌘C) to copy the selected text.';
+    feedback.textContent = tr('copy.manual', 'Press Ctrl+C (or ⌘C) to copy the selected text.');
   }
 }
 
@@ -163,10 +222,10 @@ function setupTabs() {
 }
 
 function selectTab(tab, tabs) {
-  tabs.forEach((t) => {
-    const on = t === tab;
-    t.setAttribute('aria-selected', String(on));
-    $(t.getAttribute('aria-controls')).hidden = !on;
+  tabs.forEach((each) => {
+    const on = each === tab;
+    each.setAttribute('aria-selected', String(on));
+    $(each.getAttribute('aria-controls')).hidden = !on;
   });
 }
 
@@ -178,29 +237,29 @@ function fmtTime(s) {
 // priceTerms describes a model's price (GET /api/user/models: quota units,
 // token terms per million tokens) as lines a person reads, in dollars.
 function priceTerms(p) {
-  if (!p) return ['no price'];
-  if (p.free) return ['free'];
+  if (!p) return [tr('price.none', 'no price')];
+  if (p.free) return [tr('price.free', 'free')];
   const out = [];
-  const perM = (v, what) => { if (v !== undefined && v !== null) out.push(usd(v) + ' per 1M ' + what); };
-  perM(p.input, 'input tokens');
-  perM(p.cached_input, 'cached input tokens');
-  perM(p.cache_write, 'cache write tokens');
-  perM(p.output, 'output tokens');
-  perM(p.audio_input, 'audio input tokens');
-  perM(p.audio_output, 'audio output tokens');
-  perM(p.image_input, 'image input tokens');
-  perM(p.characters, 'characters');
+  const perM = (v, what, english) => { if (v !== undefined && v !== null) out.push(tr('price.perM', '{price} per 1M {what}', { price: usd(v), what: tr('price.' + what, english) })); };
+  perM(p.input, 'input', 'input tokens');
+  perM(p.cached_input, 'cached_input', 'cached input tokens');
+  perM(p.cache_write, 'cache_write', 'cache write tokens');
+  perM(p.output, 'output', 'output tokens');
+  perM(p.audio_input, 'audio_input', 'audio input tokens');
+  perM(p.audio_output, 'audio_output', 'audio output tokens');
+  perM(p.image_input, 'image_input', 'image input tokens');
+  perM(p.characters, 'characters', 'characters');
   for (const im of p.images || []) {
     const kind = [im.size, im.quality].filter(Boolean).join(' ');
-    out.push(usd(im.price) + ' per image' + (kind ? ' (' + kind + ')' : ''));
+    out.push(tr('price.image', '{price} per image', { price: usd(im.price) }) + (kind ? ' (' + kind + ')' : ''));
   }
-  const each = (v, what) => { if (v) out.push(usd(v) + ' per ' + what); };
-  each(p.audio_second, 'second of audio');
-  each(p.video_second, 'second of video');
-  each(p.task, 'task');
-  each(p.search_unit, 'search unit');
-  each(p.request, 'request');
-  return out.length ? out : ['free'];
+  const each = (v, what, english) => { if (v) out.push(tr('price.per', '{price} per {what}', { price: usd(v), what: tr('price.' + what, english) })); };
+  each(p.audio_second, 'audio_second', 'second of audio');
+  each(p.video_second, 'video_second', 'second of video');
+  each(p.task, 'task', 'task');
+  each(p.search_unit, 'search_unit', 'search unit');
+  each(p.request, 'request', 'request');
+  return out.length ? out : [tr('price.free', 'free')];
 }
 
 // replyCost is what a chat answer's usage (OpenAI's shape) costs at price,

@@ -35,6 +35,7 @@ async function start() {
   if (!user) {
     $('login-card').hidden = false;
     $('login-username').focus();
+    await showSSO();
     return;
   }
   showUser(user);
@@ -42,6 +43,31 @@ async function start() {
   $('logout').hidden = false;
   // tokens first: the usage table names the key of each row
   await Promise.all([loadTokens().then(() => loadUsage(true)), loadChart(), loadModels()]);
+}
+
+// showSSO offers single sign-on when the gateway has it, and says why a
+// sign-in that came back here failed (the callback's ?sso_error=reason).
+async function showSSO() {
+  const params = new URLSearchParams(location.search);
+  const reason = params.get('sso_error');
+  if (reason) {
+    showError($('sso-error'), new Error(ssoMessage(reason)));
+    // a reload or a bookmark should not repeat an old failure
+    params.delete('sso_error');
+    history.replaceState(null, '', location.pathname + (params.size ? '?' + params : '') + location.hash);
+  }
+  try {
+    $('sso').hidden = !(await api('GET', '/api/user/sso')).oidc;
+  } catch (e) {
+    showError($('sso-error'), e);
+  }
+}
+
+// ssoMessage words a failed sign-in's reason for the person.
+function ssoMessage(reason) {
+  const known = ['unavailable', 'expired', 'denied', 'failed', 'no_email', 'email_unverified',
+    'domain_not_allowed', 'account_disabled', 'name_taken'];
+  return t('sso.error.' + (known.includes(reason) ? reason : 'other'));
 }
 
 async function loadModels() {
@@ -74,7 +100,7 @@ function showUser(u) {
   $('quota').textContent = usd(u.quota);
   $('used-quota').textContent = usd(u.used_quota);
   $('request-count').textContent = String(u.request_count);
-  $('aff-code').textContent = u.aff_code || '(none)';
+  $('aff-code').textContent = u.aff_code || t('invite.none');
   $('aff-quota').textContent = usd(u.aff_quota);
 }
 
@@ -97,7 +123,7 @@ function onChangePassword(ev) {
   runAction($('password-submit'), $('password-error'), async () => {
     await api('POST', '/api/user/password', { current_password: $('password-current').value, password: $('password-new').value });
     $('password-form').reset();
-    $('password-feedback').textContent = 'Password changed. Your other sessions were logged out; this one stays.';
+    $('password-feedback').textContent = t('password.changed');
   });
 }
 
@@ -109,7 +135,7 @@ function onRegister(ev) {
     await api('POST', '/api/user/register', body);
     // a login error from before signing up no longer applies
     showError($('login-error'), null);
-    $('register-feedback').textContent = 'Account created: logging you in…';
+    $('register-feedback').textContent = t('register.done');
     await api('POST', '/api/user/login', { username: body.username, password: body.password });
     location.reload();
   });
@@ -125,7 +151,7 @@ function onRedeem(ev) {
     const u = await currentUser();
     if (u) showUser(u);
     await Promise.all([loadChart(), loadUsage(true)]);
-    $('redeem-feedback').textContent = 'Redeemed: your balance is now ' + usd(u.quota) + '.';
+    $('redeem-feedback').textContent = t('redeem.done', { balance: usd(u.quota) });
   });
 }
 
@@ -138,7 +164,7 @@ function onTransfer(ev) {
     const r = await api('POST', '/api/user/aff_transfer', body);
     $('transfer-amount').value = '';
     await refreshUser();
-    $('transfer-feedback').textContent = 'Moved ' + usd(r.transferred) + ' to your balance.';
+    $('transfer-feedback').textContent = t('invite.moved', { amount: usd(r.transferred) });
   });
 }
 
@@ -159,10 +185,10 @@ function onCreateToken(ev) {
     if (picked.length) body.models = picked;
     const days = $('token-days').value;
     if (days) body.expires_at = new Date(Date.now() + Number(days) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
-    const t = await api('POST', '/api/user/tokens', body);
+    const created = await api('POST', '/api/user/tokens', body);
     $('token-form').reset();
-    $('new-key-name').textContent = t.name;
-    $('new-key-value').textContent = t.key;
+    $('new-key-name').textContent = created.name;
+    $('new-key-value').textContent = created.key;
     $('copy-key-feedback').textContent = '';
     $('new-key').hidden = false;
     $('copy-key').focus();
@@ -174,61 +200,66 @@ async function loadTokens() {
   const tbody = $('tokens');
   try {
     const r = await api('GET', '/api/user/tokens');
-    tokensById = new Map(r.data.map((t) => [t.id, t]));
+    tokensById = new Map(r.data.map((tok) => [tok.id, tok]));
     tbody.replaceChildren(...r.data.map(tokenRow));
-    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, 'No keys yet: create one above.')));
+    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, t('keys.none'))));
   } catch (e) {
     showError($('token-error'), e);
   }
 }
 
-function tokenRow(t) {
-  const toggle = t.status === 'enabled' ? 'Disable' : 'Enable';
+function tokenRow(tok) {
+  const toggle = tok.status === 'enabled' ? t('keys.disable') : t('keys.enable');
   const err = $('token-error');
-  const toggleBtn = el('button', { type: 'button', class: 'secondary', 'aria-label': toggle + ' key ' + t.name,
+  const toggleBtn = el('button', { type: 'button', class: 'secondary', 'aria-label': t(tok.status === 'enabled' ? 'keys.disableNamed' : 'keys.enableNamed', { name: tok.name }),
     onclick: () => runAction(toggleBtn, err, async () => {
-      await api('PATCH', '/api/user/tokens/' + t.id, { status: t.status === 'enabled' ? 'disabled' : 'enabled' });
+      await api('PATCH', '/api/user/tokens/' + tok.id, { status: tok.status === 'enabled' ? 'disabled' : 'enabled' });
       await loadTokens();
     }) }, toggle);
-  const editBtn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit key ' + t.name,
-    onclick: () => openEdit(t) }, 'Edit');
-  const deleteBtn = el('button', { type: 'button', class: 'danger', 'aria-label': 'Delete key ' + t.name,
+  const editBtn = el('button', { type: 'button', class: 'secondary', 'aria-label': t('keys.editNamed', { name: tok.name }),
+    onclick: () => openEdit(tok) }, t('keys.edit'));
+  const deleteBtn = el('button', { type: 'button', class: 'danger', 'aria-label': t('keys.deleteNamed', { name: tok.name }),
     onclick: () => {
-      if (!confirm('Delete the key "' + t.name + '"? Programs using it will stop working.')) return;
+      if (!confirm(t('keys.confirmDelete', { name: tok.name }))) return;
       runAction(deleteBtn, err, async () => {
-        await api('DELETE', '/api/user/tokens/' + t.id, {});
+        await api('DELETE', '/api/user/tokens/' + tok.id, {});
         await loadTokens();
       });
-    } }, 'Delete');
-  return el('tr', { 'data-token-id': t.id },
-    el('td', {}, t.name),
-    el('td', {}, el('code', {}, t.key_prefix + '…')),
-    el('td', {}, t.status),
-    el('td', { class: 'num' }, usd(t.used_quota)),
-    el('td', { class: 'num' }, t.quota_limit ? usd(t.quota_limit) : '—'),
-    el('td', {}, t.models.length ? t.models.join(', ') : 'all'),
-    el('td', {}, limitsText(t.limits)),
-    el('td', {}, t.expires_at ? fmtTime(t.expires_at) : 'never'),
+    } }, t('keys.delete'));
+  return el('tr', { 'data-token-id': tok.id },
+    el('td', {}, tok.name),
+    el('td', {}, el('code', {}, tok.key_prefix + '…')),
+    el('td', {}, statusText(tok.status)),
+    el('td', { class: 'num' }, usd(tok.used_quota)),
+    el('td', { class: 'num' }, tok.quota_limit ? usd(tok.quota_limit) : '—'),
+    el('td', {}, tok.models.length ? tok.models.join(', ') : t('keys.allModels')),
+    el('td', {}, limitsText(tok.limits)),
+    el('td', {}, tok.expires_at ? fmtTime(tok.expires_at) : t('keys.never')),
     el('td', {}, el('span', { class: 'row' }, editBtn, toggleBtn, deleteBtn)));
+}
+
+// statusText words a key's status; one the dictionary lacks shows as it is.
+function statusText(status) {
+  return I18N['status.' + status] ? t('status.' + status) : status;
 }
 
 // limitsText shows a key's own rate limits; the account API lets only
 // administrators set them, so the edit dialog shows them and no field.
 function limitsText(l) {
   const parts = [];
-  if (l && l.rpm) parts.push(l.rpm + ' requests/min');
-  if (l && l.tpm) parts.push(l.tpm + ' tokens/min');
-  if (l && l.max_parallel) parts.push(l.max_parallel + ' at once');
-  return parts.length ? parts.join(', ') : 'default';
+  if (l && l.rpm) parts.push(t('limits.rpm', { n: l.rpm }));
+  if (l && l.tpm) parts.push(t('limits.tpm', { n: l.tpm }));
+  if (l && l.max_parallel) parts.push(t('limits.parallel', { n: l.max_parallel }));
+  return parts.length ? parts.join(', ') : t('limits.default');
 }
 
-function openEdit(t) {
-  editing = t;
-  $('edit-name').value = t.name;
-  $('edit-quota').value = t.quota_limit ? usd(t.quota_limit).slice(1) : '';
-  $('edit-expires').value = t.expires_at ? localDate(new Date(t.expires_at)) : '';
-  $('edit-models').replaceChildren($('edit-models').firstElementChild, ...modelBoxes('edit-model', t.models));
-  $('edit-limits').textContent = 'Rate limits: ' + limitsText(t.limits) + '. Only an administrator can change them.';
+function openEdit(tok) {
+  editing = tok;
+  $('edit-name').value = tok.name;
+  $('edit-quota').value = tok.quota_limit ? usd(tok.quota_limit).slice(1) : '';
+  $('edit-expires').value = tok.expires_at ? localDate(new Date(tok.expires_at)) : '';
+  $('edit-models').replaceChildren($('edit-models').firstElementChild, ...modelBoxes('edit-model', tok.models));
+  $('edit-limits').textContent = t('edit.limits', { limits: limitsText(tok.limits) });
   showError($('edit-error'), null);
   $('edit-key').showModal();
   $('edit-name').focus();
@@ -274,14 +305,14 @@ async function loadUsage(fromStart) {
     tbody.replaceChildren(...r.data.map((l) => el('tr', {},
       el('td', {}, fmtTime(l.created_at)),
       el('td', {}, l.model),
-      el('td', {}, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, 'deleted key')),
+      el('td', {}, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, t('usage.deletedKey'))),
       el('td', { class: 'num' }, l.prompt_tokens),
       el('td', { class: 'num' }, l.completion_tokens),
       el('td', { class: 'num' }, usd(l.cost)),
       el('td', { class: 'num' }, l.status),
-      el('td', { class: 'num' }, l.latency_ms + ' ms'),
+      el('td', { class: 'num' }, t('usage.ms', { n: l.latency_ms })),
       el('td', { class: 'error-text' }, l.error || ''))));
-    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, usageFilter.model_contains || usageFilter.since ? 'No requests match.' : 'No requests yet.')));
+    if (!r.data.length) tbody.append(el('tr', {}, el('td', { colspan: 9, class: 'muted' }, usageFilter.model_contains || usageFilter.since ? t('usage.noMatch') : t('usage.none'))));
     usageCursor = r.next_cursor;
     $('usage-next').disabled = !r.next_cursor;
   } catch (e) {
@@ -311,7 +342,7 @@ async function loadChart() {
       rect.setAttribute('width', String(Math.max(1, w - 2)));
       rect.setAttribute('height', String(Math.max(h, d.cost > 0 ? 1 : 0)));
       const title = document.createElementNS(ns, 'title');
-      title.textContent = d.day + ': ' + usd(d.cost) + ' in ' + d.requests + ' requests';
+      title.textContent = t('chart.bar', { day: d.day, cost: usd(d.cost), n: d.requests });
       rect.append(title);
       nodes.push(rect);
       // a label a week, counted back from today so today always has one;
@@ -329,8 +360,8 @@ async function loadChart() {
     base.setAttribute('y2', '140');
     svg.replaceChildren(base, ...nodes);
     $('chart-labels').replaceChildren(...labels);
-    $('chart-summary').textContent = 'Total ' + usd(total) + ' over ' + r.data.length + ' days; highest day ' + usd(peak) + '.';
+    $('chart-summary').textContent = t('chart.summary', { total: usd(total), days: r.data.length, peak: usd(peak) });
   } catch (e) {
-    $('chart-summary').textContent = 'The chart could not be loaded: ' + e.message;
+    $('chart-summary').textContent = t('chart.failed', { error: e.message });
   }
 }

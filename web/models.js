@@ -13,9 +13,9 @@ document.addEventListener('DOMContentLoaded', async () => {
     const r = await api('GET', '/api/user/models');
     $('models').replaceChildren(...r.data.map((m) => el('tr', { 'data-model': m.id },
       el('td', {}, el('code', {}, m.id)),
-      el('td', {}, m.chat ? 'yes' : 'no'),
-      el('td', { class: 'price' }, el('span', {}, ...priceTerms(m.price).flatMap((t, i) => i ? [el('br'), t] : [t]))))));
-    if (!r.data.length) $('models').append(el('tr', {}, el('td', { colspan: 3, class: 'muted' }, 'No models are configured yet.')));
+      el('td', {}, m.chat ? t('models.yes') : t('models.no')),
+      el('td', { class: 'price' }, el('span', {}, ...priceTerms(m.price).flatMap((term, i) => i ? [el('br'), term] : [term]))))));
+    if (!r.data.length) $('models').append(el('tr', {}, el('td', { colspan: 3, class: 'muted' }, t('models.none'))));
   } catch (e) {
     showError($('page-error'), e);
     return;

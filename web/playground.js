@@ -24,7 +24,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     $('chat').replaceChildren();
     save();
     showCode();
-    $('status').textContent = 'New conversation.';
+    $('status').textContent = t('playground.newDone');
     $('prompt').focus();
   });
   $('show-code').addEventListener('click', () => {
@@ -56,7 +56,7 @@ document.addEventListener('DOMContentLoaded', async () => {
     prices = new Map(chat.map((m) => [m.id, m.price]));
     $('model').replaceChildren(...chat.map((m) => el('option', { value: m.id }, m.id)));
     if (prices.has('demo')) $('model').value = 'demo';
-    if (!chat.length) showError($('page-error'), new Error('No chat models are available: the administrator has not configured any priced chat model.'));
+    if (!chat.length) showError($('page-error'), new Error(t('playground.noModels')));
   } catch (e) {
     showError($('page-error'), e);
     return;
@@ -93,12 +93,12 @@ function restore() {
 
 function showPrice() {
   const p = prices.get($('model').value);
-  $('model-price').textContent = p ? 'Price of ' + $('model').value + ': ' + priceTerms(p).join('; ') + '.' : '';
+  $('model-price').textContent = p ? t('playground.price', { model: $('model').value, terms: priceTerms(p).join('; ') }) : '';
 }
 
 function addMessage(role, content) {
   const body = el('div', { class: 'body' });
-  const node = el('div', { class: 'msg ' + role }, el('div', { class: 'who' }, role === 'user' ? 'You' : 'Assistant'), body);
+  const node = el('div', { class: 'msg ' + role }, el('div', { class: 'who' }, role === 'user' ? t('playground.you') : t('playground.assistant')), body);
   if (role === 'user') body.textContent = content; else body.innerHTML = renderMarkdown(content);
   $('chat').append(node);
   return body;
@@ -107,7 +107,7 @@ function addMessage(role, content) {
 // showCost writes a reply's tokens and cost under it.
 function showCost(body, m) {
   if (!m.usage) return;
-  const line = m.usage.prompt_tokens + ' tokens in, ' + m.usage.completion_tokens + ' out · ' + usd(m.cost || 0);
+  const line = t('playground.cost', { in: m.usage.prompt_tokens, out: m.usage.completion_tokens, cost: usd(m.cost || 0) });
   const node = body.parentNode.querySelector('.cost') || body.parentNode.appendChild(el('div', { class: 'cost' }));
   node.textContent = line;
 }
@@ -187,7 +187,7 @@ async function send() {
   controller = new AbortController();
   $('send').disabled = true;
   $('stop').disabled = false;
-  $('status').textContent = 'Answering…';
+  $('status').textContent = t('playground.answering');
   let pending = false;
   const paint = () => {
     if (pending) return;
@@ -201,7 +201,7 @@ async function send() {
       body: JSON.stringify(body),
     });
     if (!resp.ok) {
-      let msg = 'the gateway answered ' + resp.status;
+      let msg = t('api.status', { status: resp.status });
       try { const e = await resp.json(); if (e.error && e.error.message) msg = e.error.message; } catch (e) { /* keep status */ }
       throw new Error(msg);
     }
@@ -220,16 +220,16 @@ async function send() {
         const data = line.slice(5).trim();
         if (data === '[DONE]') continue;
         const chunk = JSON.parse(data);
-        if (chunk.error) throw new Error(chunk.error.message || 'the stream ended with an error');
+        if (chunk.error) throw new Error(chunk.error.message || t('playground.streamError'));
         const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
         if (delta && delta.content) { content += delta.content; paint(); }
         if (chunk.usage) usage = chunk.usage;
       }
     }
-    $('status').textContent = content ? '' : 'The model sent an empty answer.';
+    $('status').textContent = content ? '' : t('playground.empty');
   } catch (e) {
     if (e.name === 'AbortError') {
-      $('status').textContent = 'Stopped.';
+      $('status').textContent = t('playground.stopped');
     } else {
       failed = e;
       showError($('chat-error'), e);

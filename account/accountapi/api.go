@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/account/oidc"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -60,7 +61,9 @@ type Config struct {
 	// (trusted proxies included), for rate limits; nil means the host
 	// of the request's RemoteAddr.
 	ClientAddress func(*http.Request) string
-	Log           *zap.Logger
+	// SSO signs people in through an OpenID Connect provider; nil: off.
+	SSO *oidc.Provider
+	Log *zap.Logger
 }
 
 // Handler serves the API. Callers are known by the login session's
@@ -73,6 +76,7 @@ type Handler struct {
 	sessions *Sessions
 	models   func() []Model
 	address  func(*http.Request) string
+	sso      *oidc.Provider
 	log      *zap.Logger
 	mux      *http.ServeMux
 }
@@ -80,7 +84,7 @@ type Handler struct {
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
-		models: cfg.Models, address: cfg.ClientAddress, log: cfg.Log}
+		models: cfg.Models, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -111,6 +115,7 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("POST /api/admin/codes", h.admin(h.createCodes))
 	m.HandleFunc("PATCH /api/admin/codes/{id}", h.admin(h.updateCode))
 	m.HandleFunc("GET /api/admin/usage", h.admin(h.adminUsage))
+	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))
 	h.mux = m

@@ -1,0 +1,103 @@
+package caddymodule
+
+import (
+	"fmt"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-model-gateway/gateway/account/oidc"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// SSOConfig is single sign-on for the web console.
+type SSOConfig struct {
+	OIDC *OIDCConfig `json:"oidc,omitempty"`
+}
+
+// OIDCConfig is an OpenID Connect provider. ClientSecret is read through
+// the replacer when the app starts, so the config (and the admin API that
+// shows it) holds only "{env.NAME}".
+type OIDCConfig struct {
+	Issuer         string   `json:"issuer"`
+	ClientID       string   `json:"client_id"`
+	ClientSecret   string   `json:"client_secret"`
+	RedirectURL    string   `json:"redirect_url,omitempty"`
+	AllowedDomains []string `json:"allowed_domains"`
+	RoleClaim      string   `json:"role_claim,omitempty"`
+}
+
+// parseSSO reads
+//
+//	sso oidc {
+//		issuer <url>
+//		client_id <id>
+//		client_secret {env.NAME}
+//		allowed_domains <domain>...
+//		role_claim <claim>
+//		redirect_url <url>
+//	}
+func parseSSO(d *caddyfile.Dispenser) (*SSOConfig, error) {
+	if !d.NextArg() || d.Val() != "oidc" {
+		return nil, d.Errf("sso takes a protocol and a block: 'sso oidc { issuer ... }'")
+	}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := &OIDCConfig{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		args := d.RemainingArgs()
+		if opt == "allowed_domains" {
+			if len(args) == 0 {
+				return nil, d.Errf("allowed_domains takes one or more email domains, or * for any")
+			}
+			c.AllowedDomains = append(c.AllowedDomains, args...)
+			continue
+		}
+		if len(args) != 1 {
+			return nil, d.Errf("sso oidc: %s takes one value", opt)
+		}
+		switch opt {
+		case "issuer":
+			c.Issuer = args[0]
+		case "client_id":
+			c.ClientID = args[0]
+		case "client_secret":
+			c.ClientSecret = args[0]
+		case "redirect_url":
+			c.RedirectURL = args[0]
+		case "role_claim":
+			c.RoleClaim = args[0]
+		default:
+			return nil, d.Errf("sso oidc: unrecognized option %q (known: issuer, client_id, client_secret, allowed_domains, role_claim, redirect_url)", opt)
+		}
+	}
+	return &SSOConfig{OIDC: c}, nil
+}
+
+// oidcProvider builds the configured provider over st, or nil when single
+// sign-on is off. Nothing here is logged: the secret is in the result only.
+func (c *SSOConfig) oidcProvider(st store.Store) (*oidc.Provider, error) {
+	if c == nil || c.OIDC == nil {
+		return nil, nil
+	}
+	repl := caddy.NewReplacer()
+	o := c.OIDC
+	domains := make([]string, len(o.AllowedDomains))
+	for i, d := range o.AllowedDomains {
+		domains[i] = repl.ReplaceAll(d, "")
+	}
+	p, err := oidc.New(oidc.Config{
+		Issuer:         repl.ReplaceAll(o.Issuer, ""),
+		ClientID:       repl.ReplaceAll(o.ClientID, ""),
+		ClientSecret:   repl.ReplaceAll(o.ClientSecret, ""),
+		RedirectURL:    repl.ReplaceAll(o.RedirectURL, ""),
+		AllowedDomains: domains,
+		RoleClaim:      o.RoleClaim,
+	}, st)
+	if err != nil {
+		return nil, fmt.Errorf("sso oidc: %w", err)
+	}
+	return p, nil
+}
