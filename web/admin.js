@@ -105,8 +105,9 @@ function userRow(u) {
       } }, 'Adjust quota');
     actions.append(qb);
   }
-  // limits and passwords: administrators for users, root for administrators
-  if (u.role !== 'root' && (u.role === 'user' || me.role === 'root')) {
+  // limits and passwords: administrators for users, root for
+  // administrators; one's own row for quota alone
+  if (u.role !== 'root' && (u.role === 'user' || me.role === 'root' || u.id === me.id)) {
     actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, 'Edit'));
   }
   return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase(), 'data-prefix': 'yes' },

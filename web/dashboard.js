@@ -118,6 +118,6 @@ function drawTable() {
     model: 'Every model used in the period, the costliest first.',
     user: 'The ' + dash.users.length + ' users who spent the most in the period (at most 10).',
     key: 'The keys that spent the most among the newest requests counted (at most 10).',
-    channel: 'Every channel among the newest requests counted; "(none)" is requests refused before any channel.',
+    channel: 'Every channel among the newest requests counted, by the channel that answered; "(no channel answered)" holds requests refused before any channel and those every channel tried failed.',
   }[group];
 }

@@ -125,7 +125,7 @@ function logRow(l) {
 function showDetail(l) {
   const items = [
     ['Time', fmtTime(l.created_at)], ['User', userName(l.user_id) + ' (id ' + l.user_id + ')'], ['Key', l.token_id ? 'id ' + l.token_id : 'none'],
-    ['Model', l.model], ['Channel', l.channel || 'none: refused before any channel was tried'], ['Endpoint', l.endpoint || '—'],
+    ['Model', l.model], ['Channel', l.channel || 'none answered'], ['Endpoint', l.endpoint || '—'],
     ['Status', String(l.status)], ['Error', l.error || 'none'],
     ['Request id', l.request_id || '—'], ['Upstream request id', l.upstream_request_id || '—'],
     ['Streamed', l.stream ? 'yes' : 'no'], ['Time to first byte', fmtMS(l.ttfb_ms)], ['Latency', fmtMS(l.latency_ms)],

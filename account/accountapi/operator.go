@@ -363,7 +363,9 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 		errUsers.add(strconv.FormatInt(l.UserID, 10), "", l.UserID, l.CreatedAt, p)
 		ch := l.Channel
 		if ch == "" {
-			ch = "(none)" // refused before any channel was tried
+			// refused before any channel, or no channel answered: the
+			// row names the channel that answered, if one did
+			ch = "(no channel answered)"
 		}
 		channels.add(ch, ch, 0, l.CreatedAt, p)
 		if se := tokens.add(strconv.FormatInt(l.TokenID, 10), "", l.TokenID, l.CreatedAt, p); se != nil {
