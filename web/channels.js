@@ -57,5 +57,6 @@ function channelRow(c) {
     el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_ttfb_ms) : '—'),
     el('td', { class: 'error-text' }, rec.last_error ? (rec.last_error_status + ' at ' + fmtTime(rec.last_error_at) + ': ' + rec.last_error) : '—'),
     el('td', { class: 'wrap' }, models),
-    el('td', { class: 'wrap' }, el('div', { class: 'row' }, pick, btn), result));
+    // one box in the cell, so a phone's stacked row keeps the result under the button
+    el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)));
 }
