@@ -125,3 +125,26 @@ func SetKeyLimits(ctx context.Context, st store.Store, actor *store.User, id int
 	t.Limits = limits
 	return t, nil
 }
+
+// ResetPassword sets the password of user id, as actor, and ends every
+// session of theirs: administrators reset users' passwords, only root an
+// administrator's. Root's password and one's own are changed with the
+// current one (ChangePassword) or by the Operator, so a borrowed
+// session cannot lock its owner out.
+func ResetPassword(ctx context.Context, st store.Store, actor *store.User, id int64, password string) error {
+	target, err := st.UserByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	if actor != Operator {
+		switch {
+		case target.ID == actor.ID:
+			return forbidden("not_allowed", "change your own password with your current one, not by a reset")
+		case target.Role == store.RoleRoot:
+			return forbidden("not_allowed", "root's password is changed by root, or on the server with 'caddy gateway user passwd'")
+		case target.Role == store.RoleAdmin && actor.Role != store.RoleRoot:
+			return forbidden("not_allowed", "only root can reset an administrator's password")
+		}
+	}
+	return SetPassword(ctx, st, id, password, "")
+}

@@ -1,14 +1,17 @@
 package caddymodule
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/account/accountapi"
+	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 func init() {
@@ -54,6 +57,8 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		Gate:          account.NewGate(app.db.store, cfg),
 		Sessions:      app.webSessions(),
 		Models:        app.pricedModels,
+		Channels:      app.channelStates,
+		TestChannel:   app.testChannel(ctx.Logger()),
 		ClientAddress: clientAddress,
 		SSO:           sso,
 		Log:           ctx.Logger(),
@@ -80,6 +85,32 @@ func (a *App) pricedModels() []accountapi.Model {
 		}
 	}
 	return out
+}
+
+// channelStates is every channel's health, in configuration order: what
+// the admin endpoint's GET /gateway/channels and the console's channels
+// page both show.
+func (a *App) channelStates() []routing.ChannelState {
+	if a.channels == nil {
+		return []routing.ChannelState{}
+	}
+	return a.channels.States()
+}
+
+// testChannel is the console's channel test: the engine's Probe, with the
+// relay's logger, in the account API's terms.
+func (a *App) testChannel(log *zap.Logger) func(context.Context, string, string) (*accountapi.ChannelTest, error) {
+	e := *a.engine
+	e.Log = log
+	return func(ctx context.Context, channel, model string) (*accountapi.ChannelTest, error) {
+		res, err := e.Probe(ctx, channel, model)
+		if err != nil {
+			return nil, err
+		}
+		return &accountapi.ChannelTest{Channel: res.Channel, Model: res.Model, OK: res.OK, Status: res.Status,
+			LatencyMS: res.Latency.Milliseconds(), Error: res.Error, Detail: res.Detail, UpstreamID: res.UpstreamID,
+			PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, Reply: res.Reply}, nil
+	}
 }
 
 // Interface guards.

@@ -48,7 +48,7 @@ func (a *adminAPI) channels(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no gateway is configured")}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(a.app.channels.States())
+	return json.NewEncoder(w).Encode(a.app.channelStates())
 }
 
 // Interface guards.

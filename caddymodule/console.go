@@ -22,7 +22,8 @@ func init() {
 }
 
 // Console serves the web console: the home view and dashboard at /, the
-// admin pages at /console/admin, models and prices at /console/models, the
+// admin pages at /console/admin (users and codes), /console/dashboard,
+// /console/channels and /console/usage-log, models and prices at /console/models, the
 // playground at /console/playground and their assets under
 // /console/assets/. Other paths pass to the next handler.
 type Console struct {
@@ -63,6 +64,10 @@ var consolePages = map[string]string{
 	"/console/admin":      "admin.html",
 	"/console/models":     "models.html",
 	"/console/playground": "playground.html",
+	// the operators' pages
+	"/console/dashboard": "dashboard.html",
+	"/console/channels":  "channels.html",
+	"/console/usage-log": "usagelog.html",
 }
 
 // pageData is what a page template is filled with.

@@ -1,30 +1,45 @@
-// The admin pages: users (create, enable/disable, adjust quota, role) and
-// redemption codes (create, list, disable).
+// The admin pages: users (create, search, enable/disable, adjust quota,
+// role, rate limits, password reset) and redemption codes (create, list,
+// search, disable, export as CSV).
 'use strict';
 
 let me = null;
 let loadUsers, loadCodes;
+const loadedUsers = new Map(); // id -> user, as listed
+const loadedCodes = new Map(); // id -> code, as listed
+let editingUser = null;
 
 document.addEventListener('DOMContentLoaded', async () => {
-  loadUsers = pager('/api/admin/users', 'after', $('users'), $('users-more'), $('user-error'), userRow);
-  loadCodes = pager('/api/admin/codes', 'before', $('codes'), $('codes-more'), $('code-error'), codeRow);
-  $('logout').addEventListener('click', logout);
+  const users = pager('/api/admin/users', 'after', $('users'), $('users-more'), $('user-error'), userRow);
+  const codes = pager('/api/admin/codes', 'before', $('codes'), $('codes-more'), $('code-error'), codeRow);
+  loadUsers = async (fromStart) => {
+    if (fromStart) loadedUsers.clear();
+    await users(fromStart);
+    searchRows($('users'), $('user-search').value);
+  };
+  loadCodes = async (fromStart) => {
+    if (fromStart) loadedCodes.clear();
+    await codes(fromStart);
+    searchRows($('codes'), $('code-search').value);
+  };
   $('user-form').addEventListener('submit', onCreateUser);
   $('code-form').addEventListener('submit', onCreateCodes);
   $('users-more').addEventListener('click', () => loadUsers(false));
   $('codes-more').addEventListener('click', () => loadCodes(false));
   $('copy-codes').addEventListener('click', () => copyText($('new-codes-list').textContent, $('copy-codes-feedback'), $('new-codes-list')));
-  me = await pageUser();
-  if (me === undefined) return;
-  if (!me) { location.href = '/'; return; }
-  $('whoami').textContent = me.username + ' (' + me.role + ')';
-  if (me.role !== 'admin' && me.role !== 'root') {
-    showError($('page-error'), new Error('These pages are for administrators. Your account is a user account.'));
-    return;
-  }
+  $('user-search').addEventListener('input', () => searchRows($('users'), $('user-search').value));
+  $('code-search').addEventListener('input', () => searchRows($('codes'), $('code-search').value));
+  $('codes-csv').addEventListener('click', exportCodes);
+  $('edit-user-form').addEventListener('submit', onSaveUser);
+  $('edit-user-cancel').addEventListener('click', () => $('edit-user').close());
+  $('reset-form').addEventListener('submit', onResetPassword);
+  $('reset-copy').addEventListener('click', () => copyText($('reset-made-password').textContent, $('reset-feedback'), $('reset-made-password')));
+  me = await startAdminPage();
+  if (!me) return;
   if (me.role !== 'root') $('user-role').querySelector('option[value="admin"]').remove();
   $('admin').hidden = false;
-  await Promise.all([loadUsers(true), loadCodes(true)]);
+  await loadUsers(true); // first, so codes name who used them
+  await loadCodes(true);
 });
 
 function onCreateUser(ev) {
@@ -38,7 +53,27 @@ function onCreateUser(ev) {
   });
 }
 
+// searchRows shows the rows whose search text holds what was typed: a
+// user's name from its start, a code's fields anywhere.
+function searchRows(tbody, text) {
+  const q = text.trim().toLowerCase();
+  for (const tr of tbody.children) {
+    const hay = tr.dataset.search;
+    if (hay === undefined) continue;
+    tr.hidden = q !== '' && !(tr.dataset.prefix ? hay.startsWith(q) : hay.includes(q));
+  }
+}
+
+function limitsText(l) {
+  const parts = [];
+  if (l && l.rpm) parts.push(l.rpm + ' requests/min');
+  if (l && l.tpm) parts.push(l.tpm + ' tokens/min');
+  if (l && l.max_parallel) parts.push(l.max_parallel + ' at once');
+  return parts.length ? parts.join(', ') : 'default';
+}
+
 function userRow(u) {
+  loadedUsers.set(u.id, u);
   const err = $('user-error');
   const patch = (btn, body) => runAction(btn, err, async () => {
     await api('PATCH', '/api/admin/users/' + u.id, body);
@@ -70,8 +105,71 @@ function userRow(u) {
       } }, 'Adjust quota');
     actions.append(qb);
   }
-  return el('tr', {}, el('td', {}, u.id), el('td', {}, u.username), el('td', {}, u.role), el('td', {}, u.status),
-    el('td', { class: 'num' }, usd(u.quota)), el('td', { class: 'num' }, usd(u.used_quota)), el('td', {}, actions));
+  // limits and passwords: administrators for users, root for
+  // administrators; one's own row for quota alone
+  if (u.role !== 'root' && (u.role === 'user' || me.role === 'root' || u.id === me.id)) {
+    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, 'Edit'));
+  }
+  return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase(), 'data-prefix': 'yes' },
+    el('td', {}, u.id), el('td', {}, u.username), el('td', {}, u.role), el('td', {}, u.status),
+    el('td', { class: 'num' }, usd(u.quota)), el('td', { class: 'num' }, usd(u.used_quota)), el('td', {}, limitsText(u.limits)), el('td', {}, actions));
+}
+
+function openEditUser(u) {
+  editingUser = u;
+  $('edit-user-name').textContent = u.username;
+  const l = u.limits || {};
+  $('edit-rpm').value = l.rpm || '';
+  $('edit-tpm').value = l.tpm || '';
+  $('edit-parallel').value = l.max_parallel || '';
+  $('edit-quota-delta').value = '';
+  $('edit-user-limits').disabled = u.id === me.id; // nobody lifts their own limits
+  $('reset-form').hidden = u.id === me.id;
+  for (const id of ['edit-user-error', 'reset-error', 'reset-feedback']) showError($(id), null);
+  $('reset-password').value = '';
+  $('reset-made').hidden = true;
+  $('edit-user').showModal();
+}
+
+function onSaveUser(ev) {
+  ev.preventDefault();
+  const u = editingUser;
+  runAction($('edit-user-save'), $('edit-user-error'), async () => {
+    const body = {};
+    if (u.id !== me.id) {
+      const n = (id) => {
+        const v = $(id).value.trim();
+        if (v === '') return 0;
+        if (!/^\d+$/.test(v)) throw new Error('Rate limits are whole numbers; leave a field empty for the default.');
+        return Number(v);
+      };
+      const l = u.limits || {};
+      const want = { rpm: n('edit-rpm'), tpm: n('edit-tpm'), max_parallel: n('edit-parallel') };
+      if (want.rpm !== (l.rpm || 0) || want.tpm !== (l.tpm || 0) || want.max_parallel !== (l.max_parallel || 0)) body.limits = want;
+    }
+    const q = $('edit-quota-delta').value.trim();
+    if (q && q !== '0') {
+      const units = usdToUnits(q.replace(/^-/, ''));
+      body.quota_delta = q.startsWith('-') ? -units : units;
+    }
+    if (Object.keys(body).length) await api('PATCH', '/api/admin/users/' + u.id, body);
+    $('edit-user').close();
+    await loadUsers(true);
+  });
+}
+
+function onResetPassword(ev) {
+  ev.preventDefault();
+  const u = editingUser;
+  if (!confirm('Reset the password of ' + u.username + ' and log them out everywhere?')) return;
+  showError($('reset-feedback'), null);
+  runAction($('reset-submit'), $('reset-error'), async () => {
+    const r = await api('POST', '/api/admin/users/' + u.id + '/password', { password: $('reset-password').value });
+    $('reset-password').value = '';
+    $('reset-feedback').textContent = 'Password reset; ' + u.username + ' is logged out everywhere.';
+    $('reset-made').hidden = !r.password;
+    $('reset-made-password').textContent = r.password || '';
+  });
 }
 
 function onCreateCodes(ev) {
@@ -88,6 +186,7 @@ function onCreateCodes(ev) {
 }
 
 function codeRow(c) {
+  loadedCodes.set(c.id, c);
   const actions = el('span', { class: 'row' });
   if (!c.used_by) {
     const on = c.status === 'enabled';
@@ -98,7 +197,27 @@ function codeRow(c) {
       }) }, on ? 'Disable' : 'Enable');
     actions.append(b);
   }
-  return el('tr', {}, el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', { class: 'num' }, usd(c.quota)),
-    el('td', {}, c.used_by ? 'used' : c.status), el('td', {}, c.used_by ? '#' + c.used_by : '—'),
+  const status = c.used_by ? 'used' : c.status;
+  const usedBy = c.used_by ? usedByName(c.used_by) : '—';
+  return el('tr', { 'data-code-id': c.id, 'data-search': [c.id, c.code, status, usedBy].join(' ').toLowerCase() },
+    el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', { class: 'num' }, usd(c.quota)),
+    el('td', {}, status), el('td', {}, usedBy),
     el('td', {}, c.expires_at ? fmtTime(c.expires_at) : 'never'), el('td', {}, actions));
+}
+
+function usedByName(id) {
+  const u = loadedUsers.get(id);
+  return u ? u.username + ' (#' + id + ')' : 'user #' + id;
+}
+
+// exportCodes downloads the codes listed (those the search shows) as CSV.
+function exportCodes() {
+  const rows = [['id', 'code', 'worth_usd', 'status', 'used_by_user_id', 'used_by', 'redeemed_at', 'created_at', 'expires_at']];
+  for (const tr of $('codes').children) {
+    const c = loadedCodes.get(Number(tr.dataset.codeId));
+    if (!c || tr.hidden) continue;
+    rows.push([c.id, c.code, usd(c.quota).slice(1), c.used_by ? 'used' : c.status, c.used_by || '', c.used_by ? usedByName(c.used_by) : '',
+      c.redeemed_at || '', c.created_at || '', c.expires_at || '']);
+  }
+  download('redemption-codes.csv', 'text/csv', csv(rows));
 }

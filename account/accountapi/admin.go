@@ -181,7 +181,14 @@ func (h *Handler) adminUsage(_ http.ResponseWriter, r *http.Request, _ *caller) 
 		}
 		f.UserID = n
 	}
-	return h.listUsage(r, f)
+	sieve, err := rowSieveQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	if sieve == nil {
+		return h.listUsage(r, f)
+	}
+	return h.siftUsage(r, f, sieve)
 }
 
 // usageQuery reads the usage filter from the query string:

@@ -11,6 +11,7 @@
 package accountapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account/oidc"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -57,6 +59,13 @@ type Config struct {
 	Sessions *Sessions
 	// Models lists the models served and priced, in order.
 	Models func() []Model
+	// Channels lists every channel with its health, in configuration
+	// order (the admin endpoint's GET /gateway/channels); nil: none.
+	Channels func() []routing.ChannelState
+	// TestChannel sends a one-token chat request for model (the channel's
+	// first when empty) through exactly the channel named, billed to
+	// nobody; a refusal to test is an *adapters.Error. Nil: none.
+	TestChannel func(ctx context.Context, channel, model string) (*ChannelTest, error)
 	// ClientAddress is the client's IP as the server determined it
 	// (trusted proxies included), for rate limits; nil means the host
 	// of the request's RemoteAddr.
@@ -75,6 +84,8 @@ type Handler struct {
 	gate     *account.Gate
 	sessions *Sessions
 	models   func() []Model
+	channels func() []routing.ChannelState
+	testChan func(ctx context.Context, channel, model string) (*ChannelTest, error)
 	address  func(*http.Request) string
 	sso      *oidc.Provider
 	log      *zap.Logger
@@ -84,7 +95,7 @@ type Handler struct {
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
-		models: cfg.Models, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log}
+		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -115,6 +126,10 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("POST /api/admin/codes", h.admin(h.createCodes))
 	m.HandleFunc("PATCH /api/admin/codes/{id}", h.admin(h.updateCode))
 	m.HandleFunc("GET /api/admin/usage", h.admin(h.adminUsage))
+	m.HandleFunc("POST /api/admin/users/{id}/password", h.admin(h.resetPassword))
+	m.HandleFunc("GET /api/admin/channels", h.admin(h.listChannels))
+	m.HandleFunc("POST /api/admin/channels/{name}/test", h.admin(h.testChannel))
+	m.HandleFunc("GET /api/admin/dashboard", h.admin(h.dashboard))
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))

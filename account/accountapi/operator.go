@@ -1,0 +1,447 @@
+package accountapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// The operators' pages: channels with their health and a test button, a
+// dashboard, and a password reset. What the store has no query for
+// (usage by channel or key, errors) is counted over the newest rows, at
+// most maxSampled, and every answer says how many rows that was.
+
+// maxSampled is the most usage rows a channel or dashboard answer reads.
+const maxSampled = 5000
+
+// ChannelTest is what an operator's test request through one channel
+// found (POST /api/admin/channels/{name}/test).
+type ChannelTest struct {
+	Channel string `json:"channel"`
+	Model   string `json:"model"`
+	OK      bool   `json:"ok"`
+	// Status is the upstream's status, or the gateway's when it got none.
+	Status     int    `json:"status"`
+	LatencyMS  int64  `json:"latency_ms"`
+	Error      string `json:"error,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+	UpstreamID string `json:"upstream_request_id,omitempty"`
+	// PromptTokens and CompletionTokens are what the upstream counted.
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	Reply            string `json:"reply,omitempty"`
+}
+
+// channelView is a channel as the channels page shows it.
+type channelView struct {
+	routing.ChannelState
+	// Prices are its models' prices; a model without one is absent.
+	Prices map[string]any `json:"prices"`
+	// Recent is its traffic among the newest usage rows.
+	Recent channelTraffic `json:"recent"`
+}
+
+// channelTraffic is a channel's requests among the rows sampled.
+type channelTraffic struct {
+	Requests     int64  `json:"requests"`
+	Errors       int64  `json:"errors"`
+	AvgLatencyMS int64  `json:"avg_latency_ms"`
+	AvgTTFBMS    int64  `json:"avg_ttfb_ms"`
+	LastError    string `json:"last_error,omitempty"`
+	LastErrorAt  string `json:"last_error_at,omitempty"`
+	LastStatus   int    `json:"last_error_status,omitempty"`
+}
+
+// sampleView says which rows an answer counted.
+type sampleView struct {
+	Rows int `json:"rows"`
+	// Capped: there were more rows than maxSampled; Oldest is the oldest
+	// row counted.
+	Capped bool   `json:"capped"`
+	Max    int    `json:"max"`
+	Oldest string `json:"oldest,omitempty"`
+}
+
+// sample reads the newest usage rows from since on, at most maxSampled.
+func (h *Handler) sample(ctx context.Context, since time.Time) ([]*store.UsageLog, sampleView, error) {
+	f := store.UsageFilter{Since: since, Limit: siftPage}
+	var rows []*store.UsageLog
+	for len(rows) < maxSampled {
+		f.Limit = min(siftPage, maxSampled-len(rows))
+		page, err := h.store.ListUsage(ctx, f)
+		if err != nil {
+			return nil, sampleView{}, err
+		}
+		rows = append(rows, page...)
+		if len(page) < f.Limit {
+			break
+		}
+		last := page[len(page)-1]
+		f.After = &store.UsageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	v := sampleView{Rows: len(rows), Max: maxSampled}
+	if len(rows) == maxSampled {
+		// one more row would say whether any was left out
+		f.Limit = 1
+		more, err := h.store.ListUsage(ctx, f)
+		if err != nil {
+			return nil, sampleView{}, err
+		}
+		v.Capped = len(more) > 0
+	}
+	if len(rows) > 0 {
+		v.Oldest = rows[len(rows)-1].CreatedAt.UTC().Format(time.RFC3339)
+	}
+	return rows, v, nil
+}
+
+func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	states := []routing.ChannelState{}
+	if h.channels != nil {
+		states = h.channels()
+	}
+	prices := map[string]any{}
+	for _, m := range h.served() {
+		if m.Price != nil {
+			prices[m.ID] = m.Price
+		}
+	}
+	rows, sv, err := h.sample(r.Context(), time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	traffic := map[string]*channelTraffic{}
+	sums := map[string]*[2]int64{} // latency, ttfb
+	for _, l := range rows {
+		if l.Channel == "" {
+			continue
+		}
+		t := traffic[l.Channel]
+		if t == nil {
+			t, sums[l.Channel] = &channelTraffic{}, &[2]int64{}
+			traffic[l.Channel] = t
+		}
+		t.Requests++
+		sums[l.Channel][0] += l.LatencyMS
+		sums[l.Channel][1] += l.TTFBMS
+		if l.Status/100 != 2 {
+			t.Errors++
+			if t.LastErrorAt == "" { // rows are newest first
+				t.LastError, t.LastStatus, t.LastErrorAt = l.Error, l.Status, l.CreatedAt.UTC().Format(time.RFC3339)
+			}
+		}
+	}
+	out := make([]channelView, len(states))
+	for i, s := range states {
+		v := channelView{ChannelState: s, Prices: map[string]any{}}
+		for _, m := range s.Models {
+			if p, ok := prices[m]; ok {
+				v.Prices[m] = p
+			}
+		}
+		if t := traffic[s.Name]; t != nil {
+			t.AvgLatencyMS, t.AvgTTFBMS = sums[s.Name][0]/t.Requests, sums[s.Name][1]/t.Requests
+			v.Recent = *t
+		}
+		out[i] = v
+	}
+	return map[string]any{"data": out, "sample": sv}, nil
+}
+
+// testChannel sends a one-token request through one channel: billed to
+// nobody, not counted toward the channel's health, logged with who asked.
+func (h *Handler) testChannel(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.testChan == nil {
+		return nil, &apiError{status: http.StatusNotFound, typ: errNotFound, code: "no_channels", msg: "this gateway has no channels to test"}
+	}
+	var in struct {
+		Model string `json:"model"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	name := r.PathValue("name")
+	res, err := h.testChan(r.Context(), name, in.Model)
+	var ae *adapters.Error
+	if errors.As(err, &ae) {
+		return nil, &apiError{status: ae.Status, typ: ae.Type, code: "channel_test_refused", msg: ae.Message}
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.log.Info("channel tested", zap.String("by", c.user.Username), zap.String("channel", res.Channel),
+		zap.String("model", res.Model), zap.Bool("ok", res.OK), zap.Int("status", res.Status),
+		zap.Int64("latency_ms", res.LatencyMS), zap.String("error", res.Error))
+	return res, nil
+}
+
+// resetPassword sets another user's password: POST
+// /api/admin/users/{id}/password {"password": "..."}; an empty password
+// has the gateway make one, given once in the answer.
+func (h *Handler) resetPassword(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	var in struct {
+		Password string `json:"password"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	made := in.Password == ""
+	if made {
+		// as 'caddy gateway user passwd' makes one
+		if in.Password, err = keys.Random("", 20); err != nil {
+			return nil, err
+		}
+	}
+	if err := account.ResetPassword(r.Context(), h.store, c.user, id, in.Password); err != nil {
+		return nil, err
+	}
+	h.log.Info("password reset", zap.String("by", c.user.Username), zap.Int64("user_id", id))
+	out := map[string]any{"id": id, "sessions_ended": true}
+	if made {
+		out["password"] = in.Password
+	}
+	return out, nil
+}
+
+// point is one UTC day of a series.
+type point struct {
+	Day      string `json:"day"`
+	Requests int64  `json:"requests"`
+	Cost     int64  `json:"cost"`
+	Tokens   int64  `json:"tokens"`
+	Errors   int64  `json:"errors"`
+}
+
+// series is one model's, user's, channel's or key's usage over the days.
+type series struct {
+	Name     string  `json:"name"`
+	ID       int64   `json:"id,omitempty"`
+	UserID   int64   `json:"user_id,omitempty"` // a key's owner
+	Requests int64   `json:"requests"`
+	Cost     int64   `json:"cost"`
+	Tokens   int64   `json:"tokens"`
+	Errors   int64   `json:"errors"`
+	Daily    []point `json:"daily"`
+}
+
+// dayIndex places days on a window of n days ending today.
+type dayIndex struct {
+	first time.Time
+	n     int
+}
+
+func (d dayIndex) at(t time.Time) int {
+	i := int(t.UTC().Sub(d.first) / (24 * time.Hour))
+	if t.Before(d.first) || i >= d.n {
+		return -1
+	}
+	return i
+}
+
+// seriesSet accumulates series by key.
+type seriesSet struct {
+	days  dayIndex
+	byKey map[string]*series
+}
+
+func newSeriesSet(d dayIndex) *seriesSet { return &seriesSet{days: d, byKey: map[string]*series{}} }
+
+func (s *seriesSet) add(key, name string, id int64, day time.Time, p point) *series {
+	i := s.days.at(day)
+	if i < 0 {
+		return nil
+	}
+	se := s.byKey[key]
+	if se == nil {
+		se = &series{Name: name, ID: id, Daily: make([]point, s.days.n)}
+		for j := range se.Daily {
+			se.Daily[j].Day = s.days.first.AddDate(0, 0, j).Format(time.DateOnly)
+		}
+		s.byKey[key] = se
+	}
+	d := &se.Daily[i]
+	d.Requests += p.Requests
+	d.Cost += p.Cost
+	d.Tokens += p.Tokens
+	d.Errors += p.Errors
+	se.Requests += p.Requests
+	se.Cost += p.Cost
+	se.Tokens += p.Tokens
+	se.Errors += p.Errors
+	return se
+}
+
+// only is the series of key, zero on every day when it has none.
+func (s *seriesSet) only(key string) *series {
+	if se := s.byKey[key]; se != nil {
+		return se
+	}
+	return s.add(key, "all", 0, s.days.first, point{})
+}
+
+// top is the set's series, the costliest first (then the busiest, then
+// by name), at most n (0: all).
+func (s *seriesSet) top(n int) []*series {
+	out := make([]*series, 0, len(s.byKey))
+	for _, se := range s.byKey {
+		out = append(out, se)
+	}
+	slices.SortFunc(out, func(a, b *series) int {
+		return cmp.Or(cmp.Compare(b.Cost, a.Cost), cmp.Compare(b.Requests, a.Requests), cmp.Compare(a.Name, b.Name))
+	})
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// dashboardTop is how many users and keys the dashboard ranks.
+const dashboardTop = 10
+
+// dashboard answers GET /api/admin/dashboard?days=N (1-90, default 14):
+// requests, spend and tokens per day, model and user from the daily
+// totals, which are exact and outlive usage retention; errors, channels
+// and keys from the newest rows of the window (at most maxSampled).
+func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	n := 14
+	if v := r.URL.Query().Get("days"); v != "" {
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 1 || d > 90 {
+			return nil, badRequest("invalid_days", "days must be a whole number from 1 to 90, not %q", v)
+		}
+		n = d
+	}
+	ctx := r.Context()
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	days := dayIndex{first: today.AddDate(0, 0, 1-n), n: n}
+	totals, models, users := newSeriesSet(days), newSeriesSet(days), newSeriesSet(days)
+	ud, err := h.store.DailyUsageByModel(ctx, 0, days.first)
+	if err != nil {
+		return nil, err
+	}
+	var prompt, cached int64
+	for _, d := range ud {
+		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens}
+		if totals.add("", "all", 0, d.Day, p) == nil {
+			continue
+		}
+		models.add(d.Model, d.Model, 0, d.Day, p)
+		users.add(strconv.FormatInt(d.UserID, 10), "", d.UserID, d.Day, p)
+		prompt += d.PromptTokens
+		cached += d.CachedTokens
+	}
+
+	rows, sv, err := h.sample(ctx, days.first)
+	if err != nil {
+		return nil, err
+	}
+	errs, channels, tokens := newSeriesSet(days), newSeriesSet(days), newSeriesSet(days)
+	errModels, errUsers := newSeriesSet(days), newSeriesSet(days)
+	for _, l := range rows {
+		p := point{Requests: 1, Cost: l.Cost, Tokens: l.PromptTokens + l.CompletionTokens}
+		if l.Status/100 != 2 {
+			p.Errors = 1
+		}
+		errs.add("", "all", 0, l.CreatedAt, p)
+		errModels.add(l.Model, l.Model, 0, l.CreatedAt, p)
+		errUsers.add(strconv.FormatInt(l.UserID, 10), "", l.UserID, l.CreatedAt, p)
+		ch := l.Channel
+		if ch == "" {
+			// refused before any channel, or no channel answered: the
+			// row names the channel that answered, if one did
+			ch = "(no channel answered)"
+		}
+		channels.add(ch, ch, 0, l.CreatedAt, p)
+		if se := tokens.add(strconv.FormatInt(l.TokenID, 10), "", l.TokenID, l.CreatedAt, p); se != nil {
+			se.UserID = l.UserID
+		}
+	}
+	topUsers, topKeys := users.top(dashboardTop), tokens.top(dashboardTop)
+	if err := h.nameUsers(ctx, topUsers, errUsers.top(0)); err != nil {
+		return nil, err
+	}
+	if err := h.nameKeys(ctx, topKeys); err != nil {
+		return nil, err
+	}
+	share := 0.0
+	if prompt > 0 {
+		share = float64(cached) / float64(prompt)
+	}
+	return map[string]any{
+		"days":   n,
+		"since":  days.first.Format(time.DateOnly),
+		"total":  totals.only(""),
+		"cache":  map[string]any{"prompt_tokens": prompt, "cached_tokens": cached, "share": share},
+		"models": models.top(0),
+		"users":  topUsers,
+		"recent": map[string]any{
+			"sample":   sv,
+			"total":    errs.only(""),
+			"channels": channels.top(0),
+			"models":   errModels.top(0),
+			"users":    errUsers.top(dashboardTop),
+			"keys":     topKeys,
+		},
+	}, nil
+}
+
+// nameUsers fills in the names of users' series; a user since removed
+// keeps its id.
+func (h *Handler) nameUsers(ctx context.Context, lists ...[]*series) error {
+	names := map[int64]string{}
+	for _, list := range lists {
+		for _, se := range list {
+			name, ok := names[se.ID]
+			if !ok {
+				u, err := h.store.UserByID(ctx, se.ID)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					name = "user #" + strconv.FormatInt(se.ID, 10)
+				case err != nil:
+					return err
+				default:
+					name = u.Username
+				}
+				names[se.ID] = name
+			}
+			se.Name = name
+		}
+	}
+	return nil
+}
+
+// nameKeys fills in the names of keys' series; a deleted key is named so.
+func (h *Handler) nameKeys(ctx context.Context, list []*series) error {
+	for _, se := range list {
+		if se.ID == 0 {
+			se.Name = "(no key)"
+			continue
+		}
+		t, err := h.store.TokenByID(ctx, se.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			se.Name = "deleted key #" + strconv.FormatInt(se.ID, 10)
+		case err != nil:
+			return err
+		default:
+			se.Name = t.Name
+		}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+// The channels page: each channel's health, recent traffic, models and
+// prices, and a test that sends one token through it
+// (GET /api/admin/channels, POST /api/admin/channels/{name}/test).
+'use strict';
+
+document.addEventListener('DOMContentLoaded', async () => {
+  $('channels-refresh').addEventListener('click', load);
+  if (!(await startAdminPage())) return;
+  $('admin').hidden = false;
+  await load();
+});
+
+async function load() {
+  showError($('channels-error'), null);
+  $('channels').dataset.loading = 'yes';
+  try {
+    const r = await api('GET', '/api/admin/channels');
+    const rows = r.data.map(channelRow);
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, 'No channels are configured.')));
+    $('channels').replaceChildren(...rows);
+    const s = r.sample;
+    $('channels-sample').textContent = 'Recent figures count the newest ' + fmtNumber(s.rows) + ' requests of every channel' +
+      (s.capped ? ' (at most ' + fmtNumber(s.max) + ', back to ' + fmtTime(s.oldest) + ')' : '') +
+      '. Failures, ejections and state are this instance\'s since it started.';
+  } catch (e) {
+    showError($('channels-error'), e);
+  } finally {
+    $('channels').dataset.loading = 'no';
+  }
+}
+
+function channelRow(c) {
+  const rec = c.recent || {};
+  const state = c.ejected ? el('span', { class: 'bad' }, 'ejected until ' + fmtTime(c.ejected_until)) : el('span', { class: 'good' }, 'in service');
+  const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
+  const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
+  const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });
+  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, 'Test');
+  btn.addEventListener('click', () => runAction(btn, result, async () => {
+    result.className = 'test-result';
+    result.textContent = 'Testing…';
+    const t = await api('POST', '/api/admin/channels/' + encodeURIComponent(c.name) + '/test', { model: pick.value });
+    result.className = 'test-result ' + (t.ok ? 'good' : 'bad');
+    const parts = [t.ok ? 'OK' : 'Failed', 'HTTP ' + t.status, fmtMS(t.latency_ms)];
+    if (t.ok) parts.push(t.prompt_tokens + ' + ' + t.completion_tokens + ' tokens');
+    if (t.error) parts.push(t.error);
+    if (t.detail) parts.push('upstream: ' + t.detail);
+    if (t.upstream_request_id) parts.push('upstream id ' + t.upstream_request_id);
+    result.textContent = parts.join(' · ');
+  }));
+  return el('tr', { 'data-channel': c.name },
+    el('td', {}, c.name), el('td', {}, c.type), el('td', {}, state),
+    el('td', { class: 'num' }, c.consecutive_failures), el('td', { class: 'num' }, c.ejections),
+    el('td', {}, c.last_failure ? fmtTime(c.last_failure) : '—'),
+    el('td', { class: 'num' }, fmtNumber(rec.requests)), el('td', { class: 'num' }, fmtNumber(rec.errors)),
+    el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_latency_ms) : '—'),
+    el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_ttfb_ms) : '—'),
+    el('td', { class: 'error-text' }, rec.last_error ? (rec.last_error_status + ' at ' + fmtTime(rec.last_error_at) + ': ' + rec.last_error) : '—'),
+    el('td', { class: 'wrap' }, models),
+    // one box in the cell, so a phone's stacked row keeps the result under the button
+    el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)));
+}
