@@ -21,8 +21,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,6 +309,7 @@ func bench(b *testing.B, e *env, st site, body []byte, budget float64) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu := cpuTime()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -315,9 +318,11 @@ func bench(b *testing.B, e *env, st site, body []byte, budget float64) {
 		}
 	}
 	b.StopTimer()
+	cpu = cpuTime() - cpu
 	runtime.ReadMemStats(&after)
 	allocs := float64(after.Mallocs-before.Mallocs) / float64(b.N)
 	b.ReportMetric(allocs, "allocs/req")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
 	if budget > 0 {
 		b.ReportMetric(budget, "budget-allocs/req")
 		if allocs > budget {
@@ -326,10 +331,23 @@ func bench(b *testing.B, e *env, st site, body []byte, budget float64) {
 	}
 }
 
+// cpuTime is the CPU (user and system) this process has used: every
+// goroutine's, the mock's and the collector's included, like the bench's
+// CPU per request of a Caddy process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // TestOpenStreamsMemory holds many streams open on each site and reports
 // the heap and stacks each one keeps: what the 10,000-open-streams bar of
 // `make bench` is made of, less the client connections' own buffers.
-// GATEWAY_INPROC_STREAMS sets how many (default 500).
+// GATEWAY_INPROC_STREAMS sets how many (default 500); with
+// GATEWAY_INPROC_HEAP=<dir>, a heap profile of each site's open streams
+// is written there (<site>.heap, for go tool pprof).
 func TestOpenStreamsMemory(t *testing.T) {
 	e := start(t)
 	n := openStreams()
@@ -337,7 +355,7 @@ func TestOpenStreamsMemory(t *testing.T) {
 		name string
 		site site
 	}{{"gateway", e.gateway}, {"reverse_proxy", e.proxy}} {
-		heap, stack := holdStreams(t, e, st.site, n)
+		heap, stack := holdStreams(t, e, st.name, st.site, n)
 		t.Logf("%s: %d open streams: %.1f KB heap + %.1f KB stacks per stream", st.name, n, heap/1024, stack/1024)
 	}
 }
@@ -353,7 +371,7 @@ func openStreams() int {
 // holdStreams opens n streams on st that the mock holds after their first
 // event, and returns the heap in use and stack bytes per stream, measured
 // against the process before they opened.
-func holdStreams(t *testing.T, e *env, st site, n int) (heap, stack float64) {
+func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack float64) {
 	t.Helper()
 	e.mock.Hold()
 	base := settled()
@@ -374,6 +392,9 @@ func holdStreams(t *testing.T, e *env, st site, n int) (heap, stack float64) {
 	}
 	started.Wait()
 	held := settled()
+	if dir := os.Getenv("GATEWAY_INPROC_HEAP"); dir != "" {
+		writeHeapProfile(t, filepath.Join(dir, name+".heap"))
+	}
 	e.mock.Release()
 	done.Wait()
 	close(errs)
@@ -383,6 +404,17 @@ func holdStreams(t *testing.T, e *env, st site, n int) (heap, stack float64) {
 	heap = float64(int64(held.HeapInuse)-int64(base.HeapInuse)) / float64(n)
 	stack = float64(int64(held.StackInuse)-int64(base.StackInuse)) / float64(n)
 	return heap, stack
+}
+
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // settled is the memory statistics after two collections.
