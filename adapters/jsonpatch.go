@@ -113,38 +113,59 @@ func AppendFields(raw []byte, fields ...Field) ([]byte, error) {
 // TopLevelMember returns the value of the top-level member key of a JSON
 // object, reading the rest of the document only to skip it: the cheap way
 // to find the usage in an answer relayed as it is. found is false when the
-// object has no such member. An error means raw is not a well-formed JSON
-// object as far as it was read; callers then fall back to encoding/json.
+// object has no such member; of several, the last one counts. An error
+// means raw is not a well-formed JSON object as far as it was read;
+// callers then fall back to encoding/json.
 func TopLevelMember(raw []byte, key string) (value json.RawMessage, found bool, err error) {
+	err = EachMember(raw, func(k, v []byte) bool {
+		if string(k) == key {
+			value, found = v, true
+		}
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return value, found, nil
+}
+
+// EachMember calls fn with each member of the JSON object raw, in order:
+// its key, unescaped, and its value as written, until fn returns false.
+// Values are delimited, not validated. An error means raw is not a
+// well-formed JSON object as far as it was read.
+func EachMember(raw []byte, fn func(key, value []byte) bool) error {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, false, errNotObject
+		return errNotObject
 	}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return nil, false, nil
+		return nil
 	}
 	for i < len(raw) {
 		if raw[i] != '"' {
-			return nil, false, errNotObject
+			return errNotObject
 		}
 		end, escaped, err := skipString(raw, i)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		quoted := raw[i:end]
+		key := raw[i+1 : end-1]
+		if escaped {
+			// a key with escapes is compared after decoding it
+			key = []byte(unquoted(raw[i:end]))
+		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false, errNotObject
+			return errNotObject
 		}
 		start := skipSpace(raw, i+1)
 		stop, err := skipValue(raw, start)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		// a key with escapes is compared after decoding it
-		if (!escaped && string(quoted[1:len(quoted)-1]) == key) || (escaped && unquoted(quoted) == key) {
-			value, found = raw[start:stop], true
+		if !fn(key, raw[start:stop]) {
+			return nil
 		}
 		i = skipSpace(raw, stop)
 		if i < len(raw) && raw[i] == ',' {
@@ -152,11 +173,11 @@ func TopLevelMember(raw []byte, key string) (value json.RawMessage, found bool, 
 			continue
 		}
 		if i < len(raw) && raw[i] == '}' {
-			return value, found, nil
+			return nil
 		}
-		return nil, false, errNotObject
+		return errNotObject
 	}
-	return nil, false, errNotObject
+	return errNotObject
 }
 
 var errNotObject = fmt.Errorf("not a well-formed JSON object")
