@@ -228,7 +228,8 @@ func freePort() (int, error) {
 }
 
 // sink is a response writer that keeps only what a check needs: the status
-// and the bytes written; it flushes, as a connection does.
+// and the bytes written; it flushes and takes deadlines, as a connection
+// does.
 type sink struct {
 	header http.Header
 	status int
@@ -248,6 +249,11 @@ func (s *sink) Write(p []byte) (int, error) {
 	return s.body.Write(p)
 }
 func (s *sink) Flush() {}
+
+// Deadlines are a connection's business: a real one takes them (Caddy's
+// idle timeouts set them on every read and write).
+func (s *sink) SetReadDeadline(time.Time) error  { return nil }
+func (s *sink) SetWriteDeadline(time.Time) error { return nil }
 
 func (s *sink) reset() {
 	clear(s.header)
