@@ -59,10 +59,15 @@ func gatewayApp(ctx caddy.Context) (*App, error) {
 
 type ctxKey int
 
-const (
-	identityKey ctxKey = iota
-	routeKey
-)
+// authKey holds the *authenticated of a request gateway_auth let through:
+// one context value for both, since every request carries them.
+const authKey ctxKey = 0
+
+// authenticated is who made a request and the route it was matched to.
+type authenticated struct {
+	id *keys.Identity
+	rt route
+}
 
 // route is the dialect and operation a request was matched to.
 type route struct {
@@ -72,15 +77,17 @@ type route struct {
 
 // identityFrom returns the authenticated identity, if any.
 func identityFrom(ctx context.Context) *keys.Identity {
-	id, _ := ctx.Value(identityKey).(*keys.Identity)
-	return id
+	if a, ok := ctx.Value(authKey).(*authenticated); ok {
+		return a.id
+	}
+	return nil
 }
 
 // routeOf finds the dialect that claims the request, falling back to the
 // last one (OpenAI's) for paths nobody claims.
 func (a *App) routeOf(r *http.Request) route {
-	if rt, ok := r.Context().Value(routeKey).(route); ok {
-		return rt
+	if a, ok := r.Context().Value(authKey).(*authenticated); ok {
+		return a.rt
 	}
 	for _, d := range a.dialects {
 		if op, ok := d.Route(r); ok {
@@ -149,8 +156,7 @@ func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Ha
 		return writeError(w, rt.dialect, e)
 	}
 
-	ctx := context.WithValue(r.Context(), identityKey, id)
-	ctx = context.WithValue(ctx, routeKey, rt)
+	ctx := context.WithValue(r.Context(), authKey, &authenticated{id: id, rt: rt})
 	r = r.WithContext(ctx)
 	caddyhttp.SetVar(ctx, "gateway.user_id", id.User.ID)
 	caddyhttp.SetVar(ctx, "gateway.username", id.User.Username)
