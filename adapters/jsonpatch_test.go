@@ -101,3 +101,89 @@ func FuzzTopLevelMember(f *testing.F) {
 		}
 	})
 }
+
+// setFieldsCases are bodies SetFields' fast path takes and the ones it
+// leaves to the decoder.
+var setFieldsCases = []string{
+	`{"model":"a","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+	` {"model" : "a" , "x" : [1, {"y":null}] } trailing`,
+	`{"model":"a","model":"b"}`,
+	`{"mod\u0065l":"a"}`,
+	`{"<b>":1,"model":"a"}`,
+	"{\"k\xff\":1}",
+	`{"é":1}`,
+	`{"model":"a",}`,
+	`{"model":tru}`,
+	`{"model":"a"`,
+	`{}`,
+	`[1]`,
+	``,
+	`{"a":{"b":[}]}}`,
+}
+
+// SetFields writes exactly what encoding/json's decoder path writes, and
+// fails where it fails.
+func FuzzSetFields(f *testing.F) {
+	for _, c := range setFieldsCases {
+		f.Add([]byte(c), "b")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, model string) {
+		checkSetFields(t, raw, Field{Key: "model", Value: model}, Field{Key: "max_tokens", Value: int64(7)})
+	})
+}
+
+func TestSetFieldsMatchesDecoder(t *testing.T) {
+	for _, c := range setFieldsCases {
+		for _, model := range []string{"b", "a<b>", "é", ""} {
+			checkSetFields(t, []byte(c), Field{Key: "model", Value: model}, Field{Key: "n", Value: 2},
+				Field{Key: "stream_options", Value: json.RawMessage(`{"include_usage":true}`)})
+		}
+	}
+	if _, ok := setFieldsFast([]byte(setFieldsCases[0]), []Field{{Key: "model", Value: "b"}}, [][]byte{[]byte(`"b"`)}); !ok {
+		t.Error("a plain request body went the decoder's way")
+	}
+}
+
+func checkSetFields(t *testing.T, raw []byte, fields ...Field) {
+	t.Helper()
+	values := make([][]byte, len(fields))
+	for i, f := range fields {
+		v, ok := f.Value.(json.RawMessage)
+		if !ok {
+			var err error
+			if v, err = json.Marshal(f.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		values[i] = v
+	}
+	want, wantErr := setFieldsDecoded(raw, fields, values)
+	got, err := SetFields(raw, fields...)
+	if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+		t.Errorf("SetFields(%q) = %q, %v; the decoder's %q, %v", raw, got, err, want, wantErr)
+	}
+}
+
+// BenchmarkSetFields renames the model of a short chat request, as a
+// passthrough to a channel with a model map does.
+func BenchmarkSetFields(b *testing.B) {
+	raw := []byte(`{"model":"claude-sonnet-4-6","max_tokens":1024,"messages":[{"role":"user","content":"Say hello, and then tell me about the weather in Paris in spring."}],"stream":true}`)
+	fields := []Field{{Key: "model", Value: "claude-sonnet-4-6-20260101"}}
+	b.Run("SetFields", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := SetFields(raw, fields...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		values, _ := fieldValues(fields)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := setFieldsDecoded(raw, fields, values); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
