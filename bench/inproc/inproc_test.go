@@ -381,6 +381,7 @@ func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack
 	t.Helper()
 	e.mock.Hold()
 	base := settled()
+	goroutines := runtime.NumGoroutine()
 	var started, done sync.WaitGroup
 	started.Add(n)
 	done.Add(n)
@@ -398,6 +399,7 @@ func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack
 	}
 	started.Wait()
 	held := settled()
+	t.Logf("%s: %.1f goroutines per stream", name, float64(runtime.NumGoroutine()-goroutines)/float64(n))
 	if dir := os.Getenv("GATEWAY_INPROC_HEAP"); dir != "" {
 		writeHeapProfile(t, filepath.Join(dir, name+".heap"))
 	}
