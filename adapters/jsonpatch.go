@@ -310,19 +310,30 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] (a quote)
-// and whether it holds escapes.
+// and whether it holds escapes. It jumps from quote to quote (a message's
+// text is one long string): a quote after an odd run of backslashes is
+// escaped and skipped.
 func skipString(b []byte, i int) (int, bool, error) {
 	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped, nil
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, false, errNotObject
 		}
+		q := j + k
+		if bytes.IndexByte(b[j:q], '\\') < 0 {
+			return q + 1, escaped, nil
+		}
+		escaped = true
+		run := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			run++
+		}
+		if run%2 == 0 {
+			return q + 1, true, nil
+		}
+		j = q + 1
 	}
-	return 0, false, errNotObject
 }
 
 // skipValue returns the index after the value starting at b[i].

@@ -3,6 +3,7 @@ package adapters
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -186,4 +187,57 @@ func BenchmarkSetFields(b *testing.B) {
 			}
 		}
 	})
+}
+
+// FuzzStringEnds checks the quote-to-quote string skipping of skipString
+// and stringEnd against a byte-by-byte reading of the escapes.
+func FuzzStringEnds(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b"`, `"a\\"`, `"\\\"x"`, `"\`, `"a\"`, `"` + strings.Repeat("x", 300) + `\\\\"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		// the reference: each backslash escapes the byte after it
+		want, escaped := -1, false
+		for j := 1; j < len(b); j++ {
+			if b[j] == '\\' {
+				escaped = true
+				j++
+				continue
+			}
+			if b[j] == '"' {
+				want = j
+				break
+			}
+		}
+		if got := stringEnd(b, 1); got != want {
+			t.Fatalf("stringEnd(%q) = %d, want %d", b, got, want)
+		}
+		end, esc, err := skipString(b, 0)
+		if want < 0 {
+			if err == nil {
+				t.Fatalf("skipString(%q) ended at %d, want an error", b, end)
+			}
+			return
+		}
+		if err != nil || end != want+1 || esc != escaped {
+			t.Fatalf("skipString(%q) = %d, %v, %v; want %d, %v", b, end, esc, err, want+1, escaped)
+		}
+	})
+}
+
+// BenchmarkTopLevelMember finds the usage of a 1.4 KB chat answer, as
+// every plain passthrough answer is read.
+func BenchmarkTopLevelMember(b *testing.B) {
+	raw := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1721172741,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("Hello! It is nice to hear from you, and \"quoted\" text. ", 24) +
+		`","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":231,"total_tokens":240}}`)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, found, err := TopLevelMember(raw, "usage"); err != nil || !found {
+			b.Fatal(found, err)
+		}
+	}
 }
