@@ -252,7 +252,8 @@ func (s *streamStep) head(data []byte) (adapters.StreamEnd, error) {
 	if bytes.Equal(data, doneMarker) {
 		return adapters.StreamEndMarker, nil
 	}
-	if bytes.Contains(data, errorKey) && bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
+	// the prefix first: it is a few bytes, the search reads every chunk whole
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) && bytes.Contains(data, errorKey) {
 		return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
 	}
 	return adapters.StreamGoesOn, nil
