@@ -118,11 +118,10 @@ func load() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ports [4]int // gateway, reverse_proxy, and each with the access log
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, err
-		}
+	// gateway, reverse_proxy, and each with the access log
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
 	}
 	upAddr := strings.TrimPrefix(up.URL, "http://")
 	caddyfile := fmt.Sprintf(`{
@@ -249,13 +248,19 @@ func createToken(db string) (string, error) {
 	return key, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts finds n distinct free ports: each listener is held until all
+// are found, so none is handed out twice.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // sink is a response writer that keeps only what a check needs: the status
