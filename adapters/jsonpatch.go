@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Field is a top-level JSON member to set in a passthrough body.
@@ -17,17 +18,140 @@ type Field struct {
 // member kept byte for byte. It is how passthrough changes the model name
 // without losing fields the gateway does not know.
 func SetFields(raw []byte, fields ...Field) ([]byte, error) {
+	values, err := fieldValues(fields)
+	if err != nil {
+		return nil, err
+	}
+	if out, ok := setFieldsFast(raw, fields, values); ok {
+		return out, nil
+	}
+	return setFieldsDecoded(raw, fields, values)
+}
+
+// fieldValues encodes the fields' values.
+func fieldValues(fields []Field) ([][]byte, error) {
 	values := make([][]byte, len(fields))
 	for i, f := range fields {
-		v, ok := f.Value.(json.RawMessage)
-		if !ok {
-			var err error
-			if v, err = json.Marshal(f.Value); err != nil {
-				return nil, fmt.Errorf("encoding %s: %w", f.Key, err)
-			}
+		v, err := fieldValue(f)
+		if err != nil {
+			return nil, err
 		}
 		values[i] = v
 	}
+	return values, nil
+}
+
+// fieldValue is f's value as encoding/json writes it; the values the hot
+// path sets (a model name, a token limit) without reflection.
+func fieldValue(f Field) ([]byte, error) {
+	switch v := f.Value.(type) {
+	case json.RawMessage:
+		return v, nil
+	case string:
+		if plainJSONString(v) {
+			return appendQuoted(nil, v), nil
+		}
+	case int64:
+		return strconv.AppendInt(nil, v, 10), nil
+	case int:
+		return strconv.AppendInt(nil, int64(v), 10), nil
+	}
+	v, err := json.Marshal(f.Value)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", f.Key, err)
+	}
+	return v, nil
+}
+
+// plainJSONString reports whether encoding/json writes s as it is between
+// quotes: printable ASCII with nothing it escapes (quote, backslash, and
+// the HTML characters < > &).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+func appendQuoted(out []byte, s string) []byte {
+	out = append(out, '"')
+	out = append(out, s...)
+	return append(out, '"')
+}
+
+// appendKey writes a member's key as encoding/json writes the string.
+func appendKey(out []byte, key string) []byte {
+	if plainJSONString(key) {
+		return appendQuoted(out, key)
+	}
+	k, _ := json.Marshal(key)
+	return append(out, k...)
+}
+
+// setFieldsFast is SetFields for a well-formed object, skipping values
+// byte-wise instead of decoding them: ok is false for anything it would
+// have to guess at (a body that is not valid JSON), which the decoder
+// path then answers, errors included. Its output is the decoder path's,
+// byte for byte.
+func setFieldsFast(raw []byte, fields []Field, values [][]byte) ([]byte, bool) {
+	start := skipSpace(raw, 0)
+	if start >= len(raw) || raw[start] != '{' {
+		return nil, false
+	}
+	end, err := skipValue(raw, start)
+	if err != nil || !json.Valid(raw[start:end]) {
+		return nil, false
+	}
+	out := make([]byte, 0, len(raw)+64)
+	out = append(out, '{')
+	if len(fields) > 64 {
+		return nil, false // more than done can tell apart
+	}
+	var done uint64 // fields set in place
+	first, plain := true, true
+	err = EachMember(raw[start:end], func(key, value []byte) bool {
+		if plain = plainJSONString(string(key)); !plain {
+			return false // the decoder's spelling of it, invalid UTF-8 and all
+		}
+		for i, f := range fields {
+			if f.Key == string(key) {
+				value, done = values[i], done|1<<i
+				break
+			}
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = appendQuoted(out, string(key))
+		out = append(out, ':')
+		out = append(out, value...)
+		return true
+	})
+	if err != nil || !plain {
+		return nil, false
+	}
+	for i, f := range fields {
+		if done&(1<<i) != 0 {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = appendKey(out, f.Key)
+		out = append(out, ':')
+		out = append(out, values[i]...)
+	}
+	return append(out, '}'), true
+}
+
+// setFieldsDecoded is SetFields through encoding/json's decoder, token by
+// token: the reference the fast path matches, and its fallback.
+func setFieldsDecoded(raw []byte, fields []Field, values [][]byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, fmt.Errorf("body is not a JSON object")
@@ -91,19 +215,15 @@ func AppendFields(raw []byte, fields ...Field) ([]byte, error) {
 	out := make([]byte, 0, len(raw)+32*len(fields))
 	out = append(out, raw[:end]...)
 	for _, f := range fields {
-		v, ok := f.Value.(json.RawMessage)
-		if !ok {
-			var err error
-			if v, err = json.Marshal(f.Value); err != nil {
-				return nil, fmt.Errorf("encoding %s: %w", f.Key, err)
-			}
+		v, err := fieldValue(f)
+		if err != nil {
+			return nil, err
 		}
 		if !empty {
 			out = append(out, ',')
 		}
 		empty = false
-		k, _ := json.Marshal(f.Key)
-		out = append(out, k...)
+		out = appendKey(out, f.Key)
 		out = append(out, ':')
 		out = append(out, v...)
 	}
@@ -113,38 +233,59 @@ func AppendFields(raw []byte, fields ...Field) ([]byte, error) {
 // TopLevelMember returns the value of the top-level member key of a JSON
 // object, reading the rest of the document only to skip it: the cheap way
 // to find the usage in an answer relayed as it is. found is false when the
-// object has no such member. An error means raw is not a well-formed JSON
-// object as far as it was read; callers then fall back to encoding/json.
+// object has no such member; of several, the last one counts. An error
+// means raw is not a well-formed JSON object as far as it was read;
+// callers then fall back to encoding/json.
 func TopLevelMember(raw []byte, key string) (value json.RawMessage, found bool, err error) {
+	err = EachMember(raw, func(k, v []byte) bool {
+		if string(k) == key {
+			value, found = v, true
+		}
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return value, found, nil
+}
+
+// EachMember calls fn with each member of the JSON object raw, in order:
+// its key, unescaped, and its value as written, until fn returns false.
+// Values are delimited, not validated. An error means raw is not a
+// well-formed JSON object as far as it was read.
+func EachMember(raw []byte, fn func(key, value []byte) bool) error {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, false, errNotObject
+		return errNotObject
 	}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return nil, false, nil
+		return nil
 	}
 	for i < len(raw) {
 		if raw[i] != '"' {
-			return nil, false, errNotObject
+			return errNotObject
 		}
 		end, escaped, err := skipString(raw, i)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		quoted := raw[i:end]
+		key := raw[i+1 : end-1]
+		if escaped {
+			// a key with escapes is compared after decoding it
+			key = []byte(unquoted(raw[i:end]))
+		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false, errNotObject
+			return errNotObject
 		}
 		start := skipSpace(raw, i+1)
 		stop, err := skipValue(raw, start)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		// a key with escapes is compared after decoding it
-		if (!escaped && string(quoted[1:len(quoted)-1]) == key) || (escaped && unquoted(quoted) == key) {
-			value, found = raw[start:stop], true
+		if !fn(key, raw[start:stop]) {
+			return nil
 		}
 		i = skipSpace(raw, stop)
 		if i < len(raw) && raw[i] == ',' {
@@ -152,11 +293,11 @@ func TopLevelMember(raw []byte, key string) (value json.RawMessage, found bool, 
 			continue
 		}
 		if i < len(raw) && raw[i] == '}' {
-			return value, found, nil
+			return nil
 		}
-		return nil, false, errNotObject
+		return errNotObject
 	}
-	return nil, false, errNotObject
+	return errNotObject
 }
 
 var errNotObject = fmt.Errorf("not a well-formed JSON object")
@@ -169,19 +310,30 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] (a quote)
-// and whether it holds escapes.
+// and whether it holds escapes. It jumps from quote to quote (a message's
+// text is one long string): a quote after an odd run of backslashes is
+// escaped and skipped.
 func skipString(b []byte, i int) (int, bool, error) {
 	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped, nil
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, false, errNotObject
 		}
+		q := j + k
+		if bytes.IndexByte(b[j:q], '\\') < 0 {
+			return q + 1, escaped, nil
+		}
+		escaped = true
+		run := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			run++
+		}
+		if run%2 == 0 {
+			return q + 1, true, nil
+		}
+		j = q + 1
 	}
-	return 0, false, errNotObject
 }
 
 // skipValue returns the index after the value starting at b[i].

@@ -3,6 +3,7 @@ package adapters
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -100,4 +101,143 @@ func FuzzTopLevelMember(f *testing.F) {
 			t.Fatalf("%q: got %s, encoding/json %s", raw, got, w)
 		}
 	})
+}
+
+// setFieldsCases are bodies SetFields' fast path takes and the ones it
+// leaves to the decoder.
+var setFieldsCases = []string{
+	`{"model":"a","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+	` {"model" : "a" , "x" : [1, {"y":null}] } trailing`,
+	`{"model":"a","model":"b"}`,
+	`{"mod\u0065l":"a"}`,
+	`{"<b>":1,"model":"a"}`,
+	"{\"k\xff\":1}",
+	`{"é":1}`,
+	`{"model":"a",}`,
+	`{"model":tru}`,
+	`{"model":"a"`,
+	`{}`,
+	`[1]`,
+	``,
+	`{"a":{"b":[}]}}`,
+}
+
+// SetFields writes exactly what encoding/json's decoder path writes, and
+// fails where it fails.
+func FuzzSetFields(f *testing.F) {
+	for _, c := range setFieldsCases {
+		f.Add([]byte(c), "b")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, model string) {
+		checkSetFields(t, raw, Field{Key: "model", Value: model}, Field{Key: "max_tokens", Value: int64(7)})
+	})
+}
+
+func TestSetFieldsMatchesDecoder(t *testing.T) {
+	for _, c := range setFieldsCases {
+		for _, model := range []string{"b", "a<b>", "é", ""} {
+			checkSetFields(t, []byte(c), Field{Key: "model", Value: model}, Field{Key: "n", Value: 2},
+				Field{Key: "stream_options", Value: json.RawMessage(`{"include_usage":true}`)})
+		}
+	}
+	if _, ok := setFieldsFast([]byte(setFieldsCases[0]), []Field{{Key: "model", Value: "b"}}, [][]byte{[]byte(`"b"`)}); !ok {
+		t.Error("a plain request body went the decoder's way")
+	}
+}
+
+func checkSetFields(t *testing.T, raw []byte, fields ...Field) {
+	t.Helper()
+	values := make([][]byte, len(fields))
+	for i, f := range fields {
+		v, ok := f.Value.(json.RawMessage)
+		if !ok {
+			var err error
+			if v, err = json.Marshal(f.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		values[i] = v
+	}
+	want, wantErr := setFieldsDecoded(raw, fields, values)
+	got, err := SetFields(raw, fields...)
+	if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+		t.Errorf("SetFields(%q) = %q, %v; the decoder's %q, %v", raw, got, err, want, wantErr)
+	}
+}
+
+// BenchmarkSetFields renames the model of a short chat request, as a
+// passthrough to a channel with a model map does.
+func BenchmarkSetFields(b *testing.B) {
+	raw := []byte(`{"model":"claude-sonnet-4-6","max_tokens":1024,"messages":[{"role":"user","content":"Say hello, and then tell me about the weather in Paris in spring."}],"stream":true}`)
+	fields := []Field{{Key: "model", Value: "claude-sonnet-4-6-20260101"}}
+	b.Run("SetFields", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := SetFields(raw, fields...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		values, _ := fieldValues(fields)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := setFieldsDecoded(raw, fields, values); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzStringEnds checks the quote-to-quote string skipping of skipString
+// and stringEnd against a byte-by-byte reading of the escapes.
+func FuzzStringEnds(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b"`, `"a\\"`, `"\\\"x"`, `"\`, `"a\"`, `"` + strings.Repeat("x", 300) + `\\\\"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		// the reference: each backslash escapes the byte after it
+		want, escaped := -1, false
+		for j := 1; j < len(b); j++ {
+			if b[j] == '\\' {
+				escaped = true
+				j++
+				continue
+			}
+			if b[j] == '"' {
+				want = j
+				break
+			}
+		}
+		if got := stringEnd(b, 1); got != want {
+			t.Fatalf("stringEnd(%q) = %d, want %d", b, got, want)
+		}
+		end, esc, err := skipString(b, 0)
+		if want < 0 {
+			if err == nil {
+				t.Fatalf("skipString(%q) ended at %d, want an error", b, end)
+			}
+			return
+		}
+		if err != nil || end != want+1 || esc != escaped {
+			t.Fatalf("skipString(%q) = %d, %v, %v; want %d, %v", b, end, esc, err, want+1, escaped)
+		}
+	})
+}
+
+// BenchmarkTopLevelMember finds the usage of a 1.4 KB chat answer, as
+// every plain passthrough answer is read.
+func BenchmarkTopLevelMember(b *testing.B) {
+	raw := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1721172741,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("Hello! It is nice to hear from you, and \"quoted\" text. ", 24) +
+		`","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":231,"total_tokens":240}}`)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, found, err := TopLevelMember(raw, "usage"); err != nil || !found {
+			b.Fatal(found, err)
+		}
+	}
 }

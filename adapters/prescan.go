@@ -44,9 +44,11 @@ type scanFrame struct {
 	seen map[string]struct{} // folded keys, once an object has many
 }
 
+// prescanner holds the first frames and keys in arrays of its own, on the
+// caller's stack: the slices over them stay local to scan, since one kept
+// in the struct itself would move the whole struct to the heap.
 type prescanner struct {
 	stack [16]scanFrame
-	keys  [][]byte
 	arr   [32][]byte
 }
 
@@ -56,7 +58,7 @@ const smallObject = 16
 
 func (sc *prescanner) scan(b []byte, max int) *Error {
 	frames := sc.stack[:0]
-	sc.keys = sc.arr[:0]
+	keys := sc.arr[:0]
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		switch c {
@@ -78,12 +80,12 @@ func (sc *prescanner) scan(b []byte, max int) *Error {
 			if len(frames) >= MaxNesting {
 				return BadRequest("the request's JSON nests deeper than %d levels", MaxNesting)
 			}
-			frames = append(frames, scanFrame{obj: c == '{', want: true, keys: len(sc.keys)})
+			frames = append(frames, scanFrame{obj: c == '{', want: true, keys: len(keys)})
 		case '}', ']':
 			if top == nil || top.obj != (c == '}') {
 				return nil // invalid: the decoder will say so
 			}
-			sc.keys = sc.keys[:top.keys]
+			keys = keys[:top.keys]
 			frames = frames[:len(frames)-1]
 		case ',':
 			if top == nil {
@@ -100,7 +102,8 @@ func (sc *prescanner) scan(b []byte, max int) *Error {
 				if top.n++; top.n > max {
 					return tooManyElements(max)
 				}
-				if e := sc.key(top, b[i+1:end]); e != nil {
+				var e *Error
+				if keys, e = key(keys, top, b[i+1:end]); e != nil {
 					return e
 				}
 			}
@@ -124,53 +127,58 @@ func isDelimiter(c byte) bool {
 }
 
 // stringEnd returns the index of the quote closing a string whose content
-// starts at i, or -1.
+// starts at i, or -1. Like skipString it jumps from quote to quote.
 func stringEnd(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			return i
-		case '\\':
-			i += 2
-		default:
-			i++
+	for j := i; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
 		}
+		q := j + k
+		run := 0
+		for p := q - 1; p >= i && b[p] == '\\'; p-- {
+			run++
+		}
+		if run%2 == 0 {
+			return q
+		}
+		j = q + 1
 	}
-	return -1
 }
 
-// key records one key of the innermost object and refuses a repeat.
-func (sc *prescanner) key(top *scanFrame, raw []byte) *Error {
+// key records one key of the innermost object in keys and refuses a
+// repeat.
+func key(keys [][]byte, top *scanFrame, raw []byte) ([][]byte, *Error) {
 	k := raw
 	if bytes.IndexByte(raw, '\\') >= 0 {
 		var s string
 		if json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s) != nil {
-			return nil // the decoder will refuse it
+			return keys, nil // the decoder will refuse it
 		}
 		k = []byte(s)
 	}
 	if top.seen == nil {
-		for _, prev := range sc.keys[top.keys:] {
+		for _, prev := range keys[top.keys:] {
 			if bytes.EqualFold(prev, k) {
-				return duplicateKey(prev, k)
+				return keys, duplicateKey(prev, k)
 			}
 		}
-		sc.keys = append(sc.keys, k)
-		if len(sc.keys)-top.keys <= smallObject {
-			return nil
+		keys = append(keys, k)
+		if len(keys)-top.keys <= smallObject {
+			return keys, nil
 		}
 		top.seen = make(map[string]struct{}, 2*smallObject)
-		for _, prev := range sc.keys[top.keys:] {
+		for _, prev := range keys[top.keys:] {
 			top.seen[fold(prev)] = struct{}{}
 		}
-		return nil
+		return keys, nil
 	}
 	f := fold(k)
 	if _, dup := top.seen[f]; dup {
-		return duplicateKey(k, k)
+		return keys, duplicateKey(k, k)
 	}
 	top.seen[f] = struct{}{}
-	return nil
+	return keys, nil
 }
 
 // fold maps a key to one representative of its case-folding class, so

@@ -105,7 +105,10 @@ type seenData struct {
 	ends []int
 }
 
-var seenPool = sync.Pool{New: func() any { return &seenData{data: make([]byte, 0, 4<<10)} }}
+// seenPool starts a buffer empty: a stream held open keeps only the few
+// events it has relayed, and append sizes the buffer to them, where a
+// fixed start was 4 KB for each of thousands of open streams.
+var seenPool = sync.Pool{New: func() any { return new(seenData) }}
 
 func (d *StreamDecoder) Next() (*StreamEvent, error) {
 	for {

@@ -119,7 +119,7 @@ func (Adapter) Route(r *http.Request) (adapters.Operation, bool) {
 		return adapters.OpUnknown, true
 	case strings.HasPrefix(p, "/v1/messages/"):
 		return adapters.OpUnknown, true
-	case r.Method != http.MethodGet || r.Header.Get("anthropic-version") == "":
+	case r.Method != http.MethodGet || r.Header.Get("Anthropic-Version") == "":
 		return "", false
 	case p == "/v1/models":
 		return adapters.OpListModels, true
@@ -141,14 +141,14 @@ func modelID(path string) string {
 // Credential implements adapters.Dialect: Anthropic clients send the key in
 // x-api-key; a Bearer token is accepted too.
 func (Adapter) Credential(r *http.Request) string {
-	if k := strings.TrimSpace(r.Header.Get("x-api-key")); k != "" {
+	if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
 		return k
 	}
 	return adapters.BearerToken(r)
 }
 
 // StripCredentials implements adapters.Dialect.
-func (Adapter) StripCredentials(r *http.Request) { r.Header.Del("x-api-key") }
+func (Adapter) StripCredentials(r *http.Request) { r.Header.Del("X-Api-Key") }
 
 // Interface guards.
 var (

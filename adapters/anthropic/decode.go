@@ -30,7 +30,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 	default:
 		return nil, adapters.Errorf(http.StatusNotFound, adapters.ErrNotFound, "this endpoint is not supported by the gateway")
 	}
-	if r != nil && strings.TrimSpace(r.Header.Get("anthropic-version")) == "" {
+	if r != nil && strings.TrimSpace(r.Header.Get("Anthropic-Version")) == "" {
 		return nil, adapters.BadRequest("the anthropic-version header is required: send the Messages API version, for example \"anthropic-version: %s\" (Anthropic's SDKs send it for you)", DefaultVersion)
 	}
 	var w messagesRequest

@@ -22,7 +22,7 @@ func (Adapter) PricedFields(req *adapters.Request) (fields, betas []string) {
 		return nil, nil
 	}
 	if req.Header != nil {
-		for _, v := range req.Header.Values("anthropic-beta") {
+		for _, v := range req.Header.Values("Anthropic-Beta") {
 			for _, b := range strings.Split(v, ",") {
 				b = strings.TrimSpace(b)
 				for _, p := range pricedBetas {

@@ -47,19 +47,19 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 		return nil, err
 	}
 	if up.Key != "" {
-		hr.Header.Set("x-api-key", up.Key)
+		hr.Header.Set("X-Api-Key", up.Key)
 	}
 	version := cmp.Or(a.Version, DefaultVersion)
 	if passthrough && req.Header != nil {
 		// the client's own version and betas: its body was written for them
-		if v := req.Header.Get("anthropic-version"); v != "" {
+		if v := req.Header.Get("Anthropic-Version"); v != "" {
 			version = v
 		}
-		for _, b := range req.Header.Values("anthropic-beta") {
+		for _, b := range req.Header.Values("Anthropic-Beta") {
 			hr.Header.Add("anthropic-beta", b)
 		}
 	}
-	hr.Header.Set("anthropic-version", version)
+	hr.Header.Set("Anthropic-Version", version)
 	return hr, nil
 }
 

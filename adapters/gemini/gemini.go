@@ -138,7 +138,7 @@ func (Adapter) Credential(r *http.Request) string {
 			return k
 		}
 	}
-	if k := strings.TrimSpace(r.Header.Get("x-goog-api-key")); k != "" {
+	if k := strings.TrimSpace(r.Header.Get("X-Goog-Api-Key")); k != "" {
 		return k
 	}
 	return adapters.BearerToken(r)
@@ -147,7 +147,7 @@ func (Adapter) Credential(r *http.Request) string {
 // StripCredentials implements adapters.Dialect: the key leaves the query
 // and the headers, so neither the access log nor a later handler sees it.
 func (Adapter) StripCredentials(r *http.Request) {
-	r.Header.Del("x-goog-api-key")
+	r.Header.Del("X-Goog-Api-Key")
 	if strings.Contains(r.URL.RawQuery, "key=") {
 		if q := r.URL.Query(); q.Has("key") {
 			q.Del("key")

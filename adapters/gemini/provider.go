@@ -88,7 +88,7 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 		return nil, err
 	}
 	if up.Key != "" {
-		hr.Header.Set("x-goog-api-key", up.Key)
+		hr.Header.Set("X-Goog-Api-Key", up.Key)
 	}
 	return hr, nil
 }

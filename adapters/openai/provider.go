@@ -133,7 +133,7 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 func passthroughUsage(body []byte) (usageOnly, error) {
 	var u usageOnly
 	if raw, found, err := adapters.TopLevelMember(body, "usage"); err == nil {
-		if !found || json.Unmarshal(raw, &u.Usage) == nil {
+		if !found || decodeUsage(raw, &u.Usage) || json.Unmarshal(raw, &u.Usage) == nil {
 			return u, nil
 		}
 	}
@@ -252,7 +252,8 @@ func (s *streamStep) head(data []byte) (adapters.StreamEnd, error) {
 	if bytes.Equal(data, doneMarker) {
 		return adapters.StreamEndMarker, nil
 	}
-	if bytes.Contains(data, errorKey) && bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
+	// the prefix first: it is a few bytes, the search reads every chunk whole
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) && bytes.Contains(data, errorKey) {
 		return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
 	}
 	return adapters.StreamGoesOn, nil
@@ -265,11 +266,11 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 	if err != nil || end != adapters.StreamGoesOn || !bytes.Contains(ev.Data, usageKey) {
 		return nil, end, err
 	}
-	var u usageOnly
-	if json.Unmarshal(ev.Data, &u) != nil || u.Usage == nil {
+	u, valid := chunkUsage(ev.Data)
+	if !valid || u == nil {
 		return nil, end, nil
 	}
-	usage := usageFromWire(u.Usage)
+	usage := usageFromWire(u)
 	return &usage, end, nil
 }
 

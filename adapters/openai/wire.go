@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -62,6 +63,10 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 	case bytes.Equal(b, []byte("null")):
 		return nil
 	case len(b) > 0 && b[0] == '"':
+		if s, ok := plainString(b); ok {
+			c.Text = &s
+			return nil
+		}
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
@@ -73,6 +78,30 @@ func (c *messageContent) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &c.Parts)
 	}
 	return adapters.BadRequest("invalid type for a message's 'content': expected a string or an array of content parts")
+}
+
+// plainString is the JSON string b's text when b holds nothing
+// json.Unmarshal would change (no escape, no control character, valid
+// UTF-8), without a second validating pass over a prompt encoding/json
+// has just read.
+func plainString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	ascii := true
+	for _, c := range in {
+		switch {
+		case c == '\\' || c == '"' || c < 0x20:
+			return "", false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 func (c messageContent) MarshalJSON() ([]byte, error) {

@@ -63,12 +63,14 @@ func (b *Budget) ReadRequest(r *http.Request, limit int64) (body []byte, held in
 			return nil, 0, ErrBusy
 		}
 		held = r.ContentLength
-		body = make([]byte, r.ContentLength)
+		// one byte of room past the declared length tells a body that
+		// runs on, without a buffer of its own for the probe
+		body = make([]byte, r.ContentLength, r.ContentLength+1)
 		n, err := io.ReadFull(r.Body, body)
 		if err != nil {
 			return nil, held, err
 		}
-		if n, _ := r.Body.Read(make([]byte, 1)); n > 0 {
+		if n, _ := r.Body.Read(body[n : n+1]); n > 0 {
 			return nil, held, errors.New("the body is longer than its Content-Length")
 		}
 		return body[:n], held, nil
