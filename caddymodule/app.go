@@ -132,7 +132,7 @@ type App struct {
 
 	// this configuration's metrics and retention worker
 	metrics   *metrics.Relay
-	retention *billing.Retention
+	retention *retentionWorker
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
