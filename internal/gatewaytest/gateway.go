@@ -296,6 +296,9 @@ func (g *Gateway) PeakRSS() int64 {
 	return 0
 }
 
+// Pid is the gateway process's id (tasks' lease owners name it).
+func (g *Gateway) Pid() int { return g.cmd.Process.Pid }
+
 // Logs returns everything the process printed so far.
 func (g *Gateway) Logs() string { return g.logs.String() }
 
