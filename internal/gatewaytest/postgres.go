@@ -1,7 +1,6 @@
 package gatewaytest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -210,6 +209,8 @@ func RunOnPostgres(t testing.TB, dsn, caddyfile string, vars Vars) (string, erro
 	cmd := exec.CommandContext(ctx, Binary(t), "run", "--config", g.Config, "--adapter", "caddyfile")
 	cmd.Dir, cmd.Env = dir, g.environ()
 	out, err := cmd.CombinedOutput()
-	recordLogs(t.Name(), &syncBuffer{b: *bytes.NewBuffer(out)})
+	logs := &syncBuffer{}
+	_, _ = logs.Write(out) // searched for keys at the end, as a running gateway's
+	recordLogs(t.Name(), logs)
 	return string(out), err
 }
