@@ -65,8 +65,8 @@ race:
 	GATEWAY_TEST_BINARY=$(CURDIR)/$(RACE_BIN) $(GO) test -count=1 -timeout 20m -run '$(RACE_TESTS)' ./integration/
 
 # The integration tests of money, limits, accounts and tasks once more with
-# every gateway on PostgreSQL (the whole suite takes over 8 minutes more on
-# two cores; PG_TESTS=. runs it all): the harness starts a throwaway
+# every gateway on PostgreSQL (about 2.5 minutes on two cores; the whole
+# suite, PG_TESTS=., about 5): the harness starts a throwaway
 # cluster (internal/pgtest) and gives each SQLite database a PostgreSQL
 # one; tests about SQLite itself skip, saying why
 # (integration/sqliteonly_test.go). The several-instance tests run on
