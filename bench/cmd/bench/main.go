@@ -366,7 +366,10 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", proxyPort, s.mockAddr)
 	}
 	if gwPort != 0 {
-		fmt.Fprintf(&b, "\nhttp://127.0.0.1:%d {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n", gwPort)
+		if proxyPort != 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n", gwPort)
 	}
 	return b.String()
 }
