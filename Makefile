@@ -87,9 +87,12 @@ fuzz:
 	done
 
 # Benchmarks against plain Caddy reverse_proxy in the same run; QUICK=1 for
-# the everyday two-minute version. See bench/README.md.
+# the everyday two-minute version. Where PostgreSQL's binaries are installed
+# (make test-deps), a second gateway on a throwaway PostgreSQL runs beside
+# the SQLite one (POSTGRES=0 leaves it out). See bench/README.md.
+POSTGRES ?= 1
 bench: build
-	$(GO) run ./bench/cmd/bench -build=false -bin $(BIN) $(if $(QUICK),-quick,)
+	$(GO) run ./bench/cmd/bench -build=false -bin $(BIN) $(if $(QUICK),-quick,) $(if $(and $(filter-out 0,$(POSTGRES)),$(wildcard /usr/lib/postgresql/*/bin/initdb)),-postgres,)
 
 # The usage table at 10,000 and 10,000,000 rows: pages and the spend chart
 # (building the large table takes a few minutes).

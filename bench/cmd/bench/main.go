@@ -31,9 +31,10 @@ import (
 
 // Target names, as they appear in the table and the JSON.
 const (
-	direct  = "direct"
-	proxy   = "reverse_proxy"
-	gateway = "gateway"
+	direct    = "direct"
+	proxy     = "reverse_proxy"
+	gateway   = "gateway"
+	gatewayPG = "gateway_pg" // a second Caddy process, its gateway on PostgreSQL
 )
 
 type options struct {
@@ -73,7 +74,24 @@ type setup struct {
 	gwPort    int
 	gateway   bool // the gateway site is configured
 	token     string
-	idleConns int // reverse_proxy keepalive_idle_conns_per_host; 0: Caddy's default (32)
+	idleConns int      // reverse_proxy keepalive_idle_conns_per_host; 0: Caddy's default (32)
+	pg        *pgSetup // the gateway_pg target, when selected
+}
+
+// instance is what it takes to start one Caddy process and know it serves.
+type instance struct {
+	caddyfile string
+	adminPort int
+	ready     string // a URL of the HTTP app
+	anyStatus bool   // any answer from ready will do, not only 200
+}
+
+// main is the process serving reverse_proxy and the SQLite gateway. The
+// reverse_proxy site passing a request through to the mock means the HTTP
+// app is serving.
+func (s *setup) main() instance {
+	return instance{caddyfile: s.caddyfile, adminPort: s.adminPort,
+		ready: fmt.Sprintf("http://127.0.0.1:%d/_mock/stats", s.proxyPort)}
 }
 
 func main() {
@@ -84,7 +102,8 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
-	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway", "targets to measure (direct, reverse_proxy, gateway)")
+	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway", "targets to measure (direct, reverse_proxy, gateway, gateway_pg)")
+	postgres := flag.Bool("postgres", false, "also measure gateway_pg: the gateway on a throwaway PostgreSQL, in a second Caddy process")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
 	flag.DurationVar(&o.duration, "duration", 0, "length of one run of one target (0: 5s, quick 1s)")
 	flag.IntVar(&o.streams, "streams", 0, "streams to hold open at once (0: 10000, quick 2000)")
@@ -110,14 +129,22 @@ func main() {
 	}
 	for t := range strings.SplitSeq(targets, ",") {
 		switch t = strings.TrimSpace(t); t {
-		case direct, proxy, gateway:
-			o.targets = append(o.targets, t)
+		case direct, proxy, gateway, gatewayPG:
+			if !o.has(t) {
+				o.targets = append(o.targets, t)
+			}
 		case "proxy", "reverse-proxy":
 			o.targets = append(o.targets, proxy)
 		case "":
 		default:
-			fatalf("unknown target %q (want direct, reverse_proxy, gateway)", t)
+			fatalf("unknown target %q (want direct, reverse_proxy, gateway, gateway_pg)", t)
 		}
+	}
+	if *postgres && !o.has(gatewayPG) {
+		o.targets = append(o.targets, gatewayPG)
+	}
+	if o.hold && o.has(gatewayPG) {
+		fatalf("-hold sets up reverse_proxy and the SQLite gateway only; leave gateway_pg out")
 	}
 	o.defaults()
 
@@ -216,9 +243,19 @@ func run(ctx context.Context, o *options) (int, error) {
 		return 1, err
 	}
 	if s.gateway {
-		if err := s.createToken(); err != nil {
+		if s.token, err = s.createToken(s.caddyfile); err != nil {
 			return 1, err
 		}
+	}
+	if o.has(gatewayPG) {
+		if s.pg, err = s.startPostgres(ctx); err != nil {
+			return 1, err
+		}
+		defer func() {
+			if err := s.pg.cluster.Close(); err != nil {
+				logf("stopping PostgreSQL: %v", err)
+			}
+		}()
 	}
 
 	b := &bench{o: o, s: s, report: newReport(o, began), reruns: o.reruns}
@@ -290,11 +327,23 @@ func (s *setup) writeCaddyfile() error {
 		}
 	}
 	s.db = filepath.Join(s.dir, "gateway.db")
-	var b strings.Builder
-	fmt.Fprintf(&b, "{\n\tadmin localhost:%d\n\tpersist_config off\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n", s.adminPort)
+	database, gwPort := "", 0
 	if s.gateway {
+		database, gwPort = "sqlite "+s.db, s.gwPort
+	}
+	s.caddyfile = filepath.Join(s.dir, "Caddyfile")
+	return os.WriteFile(s.caddyfile, []byte(s.caddyfileFor(s.adminPort, database, s.proxyPort, gwPort)), 0o644)
+}
+
+// caddyfileFor is a Caddyfile with the gateway app on database (none when
+// empty), a reverse_proxy site on proxyPort and a gateway site on gwPort
+// (none when 0). Both gateways get the same channel and price.
+func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\tadmin localhost:%d\n\tpersist_config off\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n", adminPort)
+	if database != "" {
 		fmt.Fprintf(&b, `	gateway {
-		database sqlite %s
+		database %s
 		channel mock {
 			type openai
 			base_url http://%s
@@ -306,36 +355,41 @@ func (s *setup) writeCaddyfile() error {
 			output 0.60
 		}
 	}
-`, s.db, s.mockAddr)
+`, database, s.mockAddr)
 	}
 	b.WriteString("}\n\n")
-	if s.idleConns > 0 {
-		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s {\n\t\ttransport http {\n\t\t\tkeepalive_idle_conns_per_host %d\n\t\t}\n\t}\n}\n", s.proxyPort, s.mockAddr, s.idleConns)
-	} else {
-		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", s.proxyPort, s.mockAddr)
+	switch {
+	case proxyPort == 0:
+	case s.idleConns > 0:
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s {\n\t\ttransport http {\n\t\t\tkeepalive_idle_conns_per_host %d\n\t\t}\n\t}\n}\n", proxyPort, s.mockAddr, s.idleConns)
+	default:
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", proxyPort, s.mockAddr)
 	}
-	if s.gateway {
-		fmt.Fprintf(&b, "\nhttp://127.0.0.1:%d {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n", s.gwPort)
+	if gwPort != 0 {
+		if proxyPort != 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n", gwPort)
 	}
-	s.caddyfile = filepath.Join(s.dir, "Caddyfile")
-	return os.WriteFile(s.caddyfile, []byte(b.String()), 0o644)
+	return b.String()
 }
 
-func (s *setup) createToken() error {
-	if _, err := gatewayCLI(s, "user", "add", "--username", "bench", "--password", "benchbench", "--quota", "1000000000000"); err != nil {
-		return fmt.Errorf("creating the bench user: %w", err)
+// createToken creates the bench user and a token in the database of the
+// gateway that caddyfile configures, through the CLI, and returns the key.
+func (s *setup) createToken(caddyfile string) (string, error) {
+	if _, err := gatewayCLI(s, caddyfile, "user", "add", "--username", "bench", "--password", "benchbench", "--quota", "1000000000000"); err != nil {
+		return "", fmt.Errorf("creating the bench user: %w", err)
 	}
-	out, err := gatewayCLI(s, "token", "add", "--username", "bench")
+	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", "bench")
 	if err != nil {
-		return fmt.Errorf("creating the bench token: %w", err)
+		return "", fmt.Errorf("creating the bench token: %w", err)
 	}
 	for f := range strings.FieldsSeq(out) {
 		if strings.HasPrefix(f, "sk-") {
-			s.token = f
-			return nil
+			return f, nil
 		}
 	}
-	return fmt.Errorf("token add printed no sk- key: %q", out)
+	return "", fmt.Errorf("token add printed no sk- key: %q", out)
 }
 
 // url is the chat completions endpoint of a target.
@@ -345,6 +399,8 @@ func (s *setup) url(target string) string {
 		return "http://" + s.mockAddr + "/v1/chat/completions"
 	case proxy:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.proxyPort)
+	case gatewayPG:
+		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.pg.port)
 	default:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.gwPort)
 	}
@@ -354,6 +410,9 @@ func (s *setup) url(target string) string {
 // connections alive.
 func (s *setup) client(target string, conns int) *load.Client {
 	token := s.token
+	if target == gatewayPG {
+		token = s.pg.token
+	}
 	if token == "" {
 		token = "sk-bench" // direct and reverse_proxy ignore it
 	}
@@ -370,7 +429,7 @@ func (s *setup) client(target string, conns int) *load.Client {
 // hand needs.
 func (b *bench) hold(ctx context.Context) error {
 	s := b.s
-	p, err := startCaddy(ctx, s, "caddy-hold.log")
+	p, err := startCaddy(ctx, s, s.main(), "caddy-hold.log")
 	if err != nil {
 		return err
 	}

@@ -143,10 +143,10 @@ func caddyEnv(dir string) []string {
 	)
 }
 
-// startCaddy runs the binary with the Caddyfile and waits until both the
-// admin endpoint and the reverse_proxy site answer.
-func startCaddy(ctx context.Context, s *setup, logName string) (*proc, error) {
-	cmd := exec.Command(s.bin, "run", "--config", s.caddyfile, "--adapter", "caddyfile")
+// startCaddy runs the binary with an instance's Caddyfile and waits until
+// both the admin endpoint and the instance's site answer.
+func startCaddy(ctx context.Context, s *setup, in instance, logName string) (*proc, error) {
+	cmd := exec.Command(s.bin, "run", "--config", in.caddyfile, "--adapter", "caddyfile")
 	cmd.Env = caddyEnv(s.dir)
 	cmd.Dir = s.dir
 	p, err := start("caddy", filepath.Join(s.dir, logName), cmd)
@@ -154,13 +154,13 @@ func startCaddy(ctx context.Context, s *setup, logName string) (*proc, error) {
 		return nil, err
 	}
 	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	ready := func(url string) bool {
+	ready := func(url string, anyStatus bool) bool {
 		resp, err := probe.Get(url)
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return anyStatus || resp.StatusCode == http.StatusOK
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -172,10 +172,10 @@ func startCaddy(ctx context.Context, s *setup, logName string) (*proc, error) {
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		// the proxy site passing a request through to the mock means the
-		// HTTP app is serving; the admin endpoint means pprof is reachable
-		if ready(fmt.Sprintf("http://127.0.0.1:%d/_mock/stats", s.proxyPort)) &&
-			ready(fmt.Sprintf("http://localhost:%d/config/", s.adminPort)) {
+		// the site answering means the HTTP app is serving; the admin
+		// endpoint means pprof is reachable
+		if ready(in.ready, in.anyStatus) &&
+			ready(fmt.Sprintf("http://localhost:%d/config/", in.adminPort), false) {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
@@ -185,10 +185,10 @@ func startCaddy(ctx context.Context, s *setup, logName string) (*proc, error) {
 	}
 }
 
-// gatewayCLI runs `caddy gateway <args...> --config <Caddyfile>` and returns
+// gatewayCLI runs `caddy gateway <args...> --config <caddyfile>` and returns
 // its stdout.
-func gatewayCLI(s *setup, args ...string) (string, error) {
-	args = append(append([]string{"gateway"}, args...), "--config", s.caddyfile)
+func gatewayCLI(s *setup, caddyfile string, args ...string) (string, error) {
+	args = append(append([]string{"gateway"}, args...), "--config", caddyfile)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = caddyEnv(s.dir)
 	cmd.Dir = s.dir
@@ -215,18 +215,9 @@ var clockTicks = func() float64 {
 // cpuTime is the user plus system CPU time the process has used, all
 // threads included.
 func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := procStat(pid)
 	if err != nil {
 		return 0, err
-	}
-	// the command name may hold spaces; fields start after its ')'
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)

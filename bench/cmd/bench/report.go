@@ -30,6 +30,11 @@ type report struct {
 	Scenarios      []*scenarioResult        `json:"scenarios"`
 	Memory         map[string]*memoryResult `json:"memory"`
 	Usage          usageResult              `json:"usage"`
+	// the gateway_pg target's, when it ran
+	UsagePG  *usageResult `json:"usage_pg,omitempty"`
+	Database *dbWrites    `json:"database_writes,omitempty"`
+
+	pg bool // gateway_pg is a target: the table has its columns
 }
 
 type scenarioResult struct {
@@ -55,15 +60,19 @@ type targetResult struct {
 	CPUSeconds      float64 `json:"cpu_seconds"`        // the Caddy process's
 	CPUPerRequestUs float64 `json:"cpu_per_request_us"` // per valid answer
 	PeakRSSMB       float64 `json:"peak_rss_mb,omitempty"`
+	// gateway_pg only: the PostgreSQL server's processes
+	DBCPUSeconds      float64 `json:"db_cpu_seconds,omitempty"`
+	DBCPUPerRequestUs float64 `json:"db_cpu_per_request_us,omitempty"`
 	// from runs measured again because other processes disturbed them
 	DiscardedErrors   int           `json:"discarded_errors,omitempty"`
 	DiscardedMismatch int           `json:"discarded_event_mismatch,omitempty"`
 	Rounds            []roundResult `json:"rounds"`
 
-	res  load.Result
-	wall time.Duration
-	cpu  time.Duration
-	peak int64
+	res   load.Result
+	wall  time.Duration
+	cpu   time.Duration
+	dbcpu time.Duration
+	peak  int64
 }
 
 type roundResult struct {
@@ -77,7 +86,8 @@ type roundResult struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// OtherCPUPct is the share of the machine's CPUs that processes other
 	// than the bench, the mock and Caddy used during the round.
-	OtherCPUPct float64 `json:"other_cpu_pct"`
+	OtherCPUPct  float64 `json:"other_cpu_pct"`
+	DBCPUSeconds float64 `json:"db_cpu_seconds,omitempty"` // gateway_pg only
 }
 
 // machineUse is how much of the machine other work took during the
@@ -150,12 +160,18 @@ type figure struct {
 	Ratio  *float64           `json:"ratio,omitempty"` // gateway / reverse_proxy
 	Bar    string             `json:"bar,omitempty"`
 	Pass   *bool              `json:"pass,omitempty"`
+	// gateway_pg / gateway and gateway_pg / reverse_proxy, and the target
+	// for the gateway on PostgreSQL against the one on SQLite
+	RatioPG      *float64 `json:"ratio_pg_gateway,omitempty"`
+	RatioPGProxy *float64 `json:"ratio_pg_proxy,omitempty"`
+	PGBar        string   `json:"pg_bar,omitempty"`
+	PGPass       *bool    `json:"pg_pass,omitempty"`
 }
 
 func newReport(o *options, began time.Time) *report {
 	host, _ := os.Hostname()
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return &report{
+	r := &report{
 		Started: began,
 		Quick:   o.quick,
 		Host: map[string]any{
@@ -169,7 +185,12 @@ func newReport(o *options, began time.Time) *report {
 			"proxy_idle_conns_per_host": o.idleConns,
 		},
 		Memory: map[string]*memoryResult{},
+		pg:     o.has(gatewayPG),
 	}
+	if r.pg {
+		r.UsagePG = &usageResult{}
+	}
+	return r
 }
 
 func (r *report) note(format string, args ...any) {
@@ -207,8 +228,10 @@ func (t *targetResult) finish() {
 	t.P50ms, t.P99ms, t.MeanMs = ms(r.Latency.Percentile(50)), ms(r.Latency.Percentile(99)), ms(r.Latency.Mean())
 	t.TTFEP50ms, t.TTFEP99ms = ms(r.TTFE.Percentile(50)), ms(r.TTFE.Percentile(99))
 	t.CPUSeconds = t.cpu.Seconds()
+	t.DBCPUSeconds = t.dbcpu.Seconds()
 	if r.OK > 0 {
 		t.CPUPerRequestUs = float64(t.cpu) / float64(time.Microsecond) / float64(r.OK)
+		t.DBCPUPerRequestUs = float64(t.dbcpu) / float64(time.Microsecond) / float64(r.OK)
 	}
 	t.PeakRSSMB = mb(t.peak)
 }
@@ -265,19 +288,16 @@ var allZero = &bar{"= 0", func(v map[string]float64, _ *float64) (bool, bool) {
 	return true, len(v) > 0
 }}
 
-func (r *report) add(name, unit string, v map[string]float64, b *bar) {
+func (r *report) add(name, unit string, v map[string]float64, b *bar) *figure {
 	f := &figure{Name: name, Unit: unit, Values: v}
 	for k, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			delete(v, k)
 		}
 	}
-	if g, ok := v[gateway]; ok {
-		if p, ok := v[proxy]; ok && p != 0 {
-			ratio := g / p
-			f.Ratio = &ratio
-		}
-	}
+	f.Ratio = ratio(v, gateway, proxy)
+	f.RatioPG = ratio(v, gatewayPG, gateway)
+	f.RatioPGProxy = ratio(v, gatewayPG, proxy)
 	if b != nil {
 		f.Bar = b.text
 		if pass, known := b.check(v, f.Ratio); known {
@@ -285,6 +305,35 @@ func (r *report) add(name, unit string, v map[string]float64, b *bar) {
 		}
 	}
 	r.Figures = append(r.Figures, f)
+	return f
+}
+
+// ratio is v[a] / v[b] when both were measured.
+func ratio(v map[string]float64, a, b string) *float64 {
+	x, ok1 := v[a]
+	y, ok2 := v[b]
+	if !ok1 || !ok2 || y == 0 {
+		return nil
+	}
+	q := x / y
+	return &q
+}
+
+// pgTarget sets the gateway_pg target on a figure: within 5 % of the SQLite
+// gateway, the hot path not waiting on the database.
+func (f *figure) pgTarget(higherIsBetter bool) {
+	if higherIsBetter {
+		f.PGBar = "≥ 0.95× gw"
+	} else {
+		f.PGBar = "≤ 1.05× gw"
+	}
+	if f.RatioPG != nil {
+		pass := *f.RatioPG <= 1.05
+		if higherIsBetter {
+			pass = *f.RatioPG >= 0.95
+		}
+		f.PGPass = &pass
+	}
 }
 
 // per collects one value per target of a scenario.
@@ -315,9 +364,10 @@ func (r *report) buildFigures(o *options) {
 	cpu := func(t *targetResult) float64 { return t.CPUPerRequestUs }
 	ttfe50 := func(t *targetResult) float64 { return t.TTFEP50ms }
 	ttfe99 := func(t *targetResult) float64 { return t.TTFEP99ms }
-	servers := []string{proxy, gateway}
+	dbcpu := func(t *targetResult) float64 { return t.DBCPUPerRequestUs }
+	servers := []string{proxy, gateway, gatewayPG}
 
-	r.add("c1 latency p50", "ms", r.per("c1", p50), nil)
+	r.add("c1 latency p50", "ms", r.per("c1", p50), nil).pgTarget(false)
 	r.add("c1 latency p99", "ms", r.per("c1", p99), nil)
 	added := r.per("c1", p50, servers...)
 	if d, ok := r.scenario("c1").Targets[direct]; ok {
@@ -327,10 +377,16 @@ func (r *report) buildFigures(o *options) {
 		r.add("c1 added p50 over direct", "ms", added, ratioAtMost(1.3))
 	}
 	r.add("c1 CPU per request", "µs", r.per("c1", cpu, servers...), nil)
-	r.add("c50 throughput", "req/s", r.per("c50", thr), ratioAtLeast(0.85))
+	if r.pg {
+		r.add("c1 database CPU per request", "µs", r.per("c1", dbcpu, gatewayPG), nil)
+	}
+	r.add("c50 throughput", "req/s", r.per("c50", thr), ratioAtLeast(0.85)).pgTarget(true)
 	r.add("c50 latency p50", "ms", r.per("c50", p50), nil)
 	r.add("c50 latency p99", "ms", r.per("c50", p99), nil)
-	r.add("c50 CPU per request", "µs", r.per("c50", cpu, servers...), ratioAtMost(1.3))
+	r.add("c50 CPU per request", "µs", r.per("c50", cpu, servers...), ratioAtMost(1.3)).pgTarget(false)
+	if r.pg {
+		r.add("c50 database CPU per request", "µs", r.per("c50", dbcpu, gatewayPG), nil)
+	}
 	for _, rate := range []string{"1000", "3000"} {
 		key := "rate" + rate
 		r.add(rate+"/s achieved", "req/s", r.per(key, thr), nil)
@@ -351,8 +407,14 @@ func (r *report) buildFigures(o *options) {
 		if c == "c50" {
 			sBar = ratioAtLeast(0.85)
 		}
-		r.add("stream "+c+" streams/s", "1/s", r.per(key, thr), sBar)
+		f := r.add("stream "+c+" streams/s", "1/s", r.per(key, thr), sBar)
+		if c == "c50" {
+			f.pgTarget(true)
+		}
 		r.add("stream "+c+" CPU per stream", "µs", r.per(key, cpu, servers...), nil)
+		if r.pg && c == "c50" {
+			r.add("stream c50 database CPU per stream", "µs", r.per(key, dbcpu, gatewayPG), nil)
+		}
 	}
 
 	mismatch := map[string]float64{}
@@ -412,10 +474,25 @@ func (r *report) buildFigures(o *options) {
 				return v[gateway] == float64(u.GatewayRequests), u.UsageRows >= 0
 			}})
 	}
+	if u := r.UsagePG; u != nil {
+		one := func(x float64) map[string]float64 { return map[string]float64{gatewayPG: x} }
+		r.add("gateway_pg requests served", "count", one(float64(u.GatewayRequests)), nil)
+		r.add("upstream requests by gateway_pg", "count", one(float64(u.UpstreamRequests)), nil)
+		r.add("gateway_pg usage rows written", "count", one(float64(u.UsageRows)),
+			&bar{"= requests served", func(v map[string]float64, _ *float64) (bool, bool) {
+				return v[gatewayPG] == float64(u.GatewayRequests), u.UsageRows >= 0
+			}})
+		if w := r.Database; w != nil {
+			r.add("database commits per request", "count", one(w.CommitsPerRequest), nil)
+			r.add("database rows inserted per request", "count", one(w.InsertedPerRequest), nil)
+			r.add("database rows updated per request", "count", one(w.UpdatedPerRequest), nil)
+			r.add("database rows deleted per request", "count", one(w.DeletedPerRequest), nil)
+		}
+	}
 
 	r.Pass = true
 	for _, f := range r.Figures {
-		if f.Pass != nil && !*f.Pass {
+		if f.Pass != nil && !*f.Pass || f.PGPass != nil && !*f.PGPass {
 			r.Pass = false
 		}
 	}
@@ -423,6 +500,11 @@ func (r *report) buildFigures(o *options) {
 
 func format(v float64, unit string) string {
 	switch unit {
+	case "count":
+		if v != math.Trunc(v) {
+			return fmt.Sprintf("%.2f", v) // per request
+		}
+		return fmt.Sprintf("%.0f", v)
 	case "ms":
 		return fmt.Sprintf("%.3f", v)
 	case "MB", "KB":
@@ -439,31 +521,46 @@ func (r *report) printTable(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nGateway benchmark (%s, %d CPUs, %s, %s)\n\n", mode, r.Host["cpus"], r.Host["go"], r.Finished.Sub(r.Started).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tunit\tdirect\treverse_proxy\tgateway\tgw/rp\tbar\tresult\t")
+	targets, header := []string{direct, proxy, gateway}, "figure\tunit\tdirect\treverse_proxy\tgateway\tgw/rp\tbar\tresult\t"
+	if r.pg {
+		targets = append(targets, gatewayPG)
+		header = "figure\tunit\tdirect\treverse_proxy\tgateway\tgateway_pg\tgw/rp\tpg/rp\tpg/gw\tbar\tresult\tpg target\tresult\t"
+	}
+	fmt.Fprintln(tw, header)
+	ratioCell := func(q *float64) string {
+		if q == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.2f×", *q)
+	}
+	verdict := func(pass *bool, bar string) string {
+		switch {
+		case pass == nil && bar != "":
+			return "n/a"
+		case pass == nil:
+			return ""
+		case *pass:
+			return "pass"
+		default:
+			return "FAIL"
+		}
+	}
 	for _, f := range r.Figures {
 		cells := []string{f.Name, f.Unit}
-		for _, t := range []string{direct, proxy, gateway} {
+		for _, t := range targets {
 			if v, ok := f.Values[t]; ok {
 				cells = append(cells, format(v, f.Unit))
 			} else {
 				cells = append(cells, "-")
 			}
 		}
-		if f.Ratio != nil {
-			cells = append(cells, fmt.Sprintf("%.2f×", *f.Ratio))
-		} else {
-			cells = append(cells, "")
+		cells = append(cells, ratioCell(f.Ratio))
+		if r.pg {
+			cells = append(cells, ratioCell(f.RatioPGProxy), ratioCell(f.RatioPG))
 		}
-		cells = append(cells, f.Bar)
-		switch {
-		case f.Pass == nil && f.Bar != "":
-			cells = append(cells, "n/a")
-		case f.Pass == nil:
-			cells = append(cells, "")
-		case *f.Pass:
-			cells = append(cells, "pass")
-		default:
-			cells = append(cells, "FAIL")
+		cells = append(cells, f.Bar, verdict(f.Pass, f.Bar))
+		if r.pg {
+			cells = append(cells, f.PGBar, verdict(f.PGPass, f.PGBar))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
@@ -471,6 +568,9 @@ func (r *report) printTable(w io.Writer) {
 	failed := 0
 	for _, f := range r.Figures {
 		if f.Pass != nil && !*f.Pass {
+			failed++
+		}
+		if f.PGPass != nil && !*f.PGPass {
 			failed++
 		}
 	}
@@ -488,6 +588,13 @@ func (r *report) printTable(w io.Writer) {
 	}
 	if r.Usage.Error != "" {
 		fmt.Fprintln(w, "usage rows:", r.Usage.Error)
+	}
+	if r.UsagePG != nil && r.UsagePG.Error != "" {
+		fmt.Fprintln(w, "gateway_pg usage rows:", r.UsagePG.Error)
+	}
+	if d := r.Database; d != nil {
+		fmt.Fprintf(w, "gateway_pg database over the run (start-up and shutdown included), %d requests: %d commits, %d rollbacks, %d rows inserted, %d updated, %d deleted.\n",
+			d.Requests, d.Delta.Commits, d.Delta.Rollbacks, d.Delta.Inserted, d.Delta.Updated, d.Delta.Deleted)
 	}
 	for _, s := range r.Scenarios {
 		for t, tr := range s.Targets {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOrderInterleaves(t *testing.T) {
@@ -46,4 +48,93 @@ func TestBars(t *testing.T) {
 	if !strings.Contains(b.String(), "0.90×") || !strings.Contains(b.String(), "FAIL") {
 		t.Errorf("table:\n%s", b.String())
 	}
+}
+
+// Without gateway_pg the table keeps its columns; with it, the PostgreSQL
+// gateway gets its own column, its ratios to the SQLite gateway and to
+// reverse_proxy, and its target within 5 % of the SQLite gateway.
+func TestPGColumns(t *testing.T) {
+	var plain strings.Builder
+	(&report{}).printTable(&plain)
+	if strings.Contains(plain.String(), gatewayPG) || strings.Contains(plain.String(), "pg/gw") {
+		t.Errorf("table without gateway_pg has its columns:\n%s", plain.String())
+	}
+
+	r := &report{pg: true}
+	r.add("throughput", "req/s", map[string]float64{proxy: 1000, gateway: 900, gatewayPG: 880}, ratioAtLeast(0.85)).pgTarget(true)
+	r.add("cpu", "µs", map[string]float64{proxy: 100, gateway: 100, gatewayPG: 110}, ratioAtMost(1.3)).pgTarget(false)
+	r.add("latency", "ms", map[string]float64{proxy: 1, gateway: 1}, nil).pgTarget(false)
+	thr, cpu, lat := r.Figures[0], r.Figures[1], r.Figures[2]
+	if thr.RatioPG == nil || *thr.RatioPG != 880.0/900 || *thr.RatioPGProxy != 0.88 {
+		t.Errorf("throughput ratios: %v %v", thr.RatioPG, thr.RatioPGProxy)
+	}
+	if thr.PGPass == nil || !*thr.PGPass {
+		t.Error("throughput 0.98× the SQLite gateway's should meet the 5% target")
+	}
+	if cpu.PGPass == nil || *cpu.PGPass {
+		t.Error("CPU 1.10× the SQLite gateway's should miss the 5% target")
+	}
+	if lat.PGPass != nil || lat.RatioPG != nil {
+		t.Error("a figure without gateway_pg has no PostgreSQL verdict")
+	}
+	r.Pass = true
+	for _, f := range r.Figures {
+		if f.PGPass != nil && !*f.PGPass {
+			r.Pass = false
+		}
+	}
+	var b strings.Builder
+	r.printTable(&b)
+	for _, want := range []string{"gateway_pg", "pg/gw", "pg/rp", "0.98×", "≤ 1.05× gw", "FAIL", "1 bar(s) not met"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// The main process's Caddyfile is what it was before gateway_pg; the
+// second one has the same gateway on PostgreSQL and no reverse_proxy site.
+func TestCaddyfiles(t *testing.T) {
+	s := &setup{mockAddr: "127.0.0.1:9"}
+	main := s.caddyfileFor(2019, "sqlite /tmp/x/gateway.db", 8001, 8002)
+	want := "{\n\tadmin localhost:2019\n\tpersist_config off\n\tauto_https off\n\tlog {\n\t\tlevel ERROR\n\t}\n" +
+		"\tgateway {\n\t\tdatabase sqlite /tmp/x/gateway.db\n\t\tchannel mock {\n\t\t\ttype openai\n\t\t\tbase_url http://127.0.0.1:9\n" +
+		"\t\t\tkey sk-upstream-test\n\t\t\tmodels gpt-4o-mini\n\t\t}\n\t\tprice gpt-4o-mini {\n\t\t\tinput 0.15\n\t\t\toutput 0.60\n\t\t}\n\t}\n}\n\n" +
+		"http://127.0.0.1:8001 {\n\treverse_proxy 127.0.0.1:9\n}\n\n" +
+		"http://127.0.0.1:8002 {\n\troute {\n\t\tgateway_auth\n\t\tgateway_relay\n\t}\n}\n"
+	if main != want {
+		t.Errorf("main Caddyfile:\n%s\nwant:\n%s", main, want)
+	}
+	pg := s.caddyfileFor(2020, "postgres postgres://postgres@127.0.0.1:5/gateway_bench", 0, 8003)
+	if !strings.Contains(pg, "database postgres postgres://postgres@127.0.0.1:5/gateway_bench\n") ||
+		strings.Contains(pg, "reverse_proxy") || !strings.Contains(pg, "http://127.0.0.1:8003 {") ||
+		!strings.Contains(pg, "price gpt-4o-mini") {
+		t.Errorf("gateway_pg Caddyfile:\n%s", pg)
+	}
+}
+
+// The database's CPU is read from /proc like a Caddy process's: the
+// parent is the second field, and a process with its reaped children has
+// used at least its own CPU.
+func TestProcStat(t *testing.T) {
+	if ppid, err := parentPid(os.Getpid()); err != nil || ppid != os.Getppid() {
+		t.Fatalf("parentPid = %d, %v; want %d", ppid, err, os.Getppid())
+	}
+	// burn enough CPU for the clock ticks to show it
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		own, err := cpuTime(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if own > 20*time.Millisecond {
+			if all := dbCPU(os.Getpid()); all < own {
+				t.Errorf("dbCPU %v below the process's own CPU %v", all, own)
+			}
+			return
+		}
+		for i := range 1_000_000 {
+			_ = i * i
+		}
+	}
+	t.Fatal("no CPU time showed in /proc within 10s")
 }

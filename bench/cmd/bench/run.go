@@ -44,19 +44,44 @@ type bench struct {
 	s       *setup
 	report  *report
 	caddy   *proc
+	pgCaddy *proc // the gateway_pg process
 	clients map[string]*load.Client
+}
+
+// pidOf is the Caddy process serving a target: the mock for direct, whose
+// CPU is charged to the main process as before.
+func (b *bench) pidOf(target string) int {
+	if target == gatewayPG {
+		return b.pgCaddy.pid()
+	}
+	return b.caddy.pid()
+}
+
+// snap is the machine's CPU use with every process of ours counted as
+// ours: the bench, the mock, the Caddy processes and the PostgreSQL server.
+func (b *bench) snap() machineSnap {
+	if b.pgCaddy == nil {
+		return takeSnap(b.caddy.pid(), b.s.mockPid)
+	}
+	m := takeSnap(b.caddy.pid(), b.pgCaddy.pid(), b.s.mockPid)
+	m.own += dbCPU(b.s.pg.serverPid)
+	return m
 }
 
 // track runs f, charging its requests to the usage-row check when the
 // target is the gateway, and counting what the mock saw meanwhile.
 func (b *bench) track(target string, f func() *load.Result) *load.Result {
-	if target != gateway {
+	u := &b.report.Usage
+	switch target {
+	case gateway:
+	case gatewayPG:
+		u = b.report.UsagePG
+	default:
 		return f()
 	}
 	before := mockStats(b.s.mockAddr)
 	res := f()
 	after := mockStats(b.s.mockAddr)
-	u := &b.report.Usage
 	u.GatewayRequests += res.Requests()
 	u.GatewayOK += res.OK
 	u.UpstreamRequests += after.Requests - before.Requests
@@ -66,7 +91,7 @@ func (b *bench) track(target string, f func() *load.Result) *load.Result {
 func (b *bench) runAll(ctx context.Context) error {
 	s, o := b.s, b.o
 	var err error
-	if b.caddy, err = startCaddy(ctx, s, "caddy-main.log"); err != nil {
+	if b.caddy, err = startCaddy(ctx, s, s.main(), "caddy-main.log"); err != nil {
 		return err
 	}
 	defer func() {
@@ -74,6 +99,21 @@ func (b *bench) runAll(ctx context.Context) error {
 			b.caddy.stop(30 * time.Second)
 		}
 	}()
+	if s.pg != nil {
+		// the database's counts start before the process does: its
+		// start-up and shutdown are part of what it writes
+		if s.pg.start, err = s.pg.stats(ctx); err != nil {
+			return err
+		}
+		if b.pgCaddy, err = startCaddy(ctx, s, s.pg.inst, "caddy-pg.log"); err != nil {
+			return err
+		}
+		defer func() {
+			if b.pgCaddy != nil {
+				b.pgCaddy.stop(30 * time.Second)
+			}
+		}()
+	}
 	time.Sleep(500 * time.Millisecond)
 	if v, err := rss(b.caddy.pid()); err == nil {
 		b.report.MainFreshRSSMB = mb(v)
@@ -87,7 +127,11 @@ func (b *bench) runAll(ctx context.Context) error {
 	for _, t := range o.targets {
 		res := b.track(t, func() *load.Result { return load.ClosedLoopN(ctx, 1, 1, b.clients[t].Chat) })
 		if res.OK != 1 {
-			return fmt.Errorf("%s does not answer a chat completion: %s\n(caddy log %s:\n%s)", t, res.FirstError, b.caddy.log, b.caddy.logTail())
+			p := b.caddy
+			if t == gatewayPG {
+				p = b.pgCaddy
+			}
+			return fmt.Errorf("%s does not answer a chat completion: %s\n(caddy log %s:\n%s)", t, res.FirstError, p.log, p.logTail())
 		}
 	}
 
@@ -112,6 +156,16 @@ func (b *bench) runAll(ctx context.Context) error {
 		b.report.note("%v", err)
 	}
 	b.caddy = nil
+	if b.pgCaddy != nil {
+		logf("stopping the gateway_pg caddy gracefully")
+		if err := b.pgCaddy.stop(60 * time.Second); err != nil {
+			b.report.note("%v", err)
+		}
+		b.pgCaddy = nil
+		if ctx.Err() == nil {
+			b.countPGUsage(ctx)
+		}
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -130,6 +184,11 @@ func (b *bench) runAll(ctx context.Context) error {
 		b.countUsage()
 	}
 	return ctx.Err()
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // order interleaves the targets: each round starts with a different one and
@@ -158,32 +217,53 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 	o := b.o
 	sr := &scenarioResult{Key: sc.key, Title: sc.title, Targets: map[string]*targetResult{}}
 	b.report.Scenarios = append(b.report.Scenarios, sr)
-	pid := b.caddy.pid()
 	for _, t := range o.targets {
 		sr.Targets[t] = &targetResult{}
 		conc := max(sc.conc, 8)
 		b.track(t, func() *load.Result { return load.ClosedLoopN(ctx, conc, o.warmup, b.op(sc, t)) })
 	}
-	cpuBefore := quiesce(pid)
+	// each process's CPU so far; with one process, a run's CPU is counted
+	// from the end of the one before it. With two, each run's process is
+	// made quiet again first, so what one process does while the other is
+	// measured is charged to neither.
+	cpuLast := map[int]time.Duration{}
+	for _, t := range o.targets {
+		if pid := b.pidOf(t); !hasKey(cpuLast, pid) {
+			cpuLast[pid] = quiesce(pid)
+		}
+	}
 	for round := range o.rounds {
 		for _, t := range order(o.targets, round) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			tr := sr.Targets[t]
+			pid := b.pidOf(t)
 			for attempt := 1; ; attempt++ {
+				if b.pgCaddy != nil {
+					cpuLast[pid] = quiesce(pid)
+				}
+				cpuBefore := cpuLast[pid]
+				var dbBefore time.Duration
+				if t == gatewayPG {
+					dbBefore = dbCPU(b.s.pg.serverPid)
+				}
 				sampler := sampleRSS(pid)
-				snap := takeSnap(pid, b.s.mockPid)
+				snap := b.snap()
 				res := b.track(t, func() *load.Result {
 					if sc.rate > 0 {
 						return load.OpenLoop(ctx, sc.rate, o.duration, openWorkers, b.op(sc, t))
 					}
 					return load.ClosedLoop(ctx, sc.conc, o.duration, b.op(sc, t))
 				})
-				after := takeSnap(pid, b.s.mockPid)
+				after := b.snap()
 				other := otherPct(snap, after)
 				peak := sampler.peak()
 				cpuAfter := quiesce(pid)
+				var db time.Duration
+				if t == gatewayPG {
+					db = dbCPU(b.s.pg.serverPid) - dbBefore
+				}
 				wall := max(res.Elapsed, o.duration)
 				logf("%-11s %-13s round %d: %7.0f/s  p50 %7.3fms  p99 %7.3fms  errors %d  other CPU %3.0f%% %s",
 					sc.key, t, round+1, float64(res.OK)/wall.Seconds(),
@@ -197,14 +277,18 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 					b.report.Machine.Reruns++
 					tr.DiscardedErrors += res.Errors
 					tr.DiscardedMismatch += res.EventMismatch
-					cpuBefore = cpuAfter
+					cpuLast[pid] = cpuAfter
 					logf("%-11s %-13s round %d disturbed by other processes; running it again", sc.key, t, round+1)
 					continue
 				}
 				b.report.Machine.add(snap, after)
 				tr.add(round, res, wall, cpuAfter-cpuBefore, peak)
 				tr.Rounds[len(tr.Rounds)-1].OtherCPUPct = other
-				cpuBefore = cpuAfter
+				if t == gatewayPG {
+					tr.dbcpu += db
+					tr.Rounds[len(tr.Rounds)-1].DBCPUSeconds = db.Seconds()
+				}
+				cpuLast[pid] = cpuAfter
 				break
 			}
 		}
@@ -274,7 +358,7 @@ func (b *bench) memory(ctx context.Context, t string) (*memoryResult, error) {
 	s, o := b.s, b.o
 	m := &memoryResult{}
 
-	p, err := startCaddy(ctx, s, "caddy-mem-load-"+t+".log")
+	p, err := startCaddy(ctx, s, s.main(), "caddy-mem-load-"+t+".log")
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +388,7 @@ func (b *bench) memory(ctx context.Context, t string) (*memoryResult, error) {
 		n = limit
 	}
 	m.StreamsRequested = n
-	if p, err = startCaddy(ctx, s, "caddy-mem-streams-"+t+".log"); err != nil {
+	if p, err = startCaddy(ctx, s, s.main(), "caddy-mem-streams-"+t+".log"); err != nil {
 		return nil, err
 	}
 	time.Sleep(time.Second)

@@ -19,7 +19,7 @@ func (b *bench) countUsage() {
 		return
 	}
 	// fall back to what the gateway itself says about the user
-	out, cerr := gatewayCLI(b.s, "user", "show", "--username", "bench")
+	out, cerr := gatewayCLI(b.s, b.s.caddyfile, "user", "show", "--username", "bench")
 	if cerr == nil {
 		var v struct {
 			RequestCount *int64 `json:"request_count"`
