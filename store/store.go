@@ -260,6 +260,32 @@ type CodeFilter struct {
 	Limit    int
 }
 
+// LeaseAccount names a balance that gateway instances lease slices of: a
+// user's quota, or a token's own limit (QuotaLimit - UsedQuota).
+type LeaseAccount struct {
+	Token bool // false: the user's quota; true: the token's own limit
+	ID    int64
+}
+
+// LeaseRequest asks that an owner's lease on one account become Want, or
+// as much of it as the balance no other live lease holds, but never less
+// than Keep: what the owner admitted against its lease and has not yet
+// charged, which is spent whatever the balance now says.
+type LeaseRequest struct {
+	Account    LeaseAccount
+	Want, Keep int64
+}
+
+// Lease is what an owner holds on one account after LeaseBalances.
+type Lease struct {
+	Account LeaseAccount
+	Amount  int64
+	// Free is the balance no live lease holds, this one included: what a
+	// top-up could still get. Below zero when the balance was lowered
+	// (a charge, a debit) under leases taken before.
+	Free int64
+}
+
 // Store is everything the gateway persists.
 type Store interface {
 	// Users.
@@ -312,12 +338,29 @@ type Store interface {
 	SetUserLimits(ctx context.Context, userID int64, l Limits) error
 
 	// Quota movement. Reservations live in the gateway's memory (the
-	// caddymodule ledger); the store only sees settled costs. SettleBatch
-	// writes every row and charges each row's Cost to its user (quota down,
+	// billing ledger, against its leases); the store only sees settled
+	// costs. SettleBatch writes every row and charges each row's Cost to its user (quota down,
 	// used quota and request count up) and token (used quota up), all in one
 	// transaction, so a batch is either wholly applied or not at all. A row
 	// whose Key is already stored is skipped with its charge.
 	SettleBatch(ctx context.Context, logs []*UsageLog) error
+
+	// Balance leases: an instance holds a slice of a balance to admit
+	// requests against in memory. A lease is a claim, not a debit: the
+	// balance (users.quota, a token's limit) is charged only by settled
+	// costs, so a lease that runs out or is dropped gives nothing back and
+	// loses nothing; other instances merely cannot lease what it claims.
+	//
+	// LeaseBalances sets owner's lease on each account, in one
+	// transaction, as LeaseRequest says, until until; a lease of 0 is
+	// dropped. An account that does not exist, or a token without a
+	// limit of its own, grants nothing. Expired leases (of any owner)
+	// count for nothing, so a killed instance's leases come back when
+	// they run out.
+	LeaseBalances(ctx context.Context, owner string, until time.Time, reqs []LeaseRequest) ([]Lease, error)
+	// DropExpiredLeases deletes leases that ran out before now, as any
+	// instance may, and says how many.
+	DropExpiredLeases(ctx context.Context, now time.Time) (int64, error)
 
 	// Redemption codes.
 	CreateRedemptionCodes(ctx context.Context, codes []*RedemptionCode) error

@@ -85,6 +85,10 @@ func Run(t *testing.T, open Opener) {
 			{"LimitsRoundTrip", testLimitsRoundTrip},
 			{"RetentionKeepsDailyTotals", testRetentionKeepsDailyTotals},
 		}},
+		{"Leases", []test{
+			{"LeaseBalances", testLeaseBalances},
+			{"LeaseExpiry", testLeaseExpiry},
+		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},
 			{"LeaseTasksNeverTwice", testLeaseTasksNeverTwice},
@@ -117,6 +121,7 @@ func RunInstances(t *testing.T, open InstancesOpener) {
 		{"LeaseTasks", testInstancesLeaseTasks},
 		{"FinishTaskOnce", testInstancesFinishTaskOnce},
 		{"MixedMoneyWrites", testInstancesMixedMoneyWrites},
+		{"LeaseRace", testInstancesLeaseRace},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
 	}
