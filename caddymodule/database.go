@@ -81,7 +81,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 			st.Close()
 			return nil, err
 		}
-		db := &database{key: key, store: st, ledger: billing.NewLedger(), limiter: billing.NewLimiter(), log: log}
+		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL), limiter: billing.NewLimiter(), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
@@ -93,6 +93,8 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		db.stop = cancel
 		db.wg.Add(1)
 		go db.maintain(ctx, cacheTTL)
+		db.wg.Add(1)
+		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
 		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", cfg.DSN))
 		return db, nil
 	})
@@ -164,6 +166,9 @@ func (db *database) close(done chan struct{}) error {
 	db.stop()
 	db.wg.Wait()
 	db.writer.Close()
+	if err := db.ledger.ReleaseLeases(); err != nil {
+		db.log.Warn("giving quota leases back: they come back when they run out", zap.Error(err))
+	}
 	return db.store.Close()
 }
 
@@ -201,3 +206,12 @@ func defaultJournal(cfg DatabaseConfig) string {
 }
 
 var _ caddy.Destructor = (*database)(nil)
+
+// leasedLedger is a database's quota ledger: it admits against slices of
+// the balances leased from the store, so that gateway instances sharing
+// the database never spend the same unit (billing/lease.go). Leases are
+// renewed as often as the key cache is, so that a balance changed by
+// another process takes effect as soon as a key's change does.
+func leasedLedger(st store.Store, log *zap.Logger, renew time.Duration) *billing.Ledger {
+	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: max(time.Minute, 12*renew), Log: log.Named("leases")})
+}

@@ -339,10 +339,11 @@ type Store interface {
 
 	// Quota movement. Reservations live in the gateway's memory (the
 	// billing ledger, against its leases); the store only sees settled
-	// costs. SettleBatch writes every row and charges each row's Cost to its user (quota down,
-	// used quota and request count up) and token (used quota up), all in one
-	// transaction, so a batch is either wholly applied or not at all. A row
-	// whose Key is already stored is skipped with its charge.
+	// costs. SettleBatch writes every row and charges each row's Cost to
+	// its user (quota down, used quota and request count up) and token
+	// (used quota up), all in one transaction, so a batch is either wholly
+	// applied or not at all. A row whose Key is already stored is skipped
+	// with its charge.
 	SettleBatch(ctx context.Context, logs []*UsageLog) error
 
 	// Balance leases: an instance holds a slice of a balance to admit
