@@ -148,34 +148,64 @@ func (c *LeaseConfig) target(a *account) int64 {
 // says: admitted, and not yet charged to the store.
 func (a *account) inFlight() int64 { return max(AddSat(a.unflushed, a.reserved), 0) }
 
-// leaseCall is one store call's accounts, as they were when it was made.
+// leaseCall is one store call's requests, and each account's moved when
+// they were made.
 type leaseCall struct {
 	keys  []accountKey
-	moved []int64 // each account's moved when the call was made
+	moved []int64
 	reqs  []store.LeaseRequest
 }
 
-// request adds k to the call, asking for room beyond what is in flight.
+// request adds k to the call, asking for room beyond what is in flight,
+// and, when need is not zero, for nothing beyond it unless need fits.
 // Called with mu held.
-func (c *leaseCall) request(k accountKey, a *account, room int64) {
-	keep := a.inFlight()
+//
+// Requests go on being admitted against the slice while the call is made,
+// and what they take must stay leased whatever the store answers. So what
+// the call may give back is given back here first, before the call: the
+// slice is cut to what it asks for (to what is in flight, when need may
+// not fit), and the store is asked to keep at least that much.
+func (c *leaseCall) request(k accountKey, a *account, room, need int64) {
+	inFlight := a.inFlight()
+	want := AddSat(inFlight, max(room, 0))
+	if need > 0 || !a.expires.IsZero() && !time.Now().Before(a.expires) {
+		// past its time the room of a lease may be another's already
+		want = inFlight
+	}
+	a.remaining = min(a.remaining, want)
+	keep := max(a.remaining, inFlight)
+	r := store.LeaseRequest{Account: store.LeaseAccount{Token: k.token, ID: k.id},
+		Want: max(AddSat(inFlight, max(room, 0)), keep), Keep: keep}
+	if need > 0 {
+		r.Need = AddSat(inFlight, need)
+	}
 	c.keys = append(c.keys, k)
 	c.moved = append(c.moved, a.moved)
-	c.reqs = append(c.reqs, store.LeaseRequest{Account: store.LeaseAccount{Token: k.token, ID: k.id},
-		Want: AddSat(keep, max(room, 0)), Keep: keep})
+	c.reqs = append(c.reqs, r)
 }
 
-// lease makes one store call for c and applies what it granted. Holding
-// storeMu, no batch commits meanwhile, so the balance the store read and
-// the costs the ledger counts as committed agree; what moved otherwise (a
-// task's debit, an administrator's) during the call is applied on top.
-func (l *Ledger) lease(c *leaseCall) error {
-	if len(c.reqs) == 0 {
+// lease makes one store call for keys, each asking for the room and need
+// size says, and applies what it granted. The requests are made and the
+// grants applied holding storeMu, so no batch commits in between: the
+// balance the store read and the costs the ledger counts as committed
+// agree, and no other lease call's grant comes between a request and its
+// own. What moved otherwise (a task's debit, an administrator's) during
+// the call is applied on top.
+func (l *Ledger) lease(keys []accountKey, size func(*account) (room, need int64)) error {
+	if len(keys) == 0 {
 		return nil
 	}
 	lc := l.leases
 	l.storeMu.Lock()
 	defer l.storeMu.Unlock()
+	c := &leaseCall{}
+	l.mu.Lock()
+	for _, k := range keys {
+		a := l.load(k, 0, true)
+		room, need := size(a)
+		c.request(k, a, room, need)
+	}
+	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), lc.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -189,11 +219,7 @@ func (l *Ledger) lease(c *leaseCall) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, k := range c.keys {
-		a, ok := l.accounts[k]
-		if !ok {
-			a = &account{loaded: true, limited: true, usedAt: start}
-			l.accounts[k] = a
-		}
+		a := l.load(k, 0, true)
 		g := grants[i]
 		a.remaining = AddSat(g.Amount, a.moved-c.moved[i])
 		a.leased = g.Amount > 0
@@ -211,16 +237,12 @@ func (l *Ledger) fresh(a *account, now time.Time) bool {
 }
 
 // topUp leases, synchronously, room for amount more on the user's account
-// and (when limited) the token's. Called without mu held.
+// and (when limited) the token's; an account whose balance cannot cover
+// amount keeps only what is in flight. Called without mu held.
 func (l *Ledger) topUp(u *store.User, t *store.Token, amount int64) error {
-	var c leaseCall
-	l.mu.Lock()
-	for _, k := range l.sides(u, t) {
-		a := l.load(k, 0, true)
-		c.request(k, a, max(l.leases.cfg.target(a), amount))
-	}
-	l.mu.Unlock()
-	return l.lease(&c)
+	return l.lease(l.sides(u, t), func(a *account) (int64, int64) {
+		return max(l.leases.cfg.target(a), amount), amount
+	})
 }
 
 // sides are the accounts a request of u with t spends from. Called with mu
@@ -285,8 +307,7 @@ const renewBatch = 256
 // account's spend rate over elapsed), only those that ran low on a kick.
 func (l *Ledger) renew(all bool, elapsed time.Duration) {
 	lc := l.leases
-	var calls []*leaseCall
-	c := &leaseCall{}
+	var keys []accountKey
 	l.mu.Lock()
 	for k, a := range l.accounts {
 		if all && elapsed > 0 {
@@ -302,19 +323,30 @@ func (l *Ledger) renew(all bool, elapsed time.Duration) {
 		if k.token && !a.limited {
 			continue
 		}
-		c.request(k, a, lc.cfg.target(a))
-		if len(c.reqs) == renewBatch {
-			calls = append(calls, c)
-			c = &leaseCall{}
-		}
+		keys = append(keys, k)
 	}
 	l.mu.Unlock()
-	calls = append(calls, c)
-	for _, c := range calls {
-		if err := l.lease(c); err != nil {
+	for start := 0; start < len(keys); start += renewBatch {
+		batch := keys[start:min(start+renewBatch, len(keys))]
+		if err := l.lease(batch, renewal(&lc.cfg)); err != nil {
 			lc.cfg.Log.Warn("renewing quota leases: the instance admits against what it holds until they run out",
-				zap.Int("accounts", len(c.reqs)), zap.Error(err))
+				zap.Int("accounts", len(batch)), zap.Error(err))
 		}
+	}
+}
+
+// renewal sizes a renewed lease: its target, and, when its room no longer
+// holds a request of the size it has lately served, a need of one: a
+// fragment too small to spend is given back rather than held, so that
+// near the end of a balance the fragments of several instances do not
+// together hold what none of them can spend.
+func renewal(cfg *LeaseConfig) func(*account) (int64, int64) {
+	return func(a *account) (int64, int64) {
+		need := max(a.ask, a.askBefore)
+		if a.available() >= need {
+			need = 0
+		}
+		return cfg.target(a), need
 	}
 }
 
@@ -326,13 +358,13 @@ func (l *Ledger) ReleaseLeases() error {
 	if l.leases == nil {
 		return nil
 	}
-	c := &leaseCall{}
+	var keys []accountKey
 	l.mu.Lock()
 	for k, a := range l.accounts {
 		if a.leased {
-			c.request(k, a, 0)
+			keys = append(keys, k)
 		}
 	}
 	l.mu.Unlock()
-	return l.lease(c)
+	return l.lease(keys, func(*account) (int64, int64) { return 0, 0 })
 }

@@ -270,10 +270,14 @@ type LeaseAccount struct {
 // LeaseRequest asks that an owner's lease on one account become Want, or
 // as much of it as the balance no other live lease holds, but never less
 // than Keep: what the owner admitted against its lease and has not yet
-// charged, which is spent whatever the balance now says.
+// charged, which is spent whatever the balance now says. When what it can
+// have is less than Need, it holds only Keep: an instance that cannot get
+// enough for the request at hand gives its fragment back rather than sit
+// on it, so that the fragments of several instances cannot together hold
+// a balance none of them can spend.
 type LeaseRequest struct {
-	Account    LeaseAccount
-	Want, Keep int64
+	Account          LeaseAccount
+	Want, Keep, Need int64
 }
 
 // Lease is what an owner holds on one account after LeaseBalances.

@@ -107,7 +107,11 @@ func leaseOne(ctx context.Context, tx pgx.Tx, owner string, nowMS, untilMS int64
 	if err != nil {
 		return l, err
 	}
-	l.Amount = max(min(r.Want, free), r.Keep, 0)
+	l.Amount = min(r.Want, free)
+	if l.Amount < r.Need {
+		l.Amount = 0
+	}
+	l.Amount = max(l.Amount, r.Keep, 0)
 	l.Free = satSub(free, l.Amount)
 	if l.Amount == 0 {
 		_, err = tx.Exec(ctx, `DELETE FROM balance_leases WHERE kind = $1 AND account_id = $2 AND owner = $3`, kind, r.Account.ID, owner)

@@ -94,7 +94,11 @@ func leaseOne(ctx context.Context, tx *sql.Tx, owner string, nowMS, untilMS int6
 		return l, err
 	}
 	free := subSat(balance, others)
-	l.Amount = max(min(r.Want, free), r.Keep, 0)
+	l.Amount = min(r.Want, free)
+	if l.Amount < r.Need {
+		l.Amount = 0
+	}
+	l.Amount = max(l.Amount, r.Keep, 0)
 	l.Free = subSat(free, l.Amount)
 	if l.Amount == 0 {
 		_, err = tx.ExecContext(ctx, `DELETE FROM balance_leases WHERE kind = ? AND account_id = ? AND owner = ?`, kind, r.Account.ID, owner)

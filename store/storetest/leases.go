@@ -60,6 +60,28 @@ func testLeaseBalances(t *testing.T, open Opener) {
 		t.Fatalf("under a lowered balance: %+v, want 4 kept, free %d", l, 5-90-4)
 	}
 
+	// what cannot reach need is given back, down to keep
+	if l := lease(t, s, "a", later, ua, 20, 4); l.Amount != 4 {
+		t.Fatalf("before need: %+v", l)
+	}
+	got, err := s.LeaseBalances(ctx, "b", later, []store.LeaseRequest{{Account: ua, Want: 200, Keep: 7, Need: 150}})
+	if err != nil || got[0].Amount != 7 || got[0].Free != 5-4-7 {
+		t.Fatalf("a lease short of its need: %+v, %v; want 7 kept, free %d", got, err, 5-4-7)
+	}
+	if err := s.AddQuota(ctx, u.ID, 200); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.LeaseBalances(ctx, "b", later, []store.LeaseRequest{{Account: ua, Want: 200, Keep: 7, Need: 150}})
+	if err != nil || got[0].Amount != 200 || got[0].Free != 205-4-200 {
+		t.Fatalf("a lease that meets its need: %+v, %v", got, err)
+	}
+	if _, err := s.LeaseBalances(ctx, "b", later, []store.LeaseRequest{{Account: ua}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddQuota(ctx, u.ID, -200); err != nil {
+		t.Fatal(err)
+	}
+
 	// a token's own limit is leased like a user's quota; a token without
 	// one, or an account that does not exist, grants nothing
 	tok := mustToken(t, s, u.ID, "leasetoken")
@@ -82,7 +104,7 @@ func testLeaseBalances(t *testing.T, open Opener) {
 	}
 
 	// several accounts in one call, each answered in its place
-	got, err := s.LeaseBalances(ctx, "c", later, []store.LeaseRequest{{Account: ta, Want: 1}, {Account: ua, Want: 1}})
+	got, err = s.LeaseBalances(ctx, "c", later, []store.LeaseRequest{{Account: ta, Want: 1}, {Account: ua, Want: 1}})
 	if err != nil || len(got) != 2 || got[0].Account != ta || got[1].Account != ua {
 		t.Fatalf("two leases: %+v, %v", got, err)
 	}
