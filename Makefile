@@ -12,7 +12,7 @@ CLIENTS  := bin/clients
 
 export CGO_ENABLED := 1
 
-.PHONY: build run test test-deps clients test-clients lint unit race fuzz bench bench-store clean
+.PHONY: build run test test-deps clients test-clients lint unit race test-postgres fuzz bench bench-store clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -22,7 +22,7 @@ run: build
 
 # Everything CI runs: formatting, vet, every test (integration tests start
 # the real binary), and a short fuzz run of every fuzz target.
-test: test-deps lint build fuzz unit race
+test: test-deps lint build fuzz unit race test-postgres
 
 # gcc for go-sqlite3; Debian's chromium for the console's browser tests;
 # Debian's postgresql for the PostgreSQL store's tests, which start a
@@ -63,6 +63,14 @@ race:
 	$(GO) build -race -o $(RACE_BIN) ./cmd/caddy
 	$(GO) test -race -count=1 ./billing/ ./keys/
 	GATEWAY_TEST_BINARY=$(CURDIR)/$(RACE_BIN) $(GO) test -count=1 -timeout 20m -run '$(RACE_TESTS)' ./integration/
+
+# The integration suite once more with every gateway on PostgreSQL: the
+# harness starts a throwaway cluster (internal/pgtest) and gives each
+# SQLite database a PostgreSQL one; tests about SQLite itself skip, saying
+# why (integration/sqliteonly_test.go). PG_TESTS narrows it.
+PG_TESTS ?= .
+test-postgres: build
+	GATEWAY_TEST_DB=postgres GATEWAY_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 30m -run '$(PG_TESTS)' ./integration/
 
 # Each fuzz target gets FUZZTIME on top of its seed corpus (which plain
 # `go test` already runs). Longer runs by hand:

@@ -13,6 +13,7 @@ import (
 	// upstream families (gateway.adapters.*), one blank import each there
 	_ "github.com/caddy-model-gateway/gateway/adapters/all"
 
-	// stores
+	// stores: SQLite for one machine, PostgreSQL for several instances
+	_ "github.com/caddy-model-gateway/gateway/store/postgres"
 	_ "github.com/caddy-model-gateway/gateway/store/sqlite"
 )

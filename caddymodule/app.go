@@ -132,7 +132,7 @@ type App struct {
 
 	// this configuration's metrics and retention worker
 	metrics   *metrics.Relay
-	retention *billing.Retention
+	retention *retentionWorker
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
@@ -299,6 +299,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 		if a.Database.DSN != "" {
 			dbc.DSN = repl.ReplaceAll(a.Database.DSN, "")
+		}
+		if dsnHoldsPassword(*a.Database) {
+			a.log.Warn("the database's data source name holds a password, which the admin API serves with the configuration: " +
+				"put it in an {env.X} placeholder or the PGPASSWORD environment variable instead")
 		}
 	}
 	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), a.Usage.writerConfig(repl))

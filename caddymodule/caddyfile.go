@@ -31,7 +31,7 @@ func init() {
 // parseGlobalOption sets up the gateway app from the global option:
 //
 //	gateway {
-//		database sqlite <path>
+//		database sqlite <path> | postgres <url or key=value DSN>
 //		token_cache_ttl <duration>
 //		max_request_body <size>
 //		max_inflight_body <size>
@@ -144,7 +144,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "database":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
-				return d.Errf("database takes a driver and a data source, e.g. 'database sqlite ./data/gateway.db'")
+				return d.Errf("database takes a driver and a data source, e.g. 'database sqlite ./data/gateway.db' or 'database postgres {env.GATEWAY_DB}'")
 			}
 			a.Database = &DatabaseConfig{Driver: args[0], DSN: args[1]}
 		case "token_cache_ttl":

@@ -8,7 +8,6 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/caddy-model-gateway/gateway"
-	_ "github.com/caddy-model-gateway/gateway/store/postgres"
 )
 
 func main() {

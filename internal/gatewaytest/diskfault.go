@@ -91,6 +91,7 @@ func (d *DiskFault) Heal() {
 // database is {{DB}} as usual.
 func StartWithDiskFaults(t testing.TB, caddyfile string, vars Vars) (*Gateway, *DiskFault) {
 	t.Helper()
+	SkipOnPostgres(t, "the faults are injected below SQLite, into libc's writes to its file; PostgreSQL's files are the server's")
 	lib := faultfsLibrary(t)
 	control := filepath.Join(t.TempDir(), "disk-fault")
 	dbDir := filepath.Join(t.TempDir(), "disk")

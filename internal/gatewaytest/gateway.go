@@ -77,17 +77,23 @@ func FreePort(t testing.TB) int {
 
 // Gateway is a running gateway process.
 type Gateway struct {
-	t       testing.TB
-	URL     string // http://127.0.0.1:port
-	Port    int
-	Admin   string // admin endpoint address
-	Dir     string // scratch directory: Caddyfile, database
-	DBPath  string
+	t      testing.TB
+	URL    string // http://127.0.0.1:port
+	Port   int
+	Admin  string // admin endpoint address
+	Dir    string // scratch directory: Caddyfile, database
+	DBPath string
+	// DSN is the PostgreSQL database the gateway runs on, as configured
+	// ({env.X} placeholders and all); empty on SQLite
+	DSN     string
 	Config  string // path of the Caddyfile
 	cmd     *exec.Cmd
 	env     []string // added to the process's environment
 	logs    *syncBuffer
 	stopped bool
+	// mapped: a PostgreSQL run maps each `database sqlite <path>` line of
+	// the Caddyfile (at start and at every reload) to a database of its own
+	mapped bool
 }
 
 // Vars are substituted into a Caddyfile template: {{PORT}}, {{ADMIN}},
@@ -99,18 +105,28 @@ type Vars map[string]string
 // until the test ends.
 func Start(t testing.TB, caddyfile string, vars Vars) *Gateway {
 	t.Helper()
-	return start(t, caddyfile, vars, "", nil)
+	return startGateway(t, caddyfile, vars, "", nil, "")
 }
 
 // start is Start with the database at dbPath ("": in the scratch
 // directory) and env added to the process's environment.
 func start(t testing.TB, caddyfile string, vars Vars, dbPath string, env []string) *Gateway {
 	t.Helper()
+	return startGateway(t, caddyfile, vars, dbPath, env, "")
+}
+
+// startGateway is start on the PostgreSQL database at dsn when it is not
+// empty; with dsn empty, a PostgreSQL run (DatabaseEnv) maps the
+// Caddyfile's SQLite database to one.
+func startGateway(t testing.TB, caddyfile string, vars Vars, dbPath string, env []string, dsn string) *Gateway {
+	t.Helper()
+	skipSQLiteOnly(t)
 	dir := t.TempDir()
 	if dbPath == "" {
 		dbPath = filepath.Join(dir, "gateway.db")
 	}
-	g := &Gateway{t: t, Dir: dir, DBPath: dbPath, Config: filepath.Join(dir, "Caddyfile"), env: env}
+	g := &Gateway{t: t, Dir: dir, DBPath: dbPath, Config: filepath.Join(dir, "Caddyfile"), env: env,
+		DSN: dsn, mapped: dsn == "" && OnPostgres()}
 	g.Port = FreePort(t)
 	if p, ok := vars["PORT"]; ok {
 		fmt.Sscan(p, &g.Port)
@@ -138,9 +154,7 @@ func start(t testing.TB, caddyfile string, vars Vars, dbPath string, env []strin
 func (g *Gateway) run() {
 	g.cmd = exec.Command(Binary(g.t), "run", "--config", g.Config, "--adapter", "caddyfile")
 	g.cmd.Dir = g.Dir
-	if len(g.env) > 0 {
-		g.cmd.Env = append(os.Environ(), g.env...)
-	}
+	g.cmd.Env = g.environ()
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	if err := g.cmd.Start(); err != nil {
 		g.t.Fatal(err)
@@ -187,6 +201,8 @@ func (g *Gateway) Wait() {
 // the returned function releases it.
 func (g *Gateway) LockDatabase(path string) (unlock func()) {
 	g.t.Helper()
+	SkipOnPostgres(g.t, "it holds SQLite's database-wide write lock, which PostgreSQL has no counterpart of "+
+		"(a server that goes down mid-run is TestPostgresDownMidRun's)")
 	db, err := sql.Open("sqlite3", "file:"+path+"?_txlock=immediate&_busy_timeout=10000")
 	if err != nil {
 		g.t.Fatal(err)
@@ -207,6 +223,19 @@ func (g *Gateway) LockDatabase(path string) (unlock func()) {
 	return unlock
 }
 
+// environ is the process's environment: the test's, Caddy's data
+// directory (where a gateway on PostgreSQL keeps its usage journal) in the
+// scratch directory so that instances never share a journal, the
+// Caddyfile.example's database on a PostgreSQL run, then the gateway's own.
+func (g *Gateway) environ() []string {
+	env := os.Environ()
+	if os.Getenv("XDG_DATA_HOME") == "" {
+		env = append(env, "XDG_DATA_HOME="+filepath.Join(g.Dir, "caddy-data"))
+	}
+	env = append(env, postgresEnv(g.t)...)
+	return append(env, g.env...)
+}
+
 func (g *Gateway) writeConfig(caddyfile string, vars Vars) {
 	// the test's vars first, so that one may name {{DB}} or {{PORT}}
 	var r []string
@@ -215,6 +244,16 @@ func (g *Gateway) writeConfig(caddyfile string, vars Vars) {
 	}
 	body := strings.NewReplacer(r...).Replace(caddyfile)
 	body = strings.NewReplacer("{{PORT}}", fmt.Sprint(g.Port), "{{ADMIN}}", g.Admin, "{{DB}}", g.DBPath).Replace(body)
+	switch {
+	case g.mapped:
+		var dsn string
+		body, dsn = onPostgres(g.t, body, "")
+		if g.DSN == "" {
+			g.DSN = dsn // the first configuration's database is the one Store inspects
+		}
+	case g.DSN != "":
+		body, _ = onPostgres(g.t, body, g.DSN)
+	}
 	if err := os.WriteFile(g.Config, []byte(body), 0o600); err != nil {
 		g.t.Fatal(err)
 	}
@@ -301,6 +340,7 @@ func (g *Gateway) CLI(args ...string) string {
 func (g *Gateway) TryCLI(args ...string) (string, string, error) {
 	cmd := exec.Command(Binary(g.t), append(append([]string{"gateway"}, args...), "--config", g.Config)...)
 	cmd.Dir = g.Dir
+	cmd.Env = g.environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -326,14 +366,25 @@ func (g *Gateway) AddToken(user string, args ...string) string {
 // inspection; the gateway keeps serving meanwhile.
 func (g *Gateway) Store() store.Store {
 	g.t.Helper()
+	if g.DSN != "" && !g.mapped {
+		return openStore(g.t, "postgres", expandEnv(g.DSN))
+	}
 	return OpenStore(g.t, g.DBPath)
 }
 
 // OpenStore opens a SQLite database through the store interface until the
-// test ends.
+// test ends; on a PostgreSQL run, the database standing in for it.
 func OpenStore(t testing.TB, path string) store.Store {
 	t.Helper()
-	st, err := store.Open("sqlite", path)
+	if OnPostgres() {
+		return openStore(t, "postgres", postgresFor(t, path))
+	}
+	return openStore(t, "sqlite", path)
+}
+
+func openStore(t testing.TB, driver, dsn string) store.Store {
+	t.Helper()
+	st, err := store.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,10 @@ func LeakedSecrets() []string {
 //	func TestMain(m *testing.M) { gatewaytest.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
+	if err := closeCluster(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: stopping the tests' PostgreSQL cluster: %v\n", err)
+		code = 1
+	}
 	journal.mu.Lock()
 	n, k := len(journal.logs), len(journal.secrets)
 	journal.mu.Unlock()

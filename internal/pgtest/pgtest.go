@@ -38,6 +38,8 @@ import (
 // Cluster is a running throwaway server.
 type Cluster struct {
 	dir    string // owns data/, the socket and server.log
+	bin    string
+	cred   *syscall.Credential
 	port   int
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -81,15 +83,20 @@ func New() (*Cluster, error) {
 			return nil, fmt.Errorf("pgtest: give %s to the postgres user: %w", dir, err)
 		}
 	}
-	c := &Cluster{dir: dir}
-	if err := c.initdb(bin, cred); err != nil {
+	c := &Cluster{dir: dir, bin: bin, cred: cred}
+	if err := c.initdb(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	// The port is free when picked but could be taken before the server
 	// binds it; the server then exits and another port is tried.
 	for attempt := 0; ; attempt++ {
-		err = c.start(bin, cred)
+		port, perr := freePort()
+		if perr != nil {
+			os.RemoveAll(dir)
+			return nil, perr
+		}
+		err = c.start(port)
 		if err == nil {
 			return c, nil
 		}
@@ -142,10 +149,10 @@ func credential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func (c *Cluster) initdb(bin string, cred *syscall.Credential) error {
-	cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(c.dir, "data"),
+func (c *Cluster) initdb() error {
+	cmd := exec.Command(filepath.Join(c.bin, "initdb"), "-D", filepath.Join(c.dir, "data"),
 		"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	cmd.Dir = c.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
@@ -153,18 +160,14 @@ func (c *Cluster) initdb(bin string, cred *syscall.Credential) error {
 	return nil
 }
 
-func (c *Cluster) start(bin string, cred *syscall.Credential) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
+func (c *Cluster) start(port int) error {
 	logPath := filepath.Join(c.dir, "server.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o666)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(c.dir, "data"),
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", filepath.Join(c.dir, "data"),
 		"-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+c.dir,
@@ -172,7 +175,7 @@ func (c *Cluster) start(bin string, cred *syscall.Credential) error {
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
@@ -260,6 +263,35 @@ func (c *Cluster) admin(sql string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// Stop stops the server and keeps its data, as a database server that
+// goes down mid-run: connections fail until Restart.
+func (c *Cluster) Stop() error {
+	select {
+	case <-c.exited:
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+		return errors.New("pgtest: postgres did not stop within 30s; killed")
+	}
+}
+
+// Restart starts a stopped server again on its port, with its data.
+func (c *Cluster) Restart() error {
+	select {
+	case <-c.exited:
+	default:
+		return errors.New("pgtest: restart of a server that is running")
+	}
+	return c.start(c.port)
 }
 
 // Close stops the server (a fast shutdown: sessions are ended, nothing

@@ -68,3 +68,43 @@ func TestDatabasesAreSeparate(t *testing.T) {
 		t.Fatalf("b sees a's table: %d, %v", n, err)
 	}
 }
+
+// A stopped server refuses connections and, restarted, serves the same
+// data on the same address: a database going down mid-run and coming back.
+func TestStopRestart(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	dsn := c.Database(t)
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(`CREATE TABLE kept (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec(`SELECT 1`); err == nil {
+		t.Fatal("a stopped server took a connection")
+	}
+	if err := c.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec(`INSERT INTO kept VALUES (1)`); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+}
