@@ -276,8 +276,10 @@ var _ caddy.Destructor = (*database)(nil)
 // leasedLedger is a database's quota ledger: it admits against slices of
 // the balances leased from the store, so that gateway instances sharing
 // the database never spend the same unit (billing/lease.go). Leases are
-// renewed as often as the key cache is, so that a balance changed by
-// another process takes effect as soon as a key's change does.
+// renewed as often as the key cache is refreshed, so that a balance
+// changed by another process takes effect as soon as a key's change does,
+// and live twelve renewals (a minute by default): a killed instance's
+// slices come back then.
 func leasedLedger(st store.Store, log *zap.Logger, renew time.Duration) *billing.Ledger {
-	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: max(time.Minute, 12*renew), Log: log.Named("leases")})
+	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: 12 * renew, Log: log.Named("leases")})
 }
