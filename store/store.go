@@ -290,6 +290,24 @@ type Lease struct {
 	Free int64
 }
 
+// RateUse is one instance's use of a key's or a user's rate limits, as
+// it reports it: requests admitted and tokens used in the last minute,
+// requests in flight now.
+type RateUse struct {
+	Token                      bool // false: a user's limits; true: a key's
+	ID                         int64
+	Requests, Tokens, Parallel int64
+}
+
+// RateShare is what the other instances reported of one key's or user's
+// use, live reports only.
+type RateShare struct {
+	Requests, Tokens, Parallel int64
+	// Owners is how many other instances use it; Before, how many of them
+	// have a name that sorts before the asker's (who gets a remainder).
+	Owners, Before int
+}
+
 // Store is everything the gateway persists.
 type Store interface {
 	// Users.
@@ -366,6 +384,13 @@ type Store interface {
 	// DropExpiredLeases deletes leases that ran out before now, as any
 	// instance may, and says how many.
 	DropExpiredLeases(ctx context.Context, now time.Time) (int64, error)
+
+	// ShareRates records owner's use of each key's and user's rate limits
+	// until until (a use of all zeros is dropped) and returns, for each,
+	// what the other owners' live reports hold: rate limits are shared by
+	// instances through these reports, each admitting in memory its share
+	// of what the others leave.
+	ShareRates(ctx context.Context, owner string, until time.Time, uses []RateUse) ([]RateShare, error)
 
 	// Redemption codes.
 	CreateRedemptionCodes(ctx context.Context, codes []*RedemptionCode) error

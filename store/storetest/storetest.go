@@ -88,6 +88,7 @@ func Run(t *testing.T, open Opener) {
 		{"Leases", []test{
 			{"LeaseBalances", testLeaseBalances},
 			{"LeaseExpiry", testLeaseExpiry},
+			{"ShareRates", testShareRates},
 		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},
