@@ -85,7 +85,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 			st.Close()
 			return nil, err
 		}
-		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL), limiter: billing.NewLimiter(), log: log}
+		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
@@ -99,6 +99,8 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		go db.maintain(ctx, cacheTTL)
 		db.wg.Add(1)
 		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
+		db.wg.Add(1)
+		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
 		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", redactDSN(cfg)),
 			zap.String("usage_journal", wcfg.Journal))
 		return db, nil
@@ -282,4 +284,11 @@ var _ caddy.Destructor = (*database)(nil)
 // slices come back then.
 func leasedLedger(st store.Store, log *zap.Logger, renew time.Duration) *billing.Ledger {
 	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: 12 * renew, Log: log.Named("leases")})
+}
+
+// sharedLimiter is a database's rate limiter: the instances sharing the
+// database hold each key's and user's limits in sum, syncing their use as
+// often as the key cache is refreshed (billing/ratesharing.go).
+func sharedLimiter(st store.Store, log *zap.Logger, sync time.Duration) *billing.Limiter {
+	return billing.NewSharedLimiter(st, billing.ShareConfig{Sync: sync, Log: log.Named("limits")})
 }
