@@ -80,7 +80,7 @@ func NewSharedLimiter(st store.Store, cfg ShareConfig) *Limiter {
 // shared is a window's view of the other instances, as of its last sync.
 type shared struct {
 	synced   bool
-	joining  bool // synced once: the claim of one more is what it may admit
+	joining  bool            // synced once: the claim of one more is what it may admit
 	reported bool            // a report of ours is live in the store
 	others   store.RateShare // the other instances' claims (tokens: use)
 	// own use at the sync: requests, tokens, parallel; and the claims
