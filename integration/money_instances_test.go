@@ -189,3 +189,38 @@ func TestKilledInstanceMoneyComesBack(t *testing.T) {
 		t.Fatalf("%d units left: the killed instance's slice never came back", left)
 	}
 }
+
+// TestRateLimitsAcrossInstances: a key's rpm holds in sum through three
+// instances, not three times over: once each instance has served the key
+// and synced (a key-cache TTL, a second here, a few times over), a burst
+// through all three is admitted no more than the limit.
+func TestRateLimitsAcrossInstances(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	gws := gatewaytest.StartInstances(t, 3, billingConfig("").String(), gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"})
+	const rpm = 30
+	gws[0].AddUser("limited", 0)
+	key := gws[0].AddToken("limited", "--rpm", fmt.Sprint(rpm))
+	admitted := 0
+	for _, gw := range gws {
+		if r := chat(t, gw, key, "free-model", false); r.status != http.StatusOK {
+			t.Fatalf("the first request: %d %s", r.status, r.body)
+		}
+		admitted++
+	}
+	time.Sleep(5 * time.Second)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, gw := range gws {
+		wg.Go(func() {
+			counts, _ := burst(t, gw, key, "free-model", rpm)
+			mu.Lock()
+			admitted += counts[http.StatusOK]
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Logf("%d requests admitted through three instances, rpm %d", admitted, rpm)
+	if admitted > rpm || admitted < rpm-6 {
+		t.Fatalf("%d requests admitted through three instances in the minute; rpm %d", admitted, rpm)
+	}
+}
