@@ -31,7 +31,8 @@ func (lc *LimitsConfig) limits() store.Limits {
 // and outlives reloads: the first configuration to open a database sets it.
 type UsageConfig struct {
 	// Journal is the append-only file usage rows go to while the database
-	// refuses writes. Default: beside the SQLite file, <db>.usage-journal.
+	// refuses writes. Default: beside the SQLite file, <db>.usage-journal;
+	// for PostgreSQL, in Caddy's data directory (see defaultJournal).
 	Journal string `json:"journal,omitempty"`
 	// QueueSize bounds usage rows not yet recorded; a request that finds
 	// it full is answered 503 at once. Default 16384.

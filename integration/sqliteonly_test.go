@@ -11,11 +11,15 @@ import (
 )
 
 // sqliteOnly are the tests about SQLite itself: they reach its files or
-// its lock directly, so a PostgreSQL run (GATEWAY_TEST_DB=postgres, make
-// test-postgres) skips them, saying why. Tests that hold SQLite's lock
-// through the harness (LockDatabase) or inject disk faults below it
+// hold its write lock, so a PostgreSQL run (GATEWAY_TEST_DB=postgres,
+// make test-postgres) skips them, saying why, before they start a
+// gateway. Tests that inject disk faults below SQLite
 // (StartWithDiskFaults) are skipped by the harness itself.
 var sqliteOnly = map[string]string{
+	"TestDatabaseLockedMidLoad": "it holds SQLite's database-wide write lock (LockDatabase), which PostgreSQL has no counterpart of; " +
+		"a server that goes down mid-run is TestPostgresDownMidRun's",
+	"TestJournalUnwritableRefusesPricedRequests": "it holds SQLite's write lock (LockDatabase) to make the database refuse rows; " +
+		"TestPostgresDownMidRun stops the server instead",
 	"TestAccountDatabaseFilesPrivate": "it checks the modes of SQLite's database and WAL files; " +
 		"a PostgreSQL database's files are the server's",
 	"TestHealthWhenTheStoreRefusesWrites": "it holds SQLite's write lock from a connection of its own; " +

@@ -25,6 +25,9 @@ type JobStore struct {
 	// faulted counts status reads that met a fault the test set
 	faulted int
 	held    int // submits held by HoldSubmits right now
+	// hanging counts status reads held by HangPolls right now, mostHanging
+	// the most at once: several pollers of one task would hang together
+	hanging, mostHanging int
 	// keysToStorage counts downloads from signed storage that carried the
 	// channel's key along (Veo)
 	keysToStorage int
@@ -186,6 +189,13 @@ func (s *JobStore) Faulted() int {
 	return s.faulted
 }
 
+// MostHanging is the most status reads HangPolls held at once.
+func (s *JobStore) MostHanging() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mostHanging
+}
+
 // Held is how many submits the fake is holding right now (HoldSubmits).
 func (s *JobStore) Held() int {
 	s.mu.Lock()
@@ -246,7 +256,14 @@ func (s *JobStore) pollGate(w http.ResponseWriter, r *http.Request, vendorError 
 	s.mu.Unlock()
 	switch {
 	case f.HangPolls:
+		s.mu.Lock()
+		s.hanging++
+		s.mostHanging = max(s.mostHanging, s.hanging)
+		s.mu.Unlock()
 		<-r.Context().Done()
+		s.mu.Lock()
+		s.hanging--
+		s.mu.Unlock()
 		return false
 	case f.HugePolls > 0:
 		writeHuge(w, f.HugePolls)

@@ -1,13 +1,16 @@
 package gatewaytest
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/internal/pgtest"
 	_ "github.com/caddy-model-gateway/gateway/store/postgres" // to inspect a gateway's PostgreSQL database
@@ -190,4 +193,24 @@ func skipSQLiteOnly(t testing.TB) {
 	if why, ok := sqliteOnly.Load(name); ok {
 		SkipOnPostgres(t, why.(string))
 	}
+}
+
+// RunOnPostgres runs `caddy run` from the Caddyfile on the PostgreSQL
+// database at dsn, for a configuration that must not start, and returns
+// what the process printed once it exited (within a minute) and how.
+func RunOnPostgres(t testing.TB, dsn, caddyfile string, vars Vars) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	g := &Gateway{t: t, Dir: dir, DBPath: filepath.Join(dir, "gateway.db"), Config: filepath.Join(dir, "Caddyfile"), DSN: dsn,
+		Port: FreePort(t), Admin: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	g.writeConfig(caddyfile, vars)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), "run", "--config", g.Config, "--adapter", "caddyfile")
+	cmd.Dir, cmd.Env = dir, g.environ()
+	out, err := cmd.CombinedOutput()
+	logs := &syncBuffer{}
+	_, _ = logs.Write(out) // searched for keys at the end, as a running gateway's
+	recordLogs(t.Name(), logs)
+	return string(out), err
 }
