@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -126,9 +125,6 @@ type LeaseUnavailable struct{ Err error }
 
 func (e *LeaseUnavailable) Error() string { return "leasing quota: " + e.Err.Error() }
 func (e *LeaseUnavailable) Unwrap() error { return e.Err }
-
-// errNoRoom is a reservation the balance does not cover.
-var errNoRoom = errors.New("quota used up")
 
 // target is the room beyond what is in flight that an account's lease
 // should hold, as the package doc says; 0 for an account unused lately.
