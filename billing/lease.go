@@ -164,14 +164,15 @@ type leaseCall struct {
 func (c *leaseCall) request(k accountKey, a *account, room, need int64) {
 	inFlight := a.inFlight()
 	want := AddSat(inFlight, max(room, 0))
+	cut := want
 	if need > 0 || !a.expires.IsZero() && !time.Now().Before(a.expires) {
 		// past its time the room of a lease may be another's already
-		want = inFlight
+		cut = inFlight
 	}
-	a.remaining = min(a.remaining, want)
+	a.remaining = min(a.remaining, cut)
 	keep := max(a.remaining, inFlight)
 	r := store.LeaseRequest{Account: store.LeaseAccount{Token: k.token, ID: k.id},
-		Want: max(AddSat(inFlight, max(room, 0)), keep), Keep: keep}
+		Want: max(want, keep), Keep: keep}
 	if need > 0 {
 		r.Need = AddSat(inFlight, need)
 	}
