@@ -128,13 +128,19 @@ func (l *Ledger) runningLow(a *account) bool {
 	return true
 }
 
+// topUpTries bounds the synchronous top-ups of one request.
+const topUpTries = 4
+
 // Hold is Admit for a gateway: with leases, a request that does not fit
-// this instance's slices but might fit the balances has them topped up,
-// once, synchronously. The error is a *QuotaRefusal when the balance does
+// this instance's slices but might fit the balances has them topped up
+// synchronously (once, unless other requests take the room meanwhile). The error is a *QuotaRefusal when the balance does
 // not cover amount, a *LeaseUnavailable when the store could not say.
 func (l *Ledger) Hold(u *store.User, t *store.Token, amount int64) (Hold, error) {
 	h, ok := l.Admit(u, t, amount)
-	if !ok && l.leases != nil && l.worthTopUp(u, t, amount) {
+	// Requests that miss together top up one after another, and one's
+	// room may go to another between its top-up and its admission: it
+	// tries again while the balance might still cover it, a few times.
+	for try := 0; !ok && l.leases != nil && try < topUpTries && l.worthTopUp(u, t, amount); try++ {
 		if err := l.topUp(u, t, amount); err != nil {
 			return Hold{}, &LeaseUnavailable{Err: err}
 		}
