@@ -429,3 +429,29 @@ func BenchmarkLeasedAdmit(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.leases.Load()-before)/float64(b.N), "storecalls/op")
 }
+
+// A burst on a cold account: every request misses the empty slice at once
+// and tops it up in turn; with the balance ample, none is refused.
+func TestLeasedBurstOnAColdAccount(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			st := open(t, 1)[0]
+			u, tok := setupUser(t, st, 10_000_000)
+			in := startInstance(t, st, filepath.Join(t.TempDir(), "journal"), billing.LeaseConfig{Owner: "one", Min: 1_000}, true)
+			defer in.shutdown(t)
+			var wg sync.WaitGroup
+			var refused atomic.Int64
+			for range 200 {
+				wg.Go(func() {
+					if !in.request(t, u, tok, 2_500, 14) {
+						refused.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if n := refused.Load(); n != 0 {
+				t.Fatalf("%d of 200 requests refused on a balance that covers them all", n)
+			}
+		})
+	}
+}
