@@ -197,8 +197,21 @@ func (l *Ledger) lease(keys []accountKey, size func(*account) (room, need int64)
 	defer l.storeMu.Unlock()
 	c := &leaseCall{}
 	l.mu.Lock()
+	now := time.Now()
+	skip := true
 	for _, k := range keys {
 		a := l.load(k, 0, true)
+		_, need := size(a)
+		// a top-up another request made while this one waited for the
+		// lock may have made room already: no call, and no cut
+		skip = skip && need > 0 && a.fits(need, now)
+	}
+	if skip {
+		l.mu.Unlock()
+		return nil
+	}
+	for _, k := range keys {
+		a := l.accounts[k]
 		room, need := size(a)
 		c.request(k, a, room, need)
 	}
@@ -238,8 +251,19 @@ func (l *Ledger) fresh(a *account, now time.Time) bool {
 // amount keeps only what is in flight. Called without mu held.
 func (l *Ledger) topUp(u *store.User, t *store.Token, amount int64) error {
 	return l.lease(l.sides(u, t), func(a *account) (int64, int64) {
-		return max(l.leases.cfg.target(a), amount), amount
+		return max(l.leases.cfg.target(a), amount, a.waiting), amount
 	})
+}
+
+// waiting counts amount (taken back when negative) as asked by a request
+// waiting for a top-up of the user's and token's slices.
+func (l *Ledger) waiting(u *store.User, t *store.Token, amount int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range l.sides(u, t) {
+		a := l.load(k, 0, true)
+		a.waiting = AddSat(a.waiting, amount)
+	}
 }
 
 // sides are the accounts a request of u with t spends from. Called with mu

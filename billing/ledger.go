@@ -70,6 +70,9 @@ type account struct {
 	rate           float64
 	ask, askBefore int64
 	boost          int64 // a target doubled by a burst, halved every renewal
+	// waiting is what requests waiting for a synchronous top-up ask, so
+	// that the first top-up of a burst has room for the whole burst
+	waiting int64
 }
 
 // NewLedger returns an empty ledger.
@@ -141,7 +144,10 @@ func (l *Ledger) Hold(u *store.User, t *store.Token, amount int64) (Hold, error)
 	// room may go to another between its top-up and its admission: it
 	// tries again while the balance might still cover it, a few times.
 	for try := 0; !ok && l.leases != nil && try < topUpTries && l.worthTopUp(u, t, amount); try++ {
-		if err := l.topUp(u, t, amount); err != nil {
+		l.waiting(u, t, amount)
+		err := l.topUp(u, t, amount)
+		l.waiting(u, t, -amount)
+		if err != nil {
 			return Hold{}, &LeaseUnavailable{Err: err}
 		}
 		h, ok = l.Admit(u, t, amount)
