@@ -23,8 +23,9 @@ import (
 //	sum over instances of their leases <= balance, at every grant
 //
 // The slice is topped up ahead of need (in the background, when less than
-// half of its target is left), synchronously once when a request does not
-// fit it but might fit the balance, and renewed on a timer, which also
+// half of its target is left), synchronously when a request does not fit
+// it but might fit the balance (once, with room for every request waiting
+// on the same top-up), and renewed on a timer, which also
 // gives back what the recent spend does not need. Its target follows the
 // account's spend: Min, a few of its largest requests, Horizon's worth of
 // its rate, or twice the last target when that ran low within one renewal
