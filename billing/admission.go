@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -87,7 +88,8 @@ func (r *Refusal) Error() string {
 
 // Admit takes, in order, the rate limits, the reservation, a usage-queue
 // slot and the ledger's hold. The error is a *Refusal (rate limits), an
-// error of ask.Reserve, a *UsageRefusal or a *QuotaRefusal; whatever the
+// error of ask.Reserve, a *UsageRefusal (also when leasing quota failed)
+// or a *QuotaRefusal; whatever the
 // outcome, the Admission is settled by Settle.
 func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
 	var ad Admission
@@ -117,10 +119,13 @@ func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
 		}
 		ad.Slot = true
 	}
-	hold, ok := g.Ledger.Admit(ask.User, ask.Token, amount)
-	if !ok {
-		avail, _ := g.Ledger.Available(ask.User.ID)
-		return ad, &QuotaRefusal{Amount: amount, Available: avail}
+	hold, err := g.Ledger.Hold(ask.User, ask.Token, amount)
+	if lu := (*LeaseUnavailable)(nil); errors.As(err, &lu) {
+		// the balance is not known: billing is what is unavailable
+		return ad, &UsageRefusal{Err: fmt.Errorf("%w: %w", ErrUnavailable, lu)}
+	}
+	if err != nil {
+		return ad, err
 	}
 	ad.Hold = hold
 	return ad, nil

@@ -19,9 +19,19 @@ import (
 // A request is admitted only if its reservation fits in what is available,
 // so a balance can go below zero by at most what in-flight requests cost
 // beyond their reservations.
+//
+// A ledger made by NewLeasedLedger takes remaining from leases rather than
+// from the store's balance (lease.go), so that several instances on one
+// database hold the same guarantee together. One made by NewLedger trusts
+// the balance it is given: one process per database.
 type Ledger struct {
 	mu       sync.Mutex
 	accounts map[accountKey]*account
+	leases   *leasing // nil: remaining is the store's balance
+	// storeMu keeps lease calls and batch commits apart, so that a lease
+	// is granted on a balance read before or after a commit whose costs
+	// the ledger counts accordingly, never while one is under way.
+	storeMu sync.Mutex
 }
 
 type accountKey struct {
@@ -42,6 +52,27 @@ type account struct {
 	// loaded is false for an account known only by what it owes (rows
 	// journaled by an earlier run) until the store's balance is read.
 	loaded bool
+	// moved sums what changed remaining besides lease grants (commits,
+	// debits), so a grant applies what moved during its store call.
+	moved int64
+
+	// With leases: remaining is the lease less what was committed since.
+	leased   bool      // the store holds a lease of this instance's
+	expires  time.Time // nothing is admitted against the lease from then on
+	leasedAt time.Time // the last grant
+	free     int64     // the balance no lease held at leasedAt
+	stale    bool      // credited since leasedAt: a top-up may find more
+	low      bool      // under half its target: top up in the background
+	// what sizes the lease: costs settled since the last renewal, their
+	// rate (units a second), the largest reservations of this renewal
+	// period and of the one before
+	settled        int64
+	rate           float64
+	ask, askBefore int64
+	boost          int64 // a target doubled by a burst, halved every renewal
+	// waiting is what requests waiting for a synchronous top-up ask, so
+	// that the first top-up of a burst has room for the whole burst
+	waiting int64
 }
 
 // NewLedger returns an empty ledger.
@@ -61,18 +92,71 @@ type Hold struct {
 // less than amount available, or nothing at all when amount is zero.
 func (l *Ledger) Admit(u *store.User, t *store.Token, amount int64) (Hold, bool) {
 	h := Hold{UserID: u.ID, TokenID: t.ID, Amount: amount}
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ua := l.load(accountKey{false, u.ID}, u.Quota, true)
 	ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0)
-	if !ua.fits(amount) || (ta.limited && !ta.fits(amount)) {
+	if l.leases != nil {
+		ua.ask, ta.ask = max(ua.ask, amount), max(ta.ask, amount)
+	}
+	if !ua.fits(amount, now) || (ta.limited && !ta.fits(amount, now)) {
 		return Hold{}, false
 	}
-	now := time.Now()
 	ua.reserved = AddSat(ua.reserved, amount)
 	ta.reserved = AddSat(ta.reserved, amount)
 	ua.usedAt, ta.usedAt = now, now
+	if l.leases != nil && (l.runningLow(ua) || ta.limited && l.runningLow(ta)) {
+		select {
+		case l.leases.kick <- struct{}{}:
+		default: // a top-up is on its way
+		}
+	}
 	return h, true
+}
+
+// runningLow marks an account whose slice is under half its target, for
+// the background top-up. Called with mu held.
+func (l *Ledger) runningLow(a *account) bool {
+	cfg := &l.leases.cfg
+	t := cfg.target(a)
+	if a.low || a.available() >= t/2 {
+		return false
+	}
+	if time.Since(a.leasedAt) < cfg.Renew {
+		// spent faster than renewals come: a burst the rate has not seen
+		a.boost = min(MulSat(t, 2), cfg.Max)
+	}
+	a.low = true
+	return true
+}
+
+// topUpTries bounds the synchronous top-ups of one request.
+const topUpTries = 4
+
+// Hold is Admit for a gateway: with leases, a request that does not fit
+// this instance's slices but might fit the balances has them topped up
+// synchronously (once, unless other requests take the room meanwhile). The error is a *QuotaRefusal when the balance does
+// not cover amount, a *LeaseUnavailable when the store could not say.
+func (l *Ledger) Hold(u *store.User, t *store.Token, amount int64) (Hold, error) {
+	h, ok := l.Admit(u, t, amount)
+	// Requests that miss together top up one after another, and one's
+	// room may go to another between its top-up and its admission: it
+	// tries again while the balance might still cover it, a few times.
+	for try := 0; !ok && l.leases != nil && try < topUpTries && l.worthTopUp(u, t, amount); try++ {
+		l.waiting(u, t, amount)
+		err := l.topUp(u, t, amount)
+		l.waiting(u, t, -amount)
+		if err != nil {
+			return Hold{}, &LeaseUnavailable{Err: err}
+		}
+		h, ok = l.Admit(u, t, amount)
+	}
+	if !ok {
+		avail, _ := l.Available(u.ID)
+		return Hold{}, &QuotaRefusal{Amount: amount, Available: avail}
+	}
+	return h, nil
 }
 
 func (l *Ledger) load(k accountKey, remaining int64, limited bool) *account {
@@ -80,6 +164,12 @@ func (l *Ledger) load(k accountKey, remaining int64, limited bool) *account {
 	if !ok {
 		a = &account{}
 		l.accounts[k] = a
+	}
+	if l.leases != nil {
+		// a lease, not the balance read, is what may be spent here; the
+		// token's limit is the key cache's, as fresh as the token itself
+		a.limited, a.loaded = limited, true
+		return a
 	}
 	if !a.loaded {
 		a.remaining, a.limited, a.syncedAt, a.loaded = remaining, limited, time.Now(), true
@@ -109,9 +199,10 @@ func (a *account) available() int64 {
 }
 
 // fits is true when amount can be held. A request that costs nothing (a
-// free model) always fits, even on an empty balance.
-func (a *account) fits(amount int64) bool {
-	return amount == 0 || a.available() >= amount
+// free model) always fits, even on an empty balance; nothing else fits a
+// lease past its time.
+func (a *account) fits(amount int64, now time.Time) bool {
+	return amount == 0 || a.available() >= amount && (a.expires.IsZero() || now.Before(a.expires))
 }
 
 // AddSat and subSat are checked int64 arithmetic that saturates.
@@ -135,14 +226,39 @@ func subSat(a, b int64) int64 {
 
 // Room is what the user and token may still hold, loading them as Admit
 // does: the smaller of the two when the token has a limit of its own.
+//
+// With leases it is the slice's room and the balance no lease holds,
+// as a store call learns them when the ledger's are not fresh.
 func (l *Ledger) Room(u *store.User, t *store.Token) int64 {
+	if l.leases != nil {
+		l.mu.Lock()
+		stale := false
+		now := time.Now()
+		for _, k := range l.sides(u, t) {
+			a := l.load(k, 0, true)
+			stale = stale || !l.fresh(a, now)
+		}
+		l.mu.Unlock()
+		if stale {
+			_ = l.topUp(u, t, 0) // on failure the room known is all there is
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	room := l.load(accountKey{false, u.ID}, u.Quota, true).available()
+	room := l.load(accountKey{false, u.ID}, u.Quota, true).spendable(l.leases != nil)
 	if ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0); ta.limited {
-		room = min(room, ta.available())
+		room = min(room, ta.spendable(l.leases != nil))
 	}
 	return room
+}
+
+// spendable is what an account may still spend: its room here and, with
+// leases, the free balance it could lease.
+func (a *account) spendable(leased bool) int64 {
+	if !leased {
+		return a.available()
+	}
+	return AddSat(a.available(), max(a.free, 0))
 }
 
 // Available reports what a user may still spend, for errors and display.
@@ -153,7 +269,7 @@ func (l *Ledger) Available(userID int64) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return a.available(), true
+	return a.spendable(l.leases != nil), true
 }
 
 // Reserved is the quota held by requests in flight, over every user.
@@ -178,6 +294,7 @@ func (l *Ledger) Settle(h Hold, cost int64) {
 		if a, ok := l.accounts[k]; ok {
 			a.reserved = subSat(a.reserved, h.Amount)
 			a.unflushed = AddSat(a.unflushed, cost)
+			a.settled = AddSat(a.settled, cost)
 		}
 	}
 }
@@ -192,6 +309,7 @@ func (l *Ledger) Committed(userCosts, tokenCosts map[int64]int64) {
 			if a, ok := l.accounts[accountKey{token, id}]; ok {
 				a.unflushed = subSat(a.unflushed, c)
 				a.remaining = subSat(a.remaining, c)
+				a.moved = subSat(a.moved, c)
 				a.commits++
 			}
 		}
@@ -201,12 +319,24 @@ func (l *Ledger) Committed(userCosts, tokenCosts map[int64]int64) {
 }
 
 // Credit adds to a user's known balance after the store was credited (top
-// up, redemption) by this process.
+// up, redemption) by this process. With leases a credit is the balance's,
+// not the lease's: the next request that does not fit leases it. A debit
+// (amount < 0) comes off the lease at once, as it would off the balance;
+// the next renewal sizes the lease to the balance again.
 func (l *Ledger) Credit(userID, amount int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if a, ok := l.accounts[accountKey{false, userID}]; ok {
+	a, ok := l.accounts[accountKey{false, userID}]
+	switch {
+	case !ok:
+	case l.leases == nil:
 		a.remaining = AddSat(a.remaining, amount)
+	case amount < 0:
+		a.remaining = AddSat(a.remaining, amount)
+		a.moved = AddSat(a.moved, amount)
+		a.stale = true
+	default:
+		a.stale = true
 	}
 }
 
@@ -220,18 +350,25 @@ func (l *Ledger) Debited(h Hold) {
 		if a, ok := l.accounts[k]; ok {
 			a.reserved = subSat(a.reserved, h.Amount)
 			a.remaining = subSat(a.remaining, h.Amount)
+			a.moved = subSat(a.moved, h.Amount)
+			a.settled = AddSat(a.settled, h.Amount)
 			a.commits++ // a store read from before the debit is stale
 		}
 	}
 }
 
 // Returned adds amount back to a user's and token's known balances after
-// the store credited it (what a settled task did not cost).
+// the store credited it (what a settled task did not cost). With leases it
+// went to the balance, for the next top-up to lease.
 func (l *Ledger) Returned(userID, tokenID, amount int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, userID}, {true, tokenID}} {
 		if a, ok := l.accounts[k]; ok {
+			if l.leases != nil {
+				a.stale = true
+				continue
+			}
 			a.remaining = AddSat(a.remaining, amount)
 			a.commits++
 		}
@@ -283,16 +420,19 @@ func (l *Ledger) sync(s Stamp, k accountKey, remaining int64, limited bool) {
 
 // Refresh re-reads from the store every account last synced longer than
 // maxAge ago, and forgets accounts idle for longer than idle with nothing
-// reserved or unflushed. The gateway runs it in the background, so quota
-// changed by another process takes effect within about maxAge.
+// reserved or unflushed (nor, with leases, leased). The gateway runs it in
+// the background, so quota changed by another process takes effect within
+// about maxAge. With leases the renewals do that (RunLeases), and Refresh
+// only forgets.
 func (l *Ledger) Refresh(ctx context.Context, st store.Store, maxAge, idle time.Duration) {
 	now := time.Now()
 	var stale []accountKey
 	l.mu.Lock()
 	for k, a := range l.accounts {
 		switch {
-		case a.reserved == 0 && a.unflushed == 0 && now.Sub(a.usedAt) > idle:
+		case a.reserved == 0 && a.unflushed == 0 && !a.leased && now.Sub(a.usedAt) > idle:
 			delete(l.accounts, k)
+		case l.leases != nil:
 		case now.Sub(a.syncedAt) > maxAge:
 			stale = append(stale, k)
 		}

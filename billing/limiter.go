@@ -18,9 +18,13 @@ import (
 // the minute's tokens are below the limit and counts what it used at Done.
 // One mutex covers every key: a request checks and takes its token's and its
 // user's limits in one step, so concurrent requests cannot slip past one.
+//
+// A limiter made by NewSharedLimiter holds these in sum with the other
+// instances on its database, within the slack ratesharing.go states.
 type Limiter struct {
-	mu   sync.Mutex
-	keys map[accountKey]*window
+	mu      sync.Mutex
+	keys    map[accountKey]*window
+	sharing *sharing // nil: this instance alone
 }
 
 // window is one key's recent history.
@@ -33,6 +37,7 @@ type window struct {
 	tokens   [60]int64
 	tokenSec [60]int64
 	usedAt   time.Time
+	shared   shared // the other instances' use, when limits are shared
 }
 
 // NewLimiter returns an empty limiter.
@@ -64,6 +69,16 @@ func (l *Limiter) Admit(now time.Time, tokenID int64, tl store.Limits, userID in
 		of  string
 	}
 	sides := [2]side{{accountKey{true, tokenID}, tl, "key"}, {accountKey{false, userID}, ul, "user"}}
+	if l.sharing != nil {
+		var keys []accountKey
+		var lims []store.Limits
+		for _, s := range sides {
+			if s.lim != (store.Limits{}) {
+				keys, lims = append(keys, s.k), append(lims, s.lim)
+			}
+		}
+		l.syncFirst(now, keys, lims)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var ws [2]*window
@@ -102,7 +117,8 @@ func (l *Limiter) Admit(now time.Time, tokenID int64, tl store.Limits, userID in
 
 // check reports the first limit w has no room under.
 func (w *window) check(now time.Time, lim store.Limits) *Refusal {
-	if lim.MaxParallel > 0 && w.parallel >= lim.MaxParallel {
+	sh := &w.shared
+	if lim.MaxParallel > 0 && w.parallel >= sh.allowed(lim.MaxParallel, sh.parallel, sh.others.Parallel, sh.claimP) {
 		// no time tells when one ends; a second is a fair guess
 		return &Refusal{Limit: "max_parallel", Value: lim.MaxParallel, RetryAfter: time.Second}
 	}
@@ -112,9 +128,14 @@ func (w *window) check(now time.Time, lim store.Limits) *Refusal {
 			return &Refusal{Limit: "rpm", Value: lim.RPM, RetryAfter: free.Sub(now)}
 		}
 	}
+	if lim.RPM > 0 && sh.others.Owners > 0 && len(w.starts) > 0 &&
+		w.requestsSince(now.Add(-time.Minute)) >= sh.allowed(lim.RPM, sh.requests, sh.others.Requests, sh.claimR) {
+		// this instance's share is taken: the others' next sync may free some
+		return &Refusal{Limit: "rpm", Value: lim.RPM, RetryAfter: time.Second}
+	}
 	if lim.TPM > 0 {
 		used, oldest := w.tokensSince(now)
-		if used >= lim.TPM {
+		if used >= sh.allowed(lim.TPM, sh.tokens, sh.others.Tokens, 0) {
 			wait := time.Second
 			if oldest > 0 {
 				wait = time.Unix(oldest+60, 0).Sub(now)

@@ -475,6 +475,9 @@ func (w *Writer) commit(batch []*store.UsageLog) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.CommitTimeout)
 	defer cancel()
+	// no lease is granted between the charge and the ledger hearing of it
+	w.ledger.storeMu.Lock()
+	defer w.ledger.storeMu.Unlock()
 	start := time.Now()
 	err := w.st.SettleBatch(ctx, batch)
 	if f := w.onCommit.Load(); f != nil {

@@ -85,7 +85,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 			st.Close()
 			return nil, err
 		}
-		db := &database{key: key, store: st, ledger: billing.NewLedger(), limiter: billing.NewLimiter(), log: log}
+		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
@@ -97,6 +97,10 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		db.stop = cancel
 		db.wg.Add(1)
 		go db.maintain(ctx, cacheTTL)
+		db.wg.Add(1)
+		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
+		db.wg.Add(1)
+		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
 		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", redactDSN(cfg)),
 			zap.String("usage_journal", wcfg.Journal))
 		return db, nil
@@ -169,6 +173,9 @@ func (db *database) close(done chan struct{}) error {
 	db.stop()
 	db.wg.Wait()
 	db.writer.Close()
+	if err := db.ledger.ReleaseLeases(); err != nil {
+		db.log.Warn("giving quota leases back: they come back when they run out", zap.Error(err))
+	}
 	return db.store.Close()
 }
 
@@ -267,3 +274,21 @@ func dsnHoldsPassword(cfg DatabaseConfig) bool {
 }
 
 var _ caddy.Destructor = (*database)(nil)
+
+// leasedLedger is a database's quota ledger: it admits against slices of
+// the balances leased from the store, so that gateway instances sharing
+// the database never spend the same unit (billing/lease.go). Leases are
+// renewed as often as the key cache is refreshed, so that a balance
+// changed by another process takes effect as soon as a key's change does,
+// and live twelve renewals (a minute by default): a killed instance's
+// slices come back then.
+func leasedLedger(st store.Store, log *zap.Logger, renew time.Duration) *billing.Ledger {
+	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: 12 * renew, Log: log.Named("leases")})
+}
+
+// sharedLimiter is a database's rate limiter: the instances sharing the
+// database hold each key's and user's limits in sum, syncing their use as
+// often as the key cache is refreshed (billing/ratesharing.go).
+func sharedLimiter(st store.Store, log *zap.Logger, sync time.Duration) *billing.Limiter {
+	return billing.NewSharedLimiter(st, billing.ShareConfig{Sync: sync, Log: log.Named("limits")})
+}

@@ -260,6 +260,54 @@ type CodeFilter struct {
 	Limit    int
 }
 
+// LeaseAccount names a balance that gateway instances lease slices of: a
+// user's quota, or a token's own limit (QuotaLimit - UsedQuota).
+type LeaseAccount struct {
+	Token bool // false: the user's quota; true: the token's own limit
+	ID    int64
+}
+
+// LeaseRequest asks that an owner's lease on one account become Want, or
+// as much of it as the balance no other live lease holds, but never less
+// than Keep: what the owner admitted against its lease and has not yet
+// charged, which is spent whatever the balance now says. When what it can
+// have is less than Need, it holds only Keep: an instance that cannot get
+// enough for the request at hand gives its fragment back rather than sit
+// on it, so that the fragments of several instances cannot together hold
+// a balance none of them can spend.
+type LeaseRequest struct {
+	Account          LeaseAccount
+	Want, Keep, Need int64
+}
+
+// Lease is what an owner holds on one account after LeaseBalances.
+type Lease struct {
+	Account LeaseAccount
+	Amount  int64
+	// Free is the balance no live lease holds, this one included: what a
+	// top-up could still get. Below zero when the balance was lowered
+	// (a charge, a debit) under leases taken before.
+	Free int64
+}
+
+// RateUse is one instance's use of a key's or a user's rate limits, as
+// it reports it: requests admitted and tokens used in the last minute,
+// requests in flight now.
+type RateUse struct {
+	Token                      bool // false: a user's limits; true: a key's
+	ID                         int64
+	Requests, Tokens, Parallel int64
+}
+
+// RateShare is what the other instances reported of one key's or user's
+// use, live reports only.
+type RateShare struct {
+	Requests, Tokens, Parallel int64
+	// Owners is how many other instances use it; Before, how many of them
+	// have a name that sorts before the asker's (who gets a remainder).
+	Owners, Before int
+}
+
 // Store is everything the gateway persists.
 type Store interface {
 	// Users.
@@ -312,12 +360,37 @@ type Store interface {
 	SetUserLimits(ctx context.Context, userID int64, l Limits) error
 
 	// Quota movement. Reservations live in the gateway's memory (the
-	// caddymodule ledger); the store only sees settled costs. SettleBatch
-	// writes every row and charges each row's Cost to its user (quota down,
-	// used quota and request count up) and token (used quota up), all in one
-	// transaction, so a batch is either wholly applied or not at all. A row
-	// whose Key is already stored is skipped with its charge.
+	// billing ledger, against its leases); the store only sees settled
+	// costs. SettleBatch writes every row and charges each row's Cost to
+	// its user (quota down, used quota and request count up) and token
+	// (used quota up), all in one transaction, so a batch is either wholly
+	// applied or not at all. A row whose Key is already stored is skipped
+	// with its charge.
 	SettleBatch(ctx context.Context, logs []*UsageLog) error
+
+	// Balance leases: an instance holds a slice of a balance to admit
+	// requests against in memory. A lease is a claim, not a debit: the
+	// balance (users.quota, a token's limit) is charged only by settled
+	// costs, so a lease that runs out or is dropped gives nothing back and
+	// loses nothing; other instances merely cannot lease what it claims.
+	//
+	// LeaseBalances sets owner's lease on each account, in one
+	// transaction, as LeaseRequest says, until until; a lease of 0 is
+	// dropped. An account that does not exist, or a token without a
+	// limit of its own, grants nothing. Expired leases (of any owner)
+	// count for nothing, so a killed instance's leases come back when
+	// they run out.
+	LeaseBalances(ctx context.Context, owner string, until time.Time, reqs []LeaseRequest) ([]Lease, error)
+	// DropExpiredLeases deletes leases that ran out before now, as any
+	// instance may, and says how many.
+	DropExpiredLeases(ctx context.Context, now time.Time) (int64, error)
+
+	// ShareRates records owner's use of each key's and user's rate limits
+	// until until (a use of all zeros is dropped) and returns, for each,
+	// what the other owners' live reports hold: rate limits are shared by
+	// instances through these reports, each admitting in memory its share
+	// of what the others leave.
+	ShareRates(ctx context.Context, owner string, until time.Time, uses []RateUse) ([]RateShare, error)
 
 	// Redemption codes.
 	CreateRedemptionCodes(ctx context.Context, codes []*RedemptionCode) error

@@ -85,6 +85,11 @@ func Run(t *testing.T, open Opener) {
 			{"LimitsRoundTrip", testLimitsRoundTrip},
 			{"RetentionKeepsDailyTotals", testRetentionKeepsDailyTotals},
 		}},
+		{"Leases", []test{
+			{"LeaseBalances", testLeaseBalances},
+			{"LeaseExpiry", testLeaseExpiry},
+			{"ShareRates", testShareRates},
+		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},
 			{"LeaseTasksNeverTwice", testLeaseTasksNeverTwice},
@@ -117,6 +122,7 @@ func RunInstances(t *testing.T, open InstancesOpener) {
 		{"LeaseTasks", testInstancesLeaseTasks},
 		{"FinishTaskOnce", testInstancesFinishTaskOnce},
 		{"MixedMoneyWrites", testInstancesMixedMoneyWrites},
+		{"LeaseRace", testInstancesLeaseRace},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
 	}

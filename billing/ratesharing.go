@@ -1,0 +1,252 @@
+package billing
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// Shared rate limits: several instances on one database enforce one key's
+// and one user's rpm, tpm and max_parallel together, still admitting from
+// memory. Every Sync each instance reports, for every key it serves, its
+// claim on the key's requests a minute and requests at once, and the
+// tokens it used in the last minute (store.ShareRates), and reads the
+// others'. Its claim, and what it admits until the next sync, is its fair
+// part of the limit, or what the others' claims leave when that is less,
+// and never less than it already uses:
+//
+//	claim = max(own use, min(limit / instances, limit - others' claims))
+//
+// (the remainder of the division going to the instances whose names sort
+// first), so that fair parts add up to the limit; what it admits is held
+// to the smaller of the claim it reported and the same formula on the
+// view it read back. An instance idle for a minute drops its claims. tpm is shared on use alone (tokens are known only once a
+// request ends). An instance alone on a key has the whole limit, exactly
+// as without sharing. A key's first request at an instance syncs it at
+// once, claiming one request (one slot) more than it uses, which it may
+// admit at once whatever the others claim; its share comes with its next
+// sync.
+//
+// The slack: an instance that starts serving a key may admit one request
+// (hold one slot) beyond the others' claims until their next sync; and
+// instances that sync on views older than one another's last report can
+// each take a share of the same rest, so in sum across instances a minute
+// may admit more than rpm (or hold more than max_parallel at once) by what
+// one Sync's staleness lets through, at most a share of the rest per
+// instance and Sync. Requests leaving the window are seen at the next
+// sync, which only makes the others stricter meanwhile.
+
+// ShareConfig tunes rate sharing; zero fields take the defaults.
+type ShareConfig struct {
+	// Owner names this instance's reports; unique per process run.
+	Owner string
+	// Sync is how often reports are written and read. Default 1s.
+	Sync time.Duration
+	// Timeout bounds one store call. Default 5s.
+	Timeout time.Duration
+	// Log reports syncs the store refused; nil logs nothing.
+	Log *zap.Logger
+}
+
+type sharing struct {
+	st  store.Store
+	cfg ShareConfig
+}
+
+// NewSharedLimiter returns a limiter that shares its keys' limits with the
+// other instances reporting to st; RunSync keeps the reports current.
+func NewSharedLimiter(st store.Store, cfg ShareConfig) *Limiter {
+	if cfg.Owner == "" {
+		cfg.Owner = NewLeaseOwner()
+	}
+	if cfg.Sync <= 0 {
+		cfg.Sync = time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	l := NewLimiter()
+	l.sharing = &sharing{st: st, cfg: cfg}
+	return l
+}
+
+// shared is a window's view of the other instances, as of its last sync.
+type shared struct {
+	synced   bool
+	joining  bool            // synced once: the claim of one more is what it may admit
+	reported bool            // a report of ours is live in the store
+	others   store.RateShare // the other instances' claims (tokens: use)
+	// own use at the sync: requests, tokens, parallel; and the claims
+	// reported on requests and parallel
+	requests, tokens, parallel int64
+	claimR, claimP             int64
+	lim                        store.Limits // the key's limits, as last asked
+}
+
+// share is this instance's claim on limit, own being its use and other
+// the others' claims, on the view s holds: its fair part of the limit, or
+// what the others leave when that is less, and never less than it uses.
+// Alone, it is the whole limit.
+func (s *shared) share(limit, own, other int64) int64 {
+	n := int64(s.others.Owners)
+	if !s.synced || n == 0 {
+		return limit
+	}
+	fair := limit / (n + 1)
+	if int64(s.others.Before) < limit%(n+1) {
+		fair++
+	}
+	return max(own, min(fair, limit-other))
+}
+
+// allowed is what this instance may hold of limit: its share on the view
+// read back, never more than the claim it reported (0: none, tpm).
+func (s *shared) allowed(limit, own, other, claim int64) int64 {
+	a := s.share(limit, own, other)
+	if s.synced && s.others.Owners > 0 && claim > 0 {
+		if s.joining {
+			return claim // the others hold back for it from their next sync
+		}
+		a = min(a, claim)
+	}
+	return a
+}
+
+// requestsSince counts the starts in the rpm ring after since; the ring
+// holds them oldest first from next.
+func (w *window) requestsSince(since time.Time) int64 {
+	n := len(w.starts)
+	i := sort.Search(n, func(i int) bool { return w.starts[(w.next+i)%n].After(since) })
+	return int64(n - i)
+}
+
+// use is w's report now: its claims on rpm and max_parallel (its use
+// without such a limit), its tokens used.
+func (w *window) use(now time.Time, k accountKey) store.RateUse {
+	tokens, _ := w.tokensSince(now)
+	sh := &w.shared
+	u := store.RateUse{Token: k.token, ID: k.id, Requests: w.requestsSince(now.Add(-time.Minute)),
+		Tokens: tokens, Parallel: w.parallel}
+	if u.Requests == 0 && u.Tokens == 0 && u.Parallel == 0 {
+		return u // idle for a minute: its claims go back to the others
+	}
+	claim := func(limit, own, other int64) int64 {
+		if !sh.synced {
+			// no view yet: claim one more than is used, so that the
+			// instances already serving the key hold back that much
+			return min(own+1, limit)
+		}
+		return sh.share(limit, own, other)
+	}
+	if sh.lim.RPM > 0 {
+		u.Requests = claim(sh.lim.RPM, u.Requests, sh.others.Requests)
+	}
+	if sh.lim.MaxParallel > 0 {
+		u.Parallel = claim(sh.lim.MaxParallel, u.Parallel, sh.others.Parallel)
+	}
+	return u
+}
+
+// sync reports the use of keys and reads the others'. Called without mu.
+func (l *Limiter) sync(now time.Time, keys []accountKey) {
+	sh := l.sharing
+	l.mu.Lock()
+	uses := make([]store.RateUse, 0, len(keys))
+	owns := make([][3]int64, 0, len(keys))
+	ks := keys[:0:0]
+	for _, k := range keys {
+		if w := l.keys[k]; w != nil {
+			uses = append(uses, w.use(now, k))
+			tokens, _ := w.tokensSince(now)
+			owns = append(owns, [3]int64{w.requestsSince(now.Add(-time.Minute)), tokens, w.parallel})
+			ks = append(ks, k)
+		}
+	}
+	l.mu.Unlock()
+	if len(uses) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sh.cfg.Timeout)
+	defer cancel()
+	got, err := sh.st.ShareRates(ctx, sh.cfg.Owner, now.Add(3*sh.cfg.Sync), uses)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, k := range ks {
+		w := l.keys[k]
+		if w == nil {
+			continue
+		}
+		w.shared.joining = !w.shared.synced
+		w.shared.synced = true // on failure: the local limits alone, until the next sync
+		if err != nil || len(got) != len(uses) {
+			continue
+		}
+		u := uses[i]
+		w.shared.others = got[i]
+		w.shared.requests, w.shared.tokens, w.shared.parallel = owns[i][0], owns[i][1], owns[i][2]
+		w.shared.claimR, w.shared.claimP = u.Requests, u.Parallel
+		w.shared.reported = u != store.RateUse{Token: u.Token, ID: u.ID}
+	}
+	if err != nil {
+		sh.cfg.Log.Warn("sharing rate limits: each instance enforces them alone until the store answers",
+			zap.Int("keys", len(uses)), zap.Error(err))
+	}
+}
+
+// syncFirst syncs, before admitting, the keys with limits this instance
+// has not synced yet: a key's first request here.
+func (l *Limiter) syncFirst(now time.Time, keys []accountKey, lims []store.Limits) {
+	var fresh []accountKey
+	l.mu.Lock()
+	for i, k := range keys {
+		w := l.keys[k]
+		if w == nil {
+			w = &window{usedAt: now}
+			l.keys[k] = w
+		}
+		w.shared.lim = lims[i]
+		if !w.shared.synced {
+			fresh = append(fresh, k)
+		}
+	}
+	l.mu.Unlock()
+	if len(fresh) > 0 {
+		l.sync(now, fresh)
+	}
+}
+
+// RunSync reports and reads the shared limits' use every Sync until ctx
+// ends.
+func (l *Limiter) RunSync(ctx context.Context) {
+	sh := l.sharing
+	if sh == nil {
+		return
+	}
+	t := time.NewTicker(sh.cfg.Sync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var keys []accountKey
+			l.mu.Lock()
+			for k, w := range l.keys {
+				if w.shared.reported || w.parallel > 0 || now.Sub(w.usedAt) < time.Minute {
+					keys = append(keys, k)
+				}
+			}
+			l.mu.Unlock()
+			for start := 0; start < len(keys); start += renewBatch {
+				l.sync(now, keys[start:min(start+renewBatch, len(keys))])
+			}
+		}
+	}
+}
