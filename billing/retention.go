@@ -77,9 +77,29 @@ func (r *Retention) run(ctx context.Context) {
 	}
 }
 
+// RetentionLock names the lock that lets one instance at a time sweep a
+// database several instances share.
+const RetentionLock = "usage retention"
+
 // sweep deletes every row older than the window, a batch at a time. The
-// cutoff is fixed at the start so a sweep ends even under load.
+// cutoff is fixed at the start so a sweep ends even under load. On a store
+// several instances share (a store.Locker) the sweep runs on the instance
+// that takes the retention lock; the others skip that round.
 func (r *Retention) sweep(ctx context.Context) {
+	if l, ok := r.Store.(store.Locker); ok {
+		release, held, err := l.TryLock(ctx, RetentionLock)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.Log.Warn("usage retention: taking the retention lock failed; trying again at the next interval", zap.Error(err))
+			}
+			return
+		case !held:
+			r.Log.Debug("usage retention: another instance is sweeping; skipping this round")
+			return
+		}
+		defer release()
+	}
 	cutoff := time.Now().Add(-r.Keep)
 	var total int64
 	for ctx.Err() == nil {

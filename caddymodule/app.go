@@ -22,6 +22,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
 
@@ -134,7 +135,7 @@ type App struct {
 
 	// this configuration's metrics and retention worker
 	metrics   *metrics.Relay
-	retention *retentionWorker
+	retention *billing.Retention
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
@@ -302,7 +303,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if a.Database.DSN != "" {
 			dbc.DSN = repl.ReplaceAll(a.Database.DSN, "")
 		}
-		if dsnHoldsPassword(*a.Database) {
+		if store.DSNHoldsPassword(a.Database.Driver, a.Database.DSN) {
 			a.log.Warn("the database's data source name holds a password, which the admin API serves with the configuration: " +
 				"put it in an {env.X} placeholder or the PGPASSWORD environment variable instead")
 		}

@@ -5,10 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,7 +63,7 @@ func (db *database) enter() { db.active.Add(1) }
 func (db *database) leave() { db.active.Add(-1) }
 
 func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
-	key := databaseKey(cfg)
+	key := store.DatabaseKey(cfg.Driver, cfg.DSN)
 	closingMu.Lock()
 	wait := closing[key]
 	closingMu.Unlock()
@@ -73,13 +71,13 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		select {
 		case <-wait:
 		case <-time.After(time.Minute):
-			return nil, fmt.Errorf("the %s database %q is still draining from the previous configuration", cfg.Driver, redactDSN(cfg))
+			return nil, fmt.Errorf("the %s database %q is still draining from the previous configuration", cfg.Driver, store.RedactDSN(cfg.Driver, cfg.DSN))
 		}
 	}
 	val, _, err := databases.LoadOrNew(key, func() (caddy.Destructor, error) {
 		st, err := store.Open(cfg.Driver, cfg.DSN)
 		if err != nil {
-			return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, redactDSN(cfg), err)
+			return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, store.RedactDSN(cfg.Driver, cfg.DSN), err)
 		}
 		if err := account.BootstrapRoot(context.Background(), st, log, os.Stderr); err != nil {
 			st.Close()
@@ -101,7 +99,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
 		db.wg.Add(1)
 		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
-		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", redactDSN(cfg)),
+		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", store.RedactDSN(cfg.Driver, cfg.DSN)),
 			zap.String("usage_journal", wcfg.Journal))
 		return db, nil
 	})
@@ -179,24 +177,6 @@ func (db *database) close(done chan struct{}) error {
 	return db.store.Close()
 }
 
-// databaseKey names a database once however its path is written, so two
-// spellings of one SQLite file share one ledger.
-func databaseKey(cfg DatabaseConfig) string {
-	dsn := cfg.DSN
-	if cfg.Driver == "sqlite" && dsn != ":memory:" && !strings.HasPrefix(dsn, "file:") {
-		if abs, err := filepath.Abs(dsn); err == nil {
-			dsn = abs
-			// the file may not exist yet: resolve its directory then
-			if real, err := filepath.EvalSymlinks(abs); err == nil {
-				dsn = real
-			} else if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-				dsn = filepath.Join(dir, filepath.Base(abs))
-			}
-		}
-	}
-	return cfg.Driver + ":" + dsn
-}
-
 // defaultJournal is where unwritten usage rows go: beside a SQLite file;
 // for a database that is not a file here (a server, or SQLite in memory),
 // in Caddy's data directory, one journal per database, so that rows held
@@ -215,62 +195,8 @@ func defaultJournal(cfg DatabaseConfig) string {
 	}
 	// named by the database without its password: a file name is no
 	// place for a hash an attacker could test passwords against
-	sum := sha256.Sum256([]byte(cfg.Driver + ":" + redactDSN(cfg)))
+	sum := sha256.Sum256([]byte(cfg.Driver + ":" + store.RedactDSN(cfg.Driver, cfg.DSN)))
 	return filepath.Join(caddy.AppDataDir(), "gateway", cfg.Driver+"-"+hex.EncodeToString(sum[:6])+".usage-journal")
-}
-
-// redacted stands in for a password in a data source name.
-const redacted = "xxxxx"
-
-// dsnPassword is a password=value pair of a key=value DSN or of a URL's
-// query, the value bare or single-quoted with backslash escapes.
-var dsnPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
-
-// redactDSN is the database's data source name fit for a log line or an
-// error: a PostgreSQL password, in a URL's user part, its query or a
-// key=value pair, is replaced. A URL that does not parse is not shown.
-func redactDSN(cfg DatabaseConfig) string {
-	if cfg.Driver == "sqlite" {
-		return cfg.DSN
-	}
-	dsn := cfg.DSN
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return scheme + "://(a URL that does not parse)"
-		}
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), redacted)
-		}
-		if q := u.Query(); q.Has("password") {
-			q.Set("password", redacted)
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	return dsnPassword.ReplaceAllString(dsn, "${1}"+redacted)
-}
-
-// dsnHoldsPassword says whether a data source name as configured, before
-// placeholders are replaced, carries a password of its own: the admin API
-// serves the configuration, so the password belongs in a placeholder.
-func dsnHoldsPassword(cfg DatabaseConfig) bool {
-	if cfg.Driver == "sqlite" {
-		return false
-	}
-	plain := func(s string) bool { return s != "" && s != redacted && !strings.Contains(s, "{") }
-	if _, _, ok := strings.Cut(cfg.DSN, "://"); ok {
-		if u, err := url.Parse(cfg.DSN); err == nil {
-			pw, _ := u.User.Password()
-			return plain(pw) || plain(u.Query().Get("password"))
-		}
-	}
-	for _, m := range dsnPassword.FindAllStringSubmatch(cfg.DSN, -1) {
-		if plain(strings.Trim(m[2], "'")) {
-			return true
-		}
-	}
-	return false
 }
 
 var _ caddy.Destructor = (*database)(nil)
