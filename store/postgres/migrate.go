@@ -5,13 +5,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // migrations are the schema's history, one file per step, named
@@ -21,49 +19,7 @@ import (
 //go:embed migrations/*.sql
 var embedded embed.FS
 
-var migrations fs.FS = mustSub(embedded, "migrations")
-
-func mustSub(fsys fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(fsys, dir)
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}
-
-type migration struct {
-	version int64
-	name    string
-	sql     string
-}
-
-// loadMigrations reads every *.sql file in fsys's root, ordered by version.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int64]string{}
-	for _, name := range names {
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", name)
-		}
-		if other, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", other, name, v)
-		}
-		seen[v] = name
-		body, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", name, err)
-		}
-		ms = append(ms, migration{version: v, name: path.Base(name), sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
+var migrations = store.MigrationsIn(embedded, "migrations")
 
 // migrationLock is the advisory lock key migrations hold ("gatewaymig"),
 // so that instances starting at once apply each step once: the others wait,
@@ -77,7 +33,7 @@ const migrationLock int64 = 0x67617465776d6967
 // build ran here) are left alone: migrations only add, so an older build's
 // queries still work, and refusing to start would block a rollback.
 func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) error {
-	ms, err := loadMigrations(fsys)
+	ms, err := store.LoadMigrations(fsys)
 	if err != nil {
 		return err
 	}
@@ -119,24 +75,24 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) error {
 	return nil
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+func applyMigration(ctx context.Context, conn *pgx.Conn, m store.Migration) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`,
-			m.version).Scan(&n); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			m.Version).Scan(&n); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if n > 0 {
 			return nil
 		}
 		// no arguments: pgx sends it as a simple query, which may hold
 		// several statements
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
-			m.version, now().UnixMilli()); err != nil {
-			return fmt.Errorf("migration %s: record: %w", m.name, err)
+			m.Version, now().UnixMilli()); err != nil {
+			return fmt.Errorf("migration %s: record: %w", m.Name, err)
 		}
 		return nil
 	})

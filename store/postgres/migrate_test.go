@@ -9,35 +9,20 @@ import (
 	"testing/fstest"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-func TestLoadMigrationsRejectsBadNames(t *testing.T) {
-	tests := map[string]fstest.MapFS{
-		"no number":       {"init.sql": {}},
-		"zero":            {"0000_init.sql": {}},
-		"shared version":  {"0001_a.sql": {}, "1_b.sql": {}},
-		"not a number":    {"v1_init.sql": {}},
-		"missing divider": {"0001.sql": {}},
-	}
-	for name, fsys := range tests {
-		t.Run(name, func(t *testing.T) {
-			if _, err := loadMigrations(fsys); err == nil {
-				t.Fatal("accepted")
-			}
-		})
-	}
-}
+	"github.com/caddy-model-gateway/gateway/store"
+)
 
 // Version N is the same step in both stores: the file names match
 // store/sqlite's one for one.
 func TestMigrationsMatchSQLite(t *testing.T) {
-	ms, err := loadMigrations(migrations)
+	ms, err := store.LoadMigrations(migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ours []string
 	for _, m := range ms {
-		ours = append(ours, m.name)
+		ours = append(ours, m.Name)
 	}
 	entries, err := os.ReadDir("../sqlite/migrations")
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 func TestMigrateAppliesOnlyNewSteps(t *testing.T) {
@@ -65,34 +67,17 @@ func TestMigrateFailedStepLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestLoadMigrationsRejectsBadNames(t *testing.T) {
-	tests := map[string]fstest.MapFS{
-		"no number":       {"init.sql": {}},
-		"zero":            {"0000_init.sql": {}},
-		"shared version":  {"0001_a.sql": {}, "1_b.sql": {}},
-		"not a number":    {"v1_init.sql": {}},
-		"missing divider": {"0001.sql": {}},
-	}
-	for name, fsys := range tests {
-		t.Run(name, func(t *testing.T) {
-			if _, err := loadMigrations(fsys); err == nil {
-				t.Fatal("accepted")
-			}
-		})
-	}
-}
-
 func TestEmbeddedMigrationsInOrder(t *testing.T) {
-	ms, err := loadMigrations(migrations)
+	ms, err := store.LoadMigrations(migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) == 0 || ms[0].version != 1 {
+	if len(ms) == 0 || ms[0].Version != 1 {
 		t.Fatalf("embedded migrations start wrong: %+v", ms)
 	}
 	for i := 1; i < len(ms); i++ {
-		if ms[i].version <= ms[i-1].version {
-			t.Fatalf("out of order: %s after %s", ms[i].name, ms[i-1].name)
+		if ms[i].Version <= ms[i-1].Version {
+			t.Fatalf("out of order: %s after %s", ms[i].Name, ms[i-1].Name)
 		}
 	}
 }
