@@ -233,6 +233,12 @@ func (l *Ledger) lease(keys []accountKey, size func(*account) (room, need int64)
 		a := l.load(k, 0, true)
 		g := grants[i]
 		a.remaining = AddSat(g.Amount, a.moved-c.moved[i])
+		// a lease kept above the balance (lowered under it: another
+		// process's debit) holds nothing to spend beyond what is in
+		// flight; the next renewal asks the store to keep only that
+		if limit := max(AddSat(g.Balance, a.moved-c.moved[i]), a.inFlight()); a.remaining > limit {
+			a.remaining = limit
+		}
 		a.leased = g.Amount > 0
 		a.expires = start.Add(lc.cfg.TTL - lc.cfg.TTL/10)
 		a.free, a.leasedAt, a.stale, a.low = g.Free, start, false, false

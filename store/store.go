@@ -288,6 +288,10 @@ type Lease struct {
 	// top-up could still get. Below zero when the balance was lowered
 	// (a charge, a debit) under leases taken before.
 	Free int64
+	// Balance is the account's balance as read (a user's quota, a limited
+	// key's limit less its use), leased or not: a lease granted above it
+	// (its Keep) is more than the owner can spend.
+	Balance int64
 }
 
 // RateUse is one instance's use of a key's or a user's rate limits, as

@@ -77,10 +77,10 @@ func leaseKind(a store.LeaseAccount) int16 {
 const (
 	lockUser    = `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`
 	lockToken   = `SELECT 1 FROM tokens WHERE id = $1 AND quota_limit > 0 FOR UPDATE`
-	userBalance = `SELECT u.quota::numeric - COALESCE((SELECT SUM(amount) FROM balance_leases
+	userBalance = `SELECT u.quota::numeric, COALESCE((SELECT SUM(amount) FROM balance_leases
 		WHERE kind = 0 AND account_id = u.id AND owner <> $2 AND expires_at > $3), 0)
 		FROM users u WHERE u.id = $1`
-	tokenBalance = `SELECT t.quota_limit::numeric - t.used_quota - COALESCE((SELECT SUM(amount) FROM balance_leases
+	tokenBalance = `SELECT t.quota_limit::numeric - t.used_quota, COALESCE((SELECT SUM(amount) FROM balance_leases
 		WHERE kind = 1 AND account_id = t.id AND owner <> $2 AND expires_at > $3), 0)
 		FROM tokens t WHERE t.id = $1`
 )
@@ -95,10 +95,11 @@ func leaseOne(ctx context.Context, tx pgx.Tx, owner string, nowMS, untilMS int64
 	var one int
 	err := tx.QueryRow(ctx, lock, r.Account.ID).Scan(&one)
 	// numeric, clamped to the int64 range: no absurd balance wraps
-	var free int64
+	var balance, free int64
 	if err == nil {
-		err = tx.QueryRow(ctx, `SELECT GREATEST(LEAST(f, `+maxInt64+`), `+minInt64+`)::bigint FROM (`+q+`) AS b(f)`,
-			r.Account.ID, owner, nowMS).Scan(&free)
+		err = tx.QueryRow(ctx, `SELECT GREATEST(LEAST(bal, `+maxInt64+`), `+minInt64+`)::bigint,
+			GREATEST(LEAST(bal - oth, `+maxInt64+`), `+minInt64+`)::bigint FROM (`+q+`) AS b(bal, oth)`,
+			r.Account.ID, owner, nowMS).Scan(&balance, &free)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		_, err = tx.Exec(ctx, `DELETE FROM balance_leases WHERE kind = $1 AND account_id = $2 AND owner = $3`, kind, r.Account.ID, owner)
@@ -113,6 +114,7 @@ func leaseOne(ctx context.Context, tx pgx.Tx, owner string, nowMS, untilMS int64
 	}
 	l.Amount = max(l.Amount, r.Keep, 0)
 	l.Free = satSub(free, l.Amount)
+	l.Balance = balance
 	if l.Amount == 0 {
 		_, err = tx.Exec(ctx, `DELETE FROM balance_leases WHERE kind = $1 AND account_id = $2 AND owner = $3`, kind, r.Account.ID, owner)
 	} else {

@@ -100,6 +100,7 @@ func leaseOne(ctx context.Context, tx *sql.Tx, owner string, nowMS, untilMS int6
 	}
 	l.Amount = max(l.Amount, r.Keep, 0)
 	l.Free = subSat(free, l.Amount)
+	l.Balance = balance
 	if l.Amount == 0 {
 		_, err = tx.ExecContext(ctx, `DELETE FROM balance_leases WHERE kind = ? AND account_id = ? AND owner = ?`, kind, r.Account.ID, owner)
 	} else {
