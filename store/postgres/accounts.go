@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
