@@ -496,6 +496,10 @@ type Store interface {
 	// zero); ListAudit pages through entries newest first.
 	AddAudit(ctx context.Context, e *AuditEntry) error
 	ListAudit(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)
+	// UsageTotals sums the rows f selects (its After and Limit aside) per
+	// UTC day and per by, oldest day first: the operators' dashboard and
+	// channels, counted by the database rather than over fetched rows.
+	UsageTotals(ctx context.Context, f UsageFilter, by UsageGroup) ([]UsageTotal, error)
 
 	Close() error
 }
@@ -525,6 +529,30 @@ type AuditFilter struct {
 	// BeforeID continues a listing: entries with a smaller id.
 	BeforeID int64
 	Limit    int
+}
+
+// UsageGroup is what UsageTotals sums by.
+type UsageGroup string
+
+const (
+	ByChannel UsageGroup = "channel"
+	ByModel   UsageGroup = "model"
+	ByUser    UsageGroup = "user_id"
+	ByToken   UsageGroup = "token_id"
+)
+
+// UsageTotal is one day's rows of one channel, model, user or key.
+type UsageTotal struct {
+	Day time.Time `json:"day"` // midnight UTC
+	// Key is the channel or model, or the user's or key's id in decimal.
+	Key      string `json:"key"`
+	Requests int64  `json:"requests"`
+	Errors   int64  `json:"errors"` // rows whose status is not 2xx
+	Cost     int64  `json:"cost"`
+	Tokens   int64  `json:"tokens"` // prompt and completion
+	// LatencyMS and TTFBMS are sums, for averages.
+	LatencyMS int64 `json:"latency_ms"`
+	TTFBMS    int64 `json:"ttfb_ms"`
 }
 
 // Opener opens a store from a data source name (a file path for SQLite).

@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -43,4 +45,58 @@ func usageSieve(f store.UsageFilter, where []string, args []any) ([]string, []an
 		where, args = append(where, "status = ?"), append(args, n)
 	}
 	return where, args, nil
+}
+
+// UsageTotals sums usage rows per UTC day and per group, in the database.
+func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.UsageGroup) ([]store.UsageTotal, error) {
+	switch by {
+	case store.ByChannel, store.ByModel, store.ByUser, store.ByToken:
+	default:
+		return nil, fmt.Errorf("usage totals: unknown group %q", by)
+	}
+	var (
+		where []string
+		args  []any
+		err   error
+	)
+	if f.UserID != 0 {
+		where, args = append(where, "user_id = ?"), append(args, f.UserID)
+	}
+	if f.Model != "" {
+		where, args = append(where, "model = ?"), append(args, f.Model)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
+	}
+	if where, args, err = usageSieve(f, where, args); err != nil {
+		return nil, err
+	}
+	q := `SELECT created_at / ` + strconv.Itoa(msPerDay) + ` AS day, CAST(` + string(by) + ` AS TEXT) AS k,
+		COUNT(*), SUM(CASE WHEN status < 200 OR status >= 300 THEN 1 ELSE 0 END), SUM(cost),
+		SUM(prompt_tokens + completion_tokens), SUM(latency_ms), SUM(ttfb_ms) FROM usage_logs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := s.r.QueryContext(ctx, q+` GROUP BY day, k ORDER BY day, k`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("usage totals by %s: %w", by, err)
+	}
+	defer rows.Close()
+	out := []store.UsageTotal{}
+	for rows.Next() {
+		var t store.UsageTotal
+		var day int64
+		if err := rows.Scan(&day, &t.Key, &t.Requests, &t.Errors, &t.Cost, &t.Tokens, &t.LatencyMS, &t.TTFBMS); err != nil {
+			return nil, fmt.Errorf("usage totals by %s: %w", by, err)
+		}
+		t.Day = time.UnixMilli(day * msPerDay).UTC()
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage totals by %s: %w", by, err)
+	}
+	return out, nil
 }

@@ -93,7 +93,7 @@ func testListUsageOperatorFilters(t *testing.T, open Opener) {
 	s := open(t)
 	u := mustUser(t, s, "u", 1_000_000)
 	k1, k2 := mustToken(t, s, u.ID, "key-one"), mustToken(t, s, u.ID, "key-two")
-	base := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	base := time.Now().UTC().Truncate(24 * time.Hour).Add(-12 * time.Hour) // yesterday noon: one day
 	rows := []*store.UsageLog{
 		{UserID: u.ID, TokenID: k1.ID, Model: "m", Channel: "a", Status: 200, RequestID: "req-1", UpstreamRequestID: "up-1"},
 		{UserID: u.ID, TokenID: k2.ID, Model: "m", Channel: "b", Status: 429, RequestID: "req-2"},
@@ -140,6 +140,43 @@ func testListUsageOperatorFilters(t *testing.T, open Opener) {
 	}
 	if _, err := s.ListUsage(ctx, store.UsageFilter{Status: "bad"}); err == nil {
 		t.Fatal("status \"bad\" was accepted")
+	}
+	testUsageTotals(t, s, rows, k1.ID)
+}
+
+// testUsageTotals sums rows (all of one day) per channel and per key.
+func testUsageTotals(t *testing.T, s store.Store, rows []*store.UsageLog, k1 int64) {
+	ctx := context.Background()
+	day := rows[0].CreatedAt.UTC().Truncate(24 * time.Hour)
+	byChannel, err := s.UsageTotals(ctx, store.UsageFilter{}, store.ByChannel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]store.UsageTotal{}
+	for _, tot := range byChannel {
+		if !tot.Day.Equal(day) {
+			t.Fatalf("day %v, want %v", tot.Day, day)
+		}
+		got[tot.Key] = tot
+	}
+	if len(got) != 3 || got["a"].Requests != 2 || got["a"].Errors != 1 || got["b"].Requests != 2 || got["b"].Errors != 1 ||
+		got[""].Requests != 1 || got[""].Errors != 1 {
+		t.Fatalf("by channel: %+v", byChannel)
+	}
+	byKey, err := s.UsageTotals(ctx, store.UsageFilter{Status: store.UsageStatusError}, store.ByToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tot := range byKey {
+		if want := fmt.Sprint(k1); tot.Key == want && (tot.Requests != 1 || tot.Errors != 1) {
+			t.Fatalf("key %s's errors: %+v", want, tot)
+		}
+	}
+	if len(byKey) != 2 {
+		t.Fatalf("errors by key: %+v", byKey)
+	}
+	if _, err := s.UsageTotals(ctx, store.UsageFilter{}, "password"); err == nil {
+		t.Fatal("an unknown group was accepted")
 	}
 }
 
