@@ -157,7 +157,7 @@ func TestConsoleAdminDashboard(t *testing.T) {
 	if n := evalJS[int](b, `[...document.querySelectorAll('#chart rect')].filter((r) => Number(r.getAttribute('height')) > 0).length`); n != 1 {
 		t.Fatalf("%d days have error bars, want today's", n)
 	}
-	if src := b.text("dash-sources"); !strings.Contains(src, "newest 4 requests") {
+	if src := b.text("dash-sources"); !strings.Contains(src, "every request of the period") {
 		t.Fatalf("the sources say %q", src)
 	}
 

@@ -30,6 +30,10 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('user-search').addEventListener('input', () => searchRows($('users'), $('user-search').value));
   $('code-search').addEventListener('input', () => searchRows($('codes'), $('code-search').value));
   $('codes-csv').addEventListener('click', exportCodes);
+  $('codes-csv-all').addEventListener('click', () => {
+    const q = $('code-search').value.trim();
+    location.href = '/api/admin/codes/export' + (q ? '?search=' + encodeURIComponent(q) : '');
+  });
   $('edit-user-form').addEventListener('submit', onSaveUser);
   $('edit-user-cancel').addEventListener('click', () => $('edit-user').close());
   $('reset-form').addEventListener('submit', onResetPassword);
@@ -175,7 +179,7 @@ function onResetPassword(ev) {
 function onCreateCodes(ev) {
   ev.preventDefault();
   runAction($('code-submit'), $('code-error'), async () => {
-    const body = { count: Number($('code-count').value || 1), quota: usdToUnits($('code-quota').value) };
+    const body = { count: Number($('code-count').value || 1), quota: usdToUnits($('code-quota').value), name: $('code-name').value.trim() };
     const days = $('code-days').value;
     if (days) body.expires_at = new Date(Date.now() + Number(days) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
     const r = await api('POST', '/api/admin/codes', body);
@@ -199,8 +203,8 @@ function codeRow(c) {
   }
   const status = c.used_by ? 'used' : c.status;
   const usedBy = c.used_by ? usedByName(c.used_by) : '—';
-  return el('tr', { 'data-code-id': c.id, 'data-search': [c.id, c.code, status, usedBy].join(' ').toLowerCase() },
-    el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', { class: 'num' }, usd(c.quota)),
+  return el('tr', { 'data-code-id': c.id, 'data-search': [c.id, c.code, c.name || '', status, usedBy].join(' ').toLowerCase() },
+    el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', {}, c.name || '—'), el('td', { class: 'num' }, usd(c.quota)),
     el('td', {}, status), el('td', {}, usedBy),
     el('td', {}, c.expires_at ? fmtTime(c.expires_at) : 'never'), el('td', {}, actions));
 }
@@ -212,12 +216,12 @@ function usedByName(id) {
 
 // exportCodes downloads the codes listed (those the search shows) as CSV.
 function exportCodes() {
-  const rows = [['id', 'code', 'worth_usd', 'status', 'used_by_user_id', 'used_by', 'redeemed_at', 'created_at', 'expires_at']];
+  const rows = [['id', 'code', 'worth_usd', 'status', 'used_by_user_id', 'used_by', 'redeemed_at', 'created_at', 'expires_at', 'batch']];
   for (const tr of $('codes').children) {
     const c = loadedCodes.get(Number(tr.dataset.codeId));
     if (!c || tr.hidden) continue;
     rows.push([c.id, c.code, usd(c.quota).slice(1), c.used_by ? 'used' : c.status, c.used_by || '', c.used_by ? usedByName(c.used_by) : '',
-      c.redeemed_at || '', c.created_at || '', c.expires_at || '']);
+      c.redeemed_at || '', c.created_at || '', c.expires_at || '', c.name || '']);
   }
   download('redemption-codes.csv', 'text/csv', csv(rows));
 }

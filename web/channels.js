@@ -18,10 +18,7 @@ async function load() {
     const rows = r.data.map(channelRow);
     if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, 'No channels are configured.')));
     $('channels').replaceChildren(...rows);
-    const s = r.sample;
-    $('channels-sample').textContent = 'Recent figures count the newest ' + fmtNumber(s.rows) + ' requests of every channel' +
-      (s.capped ? ' (at most ' + fmtNumber(s.max) + ', back to ' + fmtTime(s.oldest) + ')' : '') +
-      '. Failures, ejections and state are this instance\'s since it started.';
+    $('channels-sample').textContent = tr('channels.recentSince', 'Recent figures count every request since {since}. Failures, ejections and state are this instance\'s since it started.', { since: fmtTime(r.since) });
   } catch (e) {
     showError($('channels-error'), e);
   } finally {

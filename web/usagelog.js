@@ -100,9 +100,6 @@ async function load(fromStart) {
     $('log').replaceChildren(...rows);
     cursor = r.next_cursor;
     $('log-next').disabled = !cursor;
-    $('log-reach').textContent = r.sifted_until
-      ? 'Looked through ' + fmtNumber(r.sifted) + ' requests, back to ' + fmtTime(r.sifted_until) + '; Older looks further back.'
-      : '';
   } catch (e) {
     showError($('log-error'), e);
   } finally {
