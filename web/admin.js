@@ -73,7 +73,7 @@ function limitsText(l) {
   if (l && l.rpm) parts.push(l.rpm + ' requests/min');
   if (l && l.tpm) parts.push(l.tpm + ' tokens/min');
   if (l && l.max_parallel) parts.push(l.max_parallel + ' at once');
-  return parts.length ? parts.join(', ') : 'default';
+  return parts.length ? parts.join(', ') : tr('op.default', 'default');
 }
 
 function userRow(u) {
@@ -87,12 +87,12 @@ function userRow(u) {
   if (u.id !== me.id && u.role !== 'root' && (u.role !== 'admin' || me.role === 'root')) {
     const on = u.status === 'enabled';
     const b = el('button', { type: 'button', class: on ? 'danger' : 'secondary', 'aria-label': (on ? 'Disable ' : 'Enable ') + u.username,
-      onclick: () => patch(b, { status: on ? 'disabled' : 'enabled' }) }, on ? 'Disable' : 'Enable');
+      onclick: () => patch(b, { status: on ? 'disabled' : 'enabled' }) }, on ? tr('op.disable', 'Disable') : tr('op.enable', 'Enable'));
     actions.append(b);
     if (me.role === 'root') {
       const to = u.role === 'admin' ? 'user' : 'admin';
       const rb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Make ' + u.username + ' ' + to,
-        onclick: () => patch(rb, { role: to }) }, 'Make ' + to);
+        onclick: () => patch(rb, { role: to }) }, tr('op.makeRole', 'Make {role}', { role: to }));
       actions.append(rb);
     }
   }
@@ -100,19 +100,19 @@ function userRow(u) {
   if (u.role === 'user' || me.role === 'root' || u.id === me.id) {
     const qb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Adjust quota of ' + u.username,
       onclick: () => {
-        const text = prompt('Add to ' + u.username + "'s quota, in USD (negative to take away):", '1');
+        const text = prompt(tr('op.addQuotaPrompt', "Add to {name}'s quota, in USD (negative to take away):", { name: u.username }), '1');
         if (text === null) return;
         const neg = text.trim().startsWith('-');
         let units;
         try { units = usdToUnits(text.trim().replace(/^-/, '')); } catch (e) { showError(err, e); return; }
         patch(qb, { quota_delta: neg ? -units : units });
-      } }, 'Adjust quota');
+      } }, tr('op.adjustQuota', 'Adjust quota'));
     actions.append(qb);
   }
   // limits and passwords: administrators for users, root for
   // administrators; one's own row for quota alone
   if (u.role !== 'root' && (u.role === 'user' || me.role === 'root' || u.id === me.id)) {
-    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, 'Edit'));
+    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, tr('op.edit', 'Edit')));
   }
   return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase(), 'data-prefix': 'yes' },
     el('td', {}, u.id), el('td', {}, u.username), el('td', {}, u.role), el('td', {}, u.status),
@@ -144,7 +144,7 @@ function onSaveUser(ev) {
       const n = (id) => {
         const v = $(id).value.trim();
         if (v === '') return 0;
-        if (!/^\d+$/.test(v)) throw new Error('Rate limits are whole numbers; leave a field empty for the default.');
+        if (!/^\d+$/.test(v)) throw new Error(tr('op.limitsWhole', 'Rate limits are whole numbers; leave a field empty for the default.'));
         return Number(v);
       };
       const l = u.limits || {};
@@ -165,12 +165,12 @@ function onSaveUser(ev) {
 function onResetPassword(ev) {
   ev.preventDefault();
   const u = editingUser;
-  if (!confirm('Reset the password of ' + u.username + ' and log them out everywhere?')) return;
+  if (!confirm(tr('op.resetConfirm', 'Reset the password of {name} and log them out everywhere?', { name: u.username }))) return;
   showError($('reset-feedback'), null);
   runAction($('reset-submit'), $('reset-error'), async () => {
     const r = await api('POST', '/api/admin/users/' + u.id + '/password', { password: $('reset-password').value });
     $('reset-password').value = '';
-    $('reset-feedback').textContent = 'Password reset; ' + u.username + ' is logged out everywhere.';
+    $('reset-feedback').textContent = tr('op.resetDone', 'Password reset; {name} is logged out everywhere.', { name: u.username });
     $('reset-made').hidden = !r.password;
     $('reset-made-password').textContent = r.password || '';
   });
@@ -198,7 +198,7 @@ function codeRow(c) {
       onclick: () => runAction(b, $('code-error'), async () => {
         await api('PATCH', '/api/admin/codes/' + c.id, { status: on ? 'disabled' : 'enabled' });
         await loadCodes(true);
-      }) }, on ? 'Disable' : 'Enable');
+      }) }, on ? tr('op.disable', 'Disable') : tr('op.enable', 'Enable'));
     actions.append(b);
   }
   const status = c.used_by ? 'used' : c.status;
@@ -206,7 +206,7 @@ function codeRow(c) {
   return el('tr', { 'data-code-id': c.id, 'data-search': [c.id, c.code, c.name || '', status, usedBy].join(' ').toLowerCase() },
     el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', {}, c.name || '—'), el('td', { class: 'num' }, usd(c.quota)),
     el('td', {}, status), el('td', {}, usedBy),
-    el('td', {}, c.expires_at ? fmtTime(c.expires_at) : 'never'), el('td', {}, actions));
+    el('td', {}, c.expires_at ? fmtTime(c.expires_at) : tr('op.never', 'never')), el('td', {}, actions));
 }
 
 function usedByName(id) {

@@ -16,7 +16,7 @@ async function load() {
   try {
     const r = await api('GET', '/api/admin/channels');
     const rows = r.data.map(channelRow);
-    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, 'No channels are configured.')));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, tr('channels.none', 'No channels are configured.'))));
     $('channels').replaceChildren(...rows);
     $('channels-sample').textContent = tr('channels.recentSince', 'Recent figures count every request since {since}. Failures, ejections and state are this instance\'s since it started.', { since: fmtTime(r.since) });
   } catch (e) {
@@ -32,13 +32,13 @@ function channelRow(c) {
   const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
   const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
   const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });
-  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, 'Test');
+  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, tr('op.test', 'Test'));
   btn.addEventListener('click', () => runAction(btn, result, async () => {
     result.className = 'test-result';
-    result.textContent = 'Testing…';
+    result.textContent = tr('channels.testing', 'Testing…');
     const t = await api('POST', '/api/admin/channels/' + encodeURIComponent(c.name) + '/test', { model: pick.value });
     result.className = 'test-result ' + (t.ok ? 'good' : 'bad');
-    const parts = [t.ok ? 'OK' : 'Failed', 'HTTP ' + t.status, fmtMS(t.latency_ms)];
+    const parts = [t.ok ? tr('channels.ok', 'OK') : tr('channels.failed', 'Failed'), 'HTTP ' + t.status, fmtMS(t.latency_ms)];
     if (t.ok) parts.push(t.prompt_tokens + ' + ' + t.completion_tokens + ' tokens');
     if (t.error) parts.push(t.error);
     if (t.detail) parts.push('upstream: ' + t.detail);
