@@ -63,9 +63,14 @@ function auditRow(a) {
     el('td', { class: 'audit-change' }, changeList(a.before || {}, a.after || {})));
 }
 
-// changeList shows each field as "before → after", or its one value.
+// changeList shows each field as "before → after", or its one value; a
+// field holding fields (limits) shows those of them that changed.
 function changeList(before, after) {
-  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+  before = flatten(before);
+  after = flatten(after);
+  const both = Object.keys(before).length && Object.keys(after).length;
+  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()
+    .filter((k) => !both || JSON.stringify(before[k]) !== JSON.stringify(after[k]));
   if (!keys.length) return '—';
   return el('ul', { class: 'plain' }, ...keys.map((k) => {
     const had = k in before;
@@ -73,6 +78,19 @@ function changeList(before, after) {
     const text = had && has ? show(k, before[k]) + ' → ' + show(k, after[k]) : show(k, has ? after[k] : before[k]) + (has ? '' : ' ' + tr('audit.removed', '(removed)'));
     return el('li', { 'data-field': k }, el('strong', {}, k), ': ', text);
   }));
+}
+
+// flatten turns {limits: {rpm: 1}} into {'limits.rpm': 1}.
+function flatten(fields) {
+  const out = {};
+  for (const [k, v] of Object.entries(fields)) {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      for (const [sk, sv] of Object.entries(v)) out[k + '.' + sk] = sv;
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
 }
 
 // show writes a field's value; amounts of quota in dollars.
