@@ -193,6 +193,11 @@ func TestConsoleAdminChannels(t *testing.T) {
 	if last := cell("down", 5); last == "—" || last == "" {
 		t.Fatalf("down's last failure %q", last)
 	}
+	// bob's request that no channel answered names none in its usage row:
+	// down's record keeps its error
+	if e := cell("down", 10); !strings.HasPrefix(e, "502 at ") || !strings.Contains(e, "could not be reached") {
+		t.Fatalf("down's last error %q", e)
+	}
 	if rec := cell("fake", 6) + "/" + cell("fake", 7); rec != "2/0" {
 		t.Fatalf("fake's recent requests/errors %q", rec)
 	}

@@ -52,8 +52,20 @@ function channelRow(c) {
     el('td', { class: 'num' }, fmtNumber(rec.requests)), el('td', { class: 'num' }, fmtNumber(rec.errors)),
     el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_latency_ms) : '—'),
     el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_ttfb_ms) : '—'),
-    el('td', { class: 'error-text' }, rec.last_error ? (rec.last_error_status + ' at ' + fmtTime(rec.last_error_at) + ': ' + rec.last_error) : '—'),
+    el('td', { class: 'error-text', 'data-last-error': c.name }, lastError(c, rec)),
     el('td', { class: 'wrap' }, models),
     // one box in the cell, so a phone's stacked row keeps the result under the button
     el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)));
+}
+
+// lastError is the newest of the channel's last failed request that it
+// answered (the usage log) and its last failure on this instance (its
+// health record), which covers requests no channel answered: their usage
+// rows name no channel.
+function lastError(c, rec) {
+  const fromLog = rec.last_error_at ? { at: rec.last_error_at, status: rec.last_error_status, msg: rec.last_error } : null;
+  const fromHealth = c.last_error && c.last_failure ? { at: c.last_failure, status: c.last_error_status, msg: c.last_error } : null;
+  const e = fromLog && fromHealth ? (new Date(fromLog.at) >= new Date(fromHealth.at) ? fromLog : fromHealth) : (fromLog || fromHealth);
+  if (!e) return '—';
+  return tr('channels.lastError', '{status} at {time}: {error}', { status: e.status, time: fmtTime(e.at), error: e.msg || '' });
 }

@@ -412,6 +412,7 @@ const I18N = {
   "op.resetDone": { en: "Password reset; {name} is logged out everywhere.", zh: "密码已重置；{name} 已在所有设备上退出登录。" },
   "op.default": { en: "default", zh: "默认" },
   "op.never": { en: "never", zh: "永不" },
+  "channels.lastError": { en: "{status} at {time}: {error}", zh: "{status}，{time}：{error}" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';
