@@ -413,6 +413,13 @@ const I18N = {
   "op.default": { en: "default", zh: "默认" },
   "op.never": { en: "never", zh: "永不" },
   "channels.lastError": { en: "{status} at {time}: {error}", zh: "{status}，{time}：{error}" },
+  "playground.attach": { en: "Attach an image", zh: "附加图片" },
+  "playground.imageRemove": { en: "Remove the image", zh: "移除图片" },
+  "playground.imageHint": { en: "The image goes with your next message, for models that read images; a model that does not answers with an error. At most 4 MB.", zh: "图片会随下一条消息发送，供能读取图片的模型使用；不支持图片的模型会返回错误。最大 4 MB。" },
+  "playground.imageType": { en: "Attach a PNG, JPEG, WebP or GIF image.", zh: "请附加 PNG、JPEG、WebP 或 GIF 图片。" },
+  "playground.imageTooBig": { en: "This image is {size} MB: attach one of at most 4 MB.", zh: "这张图片有 {size} MB：请附加不超过 4 MB 的图片。" },
+  "playground.imageAlt": { en: "The image sent with this message", zh: "随此消息发送的图片" },
+  "playground.imageBase64": { en: "the image, base64", zh: "图片的 base64 内容" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';
