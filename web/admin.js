@@ -10,7 +10,13 @@ const loadedCodes = new Map(); // id -> code, as listed
 let editingUser = null;
 
 document.addEventListener('DOMContentLoaded', async () => {
-  const users = pager('/api/admin/users', 'after', $('users'), $('users-more'), $('user-error'), userRow);
+  // the users' search is the gateway's (every user, by a part of the name);
+  // the loaded rows are filtered at once meanwhile
+  const usersURL = () => {
+    const q = $('user-search').value.trim();
+    return '/api/admin/users' + (q ? '?search=' + encodeURIComponent(q) : '');
+  };
+  const users = pager(usersURL, 'after', $('users'), $('users-more'), $('user-error'), userRow);
   const codes = pager('/api/admin/codes', 'before', $('codes'), $('codes-more'), $('code-error'), codeRow);
   loadUsers = async (fromStart) => {
     if (fromStart) loadedUsers.clear();
@@ -27,7 +33,12 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('users-more').addEventListener('click', () => loadUsers(false));
   $('codes-more').addEventListener('click', () => loadCodes(false));
   $('copy-codes').addEventListener('click', () => copyText($('new-codes-list').textContent, $('copy-codes-feedback'), $('new-codes-list')));
-  $('user-search').addEventListener('input', () => searchRows($('users'), $('user-search').value));
+  let searching = null;
+  $('user-search').addEventListener('input', () => {
+    searchRows($('users'), $('user-search').value);
+    clearTimeout(searching);
+    searching = setTimeout(() => loadUsers(true), 250);
+  });
   $('code-search').addEventListener('input', () => searchRows($('codes'), $('code-search').value));
   $('codes-csv').addEventListener('click', exportCodes);
   $('codes-csv-all').addEventListener('click', () => {
@@ -57,14 +68,13 @@ function onCreateUser(ev) {
   });
 }
 
-// searchRows shows the rows whose search text holds what was typed: a
-// user's name from its start, a code's fields anywhere.
+// searchRows shows the rows whose search text holds what was typed.
 function searchRows(tbody, text) {
   const q = text.trim().toLowerCase();
   for (const tr of tbody.children) {
     const hay = tr.dataset.search;
     if (hay === undefined) continue;
-    tr.hidden = q !== '' && !(tr.dataset.prefix ? hay.startsWith(q) : hay.includes(q));
+    tr.hidden = q !== '' && !hay.includes(q);
   }
 }
 
@@ -114,7 +124,7 @@ function userRow(u) {
   if (u.role !== 'root' && (u.role === 'user' || me.role === 'root' || u.id === me.id)) {
     actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, tr('op.edit', 'Edit')));
   }
-  return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase(), 'data-prefix': 'yes' },
+  return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase() },
     el('td', {}, u.id), el('td', {}, u.username), el('td', {}, u.role), el('td', {}, u.status),
     el('td', { class: 'num' }, usd(u.quota)), el('td', { class: 'num' }, usd(u.used_quota)), el('td', {}, limitsText(u.limits)), el('td', {}, actions));
 }

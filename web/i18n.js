@@ -337,7 +337,7 @@ const I18N = {
   "op.usedBy": { en: "Used by", zh: "使用者" },
   "op.user": { en: "User", zh: "用户" },
   "op.userNameOrId": { en: "User (name or id)", zh: "用户（名称或 ID）" },
-  "op.userSearchNote": { en: "Search looks through the users loaded on this page; More users loads the next 50.", zh: "搜索范围是本页已加载的用户；“更多用户”会再加载 50 个。" },
+  "op.userSearchNote": { en: "Search finds every user whose name holds what you type, in any case; More users loads the next 50.", zh: "搜索会找出名称包含所输入内容的所有用户（不区分大小写）；“更多用户”会再加载 50 个。" },
   "op.username": { en: "Username", zh: "用户名" },
   "op.users": { en: "Users", zh: "用户" },
   "op.worth": { en: "Worth", zh: "面值" },
@@ -420,6 +420,8 @@ const I18N = {
   "playground.imageTooBig": { en: "This image is {size} MB: attach one of at most 4 MB.", zh: "这张图片有 {size} MB：请附加不超过 4 MB 的图片。" },
   "playground.imageAlt": { en: "The image sent with this message", zh: "随此消息发送的图片" },
   "playground.imageBase64": { en: "the image, base64", zh: "图片的 base64 内容" },
+  "op.userSearchPlaceholder": { en: "part of a name…", zh: "名称的一部分…" },
+  "op.codeSearchPlaceholder": { en: "batch, code, status, user or id", zh: "批次、兑换码、状态、用户或 ID" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';
