@@ -28,7 +28,8 @@ async function load() {
 
 function channelRow(c) {
   const rec = c.recent || {};
-  const state = c.ejected ? el('span', { class: 'bad' }, 'ejected until ' + fmtTime(c.ejected_until)) : el('span', { class: 'good' }, 'in service');
+  const state = c.ejected ? el('span', { class: 'bad' }, tr('channels.ejectedUntil', 'ejected until {time}', { time: fmtTime(c.ejected_until) }))
+    : el('span', { class: 'good' }, tr('channels.inService', 'in service'));
   const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
   const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
   const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });

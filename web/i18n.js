@@ -422,6 +422,15 @@ const I18N = {
   "playground.imageBase64": { en: "the image, base64", zh: "图片的 base64 内容" },
   "op.userSearchPlaceholder": { en: "part of a name…", zh: "名称的一部分…" },
   "op.codeSearchPlaceholder": { en: "batch, code, status, user or id", zh: "批次、兑换码、状态、用户或 ID" },
+  "log.term.input": { en: "input", zh: "输入" },
+  "log.term.cached": { en: "cached input", zh: "缓存输入" },
+  "log.term.output": { en: "output", zh: "输出" },
+  "log.term": { en: "{n} {what} tokens at {price} per 1M: {cost}", zh: "{n} 个{what} token，每 1M {price}：{cost}" },
+  "log.perRequest": { en: "per request: {price}", zh: "每次请求：{price}" },
+  "log.todaysPrice": { en: "At today's price of {model} (each term rounded up to a unit; the gateway rounds the sum once). Media, audio and search terms are in the total only.", zh: "按 {model} 今天的价格计算（每项向上取整到一个单位；网关对总和只取整一次）。媒体、音频和搜索费用只计入总额。" },
+  "log.keyN": { en: "key {id}", zh: "密钥 {id}" },
+  "channels.ejectedUntil": { en: "ejected until {time}", zh: "已剔除，直到 {time}" },
+  "channels.inService": { en: "in service", zh: "服务中" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';

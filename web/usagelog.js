@@ -113,7 +113,7 @@ function logRow(l) {
   const ok = l.status >= 200 && l.status < 300;
   const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Detail of request ' + (l.request_id || l.id), onclick: () => showDetail(l) }, tr('op.detail', 'Detail'));
   return el('tr', { 'data-id': l.id, 'data-request-id': l.request_id },
-    el('td', {}, fmtTime(l.created_at)), el('td', {}, userName(l.user_id)), el('td', {}, l.token_id ? 'key ' + l.token_id : '—'),
+    el('td', {}, fmtTime(l.created_at)), el('td', {}, userName(l.user_id)), el('td', {}, l.token_id ? tr('log.keyN', 'key {id}', { id: l.token_id }) : '—'),
     el('td', {}, l.model), el('td', {}, l.channel || '—'), el('td', { class: 'num' + (ok ? '' : ' bad') }, l.status),
     el('td', { class: 'num' }, fmtNumber(l.prompt_tokens + l.completion_tokens)), el('td', { class: 'num' }, usd(l.cost)),
     el('td', { class: 'num' }, fmtMS(l.latency_ms)), el('td', { class: 'error-text' }, l.error || ''), el('td', {}, btn));
@@ -144,13 +144,14 @@ function costBreakdown(l) {
   const perM = (n, price) => Number((BigInt(n) * BigInt(price || 0) + 999999n) / 1000000n);
   const cached = l.cached_tokens || 0;
   const terms = [
-    ['input', l.prompt_tokens - cached, p.input],
-    ['cached input', cached, p.cached_input !== undefined ? p.cached_input : p.input],
-    ['output', l.completion_tokens, p.output],
+    [tr('log.term.input', 'input'), l.prompt_tokens - cached, p.input],
+    [tr('log.term.cached', 'cached input'), cached, p.cached_input !== undefined ? p.cached_input : p.input],
+    [tr('log.term.output', 'output'), l.completion_tokens, p.output],
   ].filter(([, n]) => n > 0);
-  const lines = terms.map(([what, n, price]) => el('li', {}, fmtNumber(n) + ' ' + what + ' tokens at ' + usd(price || 0) + ' per 1M: ' + usd(perM(n, price))));
-  if (p.request) lines.push(el('li', {}, 'per request: ' + usd(p.request)));
+  const lines = terms.map(([what, n, price]) => el('li', {}, tr('log.term', '{n} {what} tokens at {price} per 1M: {cost}',
+    { n: fmtNumber(n), what, price: usd(price || 0), cost: usd(perM(n, price)) })));
+  if (p.request) lines.push(el('li', {}, tr('log.perRequest', 'per request: {price}', { price: usd(p.request) })));
   out.push(el('ul', { id: 'detail-terms' }, ...lines),
-    el('p', { class: 'muted' }, 'At today\'s price of ' + l.model + ' (each term rounded up to a unit; the gateway rounds the sum once). Media, audio and search terms are in the total only.'));
+    el('p', { class: 'muted' }, tr('log.todaysPrice', 'At today\'s price of {model} (each term rounded up to a unit; the gateway rounds the sum once). Media, audio and search terms are in the total only.', { model: l.model })));
   return out;
 }
