@@ -44,6 +44,9 @@ func usageSieve(f store.UsageFilter, where *[]string, arg func(any) string) erro
 			return fmt.Errorf("list usage: status must be ok, error or a status code, not %q", f.Status)
 		}
 		*where = append(*where, "status = "+arg(n))
+		if n < 200 || n >= 300 {
+			*where = append(*where, "(status < 200 OR status >= 300)") // the partial index's condition
+		}
 	}
 	return nil
 }

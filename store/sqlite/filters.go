@@ -43,6 +43,9 @@ func usageSieve(f store.UsageFilter, where []string, args []any) ([]string, []an
 			return nil, nil, fmt.Errorf("list usage: status must be ok, error or a status code, not %q", f.Status)
 		}
 		where, args = append(where, "status = ?"), append(args, n)
+		if n < 200 || n >= 300 {
+			where = append(where, "(status < 200 OR status >= 300)") // the partial index's condition
+		}
 	}
 	return where, args, nil
 }
