@@ -29,7 +29,6 @@ const (
 	AuditCodeCreate    = "code.create"
 	AuditCodeUpdate    = "code.update" // enabled or disabled
 	AuditChannelTest   = "channel.test"
-	AuditSessionsEnded = "user.logout_all"
 )
 
 // CLIActor is the actor the server's command line acts as.
