@@ -20,15 +20,15 @@ import (
 
 // Audit actions.
 const (
-	AuditUserCreate    = "user.create"
-	AuditUserUpdate    = "user.update" // status, role, quota, limits
-	AuditUserPassword  = "user.password_reset"
-	AuditKeyCreate     = "key.create"
-	AuditKeyUpdate     = "key.update" // limits, name, status, expiry
-	AuditKeyDelete     = "key.delete"
-	AuditCodeCreate    = "code.create"
-	AuditCodeUpdate    = "code.update" // enabled or disabled
-	AuditChannelTest   = "channel.test"
+	AuditUserCreate   = "user.create"
+	AuditUserUpdate   = "user.update" // status, role, quota, limits
+	AuditUserPassword = "user.password_reset"
+	AuditKeyCreate    = "key.create"
+	AuditKeyUpdate    = "key.update" // limits, name, status, expiry
+	AuditKeyDelete    = "key.delete"
+	AuditCodeCreate   = "code.create"
+	AuditCodeUpdate   = "code.update" // enabled or disabled
+	AuditChannelTest  = "channel.test"
 )
 
 // CLIActor is the actor the server's command line acts as.
