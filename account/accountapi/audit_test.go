@@ -1,11 +1,14 @@
 package accountapi_test
 
 import (
+	"context"
 	"encoding/csv"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/caddy-model-gateway/gateway/account"
 )
 
 type auditEntry struct {
@@ -38,13 +41,18 @@ func TestAuditLogRecordsAdminActions(t *testing.T) {
 	}
 	o.send(t, "PATCH", fmt.Sprintf("/api/admin/codes/%d", codes.Data[0].ID), `{"status":"disabled"}`, nil)
 	o.send(t, "POST", "/api/admin/channels/up1/test", `{}`, nil)
+	key, tok, err := account.CreateToken(context.Background(), o.st, o.ann.ID, account.TokenSpec{Name: "ann-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.send(t, "PATCH", fmt.Sprintf("/api/admin/tokens/%d", tok.ID), `{"limits":{"tpm":900}}`, nil)
 
 	var all struct {
 		Data       []auditEntry
 		NextCursor string `json:"next_cursor"`
 	}
 	w := o.send(t, "GET", "/api/admin/audit", "", &all)
-	for _, secret := range []string{"secret-password-1", "another-secret-2", codes.Data[0].Code, codes.Data[1].Code} {
+	for _, secret := range []string{"secret-password-1", "another-secret-2", codes.Data[0].Code, codes.Data[1].Code, key} {
 		if strings.Contains(w.Body.String(), secret) {
 			t.Fatalf("the audit log holds a secret %q: %s", secret, w.Body)
 		}
@@ -56,16 +64,20 @@ func TestAuditLogRecordsAdminActions(t *testing.T) {
 		}
 		actions = append(actions, e.Action)
 	}
-	want := "channel.test,code.update,code.create,user.password_reset,user.update,user.create"
+	want := "key.update,channel.test,code.update,code.create,user.password_reset,user.update,user.create"
 	if strings.Join(actions, ",") != want {
 		t.Fatalf("actions newest first: %v, want %s", actions, want)
 	}
-	upd := all.Data[4]
+	if k := all.Data[0]; k.Target != fmt.Sprintf("key:%d", tok.ID) || k.Before["limits"].(map[string]any)["tpm"] != 0.0 ||
+		k.After["limits"].(map[string]any)["tpm"] != 900.0 || k.After["name"] != nil {
+		t.Fatalf("the key's change: %+v", k)
+	}
+	upd := all.Data[5]
 	if upd.Target != fmt.Sprintf("user:%d", made.ID) || upd.Before["quota"] != 5.0 || upd.After["quota"] != 1005.0 ||
 		upd.After["limits"].(map[string]any)["rpm"] != 7.0 || upd.Before["username"] != nil {
 		t.Fatalf("the update's before and after hold what changed only: %+v", upd)
 	}
-	if batch := all.Data[2]; batch.Target != "batch:spring-promo" || batch.After["count"] != 3.0 {
+	if batch := all.Data[3]; batch.Target != "batch:spring-promo" || batch.After["count"] != 3.0 {
 		t.Fatalf("the batch: %+v", batch)
 	}
 
@@ -85,7 +97,7 @@ func TestAuditLogRecordsAdminActions(t *testing.T) {
 	}
 	first := list(url.Values{"limit": {"4"}})
 	rest := list(url.Values{"limit": {"4"}, "before": {first.NextCursor}})
-	if len(first.Data) != 4 || first.NextCursor == "" || len(rest.Data) != 2 || rest.NextCursor != "" {
+	if len(first.Data) != 4 || first.NextCursor == "" || len(rest.Data) != 3 || rest.NextCursor != "" {
 		t.Fatalf("pages: %d (%q), %d (%q)", len(first.Data), first.NextCursor, len(rest.Data), rest.NextCursor)
 	}
 	for _, bad := range []string{"limit=0", "since=yesterday", "before=x"} {
