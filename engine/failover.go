@@ -131,6 +131,7 @@ func (e *Engine) failed(ch *routing.Channel, f *Failure, next bool) {
 	if ch.Failed(e.Health, time.Now(), f.RetryAfter) {
 		e.Log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.logStatus()))
 	}
+	ch.NoteFailure(f.logStatus(), f.summary())
 	msg := FailedNoNext
 	if next {
 		msg = FailedTryingNext
@@ -146,6 +147,7 @@ func (e *Engine) FailedMidAnswer(ch *routing.Channel, f *Failure) {
 		e.Observer.ChannelFailed(ch.Name, f.Err.Status, false)
 	}
 	ch.Failed(e.Health, time.Now(), 0)
+	ch.NoteFailure(f.logStatus(), f.summary())
 	e.LogFailure(ch, f, FailedMidAnswer)
 }
 

@@ -41,10 +41,7 @@ async function load() {
   $('stat-errors').textContent = fmtNumber(r.total.errors) + (r.total.requests ? ' (' + pct(r.total.errors / r.total.requests) + ')' : '');
   $('stat-cache').textContent = pct(dash.cache.share);
   $('stat-cache').title = fmtNumber(dash.cache.cached_tokens) + ' of ' + fmtNumber(dash.cache.prompt_tokens) + ' prompt tokens read from cache';
-  const s = r.sample;
-  $('dash-sources').textContent = 'Requests, spend, tokens and cache per day, model and user are the exact daily totals since ' + dash.since +
-    '. Errors, channels and keys are counted over the newest ' + fmtNumber(s.rows) + ' requests of the period' +
-    (s.capped ? ' (at most ' + fmtNumber(s.max) + ': the period\'s requests before ' + fmtTime(s.oldest) + ' are not counted)' : '') + '.';
+  $('dash-sources').textContent = tr('dash.sources', 'Requests, spend, tokens and cache per day, model and user are the exact daily totals since {since}. Errors, channels and keys are counted over every request of the period that the usage log still keeps.', { since: dash.since });
   const keep = $('dash-series').value;
   const opts = [el('option', { value: '' }, 'everything')];
   for (const g of ['model', 'user', 'key', 'channel']) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,9 +40,9 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 				c.Status = store.CodeEnabled
 			}
 			b.Queue(`INSERT INTO redemption_codes
-				(code, quota, status, used_by, created_at, redeemed_at, expires_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt))
+				(code, quota, status, used_by, created_at, redeemed_at, expires_at, name)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name)
 		}
 		br := tx.SendBatch(ctx, b)
 		for i := range codes {
@@ -109,14 +110,14 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at`
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name`
 
 func scanCode(sc scanner) (*store.RedemptionCode, error) {
 	var (
 		c                               store.RedemptionCode
 		createdAt, redeemedAt, expireAt *int64
 	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt); err != nil {
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(createdAt)
@@ -136,8 +137,18 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+` FROM redemption_codes
-		WHERE id < $1 ORDER BY id DESC LIMIT $2`, before, limit)
+	q, args := `SELECT `+codeColumns+` FROM redemption_codes WHERE id < $1`, []any{before}
+	if f.Name != "" {
+		args = append(args, f.Name)
+		q += ` AND name = $` + strconv.Itoa(len(args))
+	}
+	if f.Search != "" {
+		args = append(args, likePart(f.Search))
+		n := strconv.Itoa(len(args))
+		q += ` AND (name ILIKE $` + n + ` OR code ILIKE $` + n + `)`
+	}
+	args = append(args, limit)
+	rows, err := s.pool.Query(ctx, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}

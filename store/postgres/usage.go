@@ -295,6 +295,9 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 	if !f.Until.IsZero() {
 		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
 	}
+	if err := usageSieve(f, &where, arg); err != nil {
+		return nil, err
+	}
 	if c := f.After; c != nil {
 		where = append(where, "(created_at, id) < ("+arg(c.CreatedAt.UnixMilli())+", "+arg(c.ID)+")")
 	}

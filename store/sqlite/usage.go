@@ -240,6 +240,10 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 	if !f.Until.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
 	}
+	var err error
+	if where, args, err = usageSieve(f, where, args); err != nil {
+		return nil, err
+	}
 	if c := f.After; c != nil {
 		// Written as a bound on created_at plus a tie-break, rather than a
 		// row-value comparison, so that every planner sees the index range.

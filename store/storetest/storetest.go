@@ -90,6 +90,12 @@ func Run(t *testing.T, open Opener) {
 			{"LeaseExpiry", testLeaseExpiry},
 			{"ShareRates", testShareRates},
 		}},
+		{"Audit", []test{
+			{"AuditLog", testAuditLog},
+			{"ListUsageOperatorFilters", testListUsageOperatorFilters},
+			{"ListUsersSearch", testListUsersSearch},
+			{"RedemptionCodeBatches", testRedemptionCodeBatches},
+		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},
 			{"LeaseTasksNeverTwice", testLeaseTasksNeverTwice},
