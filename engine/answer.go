@@ -42,6 +42,11 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
 	}
 	x.Usage = out.Usage
+	if x.Trace != nil {
+		x.Trace.ResponseModel(out.Model)
+		x.Trace.FinishReason(string(out.StopReason))
+		x.Trace.Output(&out.Message, "")
+	}
 	if !x.Usage.Known() {
 		for _, p := range out.Message.Parts {
 			x.Text.WriteString(p.Text)
@@ -110,6 +115,9 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 		at.Alive()
 		if x.TTFB == 0 {
 			x.TTFB = time.Since(x.Start)
+			if x.Trace != nil {
+				x.Trace.FirstToken()
+			}
 		}
 		x.Observe(ev)
 		buf = enc.Encode(buf[:0], ev)

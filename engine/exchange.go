@@ -8,6 +8,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 // Exchange is one request's life, from decode to settlement: what was
@@ -42,6 +43,10 @@ type Exchange struct {
 	Cut  bool
 	// Media is set for image, speech and transcription requests
 	Media *Media
+	// Trace is the request's traced span (nil: untraced), looked up once
+	// (traced) by the engine
+	Trace  *tracing.Request
+	traced bool
 }
 
 // Media is what an exchange keeps of a media request.
@@ -71,6 +76,10 @@ func (x *Exchange) Observe(ev *adapters.StreamEvent) {
 		}
 	case adapters.EventTextDelta, adapters.EventThinkingDelta:
 		x.Text.WriteString(ev.Text)
+	case adapters.EventFinish:
+		if x.Trace != nil {
+			x.Trace.FinishReason(string(ev.StopReason))
+		}
 	case adapters.EventToolCallStart, adapters.EventToolCallDelta:
 		if ev.ToolCall != nil {
 			x.Text.WriteString(ev.ToolCall.Name)

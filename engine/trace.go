@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"net/http"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/tracing"
+)
+
+// The engine's side of tracing: each hook is a nil check when the request
+// has no recording span (the site has no `tracing`), so an untraced
+// request does no tracing work.
+
+// tracer is the exchange's traced request, looked up once (nil: untraced).
+func (e *Engine) tracer(x *Exchange) *tracing.Request {
+	if !x.traced {
+		x.traced = true
+		if x.R != nil {
+			x.Trace = tracing.Begin(x.R.Context(), e.TraceContent)
+		}
+	}
+	return x.Trace
+}
+
+// traceAttempt starts the span of an attempt on ch and sends its
+// traceparent upstream with hr.
+func (e *Engine) traceAttempt(x *Exchange, ch *routing.Channel, upstreamModel string, n int, hr *http.Request) {
+	x.Trace.StartAttempt(tracing.Attempt{Operation: tracing.OperationOf(x.Req.Op, x.Req.Dialect), Model: upstreamModel,
+		Channel: ch.Name, Provider: ch.Type, Number: n}, hr.Method, hr.URL, hr.Header)
+}
+
+// traceFailure ends the attempt's span with f.
+func traceFailure(tr *tracing.Request, f *Failure) {
+	tr.AttemptFailed(tracing.Failure{Status: f.Err.Status, UpstreamStatus: f.UpstreamStatus, Type: string(f.Err.Type),
+		ChannelFault: f.Channel, Message: f.Err.Message})
+}
+
+// traceSettled annotates the server span with the settled request.
+func (e *Engine) traceSettled(tr *tracing.Request, x *Exchange, u adapters.Usage, cost int64) {
+	if x.Req.Stream && x.Media == nil {
+		tr.Output(nil, x.Text.String())
+	}
+	var provider string
+	if ch := e.Channels.Channel(x.Channel); x.Channel != "" && ch != nil {
+		provider = ch.Type
+	}
+	var user, token int64
+	if x.ID != nil {
+		user, token = x.ID.User.ID, x.ID.Token.ID
+	}
+	tr.Finish(tracing.Summary{Operation: tracing.OperationOf(x.Req.Op, x.Req.Dialect), Provider: provider, Channel: x.Channel,
+		Model: x.Req.Model, Stream: x.Req.Stream, InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: cost, UserID: user,
+		TokenID: token, RequestID: x.RequestID, Status: x.Status, Error: x.ErrMsg})
+}
