@@ -31,8 +31,8 @@ const (
 	TokenID       = attribute.Key("gateway.key_id")
 	RequestID     = attribute.Key("gateway.request_id")
 	AttemptNumber = attribute.Key("gateway.attempt")
-	FailureFault  = attribute.Key("gateway.failure.fault")  // channel or request
-	FailoverNext  = attribute.Key("gateway.failover")       // the next channel is tried after this one
+	FailureFault  = attribute.Key("gateway.failure.fault") // channel or request
+	FailoverNext  = attribute.Key("gateway.failover")      // the next channel is tried after this one
 	TaskID        = attribute.Key("gateway.task_id")
 	TaskStatus    = attribute.Key("gateway.task.status")
 	ContentCut    = attribute.Key("gateway.content_truncated") // trace_content cut a message attribute

@@ -105,27 +105,39 @@ func (r *Request) StartAttempt(a Attempt, method string, u *url.URL, header http
 		return
 	}
 	r.EndAttempt()
-	attrs := []attribute.KeyValue{
-		OperationName.String(a.Operation),
-		ProviderName.String(ProviderOf(a.Provider)),
-		RequestModel.String(a.Model),
-		Channel.String(a.Channel),
-		AttemptNumber.Int(a.Number),
-		attribute.String("http.request.method", method),
-	}
-	if u != nil {
-		attrs = append(attrs, attribute.String("url.full", CleanURL(u)), attribute.String("server.address", u.Hostname()))
-		if p, err := strconv.Atoi(u.Port()); err == nil {
-			attrs = append(attrs, attribute.Int("server.port", p))
-		}
-	}
-	ctx, span := r.tracer.Start(trace.ContextWithSpan(context.Background(), r.span), a.Operation+" "+a.Model,
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	_, span := r.tracer.Start(trace.ContextWithSpan(context.Background(), r.span), SpanName(a.Operation, a.Model),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			OperationName.String(a.Operation),
+			ProviderName.String(ProviderOf(a.Provider)),
+			RequestModel.String(a.Model),
+			Channel.String(a.Channel),
+			AttemptNumber.Int(a.Number)))
 	r.attempt = span
 	r.respModel = a.Model
-	if header != nil {
-		traceContext.Inject(ctx, propagation.HeaderCarrier(header))
+	if u != nil {
+		r.Upstream(method, u, header)
 	}
+}
+
+// Upstream records the attempt's upstream request (for an adapter that
+// builds it after the attempt began) and sends its traceparent with it.
+func (r *Request) Upstream(method string, u *url.URL, header http.Header) {
+	if r == nil || r.attempt == nil {
+		return
+	}
+	upstream(r.attempt, method, u, header)
+}
+
+// upstream records an upstream request on its client span and writes the
+// span's traceparent into the request's header.
+func upstream(span trace.Span, method string, u *url.URL, header http.Header) {
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", method),
+		attribute.String("url.full", CleanURL(u)), attribute.String("server.address", u.Hostname())}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		attrs = append(attrs, attribute.Int("server.port", p))
+	}
+	span.SetAttributes(attrs...)
+	traceContext.Inject(trace.ContextWithSpan(context.Background(), span), propagation.HeaderCarrier(header))
 }
 
 // Failure is why an attempt failed, in the gateway's own words (never the
