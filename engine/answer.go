@@ -43,9 +43,7 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	}
 	x.Usage = out.Usage
 	if x.Trace != nil {
-		x.Trace.ResponseModel(out.Model)
-		x.Trace.FinishReason(string(out.StopReason))
-		x.Trace.Output(&out.Message, "")
+		traceAnswer(x.Trace, x.Req, out, body, decode)
 	}
 	if !x.Usage.Known() {
 		for _, p := range out.Message.Parts {

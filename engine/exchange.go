@@ -69,6 +69,9 @@ func (x *Exchange) Fail(e *adapters.Error) error {
 // Observe keeps what billing needs from an event: the last usage the
 // upstream reported, and the text in case it reports none.
 func (x *Exchange) Observe(ev *adapters.StreamEvent) {
+	if x.Trace != nil {
+		x.Trace.Observe(ev)
+	}
 	switch ev.Type {
 	case adapters.EventUsage:
 		if ev.Usage != nil {
@@ -76,10 +79,6 @@ func (x *Exchange) Observe(ev *adapters.StreamEvent) {
 		}
 	case adapters.EventTextDelta, adapters.EventThinkingDelta:
 		x.Text.WriteString(ev.Text)
-	case adapters.EventFinish:
-		if x.Trace != nil {
-			x.Trace.FinishReason(string(ev.StopReason))
-		}
 	case adapters.EventToolCallStart, adapters.EventToolCallDelta:
 		if ev.ToolCall != nil {
 			x.Text.WriteString(ev.ToolCall.Name)

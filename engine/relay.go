@@ -151,6 +151,9 @@ func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapte
 func (e *Engine) openStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.ChatProvider, resp *http.Response) (*adapters.StreamDecoder, *adapters.StreamEvent, *Failure) {
 	dec := adapters.DecodeStream(prov, x.Req, resp.Body)
 	dec.SetMaxEvent(b.MaxStreamEvent)
+	if x.Trace != nil {
+		traceStream(x.Trace, dec, prov, x.Req)
+	}
 	at.Alive()
 	first, err := dec.Next()
 	if err == nil {

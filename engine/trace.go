@@ -36,11 +36,31 @@ func traceFailure(tr *tracing.Request, f *Failure) {
 		ChannelFault: f.Channel, Message: f.Err.Message})
 }
 
+// traceStream has a traced passthrough stream translated aside as well,
+// for its finish reason and text (see adapters.StreamDecoder.Watch).
+func traceStream(tr *tracing.Request, dec *adapters.StreamDecoder, prov adapters.ChatProvider, req *adapters.Request) {
+	dec.Watch(prov.NewStreamStep(req), tr.Observe)
+}
+
+// traceAnswer records a traced whole answer: its model, finish reason and
+// (with trace_content) message. An answer relayed in the client's own
+// dialect was not decoded: it is decoded aside, as for another dialect.
+func traceAnswer(tr *tracing.Request, req *adapters.Request, out *adapters.Response, body []byte, decode func(*adapters.Request, []byte) (*adapters.Response, error)) {
+	if out.Raw != nil && req.Op == adapters.OpChat {
+		aside := *req
+		aside.Dialect = ""
+		if full, err := decode(&aside, body); err == nil {
+			out = full
+		}
+	}
+	tr.ResponseModel(out.Model)
+	tr.FinishReason(string(out.StopReason))
+	tr.Output(&out.Message, "")
+}
+
 // traceSettled annotates the server span with the settled request.
 func (e *Engine) traceSettled(tr *tracing.Request, x *Exchange, u adapters.Usage, cost int64) {
-	if x.Req.Stream && x.Media == nil {
-		tr.Output(nil, x.Text.String())
-	}
+	tr.StreamOutput()
 	var provider string
 	if ch := e.Channels.Channel(x.Channel); x.Channel != "" && ch != nil {
 		provider = ch.Type

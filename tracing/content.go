@@ -57,12 +57,33 @@ func (r *Request) Input(req *adapters.Request) {
 	r.set(InputMessages, msgs)
 }
 
+// Observe takes what a trace says of a stream's event: its finish
+// reason, and its text while content is recorded.
+func (r *Request) Observe(ev *adapters.StreamEvent) {
+	switch ev.Type {
+	case adapters.EventFinish:
+		r.FinishReason(string(ev.StopReason))
+	case adapters.EventTextDelta:
+		if r.content > 0 && len(r.text) <= r.content {
+			r.text = append(r.text, ev.Text[:min(len(ev.Text), r.content+1-len(r.text))]...)
+		}
+	}
+}
+
+// StreamOutput records a stream's answer, the text Observe kept.
+func (r *Request) StreamOutput() {
+	if r != nil && !r.output && len(r.text) > 0 {
+		r.Output(nil, string(r.text))
+	}
+}
+
 // Output records the answer: its message when the answer was whole, else
 // the text relayed.
 func (r *Request) Output(m *adapters.Message, text string) {
 	if r == nil || r.content <= 0 {
 		return
 	}
+	r.output = true
 	out := message{Role: adapters.RoleAssistant, FinishReason: FinishReasonOf(r.finish)}
 	if m != nil && len(m.Parts) > 0 {
 		out.Parts = parts(m.Parts)

@@ -52,6 +52,10 @@ type Request struct {
 	respModel string
 	finish    string
 	firstSeen bool
+	// text is a stream's answer text, kept only while content is
+	// recorded, and at most one byte past its size
+	text   []byte
+	output bool // Output recorded the answer
 }
 
 // Begin returns the traced request of ctx, nil when ctx holds no
