@@ -136,7 +136,9 @@ func (r *otlpReceiver) waitTrace(t *testing.T, id string, clients int) (server *
 		}
 		return server != nil && len(attempts) >= clients
 	})
-	slices.SortFunc(attempts, func(a, b *tracepb.Span) int { return int(attr(a, "gateway.attempt").GetIntValue() - attr(b, "gateway.attempt").GetIntValue()) })
+	slices.SortFunc(attempts, func(a, b *tracepb.Span) int {
+		return int(attr(a, "gateway.attempt").GetIntValue() - attr(b, "gateway.attempt").GetIntValue())
+	})
 	return server, attempts
 }
 
