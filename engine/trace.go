@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/routing"
@@ -69,8 +70,26 @@ func (e *Engine) traceSettled(tr *tracing.Request, x *Exchange, u adapters.Usage
 	if x.ID != nil {
 		user, token = x.ID.User.ID, x.ID.Token.ID
 	}
-	tr.Finish(tracing.Summary{Operation: tracing.OperationOf(x.Req.Op, x.Req.Dialect), Provider: provider, Channel: x.Channel,
+	s := tracing.Summary{Operation: tracing.OperationOf(x.Req.Op, x.Req.Dialect), Provider: provider, Channel: x.Channel,
 		Model: x.Req.Model, Stream: x.Req.Stream, InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
 		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: cost, UserID: user,
-		TokenID: token, RequestID: x.RequestID, Status: x.Status, Error: x.ErrMsg})
+		TokenID: token, RequestID: x.RequestID, Status: x.Status, Error: x.ErrMsg}
+	if x.Req.Op == adapters.OpRealtime && (u.Known() || x.Media != nil) {
+		// a response (or transcription) of a session: an event on the
+		// session's span
+		tr.Response(s)
+		return
+	}
+	tr.Finish(s)
+}
+
+// traceDial starts the span of a Realtime connect attempt and sends its
+// traceparent with the handshake's header.
+func (e *Engine) traceDial(x *Exchange, ch *routing.Channel, upstreamModel, rawURL string, hdr http.Header, n int) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		u = nil
+	}
+	x.Trace.StartAttempt(tracing.Attempt{Operation: "realtime", Model: upstreamModel, Channel: ch.Name, Provider: ch.Type, Number: n},
+		http.MethodGet, u, hdr)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/coder/websocket"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -85,6 +86,18 @@ func (r *otlpReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
+}
+
+// exportTraces starts a receiver and points the gateways the test starts
+// at it: a gateway's process takes the test's environment, and the OTLP
+// exporter Caddy's tracing makes is configured by it alone.
+func exportTraces(t *testing.T) *otlpReceiver {
+	otlp := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	return otlp
 }
 
 // trace is the spans received of one trace, by hex trace id.
@@ -242,13 +255,7 @@ type tracingSetup struct {
 
 func startTracing(t *testing.T, options ...string) *tracingSetup {
 	t.Helper()
-	otlp := newOTLPReceiver(t)
-	// the gateway's process takes the test's environment: the OTLP
-	// exporter Caddy's tracing makes is configured by it alone
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	otlp := exportTraces(t)
 	s := &tracingSetup{otlp: otlp, taskSetup: &taskSetup{openai: gatewaytest.NewFakeOpenAI(t, "sk-up-openai"),
 		gemini: gatewaytest.NewFakeGemini(t, "sk-up-gemini"), backup: gatewaytest.NewFakeOpenAI(t, "sk-up-openai-2")}}
 	s.tap = newHeaderTap(t, s.openai.URL)
@@ -521,6 +528,64 @@ func TestTraceContent(t *testing.T) {
 		t.Error("a span holds the image's data")
 	}
 	s.noSecrets(t, key)
+}
+
+// A Realtime session is its upgrade request's server span, with an event
+// per response; the handshake upstream is a client span whose traceparent
+// the upstream received.
+func TestTraceRealtimeSession(t *testing.T) {
+	otlp := exportTraces(t)
+	s := &realtimeSetup{fake: gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")}
+	s.fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake" })
+	s.fake.SetRealtimeUsage(realtimeTurn)
+	claude := gatewaytest.NewFakeAnthropic(t, "claude-rt-upstream")
+	s.vars = gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL()}
+	s.gw = gatewaytest.Start(t, realtimeConfig("h1").withSite("tracing", relayRoute).String(), s.vars)
+	key := s.gw.AddUser("rae", 10_000_000)
+
+	c, _, err := s.dial(t, key, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.CloseNow()
+	if ev := readEvent(t, c); ev.Type != "session.created" {
+		t.Fatalf("first event %s", ev.Raw)
+	}
+	exchangeTurn(t, c, false)
+	exchangeTurn(t, c, false)
+	rows := s.gw.WaitUsage("rae", 2)
+	if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].TraceID == "" || rows[1].TraceID != rows[0].TraceID {
+		t.Fatalf("the session's rows name traces %q and %q, want its one", rows[0].TraceID, rows[1].TraceID)
+	}
+	server, attempts := otlp.waitTrace(t, rows[0].TraceID, 1)
+	wantAttrs(t, server, map[string]any{"gen_ai.operation.name": "realtime", "gen_ai.request.model": realtimeModel,
+		"gateway.channel": "oai", "gen_ai.provider.name": "openai"})
+	var responses []*tracepb.Span_Event
+	for _, e := range server.Events {
+		if e.Name == "gen_ai.response" {
+			responses = append(responses, e)
+		}
+	}
+	if len(responses) != 2 {
+		t.Fatalf("the session's span has %d response events, want 2", len(responses))
+	}
+	for _, e := range responses {
+		ev := &tracepb.Span{Name: "event", Attributes: e.Attributes}
+		wantAttrs(t, ev, map[string]any{"gen_ai.usage.input_tokens": 600, "gen_ai.usage.output_tokens": 250, "gateway.cost_units": realtimeTurnCost})
+	}
+	wantAttrs(t, attempts[0], map[string]any{"gen_ai.operation.name": "realtime", "gateway.channel": "oai", "http.response.status_code": 101})
+	if !bytes.Equal(attempts[0].ParentSpanId, server.SpanId) {
+		t.Error("the handshake's span is not a child of the session's")
+	}
+	wantTraceparent(t, s.fake.Requests()[0].Header, attempts[0])
+	for _, secret := range []string{key, "sk-rt-upstream"} {
+		if otlp.contains(secret) {
+			t.Errorf("a span holds the secret %q", secret)
+		}
+	}
 }
 
 // client is an OpenAI client of the gateway with key.

@@ -41,6 +41,9 @@ const (
 // EventFirstToken is the event at a stream's first token.
 const EventFirstToken = "gen_ai.first_token"
 
+// EventResponse is the event of each response of a Realtime session.
+const EventResponse = "gen_ai.response"
+
 // OperationOf is the GenAI operation name of a gateway operation; wire is
 // the client's dialect ("gemini" asks generate_content).
 func OperationOf(op adapters.Operation, wire string) string {

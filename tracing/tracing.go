@@ -288,6 +288,19 @@ func (r *Request) Finish(s Summary) {
 	}
 }
 
+// Response adds an event for one response of a long request (a Realtime
+// session's span): its tokens, cost and status, and the session's
+// attributes.
+func (r *Request) Response(s Summary) {
+	if r == nil {
+		return
+	}
+	r.span.SetAttributes(OperationName.String(s.Operation), RequestModel.String(s.Model), Channel.String(s.Channel),
+		ProviderName.String(ProviderOf(s.Provider)), UserID.Int64(s.UserID), TokenID.Int64(s.TokenID))
+	r.span.AddEvent(EventResponse, trace.WithAttributes(InputTokens.Int64(s.InputTokens), OutputTokens.Int64(s.OutputTokens),
+		Cost.Int64(s.Cost), attribute.Int("gateway.response.status_code", s.Status)))
+}
+
 // CleanURL is u without its query, fragment or user info: what a span may
 // show of an upstream address.
 func CleanURL(u *url.URL) string {
