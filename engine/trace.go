@@ -61,7 +61,6 @@ func traceAnswer(tr *tracing.Request, req *adapters.Request, out *adapters.Respo
 
 // traceSettled annotates the server span with the settled request.
 func (e *Engine) traceSettled(tr *tracing.Request, x *Exchange, u adapters.Usage, cost int64) {
-	tr.StreamOutput()
 	var provider string
 	if ch := e.Channels.Channel(x.Channel); x.Channel != "" && ch != nil {
 		provider = ch.Type

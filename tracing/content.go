@@ -70,9 +70,9 @@ func (r *Request) Observe(ev *adapters.StreamEvent) {
 	}
 }
 
-// StreamOutput records a stream's answer, the text Observe kept.
-func (r *Request) StreamOutput() {
-	if r != nil && !r.output && len(r.text) > 0 {
+// streamOutput records a stream's answer, the text Observe kept.
+func (r *Request) streamOutput() {
+	if !r.output && len(r.text) > 0 {
 		r.Output(nil, string(r.text))
 	}
 }

@@ -251,6 +251,7 @@ func (r *Request) Finish(s Summary) {
 		return
 	}
 	r.EndAttempt()
+	r.streamOutput()
 	attrs := make([]attribute.KeyValue, 0, 20)
 	attrs = append(attrs,
 		OperationName.String(s.Operation),
