@@ -260,7 +260,7 @@ func (r *Request) Finish(s Summary) {
 		UserID.Int64(s.UserID),
 		TokenID.Int64(s.TokenID),
 		Cost.Int64(s.Cost),
-		attribute.String("gateway.response.status_code", strconv.Itoa(s.Status)),
+		attribute.Int("gateway.response.status_code", s.Status),
 	)
 	if s.RequestID != "" {
 		attrs = append(attrs, RequestID.String(s.RequestID))

@@ -128,6 +128,7 @@ function showDetail(l) {
     ['Model', l.model], ['Channel', l.channel || 'none answered'], ['Endpoint', l.endpoint || '—'],
     ['Status', String(l.status)], ['Error', l.error || 'none'],
     ['Request id', l.request_id || '—'], ['Upstream request id', l.upstream_request_id || '—'],
+    ['Trace id', l.trace_id || 'not traced'],
     ['Streamed', l.stream ? 'yes' : 'no'], ['Time to first byte', fmtMS(l.ttfb_ms)], ['Latency', fmtMS(l.latency_ms)],
     ['Prompt tokens', fmtNumber(l.prompt_tokens) + (l.cached_tokens ? ' (' + fmtNumber(l.cached_tokens) + ' from cache)' : '')],
     ['Completion tokens', fmtNumber(l.completion_tokens) + (l.reasoning_tokens ? ' (' + fmtNumber(l.reasoning_tokens) + ' reasoning)' : '')],
