@@ -57,10 +57,12 @@ func (r *Request) Input(req *adapters.Request) {
 	r.set(InputMessages, msgs)
 }
 
-// Observe takes what a trace says of a stream's event: its finish
-// reason, and its text while content is recorded.
+// Observe takes what a trace says of a stream's event: the model it
+// names, its finish reason, and its text while content is recorded.
 func (r *Request) Observe(ev *adapters.StreamEvent) {
 	switch ev.Type {
+	case adapters.EventStart:
+		r.ResponseModel(ev.Model)
 	case adapters.EventFinish:
 		r.FinishReason(string(ev.StopReason))
 	case adapters.EventTextDelta:
