@@ -250,6 +250,13 @@ func (r *Request) Finish(s Summary) {
 	if r == nil {
 		return
 	}
+	failed := s.Status < 200 || s.Status > 299
+	if r.attempt != nil && failed {
+		// the answer broke off after the upstream began it (a stream cut,
+		// a timeout, a body too large): no other channel was tried
+		r.attempt.SetAttributes(FailoverNext.Bool(false), attribute.Int("gateway.response.status_code", s.Status))
+		r.attempt.SetStatus(codes.Error, s.Error)
+	}
 	r.EndAttempt()
 	r.streamOutput()
 	attrs := make([]attribute.KeyValue, 0, 20)
@@ -282,7 +289,7 @@ func (r *Request) Finish(s Summary) {
 		attrs = append(attrs, FinishReasons.StringSlice([]string{FinishReasonOf(r.finish)}))
 	}
 	r.span.SetAttributes(attrs...)
-	if s.Status < 200 || s.Status > 299 {
+	if failed {
 		attrs := []attribute.KeyValue{attribute.String("error.type", strconv.Itoa(s.Status))}
 		r.span.SetAttributes(attrs...)
 		r.span.SetStatus(codes.Error, s.Error)

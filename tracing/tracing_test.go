@@ -163,3 +163,27 @@ func BenchmarkBeginUntraced(b *testing.B) {
 		}
 	}
 }
+
+// An answer that breaks off after the upstream began it fails its
+// attempt's span too, with no failover.
+func TestAnswerBrokenMidway(t *testing.T) {
+	ctx, server, exp := serverSpan(t)
+	r := Begin(ctx, 0)
+	u, _ := url.Parse("http://upstream.example/v1/chat/completions")
+	r.StartAttempt(Attempt{Operation: "chat", Model: "m", Channel: "c1", Provider: "openai", Number: 1}, http.MethodPost, u, http.Header{})
+	r.AttemptAnswered(200)
+	r.FirstToken()
+	r.Finish(Summary{Operation: "chat", Channel: "c1", Provider: "openai", Model: "m", Status: 502, Error: "the upstream stream broke off"})
+	server.End()
+	spans := exp.GetSpans()
+	attempt, srv := spans[0], spans[1]
+	if attempt.Status.Code.String() != "Error" || attempt.Status.Description != "the upstream stream broke off" {
+		t.Errorf("attempt status %v", attempt.Status)
+	}
+	if v, _ := attrOf(attempt.Attributes, FailoverNext); v.AsBool() {
+		t.Error("a broken answer says the next channel was tried")
+	}
+	if srv.Status.Code.String() != "Error" {
+		t.Errorf("server status %v", srv.Status)
+	}
+}
