@@ -497,9 +497,21 @@ func TestTraceContent(t *testing.T) {
 	if _, err := client.Chat.Completions.New(ctx, chatParams("gpt-4o-mini", long)); err != nil {
 		t.Fatal(err)
 	}
-	rows := s.gw.WaitUsage("tracy", 2)
+	// a stream relayed as the upstream sent it is read aside for its text
+	stream := client.Chat.Completions.NewStreaming(ctx, chatParams("gpt-4o-mini", "stream please"))
+	for stream.Next() {
+	}
+	if stream.Err() != nil {
+		t.Fatal(stream.Err())
+	}
+	rows := s.gw.WaitUsage("tracy", 3)
 
-	server, _ := s.otlp.waitTrace(t, rows[0].TraceID, 1)
+	server, _ := s.otlp.waitTrace(t, rows[2].TraceID, 1)
+	if out := attr(server, "gen_ai.output.messages").GetStringValue(); out != `[{"role":"assistant","parts":[{"type":"text","content":"Hello from the fake upstream"}],"finish_reason":"stop"}]` {
+		t.Errorf("streamed output messages %s", out)
+	}
+
+	server, _ = s.otlp.waitTrace(t, rows[0].TraceID, 1)
 	in := attr(server, "gen_ai.input.messages").GetStringValue()
 	want := `[{"role":"user","parts":[{"type":"text","content":"what is in this picture?"},{"type":"image"}]}]`
 	if in != want {
