@@ -268,7 +268,7 @@ func startTracing(t *testing.T, options ...string) *tracingSetup {
 		channel("openai-backup", "openai", "{{OPENAI2}}", "sk-up-openai-2", "gpt-4o-mini").
 		channel("sora", "openai", "{{TAP}}", "sk-up-openai", "sora-2").
 		price("text-embedding-3-small", "input 0.02").
-		withSite(append([]string{"tracing"}, tasksSite...)...)
+		withSite(append([]string{block("tracing", "span gateway")}, tasksSite...)...)
 	for _, o := range options {
 		s.cfg = s.cfg.option(o)
 	}
@@ -428,6 +428,22 @@ func TestTracesOfRequests(t *testing.T) {
 		if n := len(s.otlp.trace(row.TraceID)); n != 1 || len(s.openai.Requests())+len(s.backup.Requests()) != before {
 			t.Errorf("a refused request made %d spans and reached an upstream", n)
 		}
+
+		// a key the gateway does not know: refused before any model is
+		// read, its span an error all the same
+		_, err = s.client("sk-not-a-gateway-key").Chat.Completions.New(ctx, chatParams("gpt-4o-mini", prompt))
+		if e := sdkError(t, err); e.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("status %d", e.StatusCode)
+		}
+		eventually(t, "the refused key's span", func() bool {
+			for _, sp := range s.otlp.named("gateway") {
+				if attr(sp, "gateway.response.status_code").GetIntValue() == http.StatusUnauthorized &&
+					sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR && strings.Contains(sp.Status.GetMessage(), "not valid") {
+					return true
+				}
+			}
+			return false
+		})
 	})
 
 	t.Run("task submit and polls", func(t *testing.T) {
@@ -471,6 +487,9 @@ func TestTracesOfRequests(t *testing.T) {
 
 	// no key and, without trace_content, no message anywhere in a span
 	s.noSecrets(t, key)
+	if s.otlp.contains("sk-not-a-gateway-key") {
+		t.Error("a span holds the refused key")
+	}
 	if s.otlp.contains("periwinkle") || s.otlp.contains("Hello from the") {
 		t.Error("a span holds message content though trace_content is off")
 	}

@@ -323,3 +323,15 @@ func SpanName(operation, model string) string {
 	}
 	return operation + " " + model
 }
+
+// Refused marks a request refused before the engine saw it (by its
+// authentication): the span's status is the error the client was told.
+// Nothing happens on an untraced request.
+func Refused(ctx context.Context, status int, message string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)), attribute.Int("gateway.response.status_code", status))
+	span.SetStatus(codes.Error, message)
+}
