@@ -24,6 +24,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/genai"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
@@ -268,7 +269,10 @@ func startTracing(t *testing.T, options ...string) *tracingSetup {
 		channel("openai-backup", "openai", "{{OPENAI2}}", "sk-up-openai-2", "gpt-4o-mini").
 		channel("sora", "openai", "{{TAP}}", "sk-up-openai", "sora-2").
 		price("text-embedding-3-small", "input 0.02").
-		withSite(append([]string{block("tracing", "span gateway")}, tasksSite...)...)
+		withSite(block("tracing", "span gateway"), logToStderr, "@tasks path /api/generate/*",
+			block("route @tasks", "gateway_auth", "gateway_tasks"),
+			block("route /v1/*", "gateway_auth", "gateway_relay"),
+			block("route /v1beta/*", "gateway_auth", "gateway_relay"))
 	for _, o := range options {
 		s.cfg = s.cfg.option(o)
 	}
@@ -397,6 +401,31 @@ func TestTracesOfRequests(t *testing.T) {
 			t.Fatalf("the upstream was asked %s", last.Path)
 		} else {
 			wantTraceparent(t, last.Header, attempts[0])
+		}
+	})
+
+	t.Run("gemini stream translated to an openai channel", func(t *testing.T) {
+		gc, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: s.gw.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for resp, err := range gc.Models.GenerateContentStream(ctx, "gpt-4o-mini", genai.Text(prompt), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			text.WriteString(resp.Text())
+		}
+		if text.String() != "Hello from the fake upstream" {
+			t.Fatalf("answer %q", text.String())
+		}
+		row := nextRow()
+		server, attempts := s.otlp.waitTrace(t, row.TraceID, 1)
+		wantAttrs(t, server, map[string]any{"gen_ai.operation.name": "generate_content", "gen_ai.provider.name": "openai",
+			"gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.finish_reasons": []string{"stop"}, "gateway.stream": true,
+			"gen_ai.usage.output_tokens": row.CompletionTokens})
+		if !hasEvent(server, "gen_ai.first_token") || !hasEvent(attempts[0], "gen_ai.first_token") {
+			t.Error("no first-token event on a translated stream")
 		}
 	})
 
