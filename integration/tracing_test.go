@@ -483,7 +483,8 @@ func TestTracesOfRequests(t *testing.T) {
 		row := nextRow()
 		server, attempts := s.otlp.waitTrace(t, row.TraceID, 1)
 		wantAttrs(t, server, map[string]any{"gen_ai.operation.name": "submit_task", "gen_ai.request.model": "sora-2",
-			"gateway.task_id": sub.Data.TaskID, "gateway.channel": "sora", "gateway.user_id": user.ID})
+			"gateway.task_id": sub.Data.TaskID, "gateway.channel": "sora", "gateway.user_id": user.ID,
+			"gen_ai.provider.name": "openai"})
 		wantAttrs(t, attempts[0], map[string]any{"gen_ai.operation.name": "submit_task", "gateway.channel": "sora",
 			"url.full": s.tap.URL + "/v1/videos"})
 		if tp := s.tap.traceparents(http.MethodPost, "/v1/videos"); len(tp) != 1 {

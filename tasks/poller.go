@@ -128,7 +128,7 @@ func (e *Engine) follow(ctx context.Context, t *store.Task, timeout time.Duratio
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var do adapters.Doer = ch.doer()
-	poll, _ := e.startPoll(ctx, t, ch)
+	poll := e.startPoll(ctx, t, ch)
 	if poll != nil {
 		do = tracedDoer{do: do, poll: poll}
 	}

@@ -45,7 +45,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 	tr := tracing.Begin(ctx, 0)
 	task, ae := e.submit(ctx, req, tr)
 	if tr != nil {
-		traceSubmit(tr, req, task, ae)
+		e.traceSubmit(tr, req, task, ae)
 	}
 	return task, ae
 }

@@ -25,12 +25,15 @@ func (e *Engine) keepTrace(ctx context.Context, tr *tracing.Request, id string, 
 }
 
 // traceSubmit annotates the submit's server span with its outcome.
-func traceSubmit(tr *tracing.Request, req SubmitRequest, task *store.Task, ae *adapters.Error) {
+func (e *Engine) traceSubmit(tr *tracing.Request, req SubmitRequest, task *store.Task, ae *adapters.Error) {
 	s := tracing.Summary{Operation: "submit_task", Model: req.Submission.Req.Model, RequestID: req.RequestID, Status: http.StatusOK,
 		UserID: req.Identity.User.ID, TokenID: req.Identity.Token.ID}
 	if task != nil {
 		tr.Task(task.ID)
 		s.Channel = task.Channel
+		if ch := e.deps.Engine.Channels.Channel(task.Channel); ch != nil {
+			s.Provider = ch.Type
+		}
 	}
 	if ae != nil {
 		s.Status, s.Error = ae.Status, ae.Message
@@ -38,22 +41,17 @@ func traceSubmit(tr *tracing.Request, req SubmitRequest, task *store.Task, ae *a
 	tr.Finish(s)
 }
 
-// startPoll starts a poll's span when tracing is enabled, linked to the
-// submit's span stored with the task; nil otherwise. It also says the
-// submit's trace id, for the task's usage row.
-func (e *Engine) startPoll(ctx context.Context, t *store.Task, ch *Channel) (*tracing.Poll, string) {
+// startPoll starts a poll's span on ch when tracing is enabled, linked to
+// the submit's span stored with the task; nil otherwise.
+func (e *Engine) startPoll(ctx context.Context, t *store.Task, ch *Channel) *tracing.Poll {
 	if !tracing.Enabled() {
-		return nil, ""
+		return nil
 	}
 	st, err := e.deps.Store.TaskTrace(ctx, t.ID)
 	if err != nil {
-		st = store.TaskTrace{}
+		st = store.TaskTrace{} // traced without a link
 	}
-	typ := ""
-	if ch != nil {
-		typ = ch.Type
-	}
-	return tracing.StartPoll(t.ID, t.Model, t.Channel, typ, st.TraceID, st.SpanID), st.TraceID
+	return tracing.StartPoll(t.ID, t.Model, t.Channel, ch.Type, st.TraceID, st.SpanID)
 }
 
 // tracedDoer sends a poll's requests with the poll's traceparent.

@@ -273,7 +273,10 @@ func (r *Request) Finish(s Summary) {
 		attrs = append(attrs, RequestID.String(s.RequestID))
 	}
 	if s.Channel != "" {
-		attrs = append(attrs, Channel.String(s.Channel), ProviderName.String(ProviderOf(s.Provider)))
+		attrs = append(attrs, Channel.String(s.Channel))
+		if s.Provider != "" {
+			attrs = append(attrs, ProviderName.String(ProviderOf(s.Provider)))
+		}
 		if r.respModel != "" {
 			attrs = append(attrs, ResponseModel.String(r.respModel))
 		}
@@ -304,7 +307,10 @@ func (r *Request) Response(s Summary) {
 		return
 	}
 	r.span.SetAttributes(OperationName.String(s.Operation), RequestModel.String(s.Model), Channel.String(s.Channel),
-		ProviderName.String(ProviderOf(s.Provider)), UserID.Int64(s.UserID), TokenID.Int64(s.TokenID))
+		UserID.Int64(s.UserID), TokenID.Int64(s.TokenID))
+	if s.Provider != "" {
+		r.span.SetAttributes(ProviderName.String(ProviderOf(s.Provider)))
+	}
 	r.span.AddEvent(EventResponse, trace.WithAttributes(InputTokens.Int64(s.InputTokens), OutputTokens.Int64(s.OutputTokens),
 		Cost.Int64(s.Cost), attribute.Int("gateway.response.status_code", s.Status)))
 }
