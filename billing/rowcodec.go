@@ -42,6 +42,9 @@ func appendRow(b []byte, r *store.UsageLog) []byte {
 	b = appendField(b, "error", r.Error)
 	b = appendField(b, "request_id", r.RequestID)
 	b = appendField(b, "upstream_request_id", r.UpstreamRequestID)
+	if r.TraceID != "" {
+		b = appendField(b, "trace_id", r.TraceID)
+	}
 	return append(b, '}')
 }
 

@@ -110,6 +110,9 @@ type App struct {
 	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
 	// SSO signs people in to the console through an identity provider.
 	SSO *SSOConfig `json:"sso,omitempty"`
+	// TraceContent records message content on traced requests' spans, cut
+	// to this many bytes per attribute; 0 (the default) records none.
+	TraceContent int64 `json:"trace_content,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -323,7 +326,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
-		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
+		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent)}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = a.Retention.sweeper(db, a.log.Named("retention"))
 	}

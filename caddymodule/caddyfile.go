@@ -223,6 +223,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if rc.Usage > 0 {
 				a.Retention = rc
 			}
+		case "trace_content":
+			// no size: 16 KiB of each message attribute
+			a.TraceContent = 16 << 10
+			if d.NextArg() {
+				size, err := parseSize(d.Val())
+				if err != nil || size <= 0 || size > 1<<20 {
+					return d.Errf("trace_content: a size from 1B to 1MiB, not %q", d.Val())
+				}
+				a.TraceContent = size
+			}
 		case "image_fetch_ports":
 			args := d.RemainingArgs()
 			if len(args) == 0 {

@@ -69,6 +69,9 @@ type Engine struct {
 	Gate  *billing.Gate
 	Rows  RowWriter
 	Meter Meter
+	// TraceContent is trace_content: the bytes of message content a
+	// traced request records, 0 for none
+	TraceContent int
 }
 
 // Run tries the plan's channels in order until one answers, and returns

@@ -151,6 +151,9 @@ type UsageLog struct {
 	// UpstreamRequestID the upstream's own, as its answer gave it.
 	RequestID         string `json:"request_id"`
 	UpstreamRequestID string `json:"upstream_request_id"`
+	// TraceID is the request's OpenTelemetry trace id (hex), "" when the
+	// site has no tracing.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:
@@ -207,6 +210,11 @@ type Task struct {
 	// the task meanwhile.
 	LeaseOwner string    `json:"lease_owner"`
 	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// TaskTrace is the trace of a task's submit: its trace and span ids, hex.
+type TaskTrace struct {
+	TraceID, SpanID string
 }
 
 // UsageFilter narrows ListUsage; zero fields do not filter.
@@ -491,6 +499,11 @@ type Store interface {
 	// PendingTasks returns up to limit unfinished tasks, least recently
 	// updated first.
 	PendingTasks(ctx context.Context, limit int) ([]*Task, error)
+	// SetTaskTrace keeps the trace of a task's submit (its trace and span
+	// ids, hex), which each poll's span links to; ErrNotFound for no such
+	// task. TaskTrace reads them back ("" when the submit was not traced).
+	SetTaskTrace(ctx context.Context, id string, trace TaskTrace) error
+	TaskTrace(ctx context.Context, id string) (TaskTrace, error)
 
 	// Audit log. AddAudit appends e (setting its ID, and CreatedAt when
 	// zero); ListAudit pages through entries newest first.

@@ -387,6 +387,8 @@ const I18N = {
   "log.f.Status": { en: "Status", zh: "状态" },
   "log.f.Error": { en: "Error", zh: "错误" },
   "log.f.Request_id": { en: "Request id", zh: "请求 ID" },
+  "log.f.Trace_id": { en: "Trace id", zh: "追踪 ID" },
+  "log.notTraced": { en: "not traced", zh: "未追踪" },
   "log.f.Upstream_request_id": { en: "Upstream request id", zh: "上游请求 ID" },
   "log.f.Streamed": { en: "Streamed", zh: "流式" },
   "log.f.Time_to_first_byte": { en: "Time to first byte", zh: "首字节时间" },

@@ -125,6 +125,7 @@ function showDetail(l) {
     ['Model', l.model], ['Channel', l.channel || tr('log.noneAnswered', 'none answered')], ['Endpoint', l.endpoint || '—'],
     ['Status', String(l.status)], ['Error', l.error || tr('log.noneValue', 'none')],
     ['Request id', l.request_id || '—'], ['Upstream request id', l.upstream_request_id || '—'],
+    ['Trace id', l.trace_id || tr('log.notTraced', 'not traced')],
     ['Streamed', l.stream ? tr('log.yes', 'yes') : tr('log.no', 'no')], ['Time to first byte', fmtMS(l.ttfb_ms)], ['Latency', fmtMS(l.latency_ms)],
     ['Prompt tokens', fmtNumber(l.prompt_tokens) + (l.cached_tokens ? ' (' + fmtNumber(l.cached_tokens) + ' ' + tr('log.fromCache', 'from cache') + ')' : '')],
     ['Completion tokens', fmtNumber(l.completion_tokens) + (l.reasoning_tokens ? ' (' + fmtNumber(l.reasoning_tokens) + ' ' + tr('log.reasoning', 'reasoning') + ')' : '')],

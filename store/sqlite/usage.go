@@ -16,7 +16,7 @@ import (
 
 const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -29,7 +29,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID)
+		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +87,8 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-		request_id, upstream_request_id, row_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		request_id, upstream_request_id, row_key, trace_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (row_key) DO NOTHING`)
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key))
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID)
 		if err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}

@@ -102,6 +102,9 @@ func Run(t *testing.T, open Opener) {
 			{"FinishTaskExactlyOnceConcurrently", testFinishTaskExactlyOnceConcurrently},
 			{"PendingTasks", testPendingTasks},
 		}},
+		{"Traces", []test{
+			{"TraceIDs", testTraceIDs},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
