@@ -120,6 +120,9 @@ type ChatRequest struct {
 	ResponseFormat   *ResponseFormat
 	Reasoning        *Reasoning
 	User             string
+	// CacheKey is the client's name for its prompt cache (OpenAI's
+	// prompt_cache_key), which also names the conversation for affinity.
+	CacheKey string
 }
 
 // Roles of a message.

@@ -110,6 +110,8 @@ type App struct {
 	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
 	// SSO signs people in to the console through an identity provider.
 	SSO *SSOConfig `json:"sso,omitempty"`
+	// Affinity keeps a conversation on one channel and key; on by default.
+	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -324,6 +326,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
+	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
+		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
+	}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = a.Retention.sweeper(db, a.log.Named("retention"))
 	}

@@ -42,6 +42,9 @@ type Exchange struct {
 	Cut  bool
 	// Media is set for image, speech and transcription requests
 	Media *Media
+	// Pin is the conversation's binding, for chat and responses requests
+	// when affinity is on
+	Pin *Pin
 }
 
 // Media is what an exchange keeps of a media request.

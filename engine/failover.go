@@ -69,6 +69,8 @@ type Engine struct {
 	Gate  *billing.Gate
 	Rows  RowWriter
 	Meter Meter
+	// Affinity keeps conversations on one channel and key; nil: off
+	Affinity *routing.Affinity
 }
 
 // Run tries the plan's channels in order until one answers, and returns
