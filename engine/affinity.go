@@ -188,21 +188,29 @@ func (x *Exchange) upstreamKey(ch *routing.Channel) string {
 	return k
 }
 
-// attemptFailed moves the conversation off its bound channel when that
-// channel failed it by the channel's fault: a 429 (the key's rate or
-// quota) or an outage. The channel that answers instead binds it.
+// attemptFailed moves the conversation off its bound channel and key when
+// they failed it by the channel's fault. A 429 is the key's rate or quota:
+// the conversation moves to the channel's next key, so its next turn does
+// not meet the same limit (another channel that answers this turn binds it
+// instead). Any other failure leaves it to whichever channel answers.
 func (e *Engine) attemptFailed(x *Exchange, ch *routing.Channel, f *Failure) {
 	p := x.Pin
 	if p == nil || !p.has || ch.Name != p.bound.Channel || !f.Channel {
 		return
 	}
 	p.has = false
-	e.Affinity.Forget(p.id)
-	if f.UpstreamStatus == http.StatusTooManyRequests || f.Err.Status == http.StatusTooManyRequests {
-		e.Affinity.Moved(routing.MoveRateLimited)
-	} else {
+	if f.UpstreamStatus != http.StatusTooManyRequests && f.Err.Status != http.StatusTooManyRequests {
+		e.Affinity.Forget(p.id)
 		e.Affinity.Moved(routing.MoveFailed)
+		return
 	}
+	if n := len(ch.Keys); n > 1 {
+		next := (p.bound.Key + 1) % n
+		e.Affinity.Bind(p.id, routing.Binding{Channel: ch.Name, Key: next, KeySum: routing.KeySum(ch.Keys[next])})
+	} else {
+		e.Affinity.Forget(p.id)
+	}
+	e.Affinity.Moved(routing.MoveRateLimited)
 }
 
 // answered binds the conversation to the channel and key that answered

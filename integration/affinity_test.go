@@ -1,0 +1,378 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+)
+
+// Prompt-cache affinity: a conversation stays on the channel and key that
+// answered it, so a vendor that caches prompts per key (the fake
+// gatewaytest.FakePromptCache) reads its prefix from cache on every turn
+// after the first; ejection, a 429 or a failure move it, and one caller's
+// conversation names do not steer another's.
+
+var cacheKeys = []string{"sk-cache-0", "sk-cache-1", "sk-cache-2", "sk-cache-3"}
+
+// cacheConfig is one channel of four keys on the caching fake.
+func cacheConfig() *caddyfile {
+	return gatewayConfig().
+		channel("cache", "openai", "{{UP}}", "", "gpt-cache", "keys "+strings.Join(cacheKeys, " ")).
+		price("gpt-cache", "input 1", "cached_input 0.1", "output 2")
+}
+
+// words is n words of filler tagged by tag, so every message is its own.
+func words(tag string, n int) string {
+	return strings.TrimSpace(strings.Repeat(tag+" ", n))
+}
+
+// conversation is a chat the test holds: its history, sent whole each turn.
+type cacheConversation struct {
+	name string
+	msgs []openai.ChatCompletionMessageParamUnion
+}
+
+func newConversation(name string) *cacheConversation {
+	return &cacheConversation{name: name, msgs: []openai.ChatCompletionMessageParamUnion{
+		// a system prompt of its own, so no conversation reads another's
+		// prefix from cache and the ideal below is exact
+		openai.SystemMessage(words(name+"-system", 1100)),
+		openai.UserMessage(name + " " + words("start", 50)),
+	}}
+}
+
+// turn sends the conversation's next turn and keeps the answer.
+func (c *cacheConversation) turn(t *testing.T, client *openai.Client, opts ...option.RequestOption) error {
+	t.Helper()
+	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-cache", Messages: c.msgs}, opts...)
+	if err != nil {
+		return err
+	}
+	c.msgs = append(c.msgs, openai.AssistantMessage(resp.Choices[0].Message.Content),
+		openai.UserMessage(words(fmt.Sprintf("%s-turn%d", c.name, len(c.msgs)), 150)))
+	return nil
+}
+
+// keysOf is each conversation's keys, in the order its answered turns used them.
+func keysOf(served []gatewaytest.Served) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range served {
+		if s.Status == http.StatusOK {
+			name := strings.Fields(s.Conversation)[0]
+			out[name] = append(out[name], s.Key)
+		}
+	}
+	return out
+}
+
+func distinct(keys []string) int {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[k] = true
+	}
+	return len(seen)
+}
+
+// cacheRun drives conversations x turns through a gateway of cfg, the
+// conversations in a shuffled order each turn as independent clients
+// would come, and returns what the upstream served.
+func cacheRun(t *testing.T, cfg *caddyfile, conversations, turns int) (*gatewaytest.Gateway, []gatewaytest.Served) {
+	up := gatewaytest.NewFakePromptCache(t, cacheKeys...)
+	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP": up.URL})
+	key := gw.AddUser("alice", 100_000_000)
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	convs := make([]*cacheConversation, conversations)
+	for i := range convs {
+		convs[i] = newConversation(fmt.Sprintf("conv%d", i))
+	}
+	order := rand.New(rand.NewPCG(22, 22))
+	for range turns {
+		order.Shuffle(len(convs), func(i, j int) { convs[i], convs[j] = convs[j], convs[i] })
+		for _, c := range convs {
+			if err := c.turn(t, &client); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+	}
+	return gw, up.Served()
+}
+
+// cacheShare is the cached share of the prompt tokens served, and the
+// share an ideal router gets: every turn after a conversation's first
+// reads the whole previous turn's prompt from cache.
+func cacheShare(served []gatewaytest.Served) (share, ideal float64, fullHits int) {
+	var prompt, cached, best int64
+	last := map[string]int64{}
+	for _, s := range served {
+		name := strings.Fields(s.Conversation)[0]
+		prompt += s.PromptTokens
+		cached += s.CachedTokens
+		want := last[name] - last[name]%128
+		best += want
+		if want > 0 && s.CachedTokens == want {
+			fullHits++
+		}
+		last[name] = s.PromptTokens
+	}
+	return float64(cached) / float64(prompt), float64(best) / float64(prompt), fullHits
+}
+
+func TestAffinityKeepsThePromptCache(t *testing.T) {
+	const conversations, turns = 10, 20
+	later := conversations * (turns - 1) // turns after each conversation's first
+
+	t.Run("with affinity", func(t *testing.T) {
+		gw, served := cacheRun(t, cacheConfig(), conversations, turns)
+		share, ideal, full := cacheShare(served)
+		t.Logf("cached share %.3f, ideal %.3f, full hits %d of %d", share, ideal, full, later)
+		if full != later || share != ideal {
+			t.Errorf("cached share %.3f with %d full hits, want the ideal %.3f with %d", share, full, ideal, later)
+		}
+		for name, keys := range keysOf(served) {
+			if distinct(keys) != 1 {
+				t.Errorf("%s went to keys %v, want one", name, keys)
+			}
+		}
+		// the conversations spread over the keys as rotation spreads them
+		used := map[string]bool{}
+		for _, keys := range keysOf(served) {
+			used[keys[0]] = true
+		}
+		if len(used) != len(cacheKeys) {
+			t.Errorf("conversations bound to %d keys of %d", len(used), len(cacheKeys))
+		}
+		// billed: cached tokens at the cached price
+		var cost, cached int64
+		for _, r := range gw.WaitUsage("alice", conversations*turns) {
+			cost += r.Cost
+			cached += r.CachedTokens
+		}
+		var wantCost, wantCached int64
+		for _, s := range served {
+			wantCost += ceilDiv((s.PromptTokens-s.CachedTokens)*1_000_000+s.CachedTokens*100_000+3*2_000_000, 1_000_000)
+			wantCached += s.CachedTokens
+		}
+		if cost != wantCost || cached != wantCached {
+			t.Errorf("usage rows cost %d with %d cached tokens, want %d and %d", cost, cached, wantCost, wantCached)
+		}
+		m := gw.Metrics()
+		if got := m[genaiCacheSeries("gen_ai_client_token_usage_sum", "cached_input")]; int64(got) != wantCached {
+			t.Errorf("gen_ai_client_token_usage cached_input sum %v, want %d", got, wantCached)
+		}
+		for _, reason := range []string{"ejected", "rate_limited", "failed", "unavailable", "key_removed"} {
+			if got := m[series("gateway_affinity_moves_total", "reason", reason)]; got != 0 {
+				t.Errorf("%v moves for %s with nothing failing", got, reason)
+			}
+		}
+	})
+
+	t.Run("without affinity", func(t *testing.T) {
+		_, served := cacheRun(t, cacheConfig().option("affinity off"), conversations, turns)
+		share, ideal, full := cacheShare(served)
+		t.Logf("cached share %.3f, ideal %.3f, full hits %d of %d", share, ideal, full, later)
+		// a turn finds its whole previous prompt only on the key that
+		// served it: about one turn in four
+		if full < later/8 || full > later*3/8 {
+			t.Errorf("%d full hits of %d without affinity, want about a quarter", full, later)
+		}
+		if share >= ideal*0.9 {
+			t.Errorf("cached share %.3f without affinity, near the ideal %.3f", share, ideal)
+		}
+	})
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func genaiCacheSeries(name, tokenType string) string {
+	return series(name, "channel", "cache", "gen_ai_operation_name", "chat", "gen_ai_provider_name", "openai",
+		"gen_ai_request_model", "gpt-cache", "gen_ai_token_type", tokenType)
+}
+
+// TestAffinityMoves: a conversation leaves a channel that is ejected or
+// fails it, and a key that answers 429, for one that answers, and stays
+// there; each move is counted by reason.
+func TestAffinityMoves(t *testing.T) {
+	t.Run("ejected channel", func(t *testing.T) {
+		up := gatewaytest.NewFakePromptCache(t, "sk-a", "sk-b")
+		cfg := gatewayConfig().
+			option("max_attempts 2").
+			option(block("health", "consecutive_failures 1", "base_ejection 10m")).
+			channel("a", "openai", "{{UP}}", "sk-a", "gpt-cache").
+			channel("b", "openai", "{{UP}}", "sk-b", "gpt-cache").
+			free("gpt-cache")
+		gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP": up.URL})
+		key := gw.AddUser("alice", 0)
+		client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+		convs := make([]*cacheConversation, 8)
+		for i := range convs {
+			convs[i] = newConversation(fmt.Sprintf("conv%d", i))
+			for range 2 {
+				if err := convs[i].turn(t, &client); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// the two channels are of one priority, tried in a weighted random
+		// order: the binding puts a conversation's channel first
+		before := keysOf(up.Served())
+		for name, keys := range before {
+			if distinct(keys) != 1 {
+				t.Errorf("%s went to %v over its first two turns, want one channel", name, keys)
+			}
+		}
+		// the channel of conv0 fails once: conv0 fails over to the other,
+		// and the failed one is ejected, so the others bound to it move too
+		failing, other := before["conv0"][0], "sk-b"
+		if failing == "sk-b" {
+			other = "sk-a"
+		}
+		onFailing := 0
+		for _, keys := range before {
+			if keys[0] == failing {
+				onFailing++
+			}
+		}
+		up.Fail(failing, http.StatusInternalServerError, 1)
+		for range 3 {
+			for _, c := range convs {
+				if err := c.turn(t, &client); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for name, keys := range keysOf(up.Served()) {
+			for _, k := range keys[2:] {
+				if k != other {
+					t.Errorf("%s answered on %v after %s's channel was ejected", name, keys, failing)
+				}
+			}
+		}
+		m := gw.Metrics()
+		if got := m[series("gateway_affinity_moves_total", "reason", "failed")]; got != 1 {
+			t.Errorf("%v moves for a failure, want 1", got)
+		}
+		if got := m[series("gateway_affinity_moves_total", "reason", "ejected")]; got != float64(onFailing-1) {
+			t.Errorf("%v moves for ejection, want %d", got, onFailing-1)
+		}
+		// after its one move each conversation reads its prompt from b's cache
+		served := up.Served()
+		last := served[len(served)-len(convs):]
+		for _, s := range last {
+			if s.CachedTokens == 0 {
+				t.Errorf("%s's last turn missed the cache on %s", strings.Fields(s.Conversation)[0], s.Key)
+			}
+		}
+	})
+
+	t.Run("429 moves to the next key", func(t *testing.T) {
+		up := gatewaytest.NewFakePromptCache(t, cacheKeys...)
+		gw := gatewaytest.Start(t, cacheConfig().String(), gatewaytest.Vars{"UP": up.URL})
+		key := gw.AddUser("alice", 100_000_000)
+		client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+		c, other := newConversation("limited"), newConversation("bystander")
+		for range 2 {
+			for _, cv := range []*cacheConversation{c, other} {
+				if err := cv.turn(t, &client); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		bound := keysOf(up.Served())["limited"][0]
+		up.Fail(bound, http.StatusTooManyRequests, 1)
+		err := c.turn(t, &client)
+		if code := sdkStatus(err); code != http.StatusTooManyRequests {
+			t.Fatalf("the rate limited turn: %v, want a 429", err)
+		}
+		for range 3 {
+			for _, cv := range []*cacheConversation{c, other} {
+				if err := cv.turn(t, &client); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		keys := keysOf(up.Served())
+		moved := keys["limited"][2:]
+		if distinct(moved) != 1 || moved[0] == bound {
+			t.Errorf("after a 429 on %s the conversation went to %v, want one other key", bound, moved)
+		}
+		if distinct(keys["bystander"]) != 1 {
+			t.Errorf("the other conversation moved: %v", keys["bystander"])
+		}
+		if got := gw.Metrics()[series("gateway_affinity_moves_total", "reason", "rate_limited")]; got != 1 {
+			t.Errorf("%v moves for a 429, want 1", got)
+		}
+	})
+}
+
+// sdkStatus is the HTTP status of an openai-go error, 0 for another error.
+func sdkStatus(err error) int {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode
+	}
+	return 0
+}
+
+// TestAffinityScopedToTheCallersKey: two callers naming their
+// conversations alike each get a binding of their own, and the names a
+// client sends (prompt_cache_key, a session header) hold a conversation
+// together across prompts that share nothing.
+func TestAffinityScopedToTheCallersKey(t *testing.T) {
+	up := gatewaytest.NewFakePromptCache(t, cacheKeys...)
+	// Caddy drops headers with underscores unless told (Codex's session_id)
+	cfg := cacheConfig().withServers("expected_underscore_headers session_id")
+	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP": up.URL})
+	alice := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(gw.AddUser("alice", 100_000_000)), option.WithMaxRetries(0))
+	mallory := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(gw.AddUser("mallory", 100_000_000)), option.WithMaxRetries(0))
+	ask := func(client *openai.Client, prompt string, opts ...option.RequestOption) string {
+		t.Helper()
+		n := len(up.Served())
+		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-cache",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return up.Served()[n].Key
+	}
+	cacheKey := func(name string) option.RequestOption { return option.WithJSONSet("prompt_cache_key", name) }
+
+	// different prompts, one prompt_cache_key: one key
+	a := ask(&alice, "alpha one", cacheKey("shared-name"))
+	for _, p := range []string{"beta two", "gamma three", "delta four"} {
+		if k := ask(&alice, p, cacheKey("shared-name")); k != a {
+			t.Fatalf("alice's prompt_cache_key conversation moved from %s to %s", a, k)
+		}
+	}
+	// mallory names hers the same and sends alice's very prompt: she gets
+	// a binding of her own (the next key by rotation), not alice's
+	m := ask(&mallory, "alpha one", cacheKey("shared-name"))
+	if m == a {
+		t.Fatalf("mallory's conversation landed on alice's key %s", a)
+	}
+	for range 3 {
+		if k := ask(&mallory, "epsilon", cacheKey("shared-name")); k != m {
+			t.Fatalf("mallory's conversation moved from %s to %s", m, k)
+		}
+		if k := ask(&alice, "zeta", cacheKey("shared-name")); k != a {
+			t.Fatalf("mallory's requests steered alice's conversation from %s to %s", a, k)
+		}
+	}
+	// a session header holds a conversation together the same way
+	for _, header := range []string{"X-Claude-Code-Session-Id", "session_id", "X-Session-Id"} {
+		s := ask(&alice, header+" first", option.WithHeader(header, "session-"+header))
+		for _, p := range []string{"second", "third"} {
+			if k := ask(&alice, p, option.WithHeader(header, "session-"+header)); k != s {
+				t.Errorf("a conversation named by %s moved from %s to %s", header, s, k)
+			}
+		}
+	}
+}
