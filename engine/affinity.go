@@ -128,6 +128,9 @@ func writeField(h hash.Hash, s string) {
 // to a channel that the plan still holds (healthy, serving the model and
 // the request's operation) with its key still configured, that channel
 // goes first; otherwise the binding is dropped and the move counted.
+// Affinity chooses among the channels of the plan's first priority only:
+// a conversation that failed over to a backup goes back to the channel the
+// operator prefers once that serves again.
 func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*routing.Channel {
 	model := x.Req.Model
 	if e.Affinity == nil || !x.Req.Op.Conversation() {
@@ -149,6 +152,8 @@ func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*ro
 			if ch := e.Channels.Channel(b.Channel); ch != nil && ch.Ejected(time.Now()) {
 				reason = routing.MoveEjected
 			}
+		case plan[i].Priority < plan[0].Priority:
+			reason = routing.MovePriority
 		default:
 			if _, ok := plan[i].BoundKey(b); !ok {
 				reason = routing.MoveKeyRemoved

@@ -31,10 +31,13 @@ const (
 	MoveKeyRemoved  = "key_removed"  // the bound key is no longer configured on the channel
 	MoveRateLimited = "rate_limited" // the bound channel answered 429
 	MoveFailed      = "failed"       // the bound channel failed otherwise
+	// MovePriority: a channel of higher priority than the bound one (which
+	// the conversation failed over to) serves the model again
+	MovePriority = "priority"
 )
 
 // MoveReasons lists every reason, for metrics created up front.
-var MoveReasons = [...]string{MoveEjected, MoveUnavailable, MoveKeyRemoved, MoveRateLimited, MoveFailed}
+var MoveReasons = [...]string{MoveEjected, MoveUnavailable, MoveKeyRemoved, MoveRateLimited, MoveFailed, MovePriority}
 
 // ConversationID names a conversation within one caller's key: a hash of
 // the key's id and the conversation's name, so one caller can neither read
