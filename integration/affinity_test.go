@@ -27,7 +27,12 @@ var cacheKeys = []string{"sk-cache-0", "sk-cache-1", "sk-cache-2", "sk-cache-3"}
 func cacheConfig() *caddyfile {
 	return gatewayConfig().
 		channel("cache", "openai", "{{UP}}", "", "gpt-cache", "keys "+strings.Join(cacheKeys, " ")).
-		price("gpt-cache", "input 1", "cached_input 0.1", "output 2")
+		price("gpt-cache", "input 1", "cached_input 0.1", "output 2").
+		withSite(
+			"@account path /api/user/* /api/admin/*",
+			block("route @account", "gateway_account"),
+			"@models path /v1/*",
+			block("route @models", "gateway_auth", "gateway_relay"))
 }
 
 // words is n words of filler tagged by tag, so every message is its own.
@@ -156,13 +161,28 @@ func TestAffinityKeepsThePromptCache(t *testing.T) {
 			cost += r.Cost
 			cached += r.CachedTokens
 		}
-		var wantCost, wantCached int64
+		var wantCost, wantCached, wantPrompt int64
 		for _, s := range served {
 			wantCost += ceilDiv((s.PromptTokens-s.CachedTokens)*1_000_000+s.CachedTokens*100_000+3*2_000_000, 1_000_000)
 			wantCached += s.CachedTokens
+			wantPrompt += s.PromptTokens
 		}
 		if cost != wantCost || cached != wantCached {
 			t.Errorf("usage rows cost %d with %d cached tokens, want %d and %d", cost, cached, wantCost, wantCached)
+		}
+		// the operator's dashboard shows the share per model, channel and key
+		var dash struct {
+			Models []dashCache `json:"models"`
+			Recent struct {
+				Channels []dashCache `json:"channels"`
+				Keys     []dashCache `json:"keys"`
+			} `json:"recent"`
+		}
+		loggedIn(t, gw, "ops", 0, "admin").ok("GET", "/api/admin/dashboard?days=1", nil).decode(t, &dash)
+		for what, list := range map[string][]dashCache{"models": dash.Models, "channels": dash.Recent.Channels, "keys": dash.Recent.Keys} {
+			if len(list) != 1 || list[0].Prompt != wantPrompt || list[0].Cached != wantCached {
+				t.Errorf("dashboard %s: %+v, want one with %d of %d prompt tokens cached", what, list, wantCached, wantPrompt)
+			}
 		}
 		m := gw.Metrics()
 		if got := m[genaiCacheSeries("gen_ai_client_token_usage_sum", "cached_input")]; int64(got) != wantCached {
@@ -188,6 +208,13 @@ func TestAffinityKeepsThePromptCache(t *testing.T) {
 			t.Errorf("cached share %.3f without affinity, near the ideal %.3f", share, ideal)
 		}
 	})
+}
+
+// dashCache is what the dashboard says of one model's, channel's or key's cache.
+type dashCache struct {
+	Name   string `json:"name"`
+	Prompt int64  `json:"prompt_tokens"`
+	Cached int64  `json:"cached_tokens"`
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

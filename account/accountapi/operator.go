@@ -226,6 +226,10 @@ type point struct {
 	Cost     int64  `json:"cost"`
 	Tokens   int64  `json:"tokens"`
 	Errors   int64  `json:"errors"`
+	// Prompt and Cached are the prompt tokens and those read from the
+	// vendor's prompt cache, for the cache hit share
+	Prompt int64 `json:"prompt_tokens"`
+	Cached int64 `json:"cached_tokens"`
 }
 
 // series is one model's, user's, channel's or key's usage over the days.
@@ -238,6 +242,8 @@ type series struct {
 	Tokens   int64   `json:"tokens"`
 	Errors   int64   `json:"errors"`
 	Daily    []point `json:"daily"`
+	Prompt   int64   `json:"prompt_tokens"`
+	Cached   int64   `json:"cached_tokens"`
 }
 
 // dayIndex places days on a window of n days ending today.
@@ -280,10 +286,14 @@ func (s *seriesSet) add(key, name string, id int64, day time.Time, p point) *ser
 	d.Cost += p.Cost
 	d.Tokens += p.Tokens
 	d.Errors += p.Errors
+	d.Prompt += p.Prompt
+	d.Cached += p.Cached
 	se.Requests += p.Requests
 	se.Cost += p.Cost
 	se.Tokens += p.Tokens
 	se.Errors += p.Errors
+	se.Prompt += p.Prompt
+	se.Cached += p.Cached
 	return se
 }
 
@@ -337,7 +347,7 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	}
 	var prompt, cached int64
 	for _, d := range ud {
-		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens}
+		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens, Prompt: d.PromptTokens, Cached: d.CachedTokens}
 		if totals.add("", "all", 0, d.Day, p) == nil {
 			continue
 		}
@@ -354,7 +364,7 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	errs, channels, tokens := newSeriesSet(days), newSeriesSet(days), newSeriesSet(days)
 	errModels, errUsers := newSeriesSet(days), newSeriesSet(days)
 	for _, l := range rows {
-		p := point{Requests: 1, Cost: l.Cost, Tokens: l.PromptTokens + l.CompletionTokens}
+		p := point{Requests: 1, Cost: l.Cost, Tokens: l.PromptTokens + l.CompletionTokens, Prompt: l.PromptTokens, Cached: l.CachedTokens}
 		if l.Status/100 != 2 {
 			p.Errors = 1
 		}
