@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -400,6 +403,97 @@ func TestAffinityScopedToTheCallersKey(t *testing.T) {
 			if k := ask(&alice, p, option.WithHeader(header, "session-"+header)); k != s {
 				t.Errorf("a conversation named by %s moved from %s to %s", header, s, k)
 			}
+		}
+	}
+}
+
+// TestAutoCache: a channel with auto_cache marks Anthropic cache
+// breakpoints (the system prompt and the last message) on requests whose
+// client marked none, translated or not, and leaves a client's own marks
+// as they are; a channel without it sends what it always did.
+func TestAutoCache(t *testing.T) {
+	auto := gatewaytest.NewFakeAnthropic(t, "sk-ant-auto")
+	plain := gatewaytest.NewFakeAnthropic(t, "sk-ant-plain")
+	gw := gatewaytest.Start(t, gatewayConfig().
+		channel("auto", block("anthropic", "auto_cache on"), "{{AUTO}}", "sk-ant-auto", "claude-auto").
+		channel("plain", "anthropic", "{{PLAIN}}", "sk-ant-plain", "claude-plain").
+		free("claude-auto", "claude-plain").String(), gatewaytest.Vars{"AUTO": auto.BaseURL(), "PLAIN": plain.BaseURL()})
+	key := gw.AddUser("cache", 0)
+	oc := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	ac := anthropic.NewClient(aoption.WithBaseURL(gw.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
+	ctx := context.Background()
+	history := func(model string) anthropic.MessageNewParams {
+		return anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 100,
+			System: []anthropic.TextBlockParam{{Text: "You are terse."}},
+			Messages: []anthropic.MessageParam{
+				anthropic.NewUserMessage(anthropic.NewTextBlock("first")),
+				anthropic.NewAssistantMessage(anthropic.NewTextBlock("ok")),
+				anthropic.NewUserMessage(anthropic.NewTextBlock("second")),
+			}}
+	}
+	for _, model := range []string{"claude-auto", "claude-plain"} {
+		if _, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage("You are terse."), openai.UserMessage("first"), openai.AssistantMessage("ok"), openai.UserMessage("second")}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ac.Messages.New(ctx, history(model)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a client that marks its own breakpoint: its body goes as it is
+	own := history("claude-auto")
+	own.Messages[0] = anthropic.NewUserMessage(anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{Text: "first", CacheControl: anthropic.NewCacheControlEphemeralParam()}})
+	if _, err := ac.Messages.New(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+
+	type marked struct {
+		System []struct {
+			Text         string         `json:"text"`
+			CacheControl map[string]any `json:"cache_control"`
+		} `json:"system"`
+		Messages []struct {
+			Content []struct {
+				Text         string         `json:"text"`
+				CacheControl map[string]any `json:"cache_control"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	breakpoints := func(r gatewaytest.Recorded) (where []string) {
+		t.Helper()
+		var m marked
+		if err := json.Unmarshal(r.Raw, &m); err != nil {
+			t.Fatalf("a system prompt or a content left a string where a breakpoint was due: %v\n%s", err, r.Raw)
+		}
+		for _, b := range m.System {
+			if b.CacheControl != nil {
+				where = append(where, "system:"+b.Text)
+			}
+		}
+		for _, msg := range m.Messages {
+			for _, b := range msg.Content {
+				if b.CacheControl != nil {
+					where = append(where, "message:"+b.Text)
+				}
+			}
+		}
+		return where
+	}
+	reqs := auto.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("auto channel got %d requests, want 3", len(reqs))
+	}
+	for i, what := range []string{"translated", "passthrough"} {
+		if got := breakpoints(reqs[i]); strings.Join(got, ",") != "system:You are terse.,message:second" {
+			t.Errorf("%s request on the auto_cache channel marked %v, want the system prompt and the last message", what, got)
+		}
+	}
+	if got := breakpoints(reqs[2]); strings.Join(got, ",") != "message:first" {
+		t.Errorf("a client's own breakpoint became %v", got)
+	}
+	for i, r := range plain.Requests() {
+		if strings.Contains(string(r.Raw), "cache_control") {
+			t.Errorf("request %d on the channel without auto_cache carries cache_control: %s", i, r.Raw)
 		}
 	}
 }
