@@ -7,7 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -496,4 +501,68 @@ func TestAutoCache(t *testing.T) {
 			t.Errorf("request %d on the channel without auto_cache carries cache_control: %s", i, r.Raw)
 		}
 	}
+}
+
+// keyRecorder stands before a fake upstream for a channel of several keys:
+// it records the key each request came with (Authorization or x-api-key)
+// and passes the request on with the one key the fake knows.
+type keyRecorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+}
+
+func newKeyRecorder(t *testing.T, fake gatewaytest.Fake, fakeKey string) *keyRecorder {
+	target, err := url.Parse(fake.BaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr := &keyRecorder{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // streams pass event by event
+	kr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Api-Key")
+		if key != "" {
+			r.Header.Set("X-Api-Key", fakeKey)
+		} else if key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "); key != "" {
+			r.Header.Set("Authorization", "Bearer "+fakeKey)
+		}
+		kr.mu.Lock()
+		kr.seen = append(kr.seen, key)
+		kr.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(kr.Close)
+	return kr
+}
+
+// keys are the keys seen since the first n requests.
+func (kr *keyRecorder) keys(from int) []string {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	return slices.Clone(kr.seen[from:])
+}
+
+// startKeyedClients is the real clients' gateway with four keys on the
+// Anthropic and the OpenAI channel, each behind a keyRecorder.
+func startKeyedClients(t *testing.T) (gw *gatewaytest.Gateway, claude, gpt *keyRecorder) {
+	fakeAnt := gatewaytest.NewFakeAnthropic(t, "sk-ant-up")
+	fakeOAI := gatewaytest.NewFakeOpenAI(t, "sk-oai-up")
+	claude, gpt = newKeyRecorder(t, fakeAnt, "sk-ant-up"), newKeyRecorder(t, fakeOAI, "sk-oai-up")
+	var antKeys, oaiKeys []string
+	for i := range 4 {
+		antKeys = append(antKeys, fmt.Sprintf("sk-ant-up-%d", i))
+		oaiKeys = append(oaiKeys, fmt.Sprintf("sk-oai-up-%d", i))
+	}
+	for _, k := range append(antKeys, oaiKeys...) {
+		gatewaytest.Secret(k)
+	}
+	cfg := gatewayConfig().
+		// Codex names its session in a session_id header
+		withServers("expected_underscore_headers session_id").
+		channel("claude", "anthropic", "{{CLAUDE}}", "", "claude-test", "keys "+strings.Join(antKeys, " ")).
+		channel("gpt", "openai", "{{GPT}}", "", "gpt-test", "keys "+strings.Join(oaiKeys, " ")).
+		free("claude-test", "gpt-test")
+	gw = gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"CLAUDE": claude.URL, "GPT": gpt.URL})
+	return gw, claude, gpt
 }
