@@ -100,3 +100,20 @@ func TestBoundKey(t *testing.T) {
 		t.Fatal("a keyless channel's binding")
 	}
 }
+
+func TestAffinityConfigSet(t *testing.T) {
+	var c AffinityConfig
+	for _, kv := range [][2]string{{"ttl", "90m"}, {"max_entries", "500"}, {"off", ""}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Fatalf("%v: %v", kv, err)
+		}
+	}
+	if c != (AffinityConfig{Off: true, TTL: 90 * time.Minute, MaxEntries: 500}) {
+		t.Fatalf("config %+v", c)
+	}
+	for _, kv := range [][2]string{{"ttl", "0s"}, {"ttl", "soon"}, {"max_entries", "-1"}, {"max_entries", "many"}, {"off", "yes"}, {"size", "1"}} {
+		if err := c.Set(kv[0], kv[1]); err == nil {
+			t.Errorf("%v accepted", kv)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+func TestConversationID(t *testing.T) {
+	type ask struct {
+		token    int64
+		dialect  string
+		cacheKey string
+		user     string
+		headers  map[string]string
+		system   string
+		first    string
+		later    string // a later turn, which never names the conversation
+	}
+	id := func(a ask) (string, bool) {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		for k, v := range a.headers {
+			r.Header.Set(k, v)
+		}
+		c := &adapters.ChatRequest{CacheKey: a.cacheKey, User: a.user,
+			System: []adapters.Part{{Type: adapters.PartText, Text: a.system}}}
+		if a.first != "" {
+			c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartText, Text: a.first}}})
+		}
+		c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleAssistant, Parts: []adapters.Part{{Type: adapters.PartText, Text: a.later}}})
+		x := &Exchange{R: r, ID: &keys.Identity{Token: &store.Token{ID: a.token}},
+			Req: &adapters.Request{Op: adapters.OpChat, Dialect: a.dialect, Chat: c}}
+		got, ok := conversationID(x)
+		return string(got[:]), ok
+	}
+	same := func(what string, a, b ask, want bool) {
+		t.Helper()
+		ia, oka := id(a)
+		ib, okb := id(b)
+		if !oka || !okb {
+			t.Fatalf("%s: no conversation named", what)
+		}
+		if (ia == ib) != want {
+			t.Errorf("%s: same conversation %v, want %v", what, ia == ib, want)
+		}
+	}
+	base := ask{token: 1, dialect: "openai", system: "s", first: "hello", later: "a"}
+	with := func(change func(a *ask)) ask {
+		a := base
+		a.headers = map[string]string{}
+		change(&a)
+		return a
+	}
+	same("later turns differ", base, with(func(a *ask) { a.later = "b" }), true)
+	same("first message differs", base, with(func(a *ask) { a.first = "other" }), false)
+	same("system differs", base, with(func(a *ask) { a.system = "other" }), false)
+	same("another caller's key", base, with(func(a *ask) { a.token = 2 }), false)
+	named := func(change func(a *ask)) ask {
+		return with(func(a *ask) { change(a); a.first = a.first + "!" })
+	}
+	same("prompt_cache_key over the start", with(func(a *ask) { a.cacheKey = "k" }), named(func(a *ask) { a.cacheKey = "k" }), true)
+	same("prompt_cache_key, another caller", with(func(a *ask) { a.cacheKey = "k" }), named(func(a *ask) { a.cacheKey = "k"; a.token = 2 }), false)
+	same("prompt_cache_key before the session header",
+		with(func(a *ask) { a.cacheKey = "k"; a.headers["X-Claude-Code-Session-Id"] = "s1" }),
+		named(func(a *ask) { a.cacheKey = "k"; a.headers["X-Claude-Code-Session-Id"] = "s2" }), true)
+	for _, h := range []string{"X-Claude-Code-Session-Id", "session_id", "X-Session-Id"} {
+		same(h, with(func(a *ask) { a.headers[h] = "s" }), named(func(a *ask) { a.headers[h] = "s" }), true)
+		same(h+" differs", with(func(a *ask) { a.headers[h] = "s" }), with(func(a *ask) { a.headers[h] = "t" }), false)
+	}
+	same("Claude Code's header before metadata.user_id",
+		with(func(a *ask) { a.dialect = "anthropic"; a.user = "u1"; a.headers["X-Claude-Code-Session-Id"] = "s" }),
+		named(func(a *ask) { a.dialect = "anthropic"; a.user = "u2"; a.headers["X-Claude-Code-Session-Id"] = "s" }), true)
+	same("metadata.user_id before X-Session-Id",
+		with(func(a *ask) { a.dialect = "anthropic"; a.user = "u"; a.headers["X-Session-Id"] = "1" }),
+		named(func(a *ask) { a.dialect = "anthropic"; a.user = "u"; a.headers["X-Session-Id"] = "2" }), true)
+	// OpenAI's user names a person, not a conversation
+	same("OpenAI's user", with(func(a *ask) { a.user = "u" }), named(func(a *ask) { a.user = "u" }), false)
+	if _, ok := id(with(func(a *ask) { a.first = "" })); ok {
+		t.Error("a request without a user message was named by its start")
+	}
+}
