@@ -1,9 +1,8 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"hash"
+	"hash/maphash"
 	"math"
 	"net/http"
 	"slices"
@@ -47,20 +46,20 @@ func conversationID(x *Exchange) (id routing.ConversationID, ok bool) {
 	if c == nil {
 		return id, false
 	}
-	h := sha256.New()
+	h := newIDHash()
 	var tokenID int64
 	if x.ID != nil && x.ID.Token != nil {
 		tokenID = x.ID.Token.ID
 	}
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(tokenID))
-	h.Write(n[:])
+	h.write(n[:])
 	named := func(kind byte, name string) bool {
 		if name == "" {
 			return false
 		}
-		h.Write([]byte{kind})
-		writeField(h, name)
+		h.write([]byte{kind})
+		h.field(name)
 		return true
 	}
 	hdr := x.R.Header
@@ -71,57 +70,89 @@ func conversationID(x *Exchange) (id routing.ConversationID, ok bool) {
 	case x.Req.Dialect == "anthropic" && named('u', c.User):
 	case named('s', hdr.Get(headerSessionID)):
 	default:
-		h.Write([]byte{'p'})
+		h.write([]byte{'p'})
 		if !writeStart(h, c) {
 			return id, false
 		}
 	}
-	copy(id[:], h.Sum(nil))
-	return id, true
+	return h.sum(), true
+}
+
+// idSeeds key the conversation hash: two 64-bit hashes under seeds of the
+// process's own, so no caller can aim at another's conversation id, and
+// hashing a long prompt copies nothing.
+var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+type idHash struct{ a, b maphash.Hash }
+
+func newIDHash() *idHash {
+	h := &idHash{}
+	h.a.SetSeed(idSeeds[0])
+	h.b.SetSeed(idSeeds[1])
+	return h
+}
+
+func (h *idHash) write(p []byte) {
+	h.a.Write(p)
+	h.b.Write(p)
+}
+
+// field writes s with its length first, so fields cannot run into each
+// other.
+func (h *idHash) field(s string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	h.write(n[:])
+	h.a.WriteString(s)
+	h.b.WriteString(s)
+}
+
+func (h *idHash) fieldBytes(p []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+	h.write(n[:])
+	h.write(p)
+}
+
+func (h *idHash) sum() (id routing.ConversationID) {
+	binary.BigEndian.PutUint64(id[:8], h.a.Sum64())
+	binary.BigEndian.PutUint64(id[8:], h.b.Sum64())
+	return id
 }
 
 // writeStart hashes what stays the same over a conversation's turns: its
 // tools, system prompt and first user message. It reports false when there
 // is no user message to anchor it.
-func writeStart(h hash.Hash, c *adapters.ChatRequest) bool {
+func writeStart(h *idHash, c *adapters.ChatRequest) bool {
 	first := slices.IndexFunc(c.Messages, func(m adapters.Message) bool { return m.Role == adapters.RoleUser })
 	if first < 0 {
 		return false
 	}
 	for _, t := range c.Tools {
-		writeField(h, t.Type)
-		writeField(h, t.Name)
-		writeField(h, t.Description)
-		writeField(h, string(t.Parameters))
+		h.field(t.Type)
+		h.field(t.Name)
+		h.field(t.Description)
+		h.fieldBytes(t.Parameters)
 	}
-	h.Write([]byte{0})
+	h.write([]byte{0})
 	writeParts(h, c.System)
-	h.Write([]byte{0})
+	h.write([]byte{0})
 	writeParts(h, c.Messages[first].Parts)
 	return true
 }
 
-func writeParts(h hash.Hash, parts []adapters.Part) {
+func writeParts(h *idHash, parts []adapters.Part) {
 	for _, p := range parts {
-		writeField(h, string(p.Type))
-		writeField(h, p.Text)
+		h.field(string(p.Type))
+		h.field(p.Text)
 		if p.Image != nil {
-			writeField(h, p.Image.URL)
-			writeField(h, string(p.Image.Data))
+			h.field(p.Image.URL)
+			h.fieldBytes(p.Image.Data)
 		}
 		if p.ToolResult != nil {
-			writeField(h, p.ToolResult.CallID)
+			h.field(p.ToolResult.CallID)
 		}
 	}
-}
-
-// writeField writes s with its length first, so fields cannot run into
-// each other.
-func writeField(h hash.Hash, s string) {
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-	h.Write(n[:])
-	h.Write([]byte(s))
 }
 
 // planPinned is Plan for a conversation: when the conversation is bound
