@@ -67,7 +67,7 @@ func conversationID(x *Exchange) (id routing.ConversationID, ok bool) {
 	case named('k', c.CacheKey):
 	case named('c', hdr.Get(headerClaudeCodeSession)):
 	case named('x', hdr.Get(headerCodexSession)):
-	case x.Req.Dialect == "anthropic" && named('u', c.User):
+	case named('u', c.Session):
 	case named('s', hdr.Get(headerSessionID)):
 	default:
 		h.write([]byte{'p'})

@@ -12,7 +12,7 @@ import (
 func TestConversationID(t *testing.T) {
 	type ask struct {
 		token    int64
-		dialect  string
+		session  string // what the dialect's body says (Anthropic's metadata.user_id)
 		cacheKey string
 		user     string
 		headers  map[string]string
@@ -25,14 +25,14 @@ func TestConversationID(t *testing.T) {
 		for k, v := range a.headers {
 			r.Header.Set(k, v)
 		}
-		c := &adapters.ChatRequest{CacheKey: a.cacheKey, User: a.user,
+		c := &adapters.ChatRequest{CacheKey: a.cacheKey, User: a.user, Session: a.session,
 			System: []adapters.Part{{Type: adapters.PartText, Text: a.system}}}
 		if a.first != "" {
 			c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartText, Text: a.first}}})
 		}
 		c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleAssistant, Parts: []adapters.Part{{Type: adapters.PartText, Text: a.later}}})
 		x := &Exchange{R: r, ID: &keys.Identity{Token: &store.Token{ID: a.token}},
-			Req: &adapters.Request{Op: adapters.OpChat, Dialect: a.dialect, Chat: c}}
+			Req: &adapters.Request{Op: adapters.OpChat, Chat: c}}
 		got, ok := conversationID(x)
 		return string(got[:]), ok
 	}
@@ -47,7 +47,7 @@ func TestConversationID(t *testing.T) {
 			t.Errorf("%s: same conversation %v, want %v", what, ia == ib, want)
 		}
 	}
-	base := ask{token: 1, dialect: "openai", system: "s", first: "hello", later: "a"}
+	base := ask{token: 1, system: "s", first: "hello", later: "a"}
 	with := func(change func(a *ask)) ask {
 		a := base
 		a.headers = map[string]string{}
@@ -71,11 +71,11 @@ func TestConversationID(t *testing.T) {
 		same(h+" differs", with(func(a *ask) { a.headers[h] = "s" }), with(func(a *ask) { a.headers[h] = "t" }), false)
 	}
 	same("Claude Code's header before metadata.user_id",
-		with(func(a *ask) { a.dialect = "anthropic"; a.user = "u1"; a.headers["X-Claude-Code-Session-Id"] = "s" }),
-		named(func(a *ask) { a.dialect = "anthropic"; a.user = "u2"; a.headers["X-Claude-Code-Session-Id"] = "s" }), true)
+		with(func(a *ask) { a.session = "u1"; a.headers["X-Claude-Code-Session-Id"] = "s" }),
+		named(func(a *ask) { a.session = "u2"; a.headers["X-Claude-Code-Session-Id"] = "s" }), true)
 	same("metadata.user_id before X-Session-Id",
-		with(func(a *ask) { a.dialect = "anthropic"; a.user = "u"; a.headers["X-Session-Id"] = "1" }),
-		named(func(a *ask) { a.dialect = "anthropic"; a.user = "u"; a.headers["X-Session-Id"] = "2" }), true)
+		with(func(a *ask) { a.session = "u"; a.headers["X-Session-Id"] = "1" }),
+		named(func(a *ask) { a.session = "u"; a.headers["X-Session-Id"] = "2" }), true)
 	// OpenAI's user names a person, not a conversation
 	same("OpenAI's user", with(func(a *ask) { a.user = "u" }), named(func(a *ask) { a.user = "u" }), false)
 	if _, ok := id(with(func(a *ask) { a.first = "" })); ok {
