@@ -3,9 +3,11 @@ package engine
 import (
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -80,5 +82,73 @@ func TestConversationID(t *testing.T) {
 	same("OpenAI's user", with(func(a *ask) { a.user = "u" }), named(func(a *ask) { a.user = "u" }), false)
 	if _, ok := id(with(func(a *ask) { a.first = "" })); ok {
 		t.Error("a request without a user message was named by its start")
+	}
+}
+
+func TestPlanPinnedMoves(t *testing.T) {
+	aff := routing.NewAffinity(time.Hour, 100)
+	moves := map[string]int{}
+	aff.OnMove(func(r string) { moves[r]++ })
+	x := func() *Exchange {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		r.Header.Set("X-Session-Id", "s")
+		return &Exchange{R: r, ID: &keys.Identity{Token: &store.Token{ID: 7}}, Req: &adapters.Request{Op: adapters.OpChat, Model: "m",
+			Chat: &adapters.ChatRequest{Messages: []adapters.Message{{Role: adapters.RoleUser}}}}}
+	}
+	chans := func(keysOfA ...string) []*routing.Channel {
+		return []*routing.Channel{
+			{Name: "a", Models: []string{"m"}, Keys: keysOfA},
+			{Name: "b", Models: []string{"m"}, Keys: []string{"kb"}},
+			{Name: "c", Models: []string{"m"}, Keys: []string{"kc"}},
+		}
+	}
+	e := &Engine{Channels: routing.NewSet(chans("k0", "k1", "k2")), MaxAttempts: 2, Affinity: aff}
+	first := x()
+	id, _ := conversationID(first)
+	aff.Bind(id, routing.Binding{Channel: "a", Key: 2, KeySum: routing.KeySum("k2")})
+	// bound: channel a first, its key 2, whatever the weighted order
+	for range 20 {
+		x := x()
+		plan := e.planPinned(x, nil)
+		if len(plan) != 2 || plan[0].Name != "a" {
+			t.Fatalf("plan %v, want a first and 2 channels", plan)
+		}
+		if k := x.upstreamKey(plan[0]); k != "k2" {
+			t.Fatalf("key %q, want the bound k2", k)
+		}
+	}
+	step := func(what, reason string) {
+		t.Helper()
+		x := x()
+		e.planPinned(x, nil)
+		if x.Pin.has || moves[reason] != 1 {
+			t.Fatalf("%s: bound %v, moves %v, want one %s", what, x.Pin.has, moves, reason)
+		}
+		if _, ok := aff.Lookup(id); ok {
+			t.Fatalf("%s: the binding was kept", what)
+		}
+		aff.Bind(id, routing.Binding{Channel: "a", Key: 2, KeySum: routing.KeySum("k2")})
+	}
+	// a reload that changed a's keys
+	e.Channels = routing.NewSet(chans("k0", "k1", "new"))
+	step("key replaced", routing.MoveKeyRemoved)
+	// a reload without channel a
+	e.Channels = routing.NewSet(chans("k0", "k1", "k2")[1:])
+	step("channel gone", routing.MoveUnavailable)
+	// a channel of higher priority serves the model again
+	set := chans("k0", "k1", "k2")
+	set[1].Priority = 10
+	e.Channels = routing.NewSet(set)
+	step("higher priority", routing.MovePriority)
+	// a is ejected
+	set = chans("k0", "k1", "k2")
+	e.Channels = routing.NewSet(set)
+	set[0].Failed(routing.DefaultHealthPolicy, time.Now(), time.Minute)
+	step("ejected", routing.MoveEjected)
+	// operations affinity does not cover take keys in turn
+	emb := x()
+	emb.Req.Op = adapters.OpEmbedding
+	if e.planPinned(emb, nil); emb.Pin != nil {
+		t.Fatal("an embedding request was pinned")
 	}
 }
