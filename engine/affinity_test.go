@@ -152,3 +152,20 @@ func TestPlanPinnedMoves(t *testing.T) {
 		t.Fatal("an embedding request was pinned")
 	}
 }
+
+// BenchmarkConversationID is the cost of naming a coding agent's
+// conversation by its start: 40 KB of system prompt and 30 tools.
+func BenchmarkConversationID(b *testing.B) {
+	c := &adapters.ChatRequest{System: []adapters.Part{{Type: adapters.PartText, Text: string(make([]byte, 40<<10))}},
+		Messages: []adapters.Message{{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartText, Text: "fix the bug"}}}}}
+	for i := range 30 {
+		c.Tools = append(c.Tools, adapters.Tool{Type: "function", Name: string(rune('a' + i)), Description: "a tool that does a thing",
+			Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)})
+	}
+	x := &Exchange{R: httptest.NewRequest("POST", "/v1/chat/completions", nil), ID: &keys.Identity{Token: &store.Token{ID: 1}},
+		Req: &adapters.Request{Op: adapters.OpChat, Chat: c}}
+	b.ReportAllocs()
+	for b.Loop() {
+		conversationID(x)
+	}
+}
