@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -25,6 +27,8 @@ type Pin struct {
 	has   bool // bound is live and its channel leads the plan
 	// key is the index of the key the latest attempt used
 	key int
+	// place chooses the channel and key while there is no binding
+	place uint64
 }
 
 // Headers that name a conversation, after the request body's
@@ -41,19 +45,19 @@ const (
 // X-Session-Id header, else the conversation's stable start (tools, system
 // prompt, first user message). ok is false for a request that has none
 // (no first user message), which then goes by rotation.
-func conversationID(x *Exchange) (id routing.ConversationID, ok bool) {
+//
+// place is where the conversation goes while it has no binding (see
+// placeFirst): a hash of the name and the key's id that every instance
+// and every restart computes alike, so they all pick the same channel and
+// key. id, the binding's name in the table, hashes place again under
+// seeds of the process's own: one caller's crafted names can collide only
+// with its own conversations, never aim at another caller's.
+func conversationID(x *Exchange) (id routing.ConversationID, place uint64, ok bool) {
 	c := x.Req.Chat
 	if c == nil {
-		return id, false
+		return id, 0, false
 	}
-	h := newIDHash()
-	var tokenID int64
-	if x.ID != nil && x.ID.Token != nil {
-		tokenID = x.ID.Token.ID
-	}
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(tokenID))
-	h.write(n[:])
+	h := nameHash{d: xxhash.New()}
 	named := func(kind byte, name string) bool {
 		if name == "" {
 			return false
@@ -71,59 +75,52 @@ func conversationID(x *Exchange) (id routing.ConversationID, ok bool) {
 	case named('s', hdr.Get(headerSessionID)):
 	default:
 		h.write([]byte{'p'})
-		if !writeStart(h, c) {
-			return id, false
+		if !writeStart(&h, c) {
+			return id, 0, false
 		}
 	}
-	return h.sum(), true
+	var tokenID int64
+	if x.ID != nil && x.ID.Token != nil {
+		tokenID = x.ID.Token.ID
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(tokenID))
+	sum := h.d.Sum64()
+	binary.BigEndian.PutUint64(b[8:], sum)
+	binary.BigEndian.PutUint64(id[:8], maphash.Bytes(idSeeds[0], b[:]))
+	binary.BigEndian.PutUint64(id[8:], maphash.Bytes(idSeeds[1], b[:]))
+	return id, mix(sum ^ mix(uint64(tokenID))), true
 }
 
-// idSeeds key the conversation hash: two 64-bit hashes under seeds of the
-// process's own, so no caller can aim at another's conversation id, and
-// hashing a long prompt copies nothing.
+// idSeeds key the binding table's ids: seeds of the process's own.
 var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-type idHash struct{ a, b maphash.Hash }
+// nameHash is a stable 64-bit hash (xxHash, the same in every process) of
+// what names a conversation; hashing a long prompt copies nothing.
+type nameHash struct{ d *xxhash.Digest }
 
-func newIDHash() *idHash {
-	h := &idHash{}
-	h.a.SetSeed(idSeeds[0])
-	h.b.SetSeed(idSeeds[1])
-	return h
-}
-
-func (h *idHash) write(p []byte) {
-	h.a.Write(p)
-	h.b.Write(p)
-}
+func (h *nameHash) write(p []byte) { _, _ = h.d.Write(p) }
 
 // field writes s with its length first, so fields cannot run into each
 // other.
-func (h *idHash) field(s string) {
+func (h *nameHash) field(s string) {
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 	h.write(n[:])
-	h.a.WriteString(s)
-	h.b.WriteString(s)
+	_, _ = h.d.WriteString(s)
 }
 
-func (h *idHash) fieldBytes(p []byte) {
+func (h *nameHash) fieldBytes(p []byte) {
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(p)))
 	h.write(n[:])
 	h.write(p)
 }
 
-func (h *idHash) sum() (id routing.ConversationID) {
-	binary.BigEndian.PutUint64(id[:8], h.a.Sum64())
-	binary.BigEndian.PutUint64(id[8:], h.b.Sum64())
-	return id
-}
-
 // writeStart hashes what stays the same over a conversation's turns: its
 // tools, system prompt and first user message. It reports false when there
 // is no user message to anchor it.
-func writeStart(h *idHash, c *adapters.ChatRequest) bool {
+func writeStart(h *nameHash, c *adapters.ChatRequest) bool {
 	first := slices.IndexFunc(c.Messages, func(m adapters.Message) bool { return m.Role == adapters.RoleUser })
 	if first < 0 {
 		return false
@@ -141,7 +138,7 @@ func writeStart(h *idHash, c *adapters.ChatRequest) bool {
 	return true
 }
 
-func writeParts(h *idHash, parts []adapters.Part) {
+func writeParts(h *nameHash, parts []adapters.Part) {
 	for _, p := range parts {
 		h.field(string(p.Type))
 		h.field(p.Text)
@@ -152,6 +149,48 @@ func writeParts(h *idHash, parts []adapters.Part) {
 		if p.ToolResult != nil {
 			h.field(p.ToolResult.CallID)
 		}
+	}
+}
+
+// mix is SplitMix64's finalizer: every bit of x moves every bit of the
+// result, so a hash's low bits can choose among a few channels or keys.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// placeOn is place as seen by channel name: one draw per channel.
+func placeOn(place uint64, name string) uint64 {
+	h := place
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint64(name[i])) * 0x100000001b3
+	}
+	return mix(h)
+}
+
+// placeFirst puts first, among the plan's channels of its best priority,
+// the one a conversation at place goes to: weighted rendezvous hashing,
+// so channels get conversations in proportion to their weights, every
+// instance picks the same, and a channel that leaves the plan moves only
+// its own conversations. The rest keep routing's order.
+func placeFirst(plan []*routing.Channel, place uint64) {
+	best, bestScore := -1, 0.0
+	for i, ch := range plan {
+		if ch.Priority != plan[0].Priority {
+			break
+		}
+		u := (float64(placeOn(place, ch.Name)>>11) + 0.5) / (1 << 53) // in (0, 1)
+		if score := float64(max(ch.Weight, 1)) / -math.Log(u); best < 0 || score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best > 0 {
+		ch := plan[best]
+		copy(plan[1:best+1], plan[:best])
+		plan[0] = ch
 	}
 }
 
@@ -167,11 +206,11 @@ func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*ro
 	if e.Affinity == nil || !x.Req.Op.Conversation() {
 		return e.Plan(model, keep)
 	}
-	id, ok := conversationID(x)
+	id, place, ok := conversationID(x)
 	if !ok {
 		return e.Plan(model, keep)
 	}
-	x.Pin = &Pin{id: id, key: -1}
+	x.Pin = &Pin{id: id, key: -1, place: place}
 	b, bound := e.Affinity.Lookup(id)
 	plan := e.Channels.PlanFor(model, math.MaxInt, keep)
 	if bound {
@@ -200,6 +239,9 @@ func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*ro
 			e.Affinity.Moved(reason)
 		}
 	}
+	if !x.Pin.has && len(plan) > 0 {
+		placeFirst(plan, place)
+	}
 	if len(plan) > e.MaxAttempts {
 		plan = plan[:e.MaxAttempts]
 	}
@@ -207,7 +249,8 @@ func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*ro
 }
 
 // upstreamKey is the key an attempt on ch sends: the bound key on the
-// bound channel, else the channel's next by rotation.
+// bound channel, else the key the conversation's place picks on ch (the
+// same on every instance).
 func (x *Exchange) upstreamKey(ch *routing.Channel) string {
 	p := x.Pin
 	if p == nil {
@@ -219,9 +262,12 @@ func (x *Exchange) upstreamKey(ch *routing.Channel) string {
 			return k
 		}
 	}
-	k, i := ch.NextKey()
-	p.key = i
-	return k
+	if len(ch.Keys) == 0 {
+		p.key = -1
+		return ""
+	}
+	p.key = int(mix(placeOn(p.place, ch.Name)^0x9e3779b97f4a7c15) % uint64(len(ch.Keys)))
+	return ch.Keys[p.key]
 }
 
 // attemptFailed moves the conversation off its bound channel and key when

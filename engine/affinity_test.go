@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestConversationID(t *testing.T) {
 		c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleAssistant, Parts: []adapters.Part{{Type: adapters.PartText, Text: a.later}}})
 		x := &Exchange{R: r, ID: &keys.Identity{Token: &store.Token{ID: a.token}},
 			Req: &adapters.Request{Op: adapters.OpChat, Chat: c}}
-		got, ok := conversationID(x)
+		got, _, ok := conversationID(x)
 		return string(got[:]), ok
 	}
 	same := func(what string, a, b ask, want bool) {
@@ -104,7 +105,7 @@ func TestPlanPinnedMoves(t *testing.T) {
 	}
 	e := &Engine{Channels: routing.NewSet(chans("k0", "k1", "k2")), MaxAttempts: 2, Affinity: aff}
 	first := x()
-	id, _ := conversationID(first)
+	id, _, _ := conversationID(first)
 	aff.Bind(id, routing.Binding{Channel: "a", Key: 2, KeySum: routing.KeySum("k2")})
 	// bound: channel a first, its key 2, whatever the weighted order
 	for range 20 {
@@ -167,5 +168,47 @@ func BenchmarkConversationID(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		conversationID(x)
+	}
+}
+
+// TestPlacement: conversations without a binding spread over a channel's
+// keys evenly and over channels of one priority by weight, each always to
+// the same place.
+func TestPlacement(t *testing.T) {
+	a := &routing.Channel{Name: "a", Models: []string{"m"}, Weight: 3, Keys: []string{"k0", "k1", "k2", "k3"}}
+	b := &routing.Channel{Name: "b", Models: []string{"m"}, Weight: 1, Keys: []string{"kb"}}
+	backup := &routing.Channel{Name: "backup", Models: []string{"m"}, Priority: -1, Weight: 100, Keys: []string{"kz"}}
+	e := &Engine{Channels: routing.NewSet([]*routing.Channel{a, b, backup}), MaxAttempts: 3, Affinity: routing.NewAffinity(time.Hour, 10)}
+	const n = 8000
+	channels, keyUse := map[string]int{}, map[string]int{}
+	for i := range n {
+		pick := func() (string, string) {
+			r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+			r.Header.Set("X-Session-Id", "conversation "+strconv.Itoa(i))
+			x := &Exchange{R: r, ID: &keys.Identity{Token: &store.Token{ID: 1}}, Req: &adapters.Request{Op: adapters.OpChat, Model: "m",
+				Chat: &adapters.ChatRequest{Messages: []adapters.Message{{Role: adapters.RoleUser}}}}}
+			plan := e.planPinned(x, nil)
+			if plan[len(plan)-1] != backup {
+				t.Fatalf("plan %v: the lower priority last", plan)
+			}
+			return plan[0].Name, x.upstreamKey(plan[0])
+		}
+		ch, key := pick()
+		if ch2, key2 := pick(); ch2 != ch || key2 != key {
+			t.Fatalf("conversation %d went to %s %s, then %s %s", i, ch, key, ch2, key2)
+		}
+		channels[ch]++
+		if ch == "a" {
+			keyUse[key]++
+		}
+	}
+	// weight 3:1
+	if channels["a"] < n*70/100 || channels["a"] > n*80/100 {
+		t.Errorf("channel a got %d of %d conversations, want about 75%%", channels["a"], n)
+	}
+	for _, k := range a.Keys {
+		if got, want := keyUse[k], channels["a"]/4; got < want*85/100 || got > want*115/100 {
+			t.Errorf("key %s got %d conversations, want about %d", k, got, want)
+		}
 	}
 }
