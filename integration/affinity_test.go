@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/chromedp/chromedp"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -39,6 +40,8 @@ func cacheConfig() *caddyfile {
 		withSite(
 			"@account path /api/user/* /api/admin/*",
 			block("route @account", "gateway_account"),
+			"@console path / /console /console/*",
+			block("route @console", "gateway_console"),
 			"@models path /v1/*",
 			block("route @models", "gateway_auth", "gateway_relay"))
 }
@@ -191,6 +194,16 @@ func TestAffinityKeepsThePromptCache(t *testing.T) {
 		for what, list := range map[string][]dashCache{"models": dash.Models, "channels": dash.Recent.Channels, "keys": dash.Recent.Keys} {
 			if len(list) != 1 || list[0].Prompt != wantPrompt || list[0].Cached != wantCached {
 				t.Errorf("dashboard %s: %+v, want one with %d of %d prompt tokens cached", what, list, wantCached, wantPrompt)
+			}
+		}
+		// and the console's Cached column says it, per model, key and channel
+		b := adminBrowser(t, gw, "boss")
+		b.open("/console/dashboard", `document.getElementById('admin').dataset.loading === 'no' && document.querySelectorAll('#by-rows tr').length === 1`)
+		want := fmt.Sprintf("%.1f%%", 100*float64(wantCached)/float64(wantPrompt))
+		for _, tab := range []string{"model", "key", "channel"} {
+			b.do(chromedp.Click(chromedp.ID("tab-" + tab)))
+			if got := evalJS[string](b, `document.querySelector('#by-rows tr').children[5].textContent`); got != want {
+				t.Errorf("the dashboard's Cached column for the %s says %q, want %s", tab, got, want)
 			}
 		}
 		m := gw.Metrics()
