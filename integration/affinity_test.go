@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/chromedp/chromedp"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/chromedp/chromedp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
