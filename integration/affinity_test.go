@@ -632,3 +632,63 @@ func TestAffinityAcrossRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestAffinityAcrossReload: a reload keeps the bindings (a conversation
+// moved off its placed key by a 429 stays where it moved), and a reload that
+// removes the bound key moves the conversation, counted as key_removed.
+func TestAffinityAcrossReload(t *testing.T) {
+	up := gatewaytest.NewFakePromptCache(t, cacheKeys...)
+	vars := gatewaytest.Vars{"UP": up.URL}
+	gw := gatewaytest.Start(t, cacheConfig().String(), vars)
+	key := gw.AddUser("alice", 100_000_000)
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	c := newConversation("reloaded")
+	last := func() string {
+		served := up.Served()
+		return served[len(served)-1].Key
+	}
+	if err := c.turn(t, &client); err != nil {
+		t.Fatal(err)
+	}
+	placed := last()
+	up.Fail(placed, http.StatusTooManyRequests, 1)
+	if err := c.turn(t, &client); sdkStatus(err) != http.StatusTooManyRequests {
+		t.Fatalf("the rate limited turn: %v", err)
+	}
+	if err := c.turn(t, &client); err != nil {
+		t.Fatal(err)
+	}
+	moved := last()
+	if moved == placed {
+		t.Fatalf("the conversation stayed on %s after a 429", placed)
+	}
+
+	// a real change (Caddy skips a reload to the same configuration)
+	gw.Reload(cacheConfig().option("max_attempts 4").String(), vars)
+	if got := gw.Metrics()[series("gateway_affinity_moves_total", "reason", "rate_limited")]; got != 0 {
+		t.Fatalf("%v rate_limited moves after the reload: it did not happen", got)
+	}
+	if err := c.turn(t, &client); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got != moved {
+		t.Fatalf("after a reload the conversation went to %s, want %s where it was bound", got, moved)
+	}
+
+	var kept []string
+	for _, k := range cacheKeys {
+		if k != moved {
+			kept = append(kept, k)
+		}
+	}
+	gw.Reload(cacheConfig().channel("cache", "openai", "{{UP}}", "", "gpt-cache", "keys "+strings.Join(kept, " ")).String(), vars)
+	if err := c.turn(t, &client); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(); got == moved {
+		t.Fatalf("the conversation still went to %s, a key no longer configured", got)
+	}
+	if got := gw.Metrics()[series("gateway_affinity_moves_total", "reason", "key_removed")]; got != 1 {
+		t.Errorf("%v moves for a removed key, want 1", got)
+	}
+}
