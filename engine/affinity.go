@@ -270,29 +270,35 @@ func (x *Exchange) upstreamKey(ch *routing.Channel) string {
 	return ch.Keys[p.key]
 }
 
-// attemptFailed moves the conversation off its bound channel and key when
-// they failed it by the channel's fault. A 429 is the key's rate or quota:
-// the conversation moves to the channel's next key, so its next turn does
-// not meet the same limit (another channel that answers this turn binds it
-// instead). Any other failure leaves it to whichever channel answers.
+// attemptFailed moves the conversation off the key an attempt used when
+// that key failed it by the channel's fault (a 429 for the key's rate or
+// quota, refused credentials, an outage): it is bound to the channel's
+// next key, so its next turn does not meet the same fault, whether the
+// failed key was its binding or where its name placed it (a revoked key
+// would otherwise fail every turn of the conversations placed on it). A
+// channel that answers this turn binds it instead. Leaving a binding is
+// counted as a move.
 func (e *Engine) attemptFailed(x *Exchange, ch *routing.Channel, f *Failure) {
 	p := x.Pin
-	if p == nil || !p.has || ch.Name != p.bound.Channel || !f.Channel {
+	if p == nil || !f.Channel {
+		return
+	}
+	bound := p.has && ch.Name == p.bound.Channel
+	if n := len(ch.Keys); n > 1 && p.key >= 0 {
+		next := (p.key + 1) % n
+		e.Affinity.Bind(p.id, routing.Binding{Channel: ch.Name, Key: next, KeySum: routing.KeySum(ch.Keys[next])})
+	} else if bound {
+		e.Affinity.Forget(p.id)
+	}
+	if !bound {
 		return
 	}
 	p.has = false
-	if f.UpstreamStatus != http.StatusTooManyRequests && f.Err.Status != http.StatusTooManyRequests {
-		e.Affinity.Forget(p.id)
-		e.Affinity.Moved(routing.MoveFailed)
-		return
-	}
-	if n := len(ch.Keys); n > 1 {
-		next := (p.bound.Key + 1) % n
-		e.Affinity.Bind(p.id, routing.Binding{Channel: ch.Name, Key: next, KeySum: routing.KeySum(ch.Keys[next])})
+	if f.UpstreamStatus == http.StatusTooManyRequests || f.Err.Status == http.StatusTooManyRequests {
+		e.Affinity.Moved(routing.MoveRateLimited)
 	} else {
-		e.Affinity.Forget(p.id)
+		e.Affinity.Moved(routing.MoveFailed)
 	}
-	e.Affinity.Moved(routing.MoveRateLimited)
 }
 
 // answered binds the conversation to the channel and key that answered

@@ -362,6 +362,42 @@ func TestAffinityMoves(t *testing.T) {
 	})
 }
 
+// TestAffinityRevokedKey: conversations placed on a key the vendor
+// refuses fail one turn, then move to the channel's next key and stay.
+func TestAffinityRevokedKey(t *testing.T) {
+	up := gatewaytest.NewFakePromptCache(t, cacheKeys[:3]...) // the fourth is revoked
+	gatewaytest.Secret(cacheKeys[3])
+	gw := gatewaytest.Start(t, cacheConfig().String(), gatewaytest.Vars{"UP": up.URL})
+	key := gw.AddUser("alice", 100_000_000)
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	failed := 0
+	for i := range 12 {
+		c := newConversation(fmt.Sprintf("conv%d", i))
+		for turn := 0; turn < 3; {
+			err := c.turn(t, &client)
+			switch {
+			case err == nil:
+				turn++
+			case turn == 0 && sdkStatus(err) == http.StatusBadGateway:
+				failed++ // placed on the revoked key: the next try moves
+			default:
+				t.Fatalf("%s turn %d: %v", c.name, turn, err)
+			}
+			if failed > 12 {
+				t.Fatal("a conversation keeps failing on the revoked key")
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no conversation was placed on the revoked key: the test shows nothing")
+	}
+	for name, keys := range keysOf(up.Served()) {
+		if distinct(keys) != 1 || len(keys) != 3 {
+			t.Errorf("%s answered on %v, want its three turns on one key", name, keys)
+		}
+	}
+}
+
 // sdkStatus is the HTTP status of an openai-go error, 0 for another error.
 func sdkStatus(err error) int {
 	var apiErr *openai.Error
