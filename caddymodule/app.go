@@ -113,6 +113,8 @@ type App struct {
 	// TraceContent records message content on traced requests' spans, cut
 	// to this many bytes per attribute; 0 (the default) records none.
 	TraceContent int64 `json:"trace_content,omitempty"`
+	// Affinity keeps a conversation on one channel and key; on by default.
+	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -327,6 +329,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent)}
+	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
+		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
+	}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = a.Retention.sweeper(db, a.log.Named("retention"))
 	}

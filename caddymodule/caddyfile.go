@@ -50,6 +50,7 @@ func init() {
 //		metrics {
 //			per_user
 //		}
+//		affinity off | affinity { ttl <duration>; max_entries <n> }
 //		usage_retention <duration> {
 //			interval <duration>
 //			batch_size <n>
@@ -245,6 +246,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 				a.ImageFetchPorts = append(a.ImageFetchPorts, p)
 			}
+		case "affinity":
+			ac, err := parseAffinity(d)
+			if err != nil {
+				return err
+			}
+			a.Affinity = ac
 		case "health":
 			hc, err := parseHealthPolicy(d)
 			if err != nil {

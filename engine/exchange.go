@@ -47,6 +47,9 @@ type Exchange struct {
 	// (traced) by the engine
 	Trace  *tracing.Request
 	traced bool
+	// Pin is the conversation's binding, for chat and responses requests
+	// when affinity is on
+	Pin *Pin
 }
 
 // Media is what an exchange keeps of a media request.

@@ -72,6 +72,8 @@ type Engine struct {
 	// TraceContent is trace_content: the bytes of message content a
 	// traced request records, 0 for none
 	TraceContent int
+	// Affinity keeps conversations on one channel and key; nil: off
+	Affinity *routing.Affinity
 }
 
 // Run tries the plan's channels in order until one answers, and returns

@@ -22,6 +22,7 @@ func (e *Engine) Serve(x *Exchange, plan []*routing.Channel) error {
 		return x.Fail(f.Err)
 	}
 	x.Channel = ch.Name
+	e.answered(x, ch)
 	up := e.Upstreams[ch.Name]
 	switch {
 	case x.Media != nil && x.Req.Op == adapters.OpSpeech:
@@ -104,6 +105,7 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 		if x.Trace != nil {
 			traceFailure(x.Trace, f)
 		}
+		e.attemptFailed(x, ch, f)
 		return f
 	}
 	ra.resp = resp
@@ -113,7 +115,7 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
 func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider, build buildFunc, n int) (*http.Response, *Failure) {
-	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.Req.Model)}
+	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: x.upstreamKey(ch), Model: ch.UpstreamModel(x.Req.Model)}
 	hr, err := build(at.Ctx, up, x.Req)
 	if err != nil {
 		return nil, &Failure{Err: AsError(err)}

@@ -563,6 +563,9 @@ type UsageTotal struct {
 	Errors   int64  `json:"errors"` // rows whose status is not 2xx
 	Cost     int64  `json:"cost"`
 	Tokens   int64  `json:"tokens"` // prompt and completion
+	// PromptTokens and CachedTokens, for the prompt cache's share
+	PromptTokens int64 `json:"prompt_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
 	// LatencyMS and TTFBMS are sums, for averages.
 	LatencyMS int64 `json:"latency_ms"`
 	TTFBMS    int64 `json:"ttfb_ms"`

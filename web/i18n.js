@@ -260,6 +260,7 @@ const I18N = {
   "op.ejections": { en: "Ejections", zh: "剔除次数" },
   "op.error": { en: "Error", zh: "错误" },
   "op.errors": { en: "Errors", zh: "错误数" },
+  "op.cached": { en: "Cached", zh: "缓存命中" },
   "op.everyRequest": { en: "Every user's requests", zh: "所有用户的请求" },
   "op.everything": { en: "everything", zh: "全部" },
   "op.expires": { en: "Expires", zh: "过期时间" },

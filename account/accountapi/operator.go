@@ -196,6 +196,10 @@ type point struct {
 	Cost     int64  `json:"cost"`
 	Tokens   int64  `json:"tokens"`
 	Errors   int64  `json:"errors"`
+	// Prompt and Cached are the prompt tokens and those read from the
+	// vendor's prompt cache, for the cache hit share
+	Prompt int64 `json:"prompt_tokens"`
+	Cached int64 `json:"cached_tokens"`
 }
 
 // series is one model's, user's, channel's or key's usage over the days.
@@ -208,6 +212,8 @@ type series struct {
 	Tokens   int64   `json:"tokens"`
 	Errors   int64   `json:"errors"`
 	Daily    []point `json:"daily"`
+	Prompt   int64   `json:"prompt_tokens"`
+	Cached   int64   `json:"cached_tokens"`
 }
 
 // dayIndex places days on a window of n days ending today.
@@ -250,10 +256,14 @@ func (s *seriesSet) add(key, name string, id int64, day time.Time, p point) *ser
 	d.Cost += p.Cost
 	d.Tokens += p.Tokens
 	d.Errors += p.Errors
+	d.Prompt += p.Prompt
+	d.Cached += p.Cached
 	se.Requests += p.Requests
 	se.Cost += p.Cost
 	se.Tokens += p.Tokens
 	se.Errors += p.Errors
+	se.Prompt += p.Prompt
+	se.Cached += p.Cached
 	return se
 }
 
@@ -307,7 +317,7 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	}
 	var prompt, cached int64
 	for _, d := range ud {
-		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens}
+		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens, Prompt: d.PromptTokens, Cached: d.CachedTokens}
 		if totals.add("", "all", 0, d.Day, p) == nil {
 			continue
 		}
@@ -350,7 +360,7 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 			return nil, err
 		}
 		for _, d := range totals {
-			g.add(d, point{Requests: d.Requests, Cost: d.Cost, Tokens: d.Tokens, Errors: d.Errors})
+			g.add(d, point{Requests: d.Requests, Cost: d.Cost, Tokens: d.Tokens, Errors: d.Errors, Prompt: d.PromptTokens, Cached: d.CachedTokens})
 		}
 	}
 	topUsers, topKeys := users.top(dashboardTop), tokens.top(dashboardTop)

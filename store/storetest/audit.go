@@ -95,7 +95,8 @@ func testListUsageOperatorFilters(t *testing.T, open Opener) {
 	k1, k2 := mustToken(t, s, u.ID, "key-one"), mustToken(t, s, u.ID, "key-two")
 	base := time.Now().UTC().Truncate(24 * time.Hour).Add(-12 * time.Hour) // yesterday noon: one day
 	rows := []*store.UsageLog{
-		{UserID: u.ID, TokenID: k1.ID, Model: "m", Channel: "a", Status: 200, RequestID: "req-1", UpstreamRequestID: "up-1"},
+		{UserID: u.ID, TokenID: k1.ID, Model: "m", Channel: "a", Status: 200, RequestID: "req-1", UpstreamRequestID: "up-1",
+			PromptTokens: 1000, CompletionTokens: 10, CachedTokens: 800},
 		{UserID: u.ID, TokenID: k2.ID, Model: "m", Channel: "b", Status: 429, RequestID: "req-2"},
 		{UserID: u.ID, TokenID: k1.ID, Model: "m", Channel: "a", Status: 502, RequestID: "req-3"},
 		{UserID: u.ID, TokenID: k2.ID, Model: "m", Channel: "", Status: 499, RequestID: "req-4"},
@@ -162,6 +163,9 @@ func testUsageTotals(t *testing.T, s store.Store, rows []*store.UsageLog, k1 int
 	if len(got) != 3 || got["a"].Requests != 2 || got["a"].Errors != 1 || got["b"].Requests != 2 || got["b"].Errors != 1 ||
 		got[""].Requests != 1 || got[""].Errors != 1 {
 		t.Fatalf("by channel: %+v", byChannel)
+	}
+	if a := got["a"]; a.PromptTokens != 1000 || a.CachedTokens != 800 || a.Tokens != 1010 {
+		t.Fatalf("channel a's tokens (the prompt cache's share): %+v", a)
 	}
 	byKey, err := s.UsageTotals(ctx, store.UsageFilter{Status: store.UsageStatusError}, store.ByToken)
 	if err != nil {
