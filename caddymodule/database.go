@@ -99,6 +99,15 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
 		db.wg.Add(1)
 		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
+		if feed, ok := st.(keys.ChangeFeed); ok { // PostgreSQL: changes from other instances at once
+			db.wg.Add(1)
+			go func() {
+				defer db.wg.Done()
+				db.keys.Follow(ctx, feed, func(err error) {
+					log.Warn("not hearing of key and user changes from other instances; until this is back, they apply within token_cache_ttl", zap.Error(err))
+				})
+			}()
+		}
 		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", store.RedactDSN(cfg.Driver, cfg.DSN)),
 			zap.String("usage_journal", wcfg.Journal))
 		return db, nil
