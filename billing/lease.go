@@ -170,7 +170,14 @@ func (c *leaseCall) request(k accountKey, a *account, room, need int64) {
 		// past its time the room of a lease may be another's already
 		cut = inFlight
 	}
-	a.remaining = min(a.remaining, cut)
+	if cut < a.remaining {
+		// this call gives the cut back: the balance's free part has it
+		// now, as far as this instance can tell, even before the store
+		// answers (a request missing the slice meanwhile asks for a
+		// top-up rather than being refused from memory)
+		a.free = AddSat(a.free, a.remaining-cut)
+		a.remaining = cut
+	}
 	keep := max(a.remaining, inFlight)
 	r := store.LeaseRequest{Account: store.LeaseAccount{Token: k.token, ID: k.id},
 		Want: max(want, keep), Keep: keep}

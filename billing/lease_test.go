@@ -455,3 +455,54 @@ func TestLeasedBurstOnAColdAccount(t *testing.T) {
 		})
 	}
 }
+
+// pausedStore holds its pauseAt-th lease call until resume is closed: a
+// lease call in flight, as on a database a few milliseconds away.
+type pausedStore struct {
+	store.Store
+	calls   atomic.Int64
+	pauseAt int64
+	entered chan struct{} // closed once the call waits
+	resume  chan struct{}
+}
+
+func (p *pausedStore) LeaseBalances(ctx context.Context, owner string, until time.Time, reqs []store.LeaseRequest) ([]store.Lease, error) {
+	if p.calls.Add(1) == p.pauseAt {
+		close(p.entered)
+		<-p.resume
+	}
+	return p.Store.LeaseBalances(ctx, owner, until, reqs)
+}
+
+// A request that misses the slice while a renewal that cut it is in
+// flight waits for a top-up instead of being refused from memory: the
+// part the renewal gives back counts as free meanwhile. (A Realtime
+// session's next response on PostgreSQL, whose lease calls take long
+// enough for a response to end, was refused with the balance covering it.)
+func TestLeasedMissDuringARenewal(t *testing.T) {
+	st := &pausedStore{Store: openTempSQLite(t), pauseAt: 2, entered: make(chan struct{}), resume: make(chan struct{})}
+	u, tok := setupUser(t, st, 160_000)
+	l := billing.NewLeasedLedger(st, billing.LeaseConfig{Owner: "one", Renew: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go l.RunLeases(ctx)
+	// the first lease holds the whole balance; with 40,000 left beside the
+	// hold the slice runs low, and the renewal that follows cuts it to
+	// what is in flight and waits on the store
+	h, err := l.Hold(u, tok, 120_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-st.entered
+	l.Settle(h, 33_700)
+	// 126,300 left: the next 120,000 fits the balance, once the store says so
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Hold(u, tok, 120_000)
+		done <- err
+	}()
+	close(st.resume)
+	if err := <-done; err != nil {
+		t.Fatalf("120000 of a balance of 126300, asked during a renewal: %v", err)
+	}
+}

@@ -234,6 +234,7 @@ func (l *Limiter) RunSync(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			l.withdraw()
 			return
 		case now := <-t.C:
 			var keys []accountKey
@@ -247,6 +248,33 @@ func (l *Limiter) RunSync(ctx context.Context) {
 			for start := 0; start < len(keys); start += renewBatch {
 				l.sync(now, keys[start:min(start+renewBatch, len(keys))])
 			}
+		}
+	}
+}
+
+// withdraw drops this instance's reports at shutdown (a use of all zeros
+// deletes one), so that the others have the whole limits at their next
+// sync rather than when the reports run out.
+func (l *Limiter) withdraw() {
+	sh := l.sharing
+	now := time.Now()
+	var uses []store.RateUse
+	l.mu.Lock()
+	for k, w := range l.keys {
+		if w.shared.reported {
+			u := w.use(now, k)
+			uses = append(uses, store.RateUse{Token: u.Token, ID: u.ID})
+		}
+	}
+	l.mu.Unlock()
+	for start := 0; start < len(uses); start += renewBatch {
+		ctx, cancel := context.WithTimeout(context.Background(), sh.cfg.Timeout)
+		_, err := sh.st.ShareRates(ctx, sh.cfg.Owner, now, uses[start:min(start+renewBatch, len(uses))])
+		cancel()
+		if err != nil {
+			sh.cfg.Log.Warn("dropping this instance's rate limit reports: the others wait for them to run out",
+				zap.Int("keys", len(uses)-start), zap.Error(err))
+			return
 		}
 	}
 }

@@ -76,3 +76,47 @@ func TestSharedLimitsHoldInSum(t *testing.T) {
 		})
 	}
 }
+
+// An instance that stops drops its reports: the others see it gone at
+// once, not when its reports run out.
+func TestSharedLimitsWithdrawnAtStop(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			stores := open(t, 3)
+			const sync = 50 * time.Millisecond
+			lim := store.Limits{RPM: 30}
+			stops := make([]func(), 2)
+			for i := range stops {
+				l := billing.NewSharedLimiter(stores[i], billing.ShareConfig{Owner: "instance-" + string(rune('a'+i)), Sync: sync})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); l.RunSync(ctx) }()
+				stops[i] = func() { cancel(); <-done }
+				t.Cleanup(stops[i])
+				// a key's first request here syncs it before it is admitted
+				tk, refused := l.Admit(time.Now(), 1, lim, 1, store.Limits{})
+				if refused != nil {
+					t.Fatal(refused)
+				}
+				tk.Done(time.Now(), 0)
+			}
+			others := func() int {
+				got, err := stores[2].ShareRates(context.Background(), "probe", time.Now().Add(sync), []store.RateUse{{Token: true, ID: 1}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got[0].Owners // the key's: the test limits the key
+			}
+			// both report at their next sync
+			for deadline := time.Now().Add(time.Minute); others() != 2; time.Sleep(sync) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d instances report the key's use, want 2", others())
+				}
+			}
+			stops[0]()
+			if n := others(); n != 1 {
+				t.Fatalf("after one instance stopped, %d report the key's use, want 1", n)
+			}
+		})
+	}
+}

@@ -43,6 +43,10 @@ type App struct {
 	// they are re-read (in the background); disabling a token takes effect
 	// within about this long. Default 5s.
 	TokenCacheTTL caddy.Duration `json:"token_cache_ttl,omitempty"`
+	// LeaseTTL is how long a slice of a balance leased from the database
+	// lives unrenewed: a killed instance's slices come back after it.
+	// Default twelve token_cache_ttl (renewals); at least three.
+	LeaseTTL caddy.Duration `json:"lease_ttl,omitempty"`
 	// MaxRequestBody bounds a client's request body. Default 32 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 	// MaxUploadSize bounds a multipart upload (image edits,
@@ -254,6 +258,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.TokenCacheTTL <= 0 {
 		a.TokenCacheTTL = caddy.Duration(5 * time.Second)
 	}
+	if a.LeaseTTL <= 0 {
+		a.LeaseTTL = 12 * a.TokenCacheTTL
+	} else if a.LeaseTTL < 3*a.TokenCacheTTL {
+		return fmt.Errorf("lease_ttl %s is under three token_cache_ttl (%s): leases renewed that often would run out between renewals",
+			time.Duration(a.LeaseTTL), time.Duration(3*a.TokenCacheTTL))
+	}
 	if a.MaxRequestBody <= 0 {
 		a.MaxRequestBody = 32 << 20
 	}
@@ -313,7 +323,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 				"put it in an {env.X} placeholder or the PGPASSWORD environment variable instead")
 		}
 	}
-	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), a.Usage.writerConfig(repl))
+	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), time.Duration(a.LeaseTTL), a.Usage.writerConfig(repl))
 	if err != nil {
 		return err
 	}

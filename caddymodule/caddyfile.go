@@ -32,6 +32,7 @@ func init() {
 //	gateway {
 //		database sqlite <path> | postgres <url or key=value DSN>
 //		token_cache_ttl <duration>
+//		lease_ttl <duration>
 //		max_request_body <size>
 //		max_inflight_body <size>
 //		max_elements <n>
@@ -148,15 +149,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("database takes a driver and a data source, e.g. 'database sqlite ./data/gateway.db' or 'database postgres {env.GATEWAY_DB}'")
 			}
 			a.Database = &DatabaseConfig{Driver: args[0], DSN: args[1]}
-		case "token_cache_ttl":
+		case "token_cache_ttl", "lease_ttl":
+			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
 			dur, err := caddy.ParseDuration(d.Val())
 			if err != nil {
-				return d.Errf("token_cache_ttl: %v", err)
+				return d.Errf("%s: %v", name, err)
 			}
-			a.TokenCacheTTL = caddy.Duration(dur)
+			target := &a.TokenCacheTTL
+			if name == "lease_ttl" {
+				target = &a.LeaseTTL
+			}
+			*target = caddy.Duration(dur)
 		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size", "max_inflight_uploads":
 			name := d.Val()
 			if !d.NextArg() {

@@ -62,7 +62,7 @@ type database struct {
 func (db *database) enter() { db.active.Add(1) }
 func (db *database) leave() { db.active.Add(-1) }
 
-func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
+func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
 	key := store.DatabaseKey(cfg.Driver, cfg.DSN)
 	closingMu.Lock()
 	wait := closing[key]
@@ -83,7 +83,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 			st.Close()
 			return nil, err
 		}
-		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
+		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL, leaseTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
@@ -99,6 +99,15 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
 		db.wg.Add(1)
 		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
+		if feed, ok := st.(keys.ChangeFeed); ok { // PostgreSQL: changes from other instances at once
+			db.wg.Add(1)
+			go func() {
+				defer db.wg.Done()
+				db.keys.Follow(ctx, feed, func(err error) {
+					log.Warn("not hearing of key and user changes from other instances; until this is back, they apply within token_cache_ttl", zap.Error(err))
+				})
+			}()
+		}
 		log.Info("database opened", zap.String("driver", cfg.Driver), zap.String("dsn", store.RedactDSN(cfg.Driver, cfg.DSN)),
 			zap.String("usage_journal", wcfg.Journal))
 		return db, nil
@@ -206,10 +215,10 @@ var _ caddy.Destructor = (*database)(nil)
 // the database never spend the same unit (billing/lease.go). Leases are
 // renewed as often as the key cache is refreshed, so that a balance
 // changed by another process takes effect as soon as a key's change does,
-// and live twelve renewals (a minute by default): a killed instance's
-// slices come back then.
-func leasedLedger(st store.Store, log *zap.Logger, renew time.Duration) *billing.Ledger {
-	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: 12 * renew, Log: log.Named("leases")})
+// and live lease_ttl (twelve renewals, a minute, by default): a killed
+// instance's slices come back then.
+func leasedLedger(st store.Store, log *zap.Logger, renew, ttl time.Duration) *billing.Ledger {
+	return billing.NewLeasedLedger(st, billing.LeaseConfig{Renew: renew, TTL: ttl, Log: log.Named("leases")})
 }
 
 // sharedLimiter is a database's rate limiter: the instances sharing the

@@ -154,7 +154,8 @@ func TestMoneyAcrossInstances(t *testing.T) {
 // still being answered).
 func TestKilledInstanceMoneyComesBack(t *testing.T) {
 	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
-	gws := gatewaytest.StartInstances(t, 3, billingConfig(block("usage", "linger 200ms")).String(),
+	// leases of six key cache TTLs (1s): lease_ttl, not its default of twelve
+	gws := gatewaytest.StartInstances(t, 3, billingConfig(block("usage", "linger 200ms")).option("lease_ttl 6s").String(),
 		gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"})
 	const quota, workers = 14 * 200, 2
 	key := gws[0].AddUser("killed", quota)
@@ -169,13 +170,14 @@ func TestKilledInstanceMoneyComesBack(t *testing.T) {
 	// what the killed instance had in flight: answered, not yet charged
 	_, charged := gws[1].Quota("killed")
 	inFlight := 14*first.ok.Load() - charged + 14*workers
-	// the lease runs out twelve renewals (key cache TTLs of 1s) after its
-	// last renewal: until then the others cannot spend it all
+	// the lease runs out lease_ttl (6s) after its last renewal, at most a
+	// key cache TTL (1s) before the kill: until then the others cannot
+	// spend it all
 	for _, gw := range gws[1:] {
-		rest.run(gw, key, 4, 15*time.Second, nil)
+		rest.run(gw, key, 4, 9*time.Second, nil)
 	}
 	rest.wg.Wait()
-	if since := time.Since(killedAt); since < 10*time.Second {
+	if since := time.Since(killedAt); since < 4*time.Second {
 		t.Fatalf("the balance was spent %v after the kill: the killed instance's slice was never held", since)
 	}
 	gws[0].Restart() // replays the rows it had not committed

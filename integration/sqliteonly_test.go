@@ -25,6 +25,8 @@ var sqliteOnly = map[string]string{
 	"TestHealthWhenTheStoreRefusesWrites": "it holds SQLite's write lock from a connection of its own; " +
 		"a PostgreSQL server that goes down is TestPostgresDownMidRun's",
 	"TestReloadChangesDatabaseUnderLoad": "it copies the SQLite file (VACUUM INTO) to have a second database to reload to",
+	"TestCLIRecoveryCommandWorksAsPrinted": "it types the printed command where the default SQLite file (./data/gateway.db) is and no Caddyfile is; " +
+		"a PostgreSQL database is found only through the Caddyfile, and the command then says to pass --config",
 }
 
 func init() {

@@ -34,6 +34,9 @@ type Cache struct {
 	entries map[string]*entry // known keys
 	unknown *LRU              // hashes of keys the store does not have
 	flight  singleflight.Group
+	// gen counts the entries dropped for a change: a read begun before a
+	// change is not cached after it
+	gen uint64
 	// counted under mu, which Lookup holds anyway
 	hits, misses uint64
 }
@@ -94,25 +97,45 @@ func (c *Cache) Lookup(ctx context.Context, key string) (*Identity, error) {
 	v, err, _ := c.flight.Do(h, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		return c.load(ctx, h)
+		c.mu.Lock()
+		gen := c.gen
+		c.mu.Unlock()
+		id, err := c.load(ctx, h)
+		return read{id, gen}, err
 	})
-	id, _ := v.(*Identity)
-	if errors.Is(err, ErrUnknownKey) {
-		c.unknown.Add(h, now)
-		return nil, err
-	}
-	if err != nil {
+	r, _ := v.(read)
+	id, gen := r.id, r.gen
+	if err != nil && !errors.Is(err, ErrUnknownKey) {
 		return nil, err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		// a change came while the store was read: answer with what was
+		// read, but do not remember it
+		return id, err
+	}
+	if err != nil {
+		c.unknown.Add(h, now)
+		return nil, err
+	}
 	c.entries[h] = &entry{id: id, loadedAt: now, usedAt: now}
-	c.mu.Unlock()
 	return id, nil
+}
+
+// read is an identity read from the store, with the generation it was
+// begun in.
+type read struct {
+	id  *Identity
+	gen uint64
 }
 
 func (c *Cache) reload(h string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
 	id, err := c.load(ctx, h)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,8 +144,10 @@ func (c *Cache) reload(h string) {
 		return
 	}
 	e.loading = false
-	if err != nil && !errors.Is(err, ErrUnknownKey) {
-		return // keep serving the old entry; retry on a later request
+	if err != nil && !errors.Is(err, ErrUnknownKey) || c.gen != gen {
+		// keep serving the old entry; retry on a later request (after a
+		// change, what was read may predate it)
+		return
 	}
 	e.id, e.loadedAt = id, time.Now()
 }
@@ -153,6 +178,7 @@ func (c *Cache) load(ctx context.Context, h string) (*Identity, error) {
 func (c *Cache) Forget(keyHash string) {
 	c.unknown.Remove(keyHash)
 	c.mu.Lock()
+	c.gen++
 	delete(c.entries, keyHash)
 	c.mu.Unlock()
 }
@@ -162,12 +188,49 @@ func (c *Cache) Forget(keyHash string) {
 // request rather than after the next reload.
 func (c *Cache) ForgetUser(userID int64) {
 	c.mu.Lock()
+	c.gen++
 	for h, e := range c.entries {
 		if e.id != nil && e.id.User != nil && e.id.User.ID == userID {
 			delete(c.entries, h)
 		}
 	}
 	c.mu.Unlock()
+}
+
+// ForgetAll drops every entry, known keys and unknown ones, for when
+// changes may have been missed.
+func (c *Cache) ForgetAll() {
+	c.unknown.Reset()
+	c.mu.Lock()
+	c.gen++
+	clear(c.entries)
+	c.mu.Unlock()
+}
+
+// ChangeFeed is a store that announces the changes to keys and users that
+// any process commits (PostgreSQL's LISTEN/NOTIFY, store/postgres):
+// changed(hash, 0) for a key, changed("", id) for a user, changed("", 0)
+// when announcements may have been missed. It calls failed when it loses
+// its connection, and retries until ctx ends.
+type ChangeFeed interface {
+	WatchIdentities(ctx context.Context, changed func(keyHash string, userID int64), failed func(error))
+}
+
+// Follow drops cached entries as feed announces their changes, until ctx
+// ends, so that a change made on another instance or with the CLI applies
+// to the next request here rather than after Fresh (which stays the
+// fallback while the feed is down).
+func (c *Cache) Follow(ctx context.Context, feed ChangeFeed, failed func(error)) {
+	feed.WatchIdentities(ctx, func(keyHash string, userID int64) {
+		switch {
+		case keyHash != "":
+			c.Forget(keyHash)
+		case userID != 0:
+			c.ForgetUser(userID)
+		default:
+			c.ForgetAll()
+		}
+	}, failed)
 }
 
 // Sweep drops entries unused for longer than Expire; run it periodically.

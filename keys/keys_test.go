@@ -94,3 +94,78 @@ func TestCache(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// pausedStore holds token reads while pause is set, until resume is
+// closed: a read in flight while a change is announced.
+type pausedStore struct {
+	store.Store
+	entered chan struct{}
+	resume  chan struct{}
+}
+
+func (p *pausedStore) TokenByHash(ctx context.Context, h string) (*store.Token, error) {
+	t, err := p.Store.TokenByHash(ctx, h)
+	if p.entered != nil {
+		close(p.entered)
+		p.entered = nil
+		<-p.resume
+	}
+	return t, err
+}
+
+// A read begun before a change is announced answers its request but is
+// not cached: the next lookup reads the change. ForgetAll drops known
+// and unknown keys alike.
+func TestCacheForgetsAcrossAReadInFlight(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "k.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	u := &store.User{Username: "u", PasswordHash: "x", Quota: 5}
+	if err := st.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := keys.Generate()
+	tok := &store.Token{UserID: u.ID, Name: "t", KeyHash: keys.Hash(key), KeyPrefix: keys.DisplayPrefix(key)}
+	if err := st.CreateToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	ps := &pausedStore{Store: st, entered: make(chan struct{}), resume: make(chan struct{})}
+	c := keys.NewCache(ps, time.Hour)
+	entered := ps.entered
+	got := make(chan *keys.Identity, 1)
+	go func() {
+		id, err := c.Lookup(ctx, key)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- id
+	}()
+	<-entered // the token is read, enabled
+	if err := st.SetTokenStatus(ctx, tok.ID, store.TokenDisabled); err != nil {
+		t.Fatal(err)
+	}
+	c.Forget(tok.KeyHash) // the announcement
+	close(ps.resume)
+	if id := <-got; id.Token.Status != store.TokenEnabled {
+		t.Fatalf("the read in flight answered %q", id.Token.Status)
+	}
+	if id, err := c.Lookup(ctx, key); err != nil || id.Token.Status != store.TokenDisabled {
+		t.Fatalf("after the change was announced: %v %+v; the read from before it was cached", err, id)
+	}
+
+	other, _ := keys.Generate()
+	if _, err := c.Lookup(ctx, other); !errors.Is(err, keys.ErrUnknownKey) {
+		t.Fatal(err)
+	}
+	late := &store.Token{UserID: u.ID, Name: "late", KeyHash: keys.Hash(other), KeyPrefix: keys.DisplayPrefix(other)}
+	if err := st.CreateToken(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	c.ForgetAll()
+	if id, err := c.Lookup(ctx, other); err != nil || id.Token.ID != late.ID {
+		t.Fatalf("a key added while changes were missed: %v %+v", err, id)
+	}
+}

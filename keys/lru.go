@@ -100,6 +100,14 @@ func (l *LRU) Remove(key string) {
 	}
 }
 
+// Reset drops every key.
+func (l *LRU) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.order.Init()
+	clear(l.items)
+}
+
 func (l *LRU) remove(el *list.Element) {
 	l.order.Remove(el)
 	delete(l.items, el.Value.(*lruItem).key)

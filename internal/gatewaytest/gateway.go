@@ -127,16 +127,9 @@ func startGateway(t testing.TB, caddyfile string, vars Vars, dbPath string, env 
 	}
 	g := &Gateway{t: t, Dir: dir, DBPath: dbPath, Config: filepath.Join(dir, "Caddyfile"), env: env,
 		DSN: dsn, mapped: dsn == "" && OnPostgres()}
-	g.Port = FreePort(t)
-	if p, ok := vars["PORT"]; ok {
-		fmt.Sscan(p, &g.Port)
-	}
-	g.Admin = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
-	g.writeConfig(caddyfile, vars)
 	g.logs = &syncBuffer{}
 	recordLogs(t.Name(), g.logs)
-	g.run()
+	g.listen(caddyfile, vars)
 	t.Cleanup(func() {
 		g.Stop()
 		// a binary built with -race reports races here
@@ -147,8 +140,32 @@ func startGateway(t testing.TB, caddyfile string, vars Vars, dbPath string, env 
 			t.Logf("gateway logs:\n%s", g.Logs())
 		}
 	})
+	// FreePort's ports are free when it returns, not when the gateway
+	// binds them: another process on the machine (other test processes
+	// run beside this one) may take one first; the gateway then cannot
+	// start, and starts again on other ports
+	for attempt := 1; !g.ready() && attempt < 3; attempt++ {
+		if _, fixed := vars["PORT"]; fixed || !strings.Contains(g.Logs(), "address already in use") {
+			break
+		}
+		g.Stop()
+		t.Logf("a port the gateway was given was taken before it bound it: starting it on others")
+		g.listen(caddyfile, vars)
+	}
 	g.waitReady()
 	return g
+}
+
+// listen picks the gateway's ports, writes its configuration and runs it.
+func (g *Gateway) listen(caddyfile string, vars Vars) {
+	g.Port = FreePort(g.t)
+	if p, ok := vars["PORT"]; ok {
+		fmt.Sscan(p, &g.Port)
+	}
+	g.Admin = fmt.Sprintf("127.0.0.1:%d", FreePort(g.t))
+	g.URL = fmt.Sprintf("http://127.0.0.1:%d", g.Port)
+	g.writeConfig(caddyfile, vars)
+	g.run()
 }
 
 func (g *Gateway) run() {
@@ -262,19 +279,74 @@ func (g *Gateway) writeConfig(caddyfile string, vars Vars) {
 }
 
 func (g *Gateway) waitReady() {
+	if !g.ready() {
+		g.t.Fatalf("gateway did not start listening on port %d:\n%s", g.Port, g.Logs())
+	}
+}
+
+// ready waits (30s at most) for the gateway process to listen on its port
+// and reports whether it does. A dial alone is not enough: it succeeds
+// whoever listens there, and a test would then talk to another process
+// that took the port before the gateway could.
+func (g *Gateway) ready() bool {
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if g.cmd.ProcessState != nil {
-			break
-		}
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", g.Port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
+	for time.Now().Before(deadline) && !g.exited() {
+		if listensOn(g.cmd.Process.Pid, g.Port) {
+			return true
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	g.t.Fatalf("gateway did not start listening:\n%s", g.Logs())
+	return false
+}
+
+// exited reports whether the process has ended (it is a zombie until
+// Stop or Wait reaps it).
+func (g *Gateway) exited() bool {
+	if g.cmd.ProcessState != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.cmd.Process.Pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses
+	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// listensOn reports whether process pid holds a TCP socket listening on
+// port (IPv4 or IPv6, any address): the kernel's table of listening
+// sockets names their inodes, the process's descriptors name its own.
+func listensOn(pid, port int) bool {
+	inodes := map[string]bool{}
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st ... uid timeout inode
+			if len(f) > 9 && strings.HasSuffix(f[1], suffix) && f[3] == "0A" { // TCP_LISTEN
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return false
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && inodes[link] {
+			return true
+		}
+	}
+	return false
 }
 
 // PeakRSS is the most memory the gateway process has held resident so

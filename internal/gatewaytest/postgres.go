@@ -149,6 +149,7 @@ func expandEnv(s string) string {
 // `database postgres <dsn>`.
 func StartOnPostgres(t testing.TB, dsn, caddyfile string, vars Vars) *Gateway {
 	t.Helper()
+	skipRepeat(t)
 	return startGateway(t, caddyfile, vars, "", nil, dsn)
 }
 
@@ -158,12 +159,24 @@ func StartOnPostgres(t testing.TB, dsn, caddyfile string, vars Vars) *Gateway {
 // in Caddy's data directory there).
 func StartInstances(t testing.TB, n int, caddyfile string, vars Vars) []*Gateway {
 	t.Helper()
+	skipRepeat(t)
 	dsn := PostgresDatabase(t)
 	out := make([]*Gateway, n)
 	for i := range out {
 		out[i] = StartOnPostgres(t, dsn, caddyfile, vars)
 	}
 	return out
+}
+
+// skipRepeat skips, on a PostgreSQL run, a test that puts its gateways on
+// PostgreSQL itself (several instances, a server stopped mid-run): it runs
+// on PostgreSQL in the ordinary run already, and the PostgreSQL run would
+// repeat it unchanged (about 100 s of `make test`).
+func skipRepeat(t testing.TB) {
+	t.Helper()
+	if OnPostgres() {
+		t.Skipf("on PostgreSQL in every run: it ran there with %s unset already", DatabaseEnv)
+	}
 }
 
 // postgresEnv maps the Caddyfile.example's GATEWAY_DB, when the test set

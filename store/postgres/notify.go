@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// identityChannel carries the announcements of migration 0013's triggers:
+// 't' and a key's hash, or 'u' and a user's id.
+const identityChannel = "gateway_identity"
+
+const (
+	// listenPing is how long the listener waits in silence before it asks
+	// the server whether the connection still stands: a cut that sends no
+	// reset would otherwise leave it waiting for notifications that never
+	// come, with the caches back on their TTL.
+	listenPing = time.Minute
+	// listenBackoff bounds the wait between two attempts to reconnect.
+	minListenBackoff = 500 * time.Millisecond
+	maxListenBackoff = 30 * time.Second
+)
+
+// WatchIdentities follows, on a connection of its own, the changes any
+// process commits to keys and users, until ctx ends: changed(hash, 0) for
+// a key, changed("", id) for a user (and so every key of theirs), and
+// changed("", 0) when announcements may have been missed (the connection
+// was lost and is back), so that the caller drops everything it cached.
+// A lost connection is reported to failed and made again, with a backoff
+// from half a second doubling up to 30s.
+func (s *Store) WatchIdentities(ctx context.Context, changed func(keyHash string, userID int64), failed func(error)) {
+	backoff := minListenBackoff
+	listened := false
+	for {
+		err := s.listen(ctx, func() {
+			if listened {
+				changed("", 0)
+			}
+			listened = true
+			backoff = minListenBackoff
+		}, changed)
+		if ctx.Err() != nil {
+			return
+		}
+		failed(err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxListenBackoff)
+	}
+}
+
+// listen connects, listens, calls ready, then passes on every
+// announcement until the connection fails or ctx ends.
+func (s *Store) listen(ctx context.Context, ready func(), changed func(string, int64)) error {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conn, err := pgx.ConnectConfig(connectCtx, cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connecting to listen for key and user changes: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+identityChannel); err != nil {
+		return fmt.Errorf("listening for key and user changes: %w", err)
+	}
+	ready()
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			// a timeout leaves the connection usable
+			pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = conn.Ping(pingCtx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("the connection listening for key and user changes: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for key and user changes: %w", err)
+		}
+		if n.Channel != identityChannel || len(n.Payload) < 2 {
+			continue
+		}
+		switch what := n.Payload[1:]; n.Payload[0] {
+		case 't':
+			changed(what, 0)
+		case 'u':
+			if id, err := strconv.ParseInt(what, 10, 64); err == nil && id != 0 {
+				changed("", id)
+			}
+		}
+	}
+}
