@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/account/accountapi"
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/accesslog"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/tracing"
 )
@@ -28,7 +29,7 @@ func init() {
 type Auth struct {
 	app       *App
 	log       *zap.Logger
-	accessLog *zap.Logger // Caddy's http.log.access, see accesslog.go
+	accessLog *zap.Logger // Caddy's http.log.access, see internal/accesslog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -108,7 +109,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	key := rt.dialect.Credential(r)
 	// a key is removed wherever any dialect reads one, so it reaches no
 	// later handler or log line whichever path it was sent to
-	footprint, query := credentialFootprint(r), r.URL.RawQuery
+	footprint, query := accesslog.Footprint(r), r.URL.RawQuery
 	for _, d := range h.app.dialects {
 		d.StripCredentials(r)
 	}
@@ -116,11 +117,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		// the access log line shows the query as stripped, as the URL does
 		r.RequestURI = r.URL.RequestURI()
 	}
-	if credentialFootprint(r) != footprint {
+	if accesslog.Footprint(r) != footprint {
 		// Caddy's access log copied the request before it was stripped
-		var line *accessLine
-		if w, line = h.takeOverAccessLog(w, r); line != nil {
-			defer line.write()
+		var line *accesslog.Line
+		if w, line = accesslog.TakeOver(w, r, h.accessLog, requestIDOf(r)); line != nil {
+			defer line.Write()
 		}
 	}
 	if key == "" {

@@ -1,4 +1,4 @@
-package caddymodule
+package accesslog
 
 import (
 	"context"
@@ -9,10 +9,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-
-	"github.com/caddy-model-gateway/gateway/keys"
-	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // The gateway's access log line goes where Caddy's server would send it.
@@ -55,28 +51,5 @@ func TestAccessLoggerNames(t *testing.T) {
 	slc.SkipUnmappedHosts = true
 	if logsHost(slc, "other.org") || !logsHost(slc, "api.example.com") {
 		t.Error("skip_unmapped_hosts: only mapped hosts are logged")
-	}
-}
-
-// The identity's log fields, set as one inline field, write what the three
-// separate fields wrote, in JSON and on the console.
-func TestIdentityLogFieldsInline(t *testing.T) {
-	id := &keys.Identity{User: &store.User{ID: 7, Username: "ada \"l\""}, Token: &store.Token{ID: 42}}
-	separate := []zapcore.Field{zap.Int64("gateway_user_id", 7), zap.String("gateway_user", "ada \"l\""), zap.Int64("gateway_token_id", 42)}
-	cfg := zap.NewProductionEncoderConfig()
-	for name, enc := range map[string]zapcore.Encoder{"json": zapcore.NewJSONEncoder(cfg), "console": zapcore.NewConsoleEncoder(cfg)} {
-		entry := zapcore.Entry{Message: "handled request"}
-		want, err := enc.EncodeEntry(entry, separate)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantLine := want.String()
-		got, err := enc.EncodeEntry(entry, []zapcore.Field{identityLogFields(id)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != wantLine {
-			t.Errorf("%s: inline %q, separate %q", name, got.String(), wantLine)
-		}
 	}
 }

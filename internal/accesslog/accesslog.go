@@ -1,4 +1,7 @@
-package caddymodule
+// Package accesslog writes an access log line in place of Caddy's server,
+// for a request whose credentials a handler stripped after the server
+// copied it.
+package accesslog
 
 import (
 	"io"
@@ -22,9 +25,9 @@ import (
 // Caddy's line (log_skip) and writes the same line itself, to the same
 // loggers, with the request as stripped.
 
-// credentialFootprint measures the parts of a request a key can travel in
-// besides Authorization: stripping a key always shrinks it.
-func credentialFootprint(r *http.Request) int {
+// Footprint measures the parts of a request a key can travel in besides
+// Authorization: stripping a key always shrinks it.
+func Footprint(r *http.Request) int {
 	n := len(r.URL.RawQuery)
 	for k, vs := range r.Header {
 		n += len(k)
@@ -35,21 +38,23 @@ func credentialFootprint(r *http.Request) int {
 	return n
 }
 
-// accessLine writes one request's access log line in place of Caddy's.
-type accessLine struct {
-	srv     *caddyhttp.Server
-	log     *zap.Logger // http.log.access, as Caddy's server has it
-	request *http.Request
-	rec     caddyhttp.ResponseRecorder
-	body    *countingBody
-	start   time.Time
+// Line writes one request's access log line in place of Caddy's.
+type Line struct {
+	srv       *caddyhttp.Server
+	log       *zap.Logger // http.log.access, as Caddy's server has it
+	requestID string
+	request   *http.Request
+	rec       caddyhttp.ResponseRecorder
+	body      *countingBody
+	start     time.Time
 }
 
-// takeOverAccessLog arranges for the access log line of r, whose
-// credentials are already stripped, to show it as stripped. It returns
-// the writer to answer through and the line, to write when the request is
-// done; when the server logs no access for r, it returns w and nil.
-func (h *Auth) takeOverAccessLog(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *accessLine) {
+// TakeOver arranges for the access log line of r, whose credentials are
+// already stripped, to show it as stripped: it skips Caddy's line and
+// returns the writer to answer through and the line, to Write when the
+// request is done; when the server logs no access for r, it returns w and
+// nil. base is Caddy's http.log.access logger; requestID goes in the line.
+func TakeOver(w http.ResponseWriter, r *http.Request, base *zap.Logger, requestID string) (http.ResponseWriter, *Line) {
 	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv == nil || srv.Logs == nil || !logsHost(srv.Logs, r.Host) {
 		return w, nil
@@ -58,7 +63,7 @@ func (h *Auth) takeOverAccessLog(w http.ResponseWriter, r *http.Request) (http.R
 		return w, nil
 	}
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
-	l := &accessLine{srv: srv, log: h.accessLog, request: r.Clone(r.Context()), start: time.Now()}
+	l := &Line{srv: srv, log: base, requestID: requestID, request: r.Clone(r.Context()), start: time.Now()}
 	if r.Body != nil && r.Body != http.NoBody {
 		l.body = &countingBody{ReadCloser: r.Body}
 		r.Body = l.body
@@ -67,10 +72,10 @@ func (h *Auth) takeOverAccessLog(w http.ResponseWriter, r *http.Request) (http.R
 	return l.rec, l
 }
 
-// write writes the line as Caddy's server would (its message, level and
+// Write writes the line as Caddy's server would (its message, level and
 // fields), with the gateway's own extra fields; fields other handlers add
 // to Caddy's line (log_append) are not in it.
-func (l *accessLine) write() {
+func (l *Line) Write() {
 	ctx := l.request.Context()
 	status := l.rec.Status()
 	level := zapcore.InfoLevel
@@ -95,7 +100,7 @@ func (l *accessLine) write() {
 	}
 }
 
-func (l *accessLine) fields(status int) []zapcore.Field {
+func (l *Line) fields(status int) []zapcore.Field {
 	ctx := l.request.Context()
 	read := 0
 	if l.body != nil {
@@ -119,8 +124,8 @@ func (l *accessLine) fields(status int) []zapcore.Field {
 	if tid, ok := caddyhttp.GetVar(ctx, "trace_id").(string); ok {
 		fields = append(fields, zap.String("traceID", tid), zap.Any("spanID", caddyhttp.GetVar(ctx, "span_id")))
 	}
-	if id := requestIDOf(l.request); id != "" {
-		fields = append(fields, zap.String("request_id", id))
+	if l.requestID != "" {
+		fields = append(fields, zap.String("request_id", l.requestID))
 	}
 	if uid, ok := caddyhttp.GetVar(ctx, "gateway.user_id").(int64); ok {
 		fields = append(fields, zap.Int64("gateway_user_id", uid),

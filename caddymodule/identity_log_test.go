@@ -1,0 +1,34 @@
+package caddymodule
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// The identity's log fields, set as one inline field, write what the three
+// separate fields wrote, in JSON and on the console.
+func TestIdentityLogFieldsInline(t *testing.T) {
+	id := &keys.Identity{User: &store.User{ID: 7, Username: "ada \"l\""}, Token: &store.Token{ID: 42}}
+	separate := []zapcore.Field{zap.Int64("gateway_user_id", 7), zap.String("gateway_user", "ada \"l\""), zap.Int64("gateway_token_id", 42)}
+	cfg := zap.NewProductionEncoderConfig()
+	for name, enc := range map[string]zapcore.Encoder{"json": zapcore.NewJSONEncoder(cfg), "console": zapcore.NewConsoleEncoder(cfg)} {
+		entry := zapcore.Entry{Message: "handled request"}
+		want, err := enc.EncodeEntry(entry, separate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLine := want.String()
+		got, err := enc.EncodeEntry(entry, []zapcore.Field{identityLogFields(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != wantLine {
+			t.Errorf("%s: inline %q, separate %q", name, got.String(), wantLine)
+		}
+	}
+}
