@@ -148,6 +148,9 @@ type UsageLog struct {
 	// UpstreamRequestID the upstream's own, as its answer gave it.
 	RequestID         string `json:"request_id"`
 	UpstreamRequestID string `json:"upstream_request_id"`
+	// Windows are the spending windows the cost counted against,
+	// comma-separated ids ("user:3/daily@2026-11-26"); see BudgetStore
+	Windows string `json:"windows,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:
@@ -314,6 +317,8 @@ type RateShare struct {
 
 // Store is everything the gateway persists.
 type Store interface {
+	BudgetStore // spending windows (budgets.go)
+
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt
 	UserByID(ctx context.Context, id int64) (*User, error)

@@ -18,7 +18,7 @@ import (
 
 const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, windows`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -30,7 +30,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID)
+		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.Windows)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
 	model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 	reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-	request_id, upstream_request_id, row_key)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+	request_id, upstream_request_id, row_key, windows)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 	ON CONFLICT (row_key) DO NOTHING RETURNING id`
 
 // The charges, each sum saturating rather than failing the batch.
@@ -121,7 +121,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		b.Queue(insertUsage, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, l.Estimated, l.Stream,
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key))
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.Windows)
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range logs {
@@ -144,6 +144,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 	days := make(map[userDay]*charge)
 	tokens := make(map[int64]int64)
 	modelDays := modelTotals{}
+	windows := map[string]int64{} // spend by window id (budgets.go)
 	for i, l := range logs {
 		if ids[i] == 0 {
 			continue
@@ -173,6 +174,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 			tokens[l.TokenID] = satAdd(tokens[l.TokenID], l.Cost)
 		}
 		modelDays.add(createdAt, l)
+		rowWindows(windows, l)
 	}
 
 	b = &pgx.Batch{}
@@ -195,6 +197,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		b.Queue(addDaily, k.user, k.day, d.cost, d.requests)
 	}
 	modelDays.queue(b)
+	queueWindowSpend(b, windows)
 	if b.Len() == 0 {
 		return nil
 	}

@@ -90,6 +90,11 @@ func Run(t *testing.T, open Opener) {
 			{"LeaseExpiry", testLeaseExpiry},
 			{"ShareRates", testShareRates},
 		}},
+		{"Budgets", []test{
+			{"BudgetsRoundTrip", testBudgetsRoundTrip},
+			{"UserBudget", testUserBudget},
+			{"SettleBatchWindowSpend", testSettleBatchWindowSpend},
+		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},
 			{"LeaseTasksNeverTwice", testLeaseTasksNeverTwice},

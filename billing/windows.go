@@ -1,0 +1,476 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Spending windows: a budget caps what a subject (a key, a user, a group of
+// users, a user's plan) spends within a window of time. Every window that
+// applies must have room for a request's reservation:
+//
+//	spent in the window + reserved by requests in flight + amount <= limit
+//
+// checked in memory (Spend), so admission costs no database round trip
+// once a subject is known. Settled costs are added to the window of the
+// settle time and recorded by the usage row (its window ids), whose batch
+// commit adds them to the store's window_spend, so a restarted process, or
+// another instance that first meets the subject, starts from what was
+// committed. Like the ledger, a window can be overrun by at most what
+// requests in flight cost beyond their reservations.
+
+// WindowKind is one of the five windows a budget may set.
+type WindowKind uint8
+
+// The windows. Rolling5h is a rolling five hours in 5-minute buckets;
+// Daily, Weekly (from Monday) and Monthly are calendar periods in the
+// budgets' time zone; Lifetime never resets.
+const (
+	Rolling5h WindowKind = iota
+	Daily
+	Weekly
+	Monthly
+	Lifetime
+	windowKinds
+)
+
+var windowNames = [windowKinds]string{"5h", "daily", "weekly", "monthly", "lifetime"}
+
+func (k WindowKind) String() string { return windowNames[k] }
+
+// ParseWindowKind reads a window's name; "window 5h" and "5h" are the same.
+func ParseWindowKind(s string) (WindowKind, bool) {
+	for i, n := range windowNames {
+		if n == s {
+			return WindowKind(i), true
+		}
+	}
+	return 0, false
+}
+
+// WindowNames lists the windows, for messages.
+func WindowNames() string { return strings.Join(windowNames[:], ", ") }
+
+// WindowLimits are a budget's limits in units by window; 0 is no limit.
+type WindowLimits [windowKinds]int64
+
+// Any is true when some window has a limit.
+func (w WindowLimits) Any() bool { return w != WindowLimits{} }
+
+// Budget is the windows of one subject: "key:<id>", "user:<id>",
+// "group:<name>" or "plan:<name>/user:<id>".
+type Budget struct {
+	Subject string
+	Limits  WindowLimits
+}
+
+// bucket is the rolling window's step: spend frees 5h after the start of
+// the 5-minute bucket it settled in.
+const (
+	bucket  = 5 * time.Minute
+	rolling = 5 * time.Hour
+)
+
+// SpendLoader reads committed spend by window id (store.WindowSpend).
+type SpendLoader func(ctx context.Context, ids []string) (map[string]int64, error)
+
+// Spend holds every budgeted subject's spend by window period and what
+// requests in flight reserve, for as long as the database is open (across
+// reloads, like the ledger).
+type Spend struct {
+	// Load reads committed spend when a subject is first met; nil starts
+	// from zero
+	Load SpendLoader
+	// Clock is the time settlements are counted at; nil is time.Now.
+	// Tests share one fake clock between it and Admit's now.
+	Clock func() time.Time
+	// Idle is how long an unused subject is kept; default 1h
+	Idle time.Duration
+
+	mu       sync.Mutex
+	subjects map[string]*subjectSpend
+	swept    time.Time
+}
+
+type subjectSpend struct {
+	// spent by period id ("daily@2026-11-26", "5h@<unix>"): what this
+	// process settled plus what the store held when it was loaded
+	spent    map[string]int64
+	reserved [windowKinds]int64
+	usedAt   time.Time
+	loc      *time.Location // the zone its calendar periods were loaded in
+}
+
+func (s *Spend) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return time.Now()
+}
+
+// Period is the id of the period of window k that holds t, in loc.
+func Period(k WindowKind, t time.Time, loc *time.Location) string {
+	t = t.In(loc)
+	switch k {
+	case Rolling5h:
+		return "5h@" + strconv.FormatInt(t.Unix()/int64(bucket/time.Second)*int64(bucket/time.Second), 10)
+	case Daily:
+		return "daily@" + t.Format("2006-01-02")
+	case Weekly:
+		wd := (int(t.Weekday()) + 6) % 7 // days since Monday
+		return "weekly@" + t.AddDate(0, 0, -wd).Format("2006-01-02")
+	case Monthly:
+		return "monthly@" + t.Format("2006-01")
+	}
+	return "lifetime"
+}
+
+// periodEnd is when the calendar period of k holding t ends; zero for
+// lifetime, and for the rolling window (it has no one end).
+func periodEnd(k WindowKind, t time.Time, loc *time.Location) time.Time {
+	t = t.In(loc)
+	y, m, d := t.Date()
+	switch k {
+	case Daily:
+		return time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+	case Weekly:
+		wd := (int(t.Weekday()) + 6) % 7
+		return time.Date(y, m, d-wd+7, 0, 0, 0, 0, loc)
+	case Monthly:
+		return time.Date(y, m+1, 1, 0, 0, 0, 0, loc)
+	}
+	return time.Time{}
+}
+
+// rollingBuckets are the starts (unix seconds) of the buckets the rolling
+// window holds at t, oldest first.
+func rollingBuckets(t time.Time) []int64 {
+	step := int64(bucket / time.Second)
+	cur := t.Unix() / step * step
+	n := int64(rolling / bucket)
+	out := make([]int64, 0, n)
+	for b := cur - (n-1)*step; b <= cur; b += step {
+		out = append(out, b)
+	}
+	return out
+}
+
+// currentIDs are the period ids a subject's windows read at t.
+func currentIDs(lim WindowLimits, t time.Time, loc *time.Location) []string {
+	var ids []string
+	for k := range windowKinds {
+		if lim[k] == 0 {
+			continue
+		}
+		if k == Rolling5h {
+			for _, b := range rollingBuckets(t) {
+				ids = append(ids, "5h@"+strconv.FormatInt(b, 10))
+			}
+			continue
+		}
+		ids = append(ids, Period(k, t, loc))
+	}
+	return ids
+}
+
+// used is what the subject's window k holds at t: settled spend in its
+// period(s) and in-flight reservations.
+func (ss *subjectSpend) used(k WindowKind, t time.Time, loc *time.Location) int64 {
+	u := ss.reserved[k]
+	if k == Rolling5h {
+		for _, b := range rollingBuckets(t) {
+			u = AddSat(u, ss.spent["5h@"+strconv.FormatInt(b, 10)])
+		}
+		return u
+	}
+	return AddSat(u, ss.spent[Period(k, t, loc)])
+}
+
+// prune drops periods no window reads any more, so a subject's map stays
+// at most the rolling window's buckets and four calendar periods.
+func (ss *subjectSpend) prune(t time.Time, loc *time.Location) {
+	if len(ss.spent) <= int(rolling/bucket)+4 {
+		return
+	}
+	keep := map[string]bool{}
+	for _, id := range currentIDs(WindowLimits{1, 1, 1, 1, 1}, t, loc) {
+		keep[id] = true
+	}
+	for id := range ss.spent {
+		if !keep[id] {
+			delete(ss.spent, id)
+		}
+	}
+}
+
+// WindowRefusal is a reservation a window has no room for.
+type WindowRefusal struct {
+	Subject string
+	Window  WindowKind
+	Limit   int64
+	Used    int64 // spent and reserved in the window
+	Amount  int64 // what was asked for
+	// Reset is when the window frees enough for Amount (the period's end,
+	// or for 5h when enough spend rolls out); zero for lifetime
+	Reset time.Time
+	// RetryAfter is Reset - now, at least a second; 0 for lifetime
+	RetryAfter time.Duration
+}
+
+func (r *WindowRefusal) Error() string {
+	return fmt.Sprintf("%s budget of %s: %d units asked, %d of %d used", r.Window, r.Subject, r.Amount, r.Used, r.Limit)
+}
+
+// WindowHold is a reservation in every window of its budgets; Ledger
+// settles it with the ledger's hold it rides on.
+type WindowHold struct {
+	sp      *Spend
+	holds   []heldWindows
+	amount  int64
+	settled bool
+	// IDs are the window ids the settled cost counted against
+	// ("user:3/daily@2026-11-26"), for the usage row
+	IDs []string
+	// Remaining and Reset are the tightest window's room after this
+	// reservation and when it next resets (zero: lifetime)
+	Remaining int64
+	Reset     time.Time
+}
+
+type heldWindows struct {
+	subject string
+	limits  WindowLimits
+	loc     *time.Location
+}
+
+// Hold reserves amount in every window of budgets, or refuses with the
+// first window that has no room (a *WindowRefusal). A subject met for the
+// first time is loaded from the store first (an error is the store's).
+// A free request (amount 0) always fits.
+func (s *Spend) Hold(ctx context.Context, now time.Time, loc *time.Location, budgets []Budget, amount int64) (*WindowHold, error) {
+	if err := s.ensure(ctx, now, loc, budgets); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := &WindowHold{sp: s, amount: amount, Remaining: -1}
+	for _, b := range budgets {
+		ss := s.subjects[b.Subject]
+		for k := range windowKinds {
+			lim := b.Limits[k]
+			if lim == 0 {
+				continue
+			}
+			used := ss.used(k, now, loc)
+			if amount > 0 && AddSat(used, amount) > lim {
+				return nil, s.refusal(ss, b.Subject, k, lim, used, amount, now, loc)
+			}
+			room := lim - AddSat(used, amount)
+			if h.Remaining < 0 || room < h.Remaining {
+				h.Remaining, h.Reset = room, s.resetOf(ss, k, now, loc)
+			}
+		}
+	}
+	for _, b := range budgets {
+		ss := s.subjects[b.Subject]
+		ss.usedAt = now
+		for k := range windowKinds {
+			if b.Limits[k] != 0 {
+				ss.reserved[k] = AddSat(ss.reserved[k], amount)
+			}
+		}
+		h.holds = append(h.holds, heldWindows{subject: b.Subject, limits: b.Limits, loc: loc})
+	}
+	return h, nil
+}
+
+// resetOf is when window k next frees anything: a calendar period's end,
+// the oldest rolling bucket with spend rolling out, never for lifetime.
+func (s *Spend) resetOf(ss *subjectSpend, k WindowKind, now time.Time, loc *time.Location) time.Time {
+	if k != Rolling5h {
+		return periodEnd(k, now, loc)
+	}
+	for _, b := range rollingBuckets(now) {
+		if ss.spent["5h@"+strconv.FormatInt(b, 10)] > 0 {
+			return time.Unix(b, 0).Add(rolling)
+		}
+	}
+	return now.Add(rolling)
+}
+
+// refusal words a full window: for the rolling one, Reset is when enough
+// of the oldest spend rolls out to make room for amount (or, when what is
+// in flight alone leaves none, a whole window from now).
+func (s *Spend) refusal(ss *subjectSpend, subject string, k WindowKind, lim, used, amount int64, now time.Time, loc *time.Location) *WindowRefusal {
+	r := &WindowRefusal{Subject: subject, Window: k, Limit: lim, Used: used, Amount: amount}
+	switch k {
+	case Lifetime:
+		return r
+	case Rolling5h:
+		need := AddSat(used, amount) - lim
+		r.Reset = now.Add(rolling)
+		var freed int64
+		for _, b := range rollingBuckets(now) {
+			freed = AddSat(freed, ss.spent["5h@"+strconv.FormatInt(b, 10)])
+			if freed >= need {
+				r.Reset = time.Unix(b, 0).Add(rolling)
+				break
+			}
+		}
+	default:
+		r.Reset = periodEnd(k, now, loc)
+	}
+	r.RetryAfter = max(r.Reset.Sub(now), time.Second)
+	return r
+}
+
+// ensure loads the subjects of budgets not yet known, outside the lock.
+func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, budgets []Budget) error {
+	s.mu.Lock()
+	if s.subjects == nil {
+		s.subjects = map[string]*subjectSpend{}
+	}
+	s.sweep(now)
+	var missing []Budget
+	for _, b := range budgets {
+		ss, ok := s.subjects[b.Subject]
+		if !ok || ss.loc != loc {
+			missing = append(missing, b)
+		}
+	}
+	s.mu.Unlock()
+	for _, b := range missing {
+		ids := currentIDs(WindowLimits{1, 1, 1, 1, 1}, now, loc)
+		spent := map[string]int64{}
+		if s.Load != nil {
+			full := make([]string, len(ids))
+			for i, id := range ids {
+				full[i] = b.Subject + "/" + id
+			}
+			got, err := s.Load(ctx, full)
+			if err != nil {
+				return fmt.Errorf("loading the spend of %s: %w", b.Subject, err)
+			}
+			for id, v := range got {
+				spent[strings.TrimPrefix(id, b.Subject+"/")] = v
+			}
+		}
+		s.mu.Lock()
+		if ss, ok := s.subjects[b.Subject]; !ok {
+			s.subjects[b.Subject] = &subjectSpend{spent: spent, usedAt: now, loc: loc}
+		} else if ss.loc != loc {
+			// the time zone changed: calendar periods are read anew, what
+			// is in flight stays reserved
+			for id, v := range spent {
+				if !strings.HasPrefix(id, "5h@") {
+					ss.spent[id] = v
+				}
+			}
+			ss.loc = loc
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// sweep forgets, at most once a minute, subjects idle for Idle with
+// nothing in flight: memory stays bounded by the subjects in use. Called
+// with mu held.
+func (s *Spend) sweep(now time.Time) {
+	if now.Sub(s.swept) < time.Minute {
+		return
+	}
+	s.swept = now
+	idle := s.Idle
+	if idle <= 0 {
+		idle = time.Hour
+	}
+	for k, ss := range s.subjects {
+		if ss.reserved == ([windowKinds]int64{}) && now.Sub(ss.usedAt) > idle {
+			delete(s.subjects, k)
+		}
+	}
+}
+
+// settle ends the hold: its reservation leaves every window and cost is
+// counted in each window's period at the settle time. Once only.
+func (h *WindowHold) settle(cost int64) {
+	if h == nil {
+		return
+	}
+	s := h.sp
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.settled {
+		return
+	}
+	h.settled = true
+	for _, hw := range h.holds {
+		ss := s.subjects[hw.subject]
+		if ss == nil { // swept: cannot be while reserved, but never panic
+			ss = &subjectSpend{spent: map[string]int64{}, loc: hw.loc}
+			s.subjects[hw.subject] = ss
+		}
+		ss.usedAt = now
+		for k := range windowKinds {
+			if hw.limits[k] == 0 {
+				continue
+			}
+			ss.reserved[k] = subSat(ss.reserved[k], h.amount)
+			if cost == 0 {
+				continue
+			}
+			id := Period(k, now, ss.loc)
+			ss.spent[id] = AddSat(ss.spent[id], cost)
+			h.IDs = append(h.IDs, hw.subject+"/"+id)
+		}
+		ss.prune(now, ss.loc)
+	}
+}
+
+// WindowIDs are the window ids the hold's settled cost counted against,
+// comma-separated for the usage row; "" before settling or for none.
+func (h *WindowHold) WindowIDs() string {
+	if h == nil {
+		return ""
+	}
+	h.sp.mu.Lock()
+	defer h.sp.mu.Unlock()
+	return strings.Join(h.IDs, ",")
+}
+
+// WindowStatus is one window of a subject as a user sees it.
+type WindowStatus struct {
+	Subject string    `json:"subject"`
+	Window  string    `json:"window"`
+	Limit   int64     `json:"limit"`
+	Spent   int64     `json:"spent"`    // settled, in flight included
+	Reset   time.Time `json:"reset_at"` // zero: never (lifetime)
+}
+
+// Status reports each window of budgets at now, loading subjects not yet
+// known.
+func (s *Spend) Status(ctx context.Context, now time.Time, loc *time.Location, budgets []Budget) ([]WindowStatus, error) {
+	if err := s.ensure(ctx, now, loc, budgets); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []WindowStatus
+	for _, b := range budgets {
+		ss := s.subjects[b.Subject]
+		for k := range windowKinds {
+			if b.Limits[k] == 0 {
+				continue
+			}
+			out = append(out, WindowStatus{Subject: b.Subject, Window: k.String(), Limit: b.Limits[k],
+				Spent: ss.used(k, now, loc), Reset: s.resetOf(ss, k, now, loc)})
+		}
+	}
+	return out, nil
+}
