@@ -292,6 +292,9 @@ func (l *Ledger) Reserved() int64 {
 // the writer commits it.
 func (l *Ledger) Settle(h Hold, cost int64) {
 	h.Windows.settle(cost)
+	if h.Windows.PlanPaid() {
+		cost = 0 // the plan pays: the usage row charges no balance either
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {

@@ -239,7 +239,20 @@ type WindowHold struct {
 	// reservation and when it next resets (zero: lifetime)
 	Remaining int64
 	Reset     time.Time
+	// Plan is the plan that pays the request, "" when the balance pays
+	Plan string
 }
+
+// PaidBy is the plan that pays the hold's request, "" for the balance.
+func (h *WindowHold) PaidBy() string {
+	if h == nil {
+		return ""
+	}
+	return h.Plan
+}
+
+// PlanPaid is true when a plan pays the hold's request.
+func (h *WindowHold) PlanPaid() bool { return h != nil && h.Plan != "" }
 
 type heldWindows struct {
 	subject string

@@ -110,6 +110,8 @@ type App struct {
 	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
 	// SSO signs people in to the console through an identity provider.
 	SSO *SSOConfig `json:"sso,omitempty"`
+	// Budgets are spending windows, plans and model groups.
+	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -321,6 +323,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
 	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
+	if a.gate.Budgets, err = a.Budgets.Build(db.spend, db.store, time.Duration(a.TokenCacheTTL)); err != nil {
+		return err
+	}
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}

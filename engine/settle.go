@@ -86,6 +86,8 @@ func (e *Engine) Settle(x *Exchange) {
 
 		RequestID:         x.RequestID,
 		UpstreamRequestID: x.UpstreamID,
+		Windows:           x.Hold.Windows.WindowIDs(),
+		Plan:              x.Hold.Windows.PaidBy(),
 	}
 	// observed before the row is queued, so a committed row implies its
 	// request is in the metrics

@@ -151,6 +151,9 @@ type UsageLog struct {
 	// Windows are the spending windows the cost counted against,
 	// comma-separated ids ("user:3/daily@2026-11-26"); see BudgetStore
 	Windows string `json:"windows,omitempty"`
+	// Plan is the plan that paid Cost: the user's balance and the key's
+	// used quota are not charged with it
+	Plan string `json:"plan,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:

@@ -150,3 +150,12 @@ func rowWindows(spend map[string]int64, l *store.UsageLog) {
 		spend[id] = addSat(spend[id], l.Cost)
 	}
 }
+
+// charged is what a row takes from its user's balance and its key's used
+// quota: nothing when a plan paid it.
+func charged(l *store.UsageLog) int64 {
+	if l.Plan != "" {
+		return 0
+	}
+	return l.Cost
+}

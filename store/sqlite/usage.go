@@ -16,7 +16,7 @@ import (
 
 const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, windows`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, windows, plan`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -29,7 +29,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.Windows)
+		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.Windows, &l.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +88,8 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-		request_id, upstream_request_id, row_key, windows)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		request_id, upstream_request_id, row_key, windows, plan)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (row_key) DO NOTHING`)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.Windows)
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.Windows, l.Plan)
 		if err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
@@ -121,7 +121,7 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 				c = &charge{}
 				users[l.UserID] = c
 			}
-			c.cost = addSat(c.cost, l.Cost)
+			c.cost = addSat(c.cost, charged(l))
 			c.requests++
 			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
 			d := days[k]
@@ -132,8 +132,8 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 			d.cost = addSat(d.cost, l.Cost)
 			d.requests++
 		}
-		if l.TokenID != 0 && l.Cost != 0 {
-			tokens[l.TokenID] = addSat(tokens[l.TokenID], l.Cost)
+		if l.TokenID != 0 && charged(l) != 0 {
+			tokens[l.TokenID] = addSat(tokens[l.TokenID], charged(l))
 		}
 		modelDays.add(createdAt, l)
 		rowWindows(windows, l)

@@ -4,7 +4,8 @@
 -- group and plan (plan_until in unix milliseconds, 0 for no end).
 -- window_spend: committed spend per window period ("user:3/daily@2026-11-26",
 -- "key:5/5h@<unix of the 5-minute bucket>"), added to by the usage batch
--- that commits the rows. usage_logs.windows: the ids a row counted against.
+-- that commits the rows. usage_logs.windows: the ids a row counted against;
+-- usage_logs.plan: the plan that paid it (no balance is charged).
 CREATE TABLE budgets (
 	subject     TEXT NOT NULL,
 	window_kind TEXT NOT NULL,
@@ -22,3 +23,4 @@ CREATE TABLE window_spend (
 	spent     BIGINT NOT NULL
 );
 ALTER TABLE usage_logs ADD COLUMN windows TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_logs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
