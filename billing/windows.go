@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,9 +98,11 @@ type Spend struct {
 }
 
 type subjectSpend struct {
-	// spent by period id ("daily@2026-11-26", "5h@<unix>"): what this
-	// process settled plus what the store held when it was loaded
-	spent    map[string]int64
+	// spent by calendar period, and by 5-minute bucket in a ring (the
+	// hot path sums it, so no map): what this process settled plus what
+	// the store held when it was loaded
+	spent    map[period]int64
+	ring     [buckets]slot
 	reserved [windowKinds]int64
 	usedAt   time.Time
 	loc      *time.Location // the zone its calendar periods were loaded in
@@ -112,22 +115,65 @@ func (s *Spend) now() time.Time {
 	return time.Now()
 }
 
-// Period is the id of the period of window k that holds t, in loc.
-func Period(k WindowKind, t time.Time, loc *time.Location) string {
-	t = t.In(loc)
-	switch k {
-	case Rolling5h:
-		return "5h@" + strconv.FormatInt(t.Unix()/int64(bucket/time.Second)*int64(bucket/time.Second), 10)
-	case Daily:
-		return "daily@" + t.Format("2006-01-02")
-	case Weekly:
-		wd := (int(t.Weekday()) + 6) % 7 // days since Monday
-		return "weekly@" + t.AddDate(0, 0, -wd).Format("2006-01-02")
-	case Monthly:
-		return "monthly@" + t.Format("2006-01")
-	}
-	return "lifetime"
+// period is one period of a window: for 5h the bucket's start in unix
+// seconds, for daily and weekly the (Monday's) date as yyyymmdd, for
+// monthly yyyymm, for lifetime 0. Integers, so the hot path formats no
+// strings.
+type period struct {
+	kind WindowKind
+	n    int64
 }
+
+func periodOf(k WindowKind, t time.Time, loc *time.Location) period {
+	if k == Rolling5h {
+		step := int64(bucket / time.Second)
+		return period{k, t.Unix() / step * step}
+	}
+	if k == Lifetime {
+		return period{k, 0}
+	}
+	t = t.In(loc)
+	if k == Weekly {
+		t = t.AddDate(0, 0, -((int(t.Weekday()) + 6) % 7)) // back to Monday
+	}
+	y, m, d := t.Date()
+	if k == Monthly {
+		return period{k, int64(y)*100 + int64(m)}
+	}
+	return period{k, int64(y)*10000 + int64(m)*100 + int64(d)}
+}
+
+// String is the period's id, as window ids carry it: "5h@<unix>",
+// "daily@2026-11-26", "weekly@<Monday>", "monthly@2026-11", "lifetime".
+func (p period) String() string { return string(p.appendID(nil)) }
+
+// appendID appends the period's id to b without fmt, as every settled
+// request does it for each of its windows.
+func (p period) appendID(b []byte) []byte {
+	b = append(append(b, p.kind.String()...), '@')
+	pad := func(b []byte, v int64, w int) []byte {
+		for d := int64(10); w > 1; d, w = d*10, w-1 {
+			if v < d {
+				b = append(b, '0')
+			}
+		}
+		return strconv.AppendInt(b, v, 10)
+	}
+	switch p.kind {
+	case Rolling5h:
+		return strconv.AppendInt(b, p.n, 10)
+	case Daily, Weekly:
+		b = append(pad(b, p.n/10000, 4), '-')
+		b = append(pad(b, p.n/100%100, 2), '-')
+		return pad(b, p.n%100, 2)
+	case Monthly:
+		return pad(append(pad(b, p.n/100, 4), '-'), p.n%100, 2)
+	}
+	return b[:len(b)-1] // "lifetime", no period
+}
+
+// Period is the id of the period of window k that holds t, in loc.
+func Period(k WindowKind, t time.Time, loc *time.Location) string { return periodOf(k, t, loc).String() }
 
 // periodEnd is when the calendar period of k holding t ends; zero for
 // lifetime, and for the rolling window (it has no one end).
@@ -146,35 +192,54 @@ func periodEnd(k WindowKind, t time.Time, loc *time.Location) time.Time {
 	return time.Time{}
 }
 
-// rollingBuckets are the starts (unix seconds) of the buckets the rolling
-// window holds at t, oldest first.
-func rollingBuckets(t time.Time) []int64 {
-	step := int64(bucket / time.Second)
-	cur := t.Unix() / step * step
-	n := int64(rolling / bucket)
-	out := make([]int64, 0, n)
-	for b := cur - (n-1)*step; b <= cur; b += step {
-		out = append(out, b)
+// buckets is how many 5-minute buckets the rolling window holds.
+const buckets = int64(rolling / bucket)
+
+// slot is one bucket of the ring: start (unix seconds) says which bucket
+// it holds now, so a slot left from an older round reads as empty.
+type slot struct{ start, spent int64 }
+
+func ringIndex(start int64) int64 { return start / int64(bucket/time.Second) % buckets }
+
+// bucketSpend is what the bucket starting at start holds.
+func (ss *subjectSpend) bucketSpend(start int64) int64 {
+	if sl := &ss.ring[ringIndex(start)]; sl.start == start {
+		return sl.spent
 	}
-	return out
+	return 0
 }
 
-// currentIDs are the period ids a subject's windows read at t.
-func currentIDs(lim WindowLimits, t time.Time, loc *time.Location) []string {
-	var ids []string
-	for k := range windowKinds {
-		if lim[k] == 0 {
-			continue
-		}
-		if k == Rolling5h {
-			for _, b := range rollingBuckets(t) {
-				ids = append(ids, "5h@"+strconv.FormatInt(b, 10))
-			}
-			continue
-		}
-		ids = append(ids, Period(k, t, loc))
+// add counts cost in the period p.
+func (ss *subjectSpend) add(p period, cost int64) {
+	if p.kind != Rolling5h {
+		ss.spent[p] = AddSat(ss.spent[p], cost)
+		return
 	}
-	return ids
+	sl := &ss.ring[ringIndex(p.n)]
+	if sl.start != p.n {
+		*sl = slot{start: p.n}
+	}
+	sl.spent = AddSat(sl.spent, cost)
+}
+
+// firstBucket is the oldest bucket the rolling window holds at t; the
+// window is it and the buckets-1 after it.
+func firstBucket(t time.Time) int64 {
+	step := int64(bucket / time.Second)
+	return t.Unix()/step*step - (buckets-1)*step
+}
+
+// currentPeriods are the periods a subject's windows read at t.
+func currentPeriods(t time.Time, loc *time.Location) []period {
+	ps := make([]period, 0, buckets+4)
+	step := int64(bucket / time.Second)
+	for i, b := int64(0), firstBucket(t); i < buckets; i, b = i+1, b+step {
+		ps = append(ps, period{Rolling5h, b})
+	}
+	for k := Daily; k < windowKinds; k++ {
+		ps = append(ps, periodOf(k, t, loc))
+	}
+	return ps
 }
 
 // used is what the subject's window k holds at t: settled spend in its
@@ -182,27 +247,24 @@ func currentIDs(lim WindowLimits, t time.Time, loc *time.Location) []string {
 func (ss *subjectSpend) used(k WindowKind, t time.Time, loc *time.Location) int64 {
 	u := ss.reserved[k]
 	if k == Rolling5h {
-		for _, b := range rollingBuckets(t) {
-			u = AddSat(u, ss.spent["5h@"+strconv.FormatInt(b, 10)])
+		step := int64(bucket / time.Second)
+		for i, b := int64(0), firstBucket(t); i < buckets; i, b = i+1, b+step {
+			u = AddSat(u, ss.bucketSpend(b))
 		}
 		return u
 	}
-	return AddSat(u, ss.spent[Period(k, t, loc)])
+	return AddSat(u, ss.spent[periodOf(k, t, loc)])
 }
 
-// prune drops periods no window reads any more, so a subject's map stays
-// at most the rolling window's buckets and four calendar periods.
+// prune drops calendar periods no window reads any more, so a subject's
+// map stays at four of them.
 func (ss *subjectSpend) prune(t time.Time, loc *time.Location) {
-	if len(ss.spent) <= int(rolling/bucket)+4 {
+	if len(ss.spent) <= 4 {
 		return
 	}
-	keep := map[string]bool{}
-	for _, id := range currentIDs(WindowLimits{1, 1, 1, 1, 1}, t, loc) {
-		keep[id] = true
-	}
-	for id := range ss.spent {
-		if !keep[id] {
-			delete(ss.spent, id)
+	for p := range ss.spent {
+		if p != periodOf(p.kind, t, loc) {
+			delete(ss.spent, p)
 		}
 	}
 }
@@ -232,9 +294,9 @@ type WindowHold struct {
 	holds   []heldWindows
 	amount  int64
 	settled bool
-	// IDs are the window ids the settled cost counted against
-	// ("user:3/daily@2026-11-26"), for the usage row
-	IDs []string
+	// ids are the window ids the settled cost counted against
+	// ("user:3/daily@2026-11-26"), comma-separated, for the usage row
+	ids []byte
 	// Remaining and Reset are the tightest window's room after this
 	// reservation and when it next resets (zero: lifetime)
 	Remaining int64
@@ -307,8 +369,9 @@ func (s *Spend) resetOf(ss *subjectSpend, k WindowKind, now time.Time, loc *time
 	if k != Rolling5h {
 		return periodEnd(k, now, loc)
 	}
-	for _, b := range rollingBuckets(now) {
-		if ss.spent["5h@"+strconv.FormatInt(b, 10)] > 0 {
+	step := int64(bucket / time.Second)
+	for i, b := int64(0), firstBucket(now); i < buckets; i, b = i+1, b+step {
+		if ss.bucketSpend(b) > 0 {
 			return time.Unix(b, 0).Add(rolling)
 		}
 	}
@@ -327,8 +390,9 @@ func (s *Spend) refusal(ss *subjectSpend, subject string, k WindowKind, lim, use
 		need := AddSat(used, amount) - lim
 		r.Reset = now.Add(rolling)
 		var freed int64
-		for _, b := range rollingBuckets(now) {
-			freed = AddSat(freed, ss.spent["5h@"+strconv.FormatInt(b, 10)])
+		step := int64(bucket / time.Second)
+		for i, b := int64(0), firstBucket(now); i < buckets; i, b = i+1, b+step {
+			freed = AddSat(freed, ss.bucketSpend(b))
 			if freed >= need {
 				r.Reset = time.Unix(b, 0).Add(rolling)
 				break
@@ -357,32 +421,30 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 	}
 	s.mu.Unlock()
 	for _, b := range missing {
-		ids := currentIDs(WindowLimits{1, 1, 1, 1, 1}, now, loc)
-		spent := map[string]int64{}
+		fresh := &subjectSpend{spent: map[period]int64{}, usedAt: now, loc: loc}
 		if s.Load != nil {
-			full := make([]string, len(ids))
-			for i, id := range ids {
-				full[i] = b.Subject + "/" + id
+			ps := currentPeriods(now, loc)
+			ids := make([]string, len(ps))
+			for i, p := range ps {
+				ids[i] = b.Subject + "/" + p.String()
 			}
-			got, err := s.Load(ctx, full)
+			got, err := s.Load(ctx, ids)
 			if err != nil {
 				return fmt.Errorf("loading the spend of %s: %w", b.Subject, err)
 			}
-			for id, v := range got {
-				spent[strings.TrimPrefix(id, b.Subject+"/")] = v
+			for i, id := range ids {
+				if v := got[id]; v != 0 {
+					fresh.add(ps[i], v)
+				}
 			}
 		}
 		s.mu.Lock()
 		if ss, ok := s.subjects[b.Subject]; !ok {
-			s.subjects[b.Subject] = &subjectSpend{spent: spent, usedAt: now, loc: loc}
+			s.subjects[b.Subject] = fresh
 		} else if ss.loc != loc {
 			// the time zone changed: calendar periods are read anew, what
 			// is in flight stays reserved
-			for id, v := range spent {
-				if !strings.HasPrefix(id, "5h@") {
-					ss.spent[id] = v
-				}
-			}
+			maps.Copy(ss.spent, fresh.spent)
 			ss.loc = loc
 		}
 		s.mu.Unlock()
@@ -391,10 +453,12 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 }
 
 // sweep forgets, at most once a minute, subjects idle for Idle with
-// nothing in flight: memory stays bounded by the subjects in use. Called
-// with mu held.
+// nothing in flight: memory stays bounded by the subjects in use, and one
+// met again reads its spend from the store (its rows committed long
+// since). Without a store there is nothing to read again: none is
+// forgotten. Called with mu held.
 func (s *Spend) sweep(now time.Time) {
-	if now.Sub(s.swept) < time.Minute {
+	if s.Load == nil || now.Sub(s.swept) < time.Minute {
 		return
 	}
 	s.swept = now
@@ -426,7 +490,7 @@ func (h *WindowHold) settle(cost int64) {
 	for _, hw := range h.holds {
 		ss := s.subjects[hw.subject]
 		if ss == nil { // swept: cannot be while reserved, but never panic
-			ss = &subjectSpend{spent: map[string]int64{}, loc: hw.loc}
+			ss = &subjectSpend{spent: map[period]int64{}, loc: hw.loc}
 			s.subjects[hw.subject] = ss
 		}
 		ss.usedAt = now
@@ -438,9 +502,12 @@ func (h *WindowHold) settle(cost int64) {
 			if cost == 0 {
 				continue
 			}
-			id := Period(k, now, ss.loc)
-			ss.spent[id] = AddSat(ss.spent[id], cost)
-			h.IDs = append(h.IDs, hw.subject+"/"+id)
+			p := periodOf(k, now, ss.loc)
+			ss.add(p, cost)
+			if len(h.ids) > 0 {
+				h.ids = append(h.ids, ',')
+			}
+			h.ids = p.appendID(append(append(h.ids, hw.subject...), '/'))
 		}
 		ss.prune(now, ss.loc)
 	}
@@ -454,7 +521,7 @@ func (h *WindowHold) WindowIDs() string {
 	}
 	h.sp.mu.Lock()
 	defer h.sp.mu.Unlock()
-	return strings.Join(h.IDs, ",")
+	return string(h.ids)
 }
 
 // WindowStatus is one window of a subject as a user sees it.
