@@ -91,6 +91,9 @@ type Spend struct {
 	Clock func() time.Time
 	// Idle is how long an unused subject is kept; default 1h
 	Idle time.Duration
+	// Refresh is how often a subject in use reads the store's committed
+	// spend again, to see the other instances' (0: only when first met)
+	Refresh time.Duration
 
 	mu       sync.Mutex
 	subjects map[string]*subjectSpend
@@ -105,6 +108,7 @@ type subjectSpend struct {
 	ring     [buckets]slot
 	reserved [windowKinds]int64
 	usedAt   time.Time
+	readAt   time.Time      // the last read of the store's spend
 	loc      *time.Location // the zone its calendar periods were loaded in
 }
 
@@ -207,6 +211,25 @@ func (ss *subjectSpend) bucketSpend(start int64) int64 {
 		return sl.spent
 	}
 	return 0
+}
+
+// merge takes, period by period, the larger of what this process knows
+// and what the store committed: the store's holds the other instances'
+// spend, this process's view its own not yet committed. The view is then
+// short of the truth by at most this process's uncommitted spend, when
+// the others' exceed it.
+func (ss *subjectSpend) merge(read *subjectSpend) {
+	for p, v := range read.spent {
+		ss.spent[p] = max(ss.spent[p], v)
+	}
+	for i, sl := range read.ring {
+		switch cur := &ss.ring[i]; {
+		case cur.start < sl.start:
+			*cur = sl
+		case cur.start == sl.start:
+			cur.spent = max(cur.spent, sl.spent)
+		}
+	}
 }
 
 // add counts cost in the period p.
@@ -415,13 +438,16 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 	var missing []Budget
 	for _, b := range budgets {
 		ss, ok := s.subjects[b.Subject]
-		if !ok || ss.loc != loc {
+		if !ok || ss.loc != loc || s.Load != nil && s.Refresh > 0 && now.Sub(ss.readAt) >= s.Refresh {
 			missing = append(missing, b)
+			if ok {
+				ss.readAt = now // one refresh at a time
+			}
 		}
 	}
 	s.mu.Unlock()
 	for _, b := range missing {
-		fresh := &subjectSpend{spent: map[period]int64{}, usedAt: now, loc: loc}
+		fresh := &subjectSpend{spent: map[period]int64{}, usedAt: now, readAt: now, loc: loc}
 		if s.Load != nil {
 			ps := currentPeriods(now, loc)
 			ids := make([]string, len(ps))
@@ -446,6 +472,8 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 			// is in flight stays reserved
 			maps.Copy(ss.spent, fresh.spent)
 			ss.loc = loc
+		} else {
+			ss.merge(fresh)
 		}
 		s.mu.Unlock()
 	}

@@ -197,6 +197,37 @@ func TestWindowSpendSurvivesARestart(t *testing.T) {
 	}
 }
 
+// Two instances on one store see each other's committed spend at their
+// next refresh, and never count their own twice.
+func TestWindowSpendAcrossInstances(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)}
+	b := []Budget{{Subject: "key:9", Limits: WindowLimits{Daily: 1000}}}
+	a := &Spend{Load: st.WindowSpend, Clock: clock.Now, Refresh: 30 * time.Second}
+	other := &Spend{Load: st.WindowSpend, Clock: clock.Now, Refresh: 30 * time.Second}
+	commit := func(key string, h *WindowHold, cost int64) {
+		h.settle(cost)
+		if err := st.SettleBatch(ctx, []*store.UsageLog{{Key: key, UserID: 1, Cost: cost, Windows: h.WindowIDs()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("a1", mustHold(t, a, clock.Now(), time.UTC, b, 300), 300)
+	commit("b1", mustHold(t, other, clock.Now(), time.UTC, b, 400), 400) // other read a's 300 when it met key 9
+	// a has not refreshed: it sees its own 300 only
+	mustHold(t, a, clock.Now(), time.UTC, b, 700).settle(0)
+	clock.Add(30 * time.Second)
+	r := refusal(t, a, clock.Now(), time.UTC, b, 301)
+	if r.Used != 700 {
+		t.Fatalf("after a refresh a sees %d used, want 700", r.Used)
+	}
+	mustHold(t, a, clock.Now(), time.UTC, b, 300).settle(0)
+}
+
 // A plan pays while its windows have room (the balance untouched), then
 // the balance pays when the plan says so; a plan without "then balance"
 // refuses instead, and refuses models it does not cover.
