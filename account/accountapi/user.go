@@ -103,10 +103,6 @@ func (h *Handler) changePassword(_ http.ResponseWriter, r *http.Request, c *call
 	return struct{}{}, nil
 }
 
-func (h *Handler) self(_ http.ResponseWriter, _ *http.Request, c *caller) (any, error) {
-	return account.ViewUser(c.user), nil
-}
-
 func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
 		Key string `json:"key"`
