@@ -11,17 +11,15 @@ import (
 	"github.com/caddy-model-gateway/gateway/billing"
 )
 
-// WindowError is the 429 of a spending window without room: Retry-After
-// says when it frees enough, except for the lifetime budget, which never
-// does (x-should-retry: false).
+// WindowError is the 429 of a spending window without room: a rate limit
+// whose Retry-After says when the window frees enough, except for the
+// lifetime budget, which never does: a quota error (x-should-retry:
+// false, WriteError).
 func WindowError(r *billing.WindowRefusal, header http.Header) *adapters.Error {
 	who := windowOwner(r.Subject)
-	e := QuotaError("")
-	e.Code = "budget_exceeded"
+	e := &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "budget_exceeded"}
 	if r.Window == billing.Lifetime {
-		if header != nil {
-			header.Set("x-should-retry", "false")
-		}
+		e.Type = adapters.ErrInsufficientQuota
 		e.Message = fmt.Sprintf("the lifetime budget of %s (%s) is used up: %s spent or in flight, and this request may cost up to %s; it never resets: ask the operator to raise it",
 			who, FormatUnits(r.Limit), FormatUnits(r.Used), FormatUnits(r.Amount))
 		return e
