@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -175,4 +176,30 @@ func ViewBudget(ctx context.Context, b *billing.Budgets, st store.Store, u *stor
 		v.Windows = append(v.Windows, o)
 	}
 	return v, nil
+}
+
+// CreatePlanCodes creates count codes that each grant plan for days
+// (instead of quota) when redeemed.
+func CreatePlanCodes(ctx context.Context, st store.Store, count int, plan string, days int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
+	if plan == "" || days <= 0 || days > 3660 {
+		return nil, inputErrorf("a plan code needs a plan and between 1 and 3660 days")
+	}
+	if count <= 0 || count > MaxCodesAtOnce {
+		return nil, inputErrorf("count must be between 1 and %d", MaxCodesAtOnce)
+	}
+	if !expiresAt.IsZero() && !expiresAt.After(time.Now()) {
+		return nil, inputErrorf("expiry must be in the future")
+	}
+	codes := make([]*store.RedemptionCode, count)
+	for i := range codes {
+		code, err := keys.Random("", codeLen)
+		if err != nil {
+			return nil, err
+		}
+		codes[i] = &store.RedemptionCode{Code: code, Plan: plan, PlanDays: days, ExpiresAt: expiresAt}
+	}
+	if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
+		return nil, err
+	}
+	return codes, nil
 }

@@ -290,6 +290,33 @@ func TestBudgetPlans(t *testing.T) {
 		t.Fatalf("quota %d used %d; row %+v", q, used, rows[0])
 	}
 
+	// a plan bought with a code: a user without balance redeems it with
+	// their key and is on the plan at once, for 30 days
+	code := strings.TrimSpace(gw.CLI("redeem", "add", "--plan", "pro", "--days", "30"))
+	buyer := gw.AddUser("buyer", 0)
+	if err := streamOnce(context.Background(), gw, buyer, "coder-1"); err == nil {
+		t.Fatal("a user without balance or plan was served")
+	}
+	if resp, body := gw.Do("POST", "/api/user/topup", buyer, []byte(`{"key":"`+code+`"}`), nil); resp.StatusCode != 200 {
+		t.Fatalf("redeem the plan code: %d %s", resp.StatusCode, body)
+	}
+	if err := streamOnce(context.Background(), gw, buyer, "coder-1"); err != nil {
+		t.Fatalf("on the redeemed plan: %v", err)
+	}
+	resp, body := gw.Do("GET", "/api/user/self", buyer, nil, nil)
+	var self struct {
+		Budget struct {
+			Plan      string
+			PlanUntil string `json:"plan_until"`
+		}
+	}
+	if json.Unmarshal(body, &self) != nil || self.Budget.Plan != "pro" {
+		t.Fatalf("self after the code: %d %s", resp.StatusCode, body)
+	}
+	if until, err := time.Parse(time.RFC3339, self.Budget.PlanUntil); err != nil || until.Sub(time.Now().AddDate(0, 0, 30)).Abs() > time.Minute {
+		t.Fatalf("plan until %q", self.Budget.PlanUntil)
+	}
+
 	// a staff member: the team plan pays one request, then the balance
 	// pays within the group's weekly window
 	mate := gw.AddUser("mate", 1_000_000)

@@ -109,6 +109,11 @@ type RedemptionCode struct {
 	RedeemedAt time.Time `json:"redeemed_at"`
 	// ExpiresAt is the zero time when the code never expires.
 	ExpiresAt time.Time `json:"expires_at"`
+	// Plan, when set, is what the code grants instead of quota (which is
+	// then 0): the plan for PlanDays from its redemption, or from the end
+	// of the same plan still running
+	Plan     string `json:"plan,omitempty"`
+	PlanDays int64  `json:"plan_days,omitempty"`
 }
 
 // Session is a logged-in browser session; the cookie carries the ID, the

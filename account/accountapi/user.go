@@ -116,6 +116,9 @@ func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 	}
 	// spendable at once, not after the ledger's next sync with the store
 	h.ledger.Credit(c.user.ID, added)
+	if h.budgets != nil {
+		h.budgets.Forget(c.user.ID, 0) // a plan code's plan applies at once
+	}
 	return struct{}{}, nil
 }
 

@@ -148,3 +148,22 @@ func charged(l *store.UsageLog) int64 {
 	}
 	return l.Cost
 }
+
+// grantPlan gives a redeemed plan code's plan to userID for days from
+// nowMS, or from the end of the same plan still running (a renewal adds
+// on); a plan without end stays so. Within the redemption's transaction.
+func grantPlan(ctx context.Context, tx pgx.Tx, userID int64, plan string, days, nowMS int64) error {
+	if plan == "" {
+		return nil
+	}
+	span := days * 24 * int64(time.Hour/time.Millisecond)
+	_, err := tx.Exec(ctx, `INSERT INTO user_budgets (user_id, plan, plan_until) VALUES ($1, $2, $3::bigint + $4::bigint)
+		ON CONFLICT (user_id) DO UPDATE SET plan = excluded.plan, plan_until = CASE
+			WHEN user_budgets.plan = excluded.plan AND user_budgets.plan_until = 0 THEN 0
+			WHEN user_budgets.plan = excluded.plan AND user_budgets.plan_until > $3 THEN user_budgets.plan_until + $4
+			ELSE excluded.plan_until END`, userID, plan, nowMS, span)
+	if err != nil {
+		return fmt.Errorf("grant plan %s: %w", plan, err)
+	}
+	return nil
+}

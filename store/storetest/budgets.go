@@ -97,3 +97,40 @@ func testSettleBatchWindowSpend(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// A plan code grants its plan for its days instead of quota; a second
+// code of the same plan, redeemed while it runs, adds its days on.
+func testRedeemPlanCode(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	u := mustUser(t, s, "subscriber", 100)
+	codes := []*store.RedemptionCode{{Code: "PLAN-30", Plan: "pro", PlanDays: 30}, {Code: "PLAN-10", Plan: "pro", PlanDays: 10}}
+	if err := s.CreateRedemptionCodes(ctx, codes); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRedemptionCodes(ctx, []*store.RedemptionCode{{Code: "BAD", Plan: "pro", Quota: 5, PlanDays: 1}}); err == nil {
+		t.Fatal("a plan code with quota was stored")
+	}
+	before := time.Now()
+	if got, err := s.Redeem(ctx, "PLAN-30", u.ID); err != nil || got != 0 {
+		t.Fatalf("redeem = %d, %v", got, err)
+	}
+	b, err := s.UserBudget(ctx, u.ID)
+	if err != nil || b.Plan != "pro" || b.PlanUntil.Before(before.AddDate(0, 0, 30).Add(-time.Second)) || b.PlanUntil.After(time.Now().AddDate(0, 0, 30)) {
+		t.Fatalf("after 30 days' code: %+v, %v", b, err)
+	}
+	first := b.PlanUntil
+	if _, err := s.Redeem(ctx, "PLAN-10", u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ = s.UserBudget(ctx, u.ID); !b.PlanUntil.Equal(first.AddDate(0, 0, 10)) {
+		t.Fatalf("renewed until %s, want %s", b.PlanUntil, first.AddDate(0, 0, 10))
+	}
+	if got := mustGetUser(t, s, u.ID); got.Quota != 100 {
+		t.Fatalf("a plan code credited quota: %d", got.Quota)
+	}
+	listed, err := s.ListRedemptionCodes(ctx, store.CodeFilter{})
+	if err != nil || len(listed) != 2 || listed[0].Plan != "pro" || listed[0].PlanDays != 10 {
+		t.Fatalf("listed %+v, %v", listed, err)
+	}
+}

@@ -94,6 +94,7 @@ func Run(t *testing.T, open Opener) {
 			{"BudgetsRoundTrip", testBudgetsRoundTrip},
 			{"UserBudget", testUserBudget},
 			{"SettleBatchWindowSpend", testSettleBatchWindowSpend},
+			{"RedeemPlanCode", testRedeemPlanCode},
 		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},

@@ -24,3 +24,6 @@ CREATE TABLE window_spend (
 );
 ALTER TABLE usage_logs ADD COLUMN windows TEXT NOT NULL DEFAULT '';
 ALTER TABLE usage_logs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
+-- A redemption code may grant a plan for plan_days instead of quota.
+ALTER TABLE redemption_codes ADD COLUMN plan TEXT NOT NULL DEFAULT '';
+ALTER TABLE redemption_codes ADD COLUMN plan_days BIGINT NOT NULL DEFAULT 0;
