@@ -177,7 +177,9 @@ func (p period) appendID(b []byte) []byte {
 }
 
 // Period is the id of the period of window k that holds t, in loc.
-func Period(k WindowKind, t time.Time, loc *time.Location) string { return periodOf(k, t, loc).String() }
+func Period(k WindowKind, t time.Time, loc *time.Location) string {
+	return periodOf(k, t, loc).String()
+}
 
 // periodEnd is when the calendar period of k holding t ends; zero for
 // lifetime, and for the rolling window (it has no one end).
