@@ -357,3 +357,51 @@ func TestBudgetConfigErrors(t *testing.T) {
 		t.Fatalf("the gateway stopped serving: %d", resp.StatusCode)
 	}
 }
+
+// TestBudgetWindowAcrossInstances: three instances on one PostgreSQL
+// database share a user's daily window. Each admits in memory and reads
+// the window's committed spend again every token_cache_ttl (1s here), so
+// under concurrent streams on all three the window is overrun by at most
+// what the others spent since an instance's last read: here, less than
+// the window once per other instance; within a read and a commit, every
+// instance refuses, naming the window. Every row counted against it.
+func TestBudgetWindowAcrossInstances(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	up.Set(func(b *gatewaytest.Behavior) { b.ChunkDelay = 20 * time.Millisecond })
+	gws := gatewaytest.StartInstances(t, instances, budgetConfig().String(), gatewaytest.Vars{"UP": up.URL})
+	key := gws[0].AddUser("shared", 100_000_000)
+	gws[0].CLI("user", "budget", "--username", "shared", "--daily", "0.002")
+	const limit = 2000
+
+	var wg sync.WaitGroup
+	for _, gw := range gws {
+		wg.Add(1)
+		go func() { defer wg.Done(); drive(t, gw, key, "coder-1") }()
+	}
+	wg.Wait()
+	start := time.Now()
+	for i, gw := range gws {
+		within(t, 5*time.Second-time.Since(start), "instance "+strconv.Itoa(i)+" refusing", func() bool {
+			err := streamOnce(context.Background(), gw, key, "coder-1")
+			var e *openai.Error
+			return errors.As(err, &e) && e.StatusCode == 429 && strings.Contains(e.Message, "daily budget of your account")
+		})
+	}
+	var got int64
+	rows := gws[0].WaitUsage("shared", 1)
+	eventually(t, "the rows committed", func() bool {
+		rows = gws[0].WaitUsage("shared", len(rows))
+		answered := 0
+		for _, r := range rows {
+			if r.Status == 200 {
+				answered++
+			}
+		}
+		got = spent(t, rows, "user:"+userID(t, gws[0], "shared"))
+		return got == int64(answered)*210
+	})
+	if got < limit-240 || got > instances*limit {
+		t.Fatalf("three instances spent %d of a %d window", got, limit)
+	}
+	t.Logf("three instances spent %d of a %d window", got, limit)
+}
