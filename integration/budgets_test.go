@@ -33,6 +33,8 @@ func budgetConfig(extra ...string) *caddyfile {
 		withSite(
 			"@account path /api/user/* /api/admin/*",
 			block("route @account", "gateway_account"),
+			"@console path / /console /console/*",
+			block("route @console", "gateway_console"),
 			"@models path /v1/* /v1beta/*",
 			block("route @models", "gateway_auth", "gateway_relay")).
 		option("token_cache_ttl 1s").
@@ -404,4 +406,31 @@ func TestBudgetWindowAcrossInstances(t *testing.T) {
 		t.Fatalf("three instances spent %d of a %d window", got, limit)
 	}
 	t.Logf("three instances spent %d of a %d window", got, limit)
+}
+
+// TestBudgetConsoleShowsWindows: the console's balance card lists the
+// user's plan and each window: whose, which, spent of limit, its reset.
+func TestBudgetConsoleShowsWindows(t *testing.T) {
+	gw, _ := startBudgets(t, block("plan pro", "weekly 1", "models group coding"))
+	key := gw.AddUser("cw", 0)
+	gw.CLI("user", "plan", "--username", "cw", "--plan", "pro", "--days", "7")
+	gw.CLI("user", "budget", "--username", "cw", "--daily", "5")
+	if err := streamOnce(context.Background(), gw, key, "coder-1"); err != nil {
+		t.Fatal(err)
+	}
+	gw.WaitUsage("cw", 1)
+	b := startBrowser(t, gw)
+	b.logInAs("cw")
+	b.waitFor(`document.querySelectorAll('#budget-table tbody tr').length === 2`)
+	if plan := b.text("budget-plan"); !strings.HasPrefix(plan, "Plan: pro until ") {
+		t.Fatalf("plan line %q", plan)
+	}
+	rows := evalJS[[]string](b, `[...document.querySelectorAll('#budget-table tbody tr')].map((r) => r.textContent)`)
+	if !strings.HasPrefix(rows[0], "Your account · daily$0.00021") || !strings.Contains(rows[0], "/ $5") ||
+		!strings.HasPrefix(rows[1], "Plan pro · weekly$0.00021") || !strings.Contains(rows[1], "/ $1") {
+		t.Fatalf("windows %q", rows)
+	}
+	if errs := b.pageErrors(); errs != "" {
+		t.Fatalf("page errors: %s", errs)
+	}
 }
