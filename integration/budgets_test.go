@@ -214,7 +214,7 @@ func TestBudgetKeyWindowInEachDialect(t *testing.T) {
 	if !strings.HasPrefix(remaining, "0.000") || !strings.HasSuffix(remaining, " USD") {
 		t.Fatalf("x-gateway-budget-remaining %q", remaining)
 	}
-	if r, err := time.Parse(time.RFC3339, reset); err != nil || r.Sub(time.Now()) > 24*time.Hour || r.Before(time.Now()) {
+	if r, err := time.Parse(time.RFC3339, reset); err != nil || time.Until(r) > 24*time.Hour || r.Before(time.Now()) {
 		t.Fatalf("x-gateway-budget-reset %q", reset)
 	}
 	if err := streamOnce(context.Background(), gw, key, "coder-1"); err != nil {
