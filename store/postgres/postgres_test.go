@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,9 +90,12 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// versions may have gaps (each branch owns its number until merged):
+	// the last is the last file's
 	n := len(files)
-	if len(before) != n || before[0][0] != 1 || before[n-1][0] != int64(n) {
-		t.Fatalf("schema_migrations = %v, want versions 1 to %d once each", before, n)
+	last, _ := strconv.ParseInt(strings.SplitN(files[n-1].Name(), "_", 2)[0], 10, 64)
+	if len(before) != n || before[0][0] != 1 || before[n-1][0] != last {
+		t.Fatalf("schema_migrations = %v, want the %d versions of migrations/ (1 to %d) once each", before, n, last)
 	}
 	s := openAt(t, dsn)
 	if after := migrationRows(t, dsn); !slices.Equal(before, after) {
