@@ -197,11 +197,14 @@ func (b *Budgets) settings(ctx context.Context, now time.Time, userID, tokenID i
 	}
 	us, ks := "user:"+strconv.FormatInt(userID, 10), "key:"+strconv.FormatInt(tokenID, 10)
 	limits, err := b.Store.Budgets(ctx, []string{us, ks})
-	if err != nil {
-		return nil, nil, err
+	var ubs store.UserBudget
+	if err == nil {
+		ubs, err = b.Store.UserBudget(ctx, userID)
 	}
-	ubs, err := b.Store.UserBudget(ctx, userID)
 	if err != nil {
+		if ub != nil && kb != nil {
+			return ub, kb, nil // stale beats refusing while the store is away
+		}
 		return nil, nil, err
 	}
 	ub = &userBudget{own: windowLimits(limits[us]), b: ubs, loaded: now}

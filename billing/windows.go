@@ -458,6 +458,12 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 			}
 			got, err := s.Load(ctx, ids)
 			if err != nil {
+				s.mu.Lock()
+				ss, known := s.subjects[b.Subject]
+				s.mu.Unlock()
+				if known && ss.loc == loc {
+					continue // a refresh: what is known stands until the next
+				}
 				return fmt.Errorf("loading the spend of %s: %w", b.Subject, err)
 			}
 			for i, id := range ids {
