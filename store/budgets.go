@@ -31,6 +31,16 @@ type BudgetStore interface {
 	// ("user:3/daily@2026-11-26") asked for that has any. SettleBatch adds
 	// every new row's cost to each id of its Windows, in its transaction.
 	WindowSpend(ctx context.Context, ids []string) (map[string]int64, error)
+
+	// ClaimWindow claims room in a window for an instance to admit
+	// against in memory: under the window's lock row (lock), with claimed
+	// the sum of the claims of the window's period ids, it adds
+	// min(want, limit - claimed) to the last id's claim and returns it,
+	// or claims nothing and returns 0 when that is less than least.
+	ClaimWindow(ctx context.Context, lock string, ids []string, limit, want, least int64) (int64, error)
+	// ReturnWindow adds delta to the claim of id: negative gives unused
+	// room back, positive claims what was spent beyond a claim.
+	ReturnWindow(ctx context.Context, id string, delta int64) error
 }
 
 // UserBudget is a user's budget group and plan.

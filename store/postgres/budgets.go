@@ -167,3 +167,49 @@ func grantPlan(ctx context.Context, tx pgx.Tx, userID int64, plan string, days, 
 	}
 	return nil
 }
+
+// ClaimWindow claims window room under the window's lock row, so two
+// instances' claims on one window are granted one after the other.
+func (s *Store) ClaimWindow(ctx context.Context, lock string, ids []string, limit, want, least int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var granted int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		granted = 0
+		if _, err := tx.Exec(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES ($1, 0) ON CONFLICT (window_id) DO NOTHING`, lock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM window_claims WHERE window_id = $1 FOR UPDATE`, lock); err != nil {
+			return err
+		}
+		var claimed int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(claimed), 0)::bigint FROM window_claims WHERE window_id = ANY($1)`, ids).Scan(&claimed); err != nil {
+			return err
+		}
+		g := min(want, limit-claimed)
+		if g < least || g <= 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES ($1, $2)
+			ON CONFLICT (window_id) DO UPDATE SET claimed = window_claims.claimed + excluded.claimed`, ids[len(ids)-1], g); err != nil {
+			return err
+		}
+		granted = g
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim window %s: %w", lock, err)
+	}
+	return granted, nil
+}
+
+// ReturnWindow adds delta to a period's claim.
+func (s *Store) ReturnWindow(ctx context.Context, id string, delta int64) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES ($1, $2)
+		ON CONFLICT (window_id) DO UPDATE SET claimed = window_claims.claimed + excluded.claimed`, id, delta)
+	if err != nil {
+		return fmt.Errorf("return window %s: %w", id, err)
+	}
+	return nil
+}

@@ -178,3 +178,45 @@ func grantPlan(ctx context.Context, tx *sql.Tx, userID int64, plan string, days,
 	}
 	return nil
 }
+
+// ClaimWindow claims window room; the single writer connection serializes
+// claims, so the lock row is only named.
+func (s *Store) ClaimWindow(ctx context.Context, lock string, ids []string, limit, want, least int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var granted int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		args := make([]any, len(ids))
+		for i, v := range ids {
+			args[i] = v
+		}
+		var claimed int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(claimed), 0) FROM window_claims WHERE window_id IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...).Scan(&claimed); err != nil {
+			return err
+		}
+		granted = min(want, limit-claimed)
+		if granted < least || granted <= 0 {
+			granted = 0
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES (?, ?)
+			ON CONFLICT (window_id) DO UPDATE SET claimed = window_claims.claimed + excluded.claimed`, ids[len(ids)-1], granted)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim window %s: %w", lock, err)
+	}
+	return granted, nil
+}
+
+// ReturnWindow adds delta to a period's claim.
+func (s *Store) ReturnWindow(ctx context.Context, id string, delta int64) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES (?, ?)
+		ON CONFLICT (window_id) DO UPDATE SET claimed = window_claims.claimed + excluded.claimed`, id, delta)
+	if err != nil {
+		return fmt.Errorf("return window %s: %w", id, err)
+	}
+	return nil
+}

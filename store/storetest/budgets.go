@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,5 +133,51 @@ func testRedeemPlanCode(t *testing.T, open Opener) {
 	listed, err := s.ListRedemptionCodes(ctx, store.CodeFilter{})
 	if err != nil || len(listed) != 2 || listed[0].Plan != "pro" || listed[0].PlanDays != 10 {
 		t.Fatalf("listed %+v, %v", listed, err)
+	}
+}
+
+// Concurrent claims on one window never grant more than its limit in sum,
+// a claim smaller than least is none, and a return gives room back.
+func testClaimWindow(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	ids := []string{"user:1/5h@100", "user:1/5h@400"}
+	var mu sync.Mutex
+	var sum int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := s.ClaimWindow(ctx, "user:1/5h", ids, 1000, 150, 100)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if g != 0 && g < 100 {
+				t.Errorf("granted %d, under least 100", g)
+			}
+			mu.Lock()
+			sum += g
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	// six claims of 150, then one of the 100 left (least 100)
+	if sum != 1000 {
+		t.Fatalf("granted %d in sum of a 1000 window", sum)
+	}
+	if g, err := s.ClaimWindow(ctx, "user:1/5h", ids, 1000, 150, 1); err != nil || g != 1000-sum {
+		t.Fatalf("the rest: %d, %v", g, err)
+	}
+	if err := s.ReturnWindow(ctx, ids[1], -300); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.ClaimWindow(ctx, "user:1/5h", ids, 1000, 500, 1); err != nil || g != 300 {
+		t.Fatalf("after returning 300: %d, %v", g, err)
+	}
+	// once the claimed periods roll out of the window, theirs no longer count
+	if g, err := s.ClaimWindow(ctx, "user:1/5h", []string{"user:1/5h@700"}, 1000, 2000, 1); err != nil || g != 1000 {
+		t.Fatalf("in a window of new periods: %d, %v", g, err)
 	}
 }

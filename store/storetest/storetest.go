@@ -95,6 +95,7 @@ func Run(t *testing.T, open Opener) {
 			{"UserBudget", testUserBudget},
 			{"SettleBatchWindowSpend", testSettleBatchWindowSpend},
 			{"RedeemPlanCode", testRedeemPlanCode},
+			{"ClaimWindow", testClaimWindow},
 		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},

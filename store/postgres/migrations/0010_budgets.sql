@@ -27,3 +27,11 @@ ALTER TABLE usage_logs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 -- A redemption code may grant a plan for plan_days instead of quota.
 ALTER TABLE redemption_codes ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 ALTER TABLE redemption_codes ADD COLUMN plan_days BIGINT NOT NULL DEFAULT 0;
+-- window_claims: what instances claimed of a window's room before admitting
+-- against it in memory (a row per period, and a lock row per window named
+-- "<subject>/<window>" that serializes claims); the sum over a window's
+-- periods never exceeds its limit when a claim is granted.
+CREATE TABLE window_claims (
+	window_id TEXT PRIMARY KEY,
+	claimed   BIGINT NOT NULL
+);
