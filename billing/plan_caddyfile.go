@@ -88,9 +88,9 @@ func windowLines(windows map[string]string, other func(opt string, args []string
 	}
 }
 
-func setIn[V any](m map[string]V, k string, v V) map[string]V {
+func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
 	if m == nil {
-		m = map[string]V{}
+		m = map[K]V{}
 	}
 	m[k] = v
 	return m

@@ -92,8 +92,13 @@ type Spend struct {
 	// Idle is how long an unused subject is kept; default 1h
 	Idle time.Duration
 	// Refresh is how often a subject in use reads the store's committed
-	// spend again, to see the other instances' (0: only when first met)
+	// spend again, to see the other instances' (0: only when first met),
+	// and gives back the claimed room it does not hold
 	Refresh time.Duration
+	// Claims, when set, makes the windows exact across instances: an
+	// instance admits only within room it claimed from the store
+	// (windows_claims.go); nil trusts this process's count alone
+	Claims Claimer
 
 	mu       sync.Mutex
 	subjects map[string]*subjectSpend
@@ -109,6 +114,10 @@ type subjectSpend struct {
 	reserved [windowKinds]int64
 	usedAt   time.Time
 	readAt   time.Time      // the last read of the store's spend
+	// with claims: what this process claimed and settled, by period, and
+	// when a claim of a window last found no room
+	claimed, mine map[period]int64
+	outAt         [windowKinds]time.Time
 	loc      *time.Location // the zone its calendar periods were loaded in
 }
 
@@ -355,9 +364,27 @@ func (s *Spend) Hold(ctx context.Context, now time.Time, loc *time.Location, bud
 	if err := s.ensure(ctx, now, loc, budgets); err != nil {
 		return nil, err
 	}
+	// with claims, a window whose claimed room is short is claimed more
+	// of, outside the lock, and the hold tried again (another request may
+	// take the new room meanwhile)
+	for try := 0; ; try++ {
+		h, short, err := s.tryHold(now, loc, budgets, amount, try == claimTries)
+		if len(short) == 0 || err != nil {
+			return h, err
+		}
+		if err := s.claim(ctx, now, loc, short, amount); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// tryHold is Hold in memory: it refuses, holds, or (with claims, unless
+// last) says which windows need more claimed room.
+func (s *Spend) tryHold(now time.Time, loc *time.Location, budgets []Budget, amount int64, last bool) (*WindowHold, []shortWindow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := &WindowHold{sp: s, amount: amount, Remaining: -1}
+	var short []shortWindow
 	for _, b := range budgets {
 		ss := s.subjects[b.Subject]
 		for k := range windowKinds {
@@ -367,13 +394,25 @@ func (s *Spend) Hold(ctx context.Context, now time.Time, loc *time.Location, bud
 			}
 			used := ss.used(k, now, loc)
 			if amount > 0 && AddSat(used, amount) > lim {
-				return nil, s.refusal(ss, b.Subject, k, lim, used, amount, now, loc)
+				return nil, nil, s.refusal(ss, b.Subject, k, lim, used, amount, now, loc)
+			}
+			if s.Claims != nil && amount > 0 {
+				if room := ss.claimRoom(k, now, loc); room < amount {
+					if last || ss.claimedOut(k, now, loc) {
+						// the instances together have claimed the window
+						return nil, nil, s.refusal(ss, b.Subject, k, lim, max(used, lim-room), amount, now, loc)
+					}
+					short = append(short, shortWindow{subject: b.Subject, kind: k, limit: lim, need: amount - room})
+				}
 			}
 			room := lim - AddSat(used, amount)
 			if h.Remaining < 0 || room < h.Remaining {
 				h.Remaining, h.Reset = room, s.resetOf(ss, k, now, loc)
 			}
 		}
+	}
+	if len(short) > 0 {
+		return nil, short, nil
 	}
 	for _, b := range budgets {
 		ss := s.subjects[b.Subject]
@@ -385,7 +424,7 @@ func (s *Spend) Hold(ctx context.Context, now time.Time, loc *time.Location, bud
 		}
 		h.holds = append(h.holds, heldWindows{subject: b.Subject, limits: b.Limits, loc: loc})
 	}
-	return h, nil
+	return h, nil, nil
 }
 
 // resetOf is when window k next frees anything: a calendar period's end,
@@ -448,6 +487,7 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 		}
 	}
 	s.mu.Unlock()
+	var refreshed []string
 	for _, b := range missing {
 		fresh := &subjectSpend{spent: map[period]int64{}, usedAt: now, readAt: now, loc: loc}
 		if s.Load != nil {
@@ -482,8 +522,14 @@ func (s *Spend) ensure(ctx context.Context, now time.Time, loc *time.Location, b
 			ss.loc = loc
 		} else {
 			ss.merge(fresh)
+			refreshed = append(refreshed, b.Subject)
 		}
 		s.mu.Unlock()
+	}
+	if s.Claims != nil {
+		for _, subject := range refreshed {
+			s.giveBack(ctx, subject, now)
+		}
 	}
 	return nil
 }
@@ -540,6 +586,9 @@ func (h *WindowHold) settle(cost int64) {
 			}
 			p := periodOf(k, now, ss.loc)
 			ss.add(p, cost)
+			if s.Claims != nil {
+				ss.mine = setIn(ss.mine, p, AddSat(ss.mine[p], cost))
+			}
 			if len(h.ids) > 0 {
 				h.ids = append(h.ids, ',')
 			}

@@ -228,6 +228,68 @@ func TestWindowSpendAcrossInstances(t *testing.T) {
 	mustHold(t, a, clock.Now(), time.UTC, b, 300).settle(0)
 }
 
+// With claims, instances on one store admit in sum no more than a window
+// holds, whatever each one's view, and room one does not use goes back for
+// the others at its refresh.
+func TestWindowClaimsAcrossInstances(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := &fakeClock{t: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)}
+	b := []Budget{{Subject: "user:5", Limits: WindowLimits{Daily: 1000, Rolling5h: 900}}}
+	var spends []*Spend
+	for range 3 {
+		spends = append(spends, &Spend{Load: st.WindowSpend, Claims: st, Clock: clock.Now, Refresh: time.Minute})
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	settled := int64(0)
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := spends[i%3].Hold(context.Background(), clock.Now(), time.UTC, b, 100)
+			var r *WindowRefusal
+			if errors.As(err, &r) {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			h.settle(100)
+			mu.Lock()
+			settled += 100
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if settled > 900 {
+		t.Fatalf("three instances settled %d in a 900 window", settled)
+	}
+	// a refresh gives back what an instance holds unused: another can
+	// then take the rest of the window
+	clock.Add(time.Minute)
+	for _, s := range spends {
+		if _, err := s.Status(context.Background(), clock.Now(), time.UTC, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for settled < 900 {
+		h, err := spends[0].Hold(context.Background(), clock.Now(), time.UTC, b, 100)
+		if err != nil {
+			t.Fatalf("with %d settled of 900: %v", settled, err)
+		}
+		h.settle(100)
+		settled += 100
+	}
+	if _, err := spends[2].Hold(context.Background(), clock.Now(), time.UTC, b, 100); err == nil {
+		t.Fatal("a fourth instance's view admitted past the window")
+	}
+}
+
 // A plan pays while its windows have room (the balance untouched), then
 // the balance pays when the plan says so; a plan without "then balance"
 // refuses instead, and refuses models it does not cover.

@@ -86,7 +86,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL time.Duration, w
 		}
 		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
-		db.spend = &billing.Spend{Load: st.WindowSpend, Refresh: cacheTTL}
+		db.spend = &billing.Spend{Load: st.WindowSpend, Refresh: cacheTTL, Claims: st}
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
 			wcfg.Journal = defaultJournal(cfg)

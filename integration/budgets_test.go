@@ -361,12 +361,11 @@ func TestBudgetConfigErrors(t *testing.T) {
 }
 
 // TestBudgetWindowAcrossInstances: three instances on one PostgreSQL
-// database share a user's daily window. Each admits in memory and reads
-// the window's committed spend again every token_cache_ttl (1s here), so
-// under concurrent streams on all three the window is overrun by at most
-// what the others spent since an instance's last read: here, less than
-// the window once per other instance; within a read and a commit, every
-// instance refuses, naming the window. Every row counted against it.
+// database share a user's daily window. Each admits in memory within room
+// it claimed of the window from the database, so under concurrent streams
+// on all three the window holds in sum, exactly as on one instance (each
+// reservation covers its request); every instance then refuses, naming
+// the window, and every row counted against it.
 func TestBudgetWindowAcrossInstances(t *testing.T) {
 	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
 	up.Set(func(b *gatewaytest.Behavior) { b.ChunkDelay = 20 * time.Millisecond })
@@ -402,7 +401,7 @@ func TestBudgetWindowAcrossInstances(t *testing.T) {
 		got = spent(t, rows, "user:"+userID(t, gws[0], "shared"))
 		return got == int64(answered)*210
 	})
-	if got < limit-240 || got > instances*limit {
+	if got > limit {
 		t.Fatalf("three instances spent %d of a %d window", got, limit)
 	}
 	t.Logf("three instances spent %d of a %d window", got, limit)
