@@ -113,12 +113,12 @@ type subjectSpend struct {
 	ring     [buckets]slot
 	reserved [windowKinds]int64
 	usedAt   time.Time
-	readAt   time.Time      // the last read of the store's spend
+	readAt   time.Time // the last read of the store's spend
 	// with claims: what this process claimed and settled, by period, and
 	// when a claim of a window last found no room
 	claimed, mine map[period]int64
 	outAt         [windowKinds]time.Time
-	loc      *time.Location // the zone its calendar periods were loaded in
+	loc           *time.Location // the zone its calendar periods were loaded in
 }
 
 func (s *Spend) now() time.Time {
