@@ -433,3 +433,31 @@ func TestBudgetConsoleShowsWindows(t *testing.T) {
 		t.Fatalf("page errors: %s", errs)
 	}
 }
+
+// TestBudgetModelGroupsLimitKeys: a key limited to group:coding may use
+// the group's models only, and /v1/models lists just those; the account
+// API takes a defined group in a key's models and refuses an undefined one.
+func TestBudgetModelGroupsLimitKeys(t *testing.T) {
+	gw, _ := startBudgets(t)
+	key := gw.AddUser("grouped", 100_000_000, "--models", "group:coding")
+	if err := streamOnce(context.Background(), gw, key, "coder-1"); err != nil {
+		t.Fatal(err)
+	}
+	e := apiError(t, streamOnce(context.Background(), gw, key, "other-1"), 403, "model_not_allowed")
+	if !strings.Contains(e.Message, "group:coding") {
+		t.Fatalf("403: %s", e.Message)
+	}
+	resp, body := gw.Do("GET", "/v1/models", key, nil, nil)
+	var list struct{ Data []struct{ ID string } }
+	if json.Unmarshal(body, &list) != nil || len(list.Data) != 1 || list.Data[0].ID != "coder-1" {
+		t.Fatalf("models: %d %s", resp.StatusCode, body)
+	}
+	resp, body = gw.Do("POST", "/api/user/tokens", key, []byte(`{"name":"g","models":["group:coding"]}`), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("a key limited to a group: %d %s", resp.StatusCode, body)
+	}
+	resp, body = gw.Do("POST", "/api/user/tokens", key, []byte(`{"name":"g","models":["group:nope"]}`), nil)
+	if e, ok := errorBody(body); resp.StatusCode != 400 || !ok || e.Code != "unknown_model" {
+		t.Fatalf("an undefined group: %d %s", resp.StatusCode, body)
+	}
+}

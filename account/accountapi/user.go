@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -182,6 +183,9 @@ func (h *Handler) checkModels(models []string) error {
 		ids[i] = m.ID
 	}
 	for _, m := range models {
+		if g, ok := strings.CutPrefix(strings.TrimSpace(m), billing.GroupPrefix); ok && h.budgets != nil && h.budgets.Models[g] != nil {
+			continue // a model group (models_group in the Caddyfile)
+		}
 		if m = strings.TrimSpace(m); m != "" && !slices.Contains(ids, m) {
 			return badRequest("unknown_model", "there is no model %q on this gateway: pick from GET /api/user/models (%s)", m, strings.Join(ids, ", "))
 		}
