@@ -114,11 +114,13 @@ type subjectSpend struct {
 	reserved [windowKinds]int64
 	usedAt   time.Time
 	readAt   time.Time // the last read of the store's spend
-	// with claims: what this process claimed and settled, by period, and
-	// when a claim of a window last found no room
+	// with claims: what this process claimed and settled, by calendar
+	// period (by bucket in the ring), and when a claim of a window last
+	// found no room
 	claimed, mine map[period]int64
 	outAt         [windowKinds]time.Time
-	loc           *time.Location // the zone its calendar periods were loaded in
+	outNeed       [windowKinds]int64 // what that claim needed
+	loc           *time.Location     // the zone its calendar periods were loaded in
 }
 
 func (s *Spend) now() time.Time {
@@ -212,7 +214,11 @@ const buckets = int64(rolling / bucket)
 
 // slot is one bucket of the ring: start (unix seconds) says which bucket
 // it holds now, so a slot left from an older round reads as empty.
-type slot struct{ start, spent int64 }
+type slot struct {
+	start, spent int64
+	// with claims: what this process claimed and settled in the bucket
+	claimed, mine int64
+}
 
 func ringIndex(start int64) int64 { return start / int64(bucket/time.Second) % buckets }
 
@@ -398,7 +404,7 @@ func (s *Spend) tryHold(now time.Time, loc *time.Location, budgets []Budget, amo
 			}
 			if s.Claims != nil && amount > 0 {
 				if room := ss.claimRoom(k, now, loc); room < amount {
-					if last || ss.claimedOut(k, now, loc) {
+					if last || ss.claimedOut(k, now, amount-room) {
 						// the instances together have claimed the window
 						return nil, nil, s.refusal(ss, b.Subject, k, lim, max(used, lim-room), amount, now, loc)
 					}
@@ -587,7 +593,7 @@ func (h *WindowHold) settle(cost int64) {
 			p := periodOf(k, now, ss.loc)
 			ss.add(p, cost)
 			if s.Claims != nil {
-				ss.mine = setIn(ss.mine, p, AddSat(ss.mine[p], cost))
+				ss.bump(p, 0, cost)
 			}
 			if len(h.ids) > 0 {
 				h.ids = append(h.ids, ',')

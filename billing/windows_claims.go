@@ -53,21 +53,64 @@ func windowPeriods(k WindowKind, t time.Time, loc *time.Location) []period {
 	return ps
 }
 
+// bump adds to what this process claimed and settled in period p.
+func (ss *subjectSpend) bump(p period, claimed, mine int64) {
+	if p.kind == Rolling5h {
+		sl := &ss.ring[ringIndex(p.n)]
+		if sl.start != p.n {
+			*sl = slot{start: p.n}
+		}
+		sl.claimed, sl.mine = AddSat(sl.claimed, claimed), AddSat(sl.mine, mine)
+		return
+	}
+	if claimed != 0 {
+		ss.claimed = setIn(ss.claimed, p, AddSat(ss.claimed[p], claimed))
+	}
+	if mine != 0 {
+		ss.mine = setIn(ss.mine, p, AddSat(ss.mine[p], mine))
+	}
+}
+
 // claimRoom is what this process may still hold in window k: claimed
 // less settled here, over the window's periods, less what is in flight.
 func (ss *subjectSpend) claimRoom(k WindowKind, t time.Time, loc *time.Location) int64 {
 	var r int64
-	for _, p := range windowPeriods(k, t, loc) {
-		r = AddSat(r, subSat(ss.claimed[p], ss.mine[p]))
+	if k != Rolling5h {
+		p := periodOf(k, t, loc)
+		r = subSat(ss.claimed[p], ss.mine[p])
+	} else {
+		step := int64(bucket / time.Second)
+		for i, b := int64(0), firstBucket(t); i < buckets; i, b = i+1, b+step {
+			if sl := &ss.ring[ringIndex(b)]; sl.start == b {
+				r = AddSat(r, subSat(sl.claimed, sl.mine))
+			}
+		}
 	}
 	return subSat(r, ss.reserved[k])
 }
 
-// claimedOut is true while a claim of window k found no room lately: the
-// requests after it are refused without asking the store again until the
-// next refresh, when other instances have given back what they do not use.
-func (ss *subjectSpend) claimedOut(k WindowKind, t time.Time, _ *time.Location) bool {
-	return !ss.outAt[k].IsZero() && t.Sub(ss.outAt[k]) < time.Second
+// claims says which windows this process holds claims or spend in.
+func (ss *subjectSpend) claims(t time.Time) (kinds [windowKinds]bool) {
+	for p := range ss.claimed {
+		kinds[p.kind] = true
+	}
+	for p := range ss.mine {
+		kinds[p.kind] = true
+	}
+	step := int64(bucket / time.Second)
+	for i, b := int64(0), firstBucket(t); i < buckets; i, b = i+1, b+step {
+		if sl := &ss.ring[ringIndex(b)]; sl.start == b && (sl.claimed != 0 || sl.mine != 0) {
+			kinds[Rolling5h] = true
+		}
+	}
+	return kinds
+}
+
+// claimedOut is true while a claim of window k found no room for need or
+// less within the last second: the requests needing as much are refused
+// without asking the store again meanwhile.
+func (ss *subjectSpend) claimedOut(k WindowKind, t time.Time, need int64) bool {
+	return !ss.outAt[k].IsZero() && t.Sub(ss.outAt[k]) < time.Second && need >= ss.outNeed[k]
 }
 
 // claim asks the store for the room each short window needs.
@@ -86,10 +129,9 @@ func (s *Spend) claim(ctx context.Context, now time.Time, loc *time.Location, sh
 		s.mu.Lock()
 		if ss := s.subjects[sw.subject]; ss != nil {
 			if got > 0 {
-				cur := ps[len(ps)-1]
-				ss.claimed = setIn(ss.claimed, cur, AddSat(ss.claimed[cur], got))
+				ss.bump(ps[len(ps)-1], got, 0)
 			} else {
-				ss.outAt[sw.kind] = now
+				ss.outAt[sw.kind], ss.outNeed[sw.kind] = now, sw.need
 			}
 		}
 		s.mu.Unlock()
@@ -109,34 +151,45 @@ func (s *Spend) giveBack(ctx context.Context, subject string, now time.Time) {
 	var backs []back
 	s.mu.Lock()
 	ss := s.subjects[subject]
-	if ss == nil || len(ss.claimed) == 0 && len(ss.mine) == 0 {
+	if ss == nil {
 		s.mu.Unlock()
 		return
 	}
-	var kinds [windowKinds]bool
-	for p := range ss.claimed {
-		kinds[p.kind] = true
-	}
+	kinds := ss.claims(now)
 	for k := range windowKinds {
-		if !kinds[k] {
-			continue
+		switch {
+		case !kinds[k]:
+		case k == Rolling5h:
+			// bucket by bucket, so that what comes back rolls out of the
+			// window when the claim it comes from does; what is in flight
+			// keeps the newest claims
+			left := ss.reserved[k]
+			step := int64(bucket / time.Second)
+			for b := firstBucket(now) + (buckets-1)*step; b >= firstBucket(now); b -= step {
+				sl := &ss.ring[ringIndex(b)]
+				if sl.start != b {
+					continue
+				}
+				avail := subSat(sl.claimed, sl.mine)
+				keep := min(max(avail, 0), left)
+				left -= keep
+				if delta := keep - avail; delta != 0 { // negative: unused back; positive: spent beyond
+					sl.claimed = AddSat(sl.claimed, delta)
+					backs = append(backs, back{subject + "/" + period{Rolling5h, b}.String(), delta})
+				}
+			}
+		default:
+			if unused := ss.claimRoom(k, now, ss.loc); unused != 0 {
+				cur := periodOf(k, now, ss.loc)
+				ss.bump(cur, -unused, 0)
+				backs = append(backs, back{subject + "/" + cur.String(), -unused})
+			}
 		}
-		if unused := ss.claimRoom(k, now, ss.loc); unused != 0 {
-			cur := periodOf(k, now, ss.loc)
-			ss.claimed[cur] = subSat(ss.claimed[cur], unused)
-			backs = append(backs, back{subject + "/" + cur.String(), -unused})
-		}
-	}
-	inWindow := func(p period) bool {
-		if p.kind == Rolling5h {
-			return p.n >= firstBucket(now)
-		}
-		return p == periodOf(p.kind, now, ss.loc)
 	}
 	for _, m := range []map[period]int64{ss.claimed, ss.mine} {
 		for p := range m {
-			if !inWindow(p) {
-				delete(m, p)
+			if p != periodOf(p.kind, now, ss.loc) {
+				delete(m, p) // a calendar period that ended
 			}
 		}
 	}

@@ -290,6 +290,33 @@ func TestWindowClaimsAcrossInstances(t *testing.T) {
 	}
 }
 
+// Claimed room given back in the rolling window goes back to the bucket
+// it was claimed in, so that when that bucket rolls out the window does
+// not gain room it never had.
+func TestRollingClaimsRollOut(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := &fakeClock{t: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)}
+	b := []Budget{{Subject: "key:8", Limits: WindowLimits{Rolling5h: 1000}}}
+	a := &Spend{Load: st.WindowSpend, Claims: st, Clock: clock.Now, Refresh: time.Minute}
+	other := &Spend{Load: st.WindowSpend, Claims: st, Clock: clock.Now, Refresh: time.Minute}
+	ctx := context.Background()
+	mustHold(t, a, clock.Now(), time.UTC, b, 100).settle(100) // claims 250 at 9:00
+	clock.Add(time.Hour)
+	if _, err := a.Status(ctx, clock.Now(), time.UTC, b); err != nil { // a refresh: 150 back to 9:00
+		t.Fatal(err)
+	}
+	mustHold(t, other, clock.Now(), time.UTC, b, 900).settle(900) // the rest, at 10:00
+	refusal(t, a, clock.Now(), time.UTC, b, 1)
+	// 9:00 rolls out at 14:00: the window holds other's 900 only
+	clock.t = time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	refusal(t, a, clock.Now(), time.UTC, b, 200)
+	mustHold(t, a, clock.Now(), time.UTC, b, 100).settle(100)
+}
+
 // A plan pays while its windows have room (the balance untouched), then
 // the balance pays when the plan says so; a plan without "then balance"
 // refuses instead, and refuses models it does not cover.
@@ -370,6 +397,38 @@ func TestModelGroups(t *testing.T) {
 func BenchmarkWindowHold(b *testing.B) {
 	all := WindowLimits{1 << 50, 1 << 50, 1 << 50, 1 << 50, 1 << 50}
 	budgets := &Budgets{Spend: &Spend{}, Models: ModelGroups{}, Groups: map[string]*UserGroup{"g": {Windows: all}},
+		users: map[int64]*userBudget{1: {own: all, b: store.UserBudget{Group: "g"}, loaded: time.Now()}},
+		keys:  map[int64]*keyBudget{2: {own: all, loaded: time.Now()}}, TTL: time.Hour}
+	u, tok := &store.User{ID: 1}, &store.Token{ID: 2}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		now := time.Now()
+		p, err := budgets.Profile(ctx, now, u, tok)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := budgets.Hold(ctx, now, p, "m", 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.settle(1)
+	}
+}
+
+// roomyClaims grants every claim in full: the benchmark's store.
+type roomyClaims struct{}
+
+func (roomyClaims) ClaimWindow(_ context.Context, _ string, _ []string, _, want, _ int64) (int64, error) {
+	return want, nil
+}
+func (roomyClaims) ReturnWindow(context.Context, string, int64) error { return nil }
+
+// BenchmarkWindowHoldClaimed is BenchmarkWindowHold with claims (the
+// cross-instance mode every gateway runs), within claimed room.
+func BenchmarkWindowHoldClaimed(b *testing.B) {
+	all := WindowLimits{1 << 50, 1 << 50, 1 << 50, 1 << 50, 1 << 50}
+	budgets := &Budgets{Spend: &Spend{Claims: roomyClaims{}}, Models: ModelGroups{}, Groups: map[string]*UserGroup{"g": {Windows: all}},
 		users: map[int64]*userBudget{1: {own: all, b: store.UserBudget{Group: "g"}, loaded: time.Now()}},
 		keys:  map[int64]*keyBudget{2: {own: all, loaded: time.Now()}}, TTL: time.Hour}
 	u, tok := &store.User{ID: 1}, &store.Token{ID: 2}
