@@ -82,7 +82,7 @@ func windowLines(windows map[string]string, other func(opt string, args []string
 			return nil
 		}
 		if !other(opt, args) {
-			return errors.New("unrecognized or malformed line " + strconv.Quote(opt) + fmt.Sprintf(" %q: windows are %s", args, WindowNames()))
+			return fmt.Errorf("unrecognized or malformed line %q %q: windows are %s", opt, args, WindowNames())
 		}
 		return nil
 	}

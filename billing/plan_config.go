@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -116,14 +115,4 @@ func (c *BudgetConfig) Build(spend *Spend, st store.BudgetStore, ttl time.Durati
 		b.Groups[name] = &UserGroup{Windows: w, Plan: gc.Plan}
 	}
 	return b, nil
-}
-
-// PlanNames lists the configured plans, for messages.
-func (b *Budgets) PlanNames() string {
-	var names []string
-	for n := range b.Plans {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
 }
