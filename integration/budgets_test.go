@@ -192,8 +192,8 @@ func TestBudgetWindowsUnderConcurrentStreams(t *testing.T) {
 	}
 }
 
-// TestBudgetKeyWindowInEachDialect: a key's own window refuses in OpenAI's
-// and Anthropic's shapes alike; an answered request carries the tightest
+// TestBudgetKeyWindowInEachDialect: a key's own window refuses in OpenAI's,
+// Anthropic's and Gemini's shapes alike; an answered request carries the tightest
 // window's room and reset in x-gateway-budget-*; /api/user/self lists the
 // windows; the CSV export carries the rows' window ids.
 func TestBudgetKeyWindowInEachDialect(t *testing.T) {
@@ -239,6 +239,20 @@ func TestBudgetKeyWindowInEachDialect(t *testing.T) {
 	if json.Unmarshal([]byte(ae.RawJSON()), &env) != nil || env.Type != "error" || env.Error.Type != "rate_limit_error" ||
 		!strings.Contains(env.Error.Message, "daily budget of this API key") {
 		t.Fatalf("anthropic body: %s", ae.RawJSON())
+	}
+
+	// and Gemini's
+	resp, body = gw.Do("POST", "/v1beta/models/coder-1:generateContent", "", []byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":20}}`),
+		http.Header{"x-goog-api-key": {key}})
+	var gem struct {
+		Error struct {
+			Code            int
+			Message, Status string
+		}
+	}
+	if resp.StatusCode != 429 || json.Unmarshal(body, &gem) != nil || gem.Error.Code != 429 || !strings.Contains(gem.Error.Message, "daily budget of this API key") ||
+		resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("gemini refusal: %d %s", resp.StatusCode, body)
 	}
 
 	resp, body = gw.Do("GET", "/api/user/self", key, nil, nil)
