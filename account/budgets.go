@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/billing"
@@ -180,7 +181,11 @@ func ViewBudget(ctx context.Context, b *billing.Budgets, st store.Store, u *stor
 
 // CreatePlanCodes creates count codes that each grant plan for days
 // (instead of quota) when redeemed.
-func CreatePlanCodes(ctx context.Context, st store.Store, count int, plan string, days int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
+func CreatePlanCodes(ctx context.Context, st store.Store, name string, count int, plan string, days int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
+	name = strings.TrimSpace(name)
+	if err := checkBatchName(name); err != nil {
+		return nil, err
+	}
 	if plan == "" || days <= 0 || days > 3660 {
 		return nil, inputErrorf("a plan code needs a plan and between 1 and 3660 days")
 	}
@@ -196,7 +201,7 @@ func CreatePlanCodes(ctx context.Context, st store.Store, count int, plan string
 		if err != nil {
 			return nil, err
 		}
-		codes[i] = &store.RedemptionCode{Code: code, Plan: plan, PlanDays: days, ExpiresAt: expiresAt}
+		codes[i] = &store.RedemptionCode{Code: code, Name: name, Plan: plan, PlanDays: days, ExpiresAt: expiresAt}
 	}
 	if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
 		return nil, err

@@ -12,6 +12,16 @@ import (
 
 // CreateCodes makes count redemption codes worth quota units each.
 func CreateCodes(ctx context.Context, st store.Store, count int, quota int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
+	return CreateCodeBatch(ctx, st, "", count, quota, expiresAt)
+}
+
+// CreateCodeBatch makes count codes as CreateCodes does, named as one
+// batch (name may be empty).
+func CreateCodeBatch(ctx context.Context, st store.Store, name string, count int, quota int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
+	name = strings.TrimSpace(name)
+	if err := checkBatchName(name); err != nil {
+		return nil, err
+	}
 	if quota <= 0 {
 		return nil, inputErrorf("quota must be a positive number of units (1,000,000 = 1 USD)")
 	}
@@ -27,7 +37,7 @@ func CreateCodes(ctx context.Context, st store.Store, count int, quota int64, ex
 		if err != nil {
 			return nil, err
 		}
-		codes[i] = &store.RedemptionCode{Code: code, Quota: quota, ExpiresAt: expiresAt}
+		codes[i] = &store.RedemptionCode{Code: code, Quota: quota, ExpiresAt: expiresAt, Name: name}
 	}
 	if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
 		return nil, err

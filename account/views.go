@@ -75,13 +75,14 @@ type CodeView struct {
 	CreatedAt  string `json:"created_at"`
 	RedeemedAt string `json:"redeemed_at,omitempty"`
 	ExpiresAt  string `json:"expires_at,omitempty"`
+	Name       string `json:"name"` // the batch's name, "" for none
 }
 
 // ViewCodes returns codes as shown.
 func ViewCodes(codes []*store.RedemptionCode) []CodeView {
 	out := make([]CodeView, len(codes))
 	for i, c := range codes {
-		v := CodeView{ID: c.ID, Code: c.Code, Quota: c.Quota, Status: c.Status, UsedBy: c.UsedBy,
+		v := CodeView{ID: c.ID, Code: c.Code, Quota: c.Quota, Status: c.Status, UsedBy: c.UsedBy, Name: c.Name,
 			CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339)}
 		if !c.RedeemedAt.IsZero() {
 			v.RedeemedAt = c.RedeemedAt.UTC().Format(time.RFC3339)

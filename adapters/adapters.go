@@ -120,6 +120,13 @@ type ChatRequest struct {
 	ResponseFormat   *ResponseFormat
 	Reasoning        *Reasoning
 	User             string
+	// CacheKey is the client's name for its prompt cache (OpenAI's
+	// prompt_cache_key), which also names the conversation for affinity.
+	CacheKey string
+	// Session is what the dialect's body says of the session it belongs
+	// to (Anthropic's metadata.user_id, which Claude Code fills per
+	// session): a weaker name for the conversation than a session header.
+	Session string
 }
 
 // Roles of a message.

@@ -77,6 +77,18 @@ func NewStreamDecoder(body io.Reader, step StreamStep, passthrough bool, dialect
 	return &StreamDecoder{sse: NewSSEReader(body), step: step, passthrough: passthrough, dialect: dialect}
 }
 
+// Watch has a passthrough decoder also translate each event it relays with
+// step, a second step of the same vendor, and hand the neutral events to
+// fn (valid during the call only): what a traced request's answer said
+// (its finish reason, its text) without a second read of the body or any
+// change to what is relayed. A translating decoder's events are neutral
+// already: Watch does nothing there.
+func (d *StreamDecoder) Watch(step StreamStep, fn func(*StreamEvent)) {
+	if d.passthrough {
+		d.watch, d.watchFn = step, fn
+	}
+}
+
 // StreamDecoder is the one stream loop every SSE vendor shares: it yields
 // upstream stream events. Next returns io.EOF after the upstream's normal
 // end and any other error when the stream broke or the upstream sent an
@@ -97,6 +109,10 @@ type StreamDecoder struct {
 	// be counted; it is parsed only then, and nearly every stream throws
 	// it away.
 	seen *seenData
+	// watch translates relayed events for watchFn (see Watch)
+	watch   StreamStep
+	watchFn func(*StreamEvent)
+	watched []*StreamEvent
 }
 
 // seenData is the data of relayed events, ends[i] closing event i.
@@ -138,6 +154,13 @@ func (d *StreamDecoder) Next() (*StreamEvent, error) {
 			usage, end, err := d.step.Probe(sse)
 			if err != nil {
 				return nil, err
+			}
+			if d.watch != nil {
+				// a watcher's trouble with an event is not the stream's
+				d.watched, _, _ = d.watch.Translate(d.watched[:0], sse)
+				for _, ev := range d.watched {
+					d.watchFn(ev)
+				}
 			}
 			if d.ended(end) {
 				continue

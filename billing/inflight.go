@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -58,11 +57,14 @@ func newInflightLog(journal, run string) *inflightLog {
 // be handed to recorded once the row is; nil when the row could not be
 // written (the row is then only as safe as before this log existed).
 func (l *inflightLog) append(row *store.UsageLog) (*segment, error) {
-	line, err := json.Marshal(row)
-	if err != nil {
-		return nil, fmt.Errorf("inflight usage log: encoding a row: %w", err)
-	}
-	line = append(line, '\n')
+	buf := lineBuffers.Get().(*[]byte)
+	line := append(appendRow((*buf)[:0], row), '\n')
+	defer func() {
+		if cap(line) <= 64<<10 { // a row with a huge error text is not kept
+			*buf = line[:0]
+			lineBuffers.Put(buf)
+		}
+	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cur == nil || l.cur.size >= segmentSize {

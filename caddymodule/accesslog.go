@@ -115,6 +115,10 @@ func (l *accessLine) fields(status int) []zapcore.Field {
 		zap.Int("status", status),
 		zap.Object("resp_headers", caddyhttp.LoggableHTTPHeader{Header: l.rec.Header(), ShouldLogCredentials: creds}),
 	}
+	// the fields Caddy's tracing adds to its own line
+	if tid, ok := caddyhttp.GetVar(ctx, "trace_id").(string); ok {
+		fields = append(fields, zap.String("traceID", tid), zap.Any("spanID", caddyhttp.GetVar(ctx, "span_id")))
+	}
 	if id := requestIDOf(l.request); id != "" {
 		fields = append(fields, zap.String("request_id", id))
 	}

@@ -110,6 +110,11 @@ type App struct {
 	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
 	// SSO signs people in to the console through an identity provider.
 	SSO *SSOConfig `json:"sso,omitempty"`
+	// TraceContent records message content on traced requests' spans, cut
+	// to this many bytes per attribute; 0 (the default) records none.
+	TraceContent int64 `json:"trace_content,omitempty"`
+	// Affinity keeps a conversation on one channel and key; on by default.
+	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
 	// Budgets are spending windows, plans and model groups.
 	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
 
@@ -328,7 +333,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
-		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics}
+		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent)}
+	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
+		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
+	}
 	if a.Retention != nil && a.Retention.Usage > 0 {
 		a.retention = a.Retention.sweeper(db, a.log.Named("retention"))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account/accountapi"
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 func init() {
@@ -125,28 +126,28 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if key == "" {
 		// the console's playground rides on the login session instead
 		if id, e := h.app.webSessions().Identity(w, r); e != nil {
-			return writeError(w, rt.dialect, e)
+			return refuse(w, r, rt.dialect, e)
 		} else if id != nil {
 			return h.serveAs(w, r, next, rt, id)
 		}
-		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
+		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
 	}
 	client := clientAddress(r)
 	if h.app.db.authFailures.Peek(client, time.Now(), authFailureWindow) >= maxAuthFailures {
 		w.Header().Set("Retry-After", strconv.Itoa(int(authFailureWindow.Seconds())))
-		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
+		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
 			Message: "too many requests with an invalid API key came from your address: wait a minute, then retry with a valid key"})
 	}
 	id, err := h.app.db.keys.Lookup(r.Context(), key)
 	if errors.Is(err, keys.ErrUnknownKey) {
 		h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
-		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
+		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
 			Message: "the API key is not valid: check that you copied the whole sk-... key the gateway issued"})
 	}
 	if err != nil {
 		h.log.Error("looking up a key", zap.Error(err))
-		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
+		return refuse(w, r, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
 	}
 	return h.serveAs(w, r, next, rt, id)
 }
@@ -154,7 +155,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 // serveAs passes the request on as id, once id may make requests at all.
 func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity) error {
 	if e := accountapi.CheckIdentity(id); e != nil {
-		return writeError(w, rt.dialect, e)
+		return refuse(w, r, rt.dialect, e)
 	}
 
 	ctx := context.WithValue(r.Context(), authKey, &authenticated{id: id, rt: rt})
@@ -205,3 +206,10 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Auth)(nil)
 	_ caddy.Provisioner           = (*Auth)(nil)
 )
+
+// refuse answers a request authentication refused, the refusal on its
+// trace too (a site with `tracing`).
+func refuse(w http.ResponseWriter, r *http.Request, d adapters.Dialect, e *adapters.Error) error {
+	tracing.Refused(r.Context(), e.Status, e.Message)
+	return writeError(w, d, e)
+}

@@ -50,6 +50,7 @@ func init() {
 //		metrics {
 //			per_user
 //		}
+//		affinity off | affinity { ttl <duration>; max_entries <n> }
 //		usage_retention <duration> {
 //			interval <duration>
 //			batch_size <n>
@@ -227,6 +228,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if rc.Usage > 0 {
 				a.Retention = rc
 			}
+		case "trace_content":
+			// no size: 16 KiB of each message attribute
+			a.TraceContent = 16 << 10
+			if d.NextArg() {
+				size, err := parseSize(d.Val())
+				if err != nil || size <= 0 || size > 1<<20 {
+					return d.Errf("trace_content: a size from 1B to 1MiB, not %q", d.Val())
+				}
+				a.TraceContent = size
+			}
 		case "image_fetch_ports":
 			args := d.RemainingArgs()
 			if len(args) == 0 {
@@ -239,6 +250,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 				a.ImageFetchPorts = append(a.ImageFetchPorts, p)
 			}
+		case "affinity":
+			ac, err := parseAffinity(d)
+			if err != nil {
+				return err
+			}
+			a.Affinity = ac
 		case "health":
 			hc, err := parseHealthPolicy(d)
 			if err != nil {

@@ -68,6 +68,7 @@ var consolePages = map[string]string{
 	"/console/dashboard": "dashboard.html",
 	"/console/channels":  "channels.html",
 	"/console/usage-log": "usagelog.html",
+	"/console/audit":     "audit.html",
 }
 
 // pageData is what a page template is filled with.

@@ -42,6 +42,9 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 		return x.Fail(adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream answer of channel %q could not be read", ch.Name))
 	}
 	x.Usage = out.Usage
+	if x.Trace != nil {
+		traceAnswer(x.Trace, x.Req, out, body, decode)
+	}
 	if !x.Usage.Known() {
 		for _, p := range out.Message.Parts {
 			x.Text.WriteString(p.Text)
@@ -110,6 +113,9 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 		at.Alive()
 		if x.TTFB == 0 {
 			x.TTFB = time.Since(x.Start)
+			if x.Trace != nil {
+				x.Trace.FirstToken()
+			}
 		}
 		x.Observe(ev)
 		buf = enc.Encode(buf[:0], ev)

@@ -8,6 +8,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 // Exchange is one request's life, from decode to settlement: what was
@@ -42,6 +43,13 @@ type Exchange struct {
 	Cut  bool
 	// Media is set for image, speech and transcription requests
 	Media *Media
+	// Trace is the request's traced span (nil: untraced), looked up once
+	// (traced) by the engine
+	Trace  *tracing.Request
+	traced bool
+	// Pin is the conversation's binding, for chat and responses requests
+	// when affinity is on
+	Pin *Pin
 }
 
 // Media is what an exchange keeps of a media request.
@@ -64,6 +72,9 @@ func (x *Exchange) Fail(e *adapters.Error) error {
 // Observe keeps what billing needs from an event: the last usage the
 // upstream reported, and the text in case it reports none.
 func (x *Exchange) Observe(ev *adapters.StreamEvent) {
+	if x.Trace != nil {
+		x.Trace.Observe(ev)
+	}
 	switch ev.Type {
 	case adapters.EventUsage:
 		if ev.Usage != nil {

@@ -69,6 +69,11 @@ type Engine struct {
 	Gate  *billing.Gate
 	Rows  RowWriter
 	Meter Meter
+	// TraceContent is trace_content: the bytes of message content a
+	// traced request records, 0 for none
+	TraceContent int
+	// Affinity keeps conversations on one channel and key; nil: off
+	Affinity *routing.Affinity
 }
 
 // Run tries the plan's channels in order until one answers, and returns
@@ -131,6 +136,7 @@ func (e *Engine) failed(ch *routing.Channel, f *Failure, next bool) {
 	if ch.Failed(e.Health, time.Now(), f.RetryAfter) {
 		e.Log.Warn("channel ejected", zap.String("channel", ch.Name), zap.Int("status", f.logStatus()))
 	}
+	ch.NoteFailure(f.logStatus(), f.summary())
 	msg := FailedNoNext
 	if next {
 		msg = FailedTryingNext
@@ -146,6 +152,7 @@ func (e *Engine) FailedMidAnswer(ch *routing.Channel, f *Failure) {
 		e.Observer.ChannelFailed(ch.Name, f.Err.Status, false)
 	}
 	ch.Failed(e.Health, time.Now(), 0)
+	ch.NoteFailure(f.logStatus(), f.summary())
 	e.LogFailure(ch, f, FailedMidAnswer)
 }
 

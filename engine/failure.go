@@ -30,6 +30,19 @@ type Failure struct {
 	UpstreamStatus int
 }
 
+// maxFailureSummary bounds what a channel's record keeps of its last failure.
+const maxFailureSummary = 512
+
+// summary is the failure as the operators' channels page shows it: what
+// the client was told and, keys masked, what the upstream said.
+func (f *Failure) summary() string {
+	s := f.Err.Message
+	if f.Detail != "" && f.Detail != s {
+		s += ": " + f.Detail
+	}
+	return Truncate(s, maxFailureSummary)
+}
+
 // logStatus is the status a failure log line names: the upstream's, or
 // the client's when the upstream did not answer.
 func (f *Failure) logStatus() int {

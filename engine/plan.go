@@ -58,7 +58,7 @@ func (e *Engine) Relay(x *Exchange) error {
 			return ok
 		}
 	}
-	plan := e.Plan(req.Model, keep)
+	plan := e.planPinned(x, keep)
 	if len(plan) == 0 && req.Op == adapters.OpCountTokens {
 		return CountLocally(x)
 	}

@@ -75,7 +75,7 @@ func (e *Engine) Probe(ctx context.Context, channel, model string) (*ProbeResult
 	res := &ProbeResult{Channel: channel, Model: model}
 	at := NewAttempt(ctx, up.Bounds.Timeout, up.Bounds.StreamIdle, false)
 	defer at.End()
-	resp, f := e.send(x, at, ch, up.Provider, cp.NewRequest)
+	resp, f := e.send(x, at, ch, up.Provider, cp.NewRequest, 1)
 	res.UpstreamID = x.UpstreamID
 	if f != nil {
 		res.Latency = time.Since(x.Start)

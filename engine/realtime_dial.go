@@ -15,9 +15,15 @@ import (
 // plan's channels that accepts it.
 func (e *Engine) dialRealtime(x *Exchange, model string) (*websocket.Conn, *routing.Channel, *adapters.Error) {
 	var conn *websocket.Conn
+	tr, n := e.tracer(x), 0
 	ch, f := e.Run(x.R.Context(), model, e.RealtimePlan(model), AttemptFunc(func(ch *routing.Channel) *Failure {
 		var f *Failure
-		conn, f = e.dialRealtimeChannel(x, ch, model)
+		n++
+		conn, f = e.dialRealtimeChannel(x, ch, model, n)
+		if tr != nil && f != nil {
+			traceFailure(tr, f)
+		}
+		tr.EndAttempt() // the handshake was the attempt
 		return f
 	}))
 	if f != nil {
@@ -27,12 +33,18 @@ func (e *Engine) dialRealtime(x *Exchange, model string) (*websocket.Conn, *rout
 }
 
 // dialRealtimeChannel is one Realtime connect attempt.
-func (e *Engine) dialRealtimeChannel(x *Exchange, ch *routing.Channel, model string) (*websocket.Conn, *Failure) {
+func (e *Engine) dialRealtimeChannel(x *Exchange, ch *routing.Channel, model string, n int) (*websocket.Conn, *Failure) {
 	up := e.Upstreams[ch.Name]
 	prov, b := up.Provider, up.Bounds
 	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.R)
 	if err != nil {
 		return nil, &Failure{Err: AsError(err)}
+	}
+	if x.Trace != nil {
+		if hdr == nil {
+			hdr = http.Header{}
+		}
+		e.traceDial(x, ch, ch.UpstreamModel(model), u, hdr, n)
 	}
 	ctx, cancel := context.WithTimeout(x.R.Context(), b.Dial+b.ResponseHeader)
 	// the channel's transport (its dial timeout, TLS, proxy), without a
@@ -46,6 +58,9 @@ func (e *Engine) dialRealtimeChannel(x *Exchange, ch *routing.Channel, model str
 	case err == nil:
 		conn.SetReadLimit(int64(b.MaxStreamEvent))
 		x.UpstreamID = UpstreamRequestID(prov, resp.Header)
+		if x.Trace != nil {
+			x.Trace.AttemptAnswered(resp.StatusCode)
+		}
 		return conn, nil
 	case x.R.Context().Err() != nil:
 		return nil, ClientClosed()

@@ -14,11 +14,15 @@ import (
 // its endpoint answers it. A failure is answered in the client's dialect.
 func (e *Engine) Serve(x *Exchange, plan []*routing.Channel) error {
 	try := &relayAttempt{e: e, x: x}
+	if tr := e.tracer(x); tr != nil && tr.Recording() {
+		tr.Input(x.Req)
+	}
 	ch, f := e.Run(x.R.Context(), x.Req.Model, plan, try)
 	if f != nil {
 		return x.Fail(f.Err)
 	}
 	x.Channel = ch.Name
+	e.answered(x, ch)
 	up := e.Upstreams[ch.Name]
 	switch {
 	case x.Media != nil && x.Req.Op == adapters.OpSpeech:
@@ -70,6 +74,7 @@ type relayAttempt struct {
 	// pricedType: read once per vendor, not once per channel tried
 	pricedType    string
 	fields, betas []string
+	n             int // attempts made, for their spans
 }
 
 func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
@@ -90,12 +95,17 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 	// media answers are timed whole, and only chat streams
 	stream := x.Req.Stream && x.Media == nil && x.Req.Op != adapters.OpRerank
 	ra.at = NewAttempt(x.R.Context(), b.Timeout, b.StreamIdle, stream)
-	resp, f := e.send(x, ra.at, ch, prov, build)
+	ra.n++
+	resp, f := e.send(x, ra.at, ch, prov, build, ra.n)
 	if f == nil && stream {
 		ra.dec, ra.first, f = e.openStream(x, ra.at, ch, b, prov.(adapters.ChatProvider), resp)
 	}
 	if f != nil {
 		ra.at.End()
+		if x.Trace != nil {
+			traceFailure(x.Trace, f)
+		}
+		e.attemptFailed(x, ch, f)
 		return f
 	}
 	ra.resp = resp
@@ -104,15 +114,21 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
-func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider, build buildFunc) (*http.Response, *Failure) {
-	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(x.Req.Model)}
+func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider, build buildFunc, n int) (*http.Response, *Failure) {
+	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: x.upstreamKey(ch), Model: ch.UpstreamModel(x.Req.Model)}
 	hr, err := build(at.Ctx, up, x.Req)
 	if err != nil {
 		return nil, &Failure{Err: AsError(err)}
 	}
+	if x.Trace != nil {
+		e.traceAttempt(x, ch, up.Model, n, hr)
+	}
 	resp, err := e.Upstreams[ch.Name].Client.Do(hr)
 	if err == nil {
 		x.UpstreamID = UpstreamRequestID(prov, resp.Header)
+		if x.Trace != nil {
+			x.Trace.AttemptAnswered(resp.StatusCode)
+		}
 	}
 	if err != nil {
 		if x.R.Context().Err() != nil {
@@ -137,6 +153,9 @@ func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapte
 func (e *Engine) openStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, prov adapters.ChatProvider, resp *http.Response) (*adapters.StreamDecoder, *adapters.StreamEvent, *Failure) {
 	dec := adapters.DecodeStream(prov, x.Req, resp.Body)
 	dec.SetMaxEvent(b.MaxStreamEvent)
+	if x.Trace != nil {
+		traceStream(x.Trace, dec, prov, x.Req)
+	}
 	at.Alive()
 	first, err := dec.Next()
 	if err == nil {

@@ -89,6 +89,10 @@ func (e *Engine) Settle(x *Exchange) {
 		Windows:           x.Hold.Windows.WindowIDs(),
 		Plan:              x.Hold.Windows.PaidBy(),
 	}
+	if tr := e.tracer(x); tr != nil {
+		e.traceSettled(tr, x, u, cost)
+		row.TraceID = tr.TraceID()
+	}
 	// observed before the row is queued, so a committed row implies its
 	// request is in the metrics
 	e.Meter.Observe(x, u, cost, took)

@@ -16,7 +16,7 @@ import (
 
 func (e Env) redeemAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add (--quota <units> | --plan <plan> --days <n>) [--count <n>] [--expires <duration>]",
+		Use:   "add (--quota <units> | --plan <plan> --days <n>) [--count <n>] [--name <batch>] [--expires <duration>]",
 		Short: "Creates redemption codes and prints them, one a line",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			for _, f := range []string{"rpm", "tpm", "max-parallel"} {
@@ -35,17 +35,19 @@ func (e Env) redeemAddCommand() *cobra.Command {
 				}
 				expiresAt = time.Now().Add(d)
 			}
+			name, _ := cmd.Flags().GetString("name")
 			var codes []*store.RedemptionCode
 			var err error
 			if plan, _ := cmd.Flags().GetString("plan"); plan != "" {
 				days, _ := cmd.Flags().GetInt64("days")
-				codes, err = account.CreatePlanCodes(ctx, st, count, plan, days, expiresAt)
+				codes, err = account.CreatePlanCodes(ctx, st, name, count, plan, days, expiresAt)
 			} else {
-				codes, err = account.CreateCodes(ctx, st, count, quota, expiresAt)
+				codes, err = account.CreateCodeBatch(ctx, st, name, count, quota, expiresAt)
 			}
 			if err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditCodeCreate, account.BatchTarget(codes), nil, account.AuditBatch(codes))
 			for _, c := range codes {
 				fmt.Fprintln(cmd.OutOrStdout(), c.Code)
 			}
@@ -67,6 +69,7 @@ func (e Env) redeemAddCommand() *cobra.Command {
 	c.Flags().String("plan", "", "a plan of the gateway's Caddyfile each code grants instead of quota")
 	c.Flags().Int64("days", 0, "how long the plan lasts from the redemption (or adds on to the same plan running)")
 	c.Flags().Int("count", 1, "how many codes")
+	c.Flags().String("name", "", "the batch's name, to find its codes by (e.g. spring-promo)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
 	// once offered and ignored: kept out of the help, and refused with
 	// where limits are set instead of cobra's bare "unknown flag"
@@ -79,7 +82,7 @@ func (e Env) redeemAddCommand() *cobra.Command {
 
 func (e Env) redeemListCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "list [--before-id <code id>] [--limit N]",
+		Use:   "list [--name <batch> | --search <part>] [--before-id <code id>] [--limit N]",
 		Short: "Lists redemption codes as a JSON array, newest first, a page at a time",
 		Long: `Lists redemption codes as a JSON array, the newest first. A full page ends
 with a line on stderr giving the --before-id that continues it.`,
@@ -87,6 +90,8 @@ with a line on stderr giving the --before-id that continues it.`,
 			var f store.CodeFilter
 			f.BeforeID, _ = cmd.Flags().GetInt64("before-id")
 			f.Limit, _ = cmd.Flags().GetInt("limit")
+			f.Name, _ = cmd.Flags().GetString("name")
+			f.Search, _ = cmd.Flags().GetString("search")
 			if f.BeforeID < 0 {
 				return errors.New("--before-id must be a code id (0 starts at the newest)")
 			}
@@ -107,6 +112,8 @@ with a line on stderr giving the --before-id that continues it.`,
 		}),
 	}
 	c.Flags().Int64("before-id", 0, "list codes with an id below this one (the last of the page before)")
+	c.Flags().String("name", "", "only the codes of this batch (its exact name)")
+	c.Flags().String("search", "", "only codes whose batch name or code holds this, in any case")
 	c.Flags().Int("limit", 50, fmt.Sprintf("codes at most (1 to %d)", maxListLimit))
 	return c
 }
@@ -139,6 +146,8 @@ func (e Env) redeemStatusCommand(verb, status string) *cobra.Command {
 			if err := st.SetRedemptionCodeStatus(ctx, code.ID, status); err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditCodeUpdate, account.CodeTarget(code.ID), account.Fields{"status": code.Status},
+				account.Fields{"status": status})
 			code.Status = status
 			return printJSON(cmd, viewCodes([]*store.RedemptionCode{code})[0])
 		}),

@@ -1,6 +1,6 @@
 // Package gatewaycmd is the operator's commands, "caddy gateway user|token|
-// redeem|usage ...": users, API keys, redemption codes and the usage
-// export, run against the database directly, safe while the gateway serves.
+// redeem|usage|audit ...": users, API keys, redemption codes, the usage
+// export and the audit log, run against the database directly, safe while the gateway serves.
 //
 // It must not import Caddy. The Caddy layer registers the command with
 // caddycmd and gives, in an Env, what needs Caddy: opening the database its
@@ -51,8 +51,10 @@ func AddCommands(cmd *cobra.Command, e Env) {
 		e.redeemStatusCommand("disable", store.CodeDisabled), e.redeemStatusCommand("enable", store.CodeEnabled))
 	usage := &cobra.Command{Use: "usage", Short: "Exports usage rows"}
 	usage.AddCommand(e.usageExportCommand())
-	cmd.AddCommand(user, token, redeem, usage)
-	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage} {
+	auditLog := &cobra.Command{Use: "audit", Short: "Shows the audit log of administrators' actions"}
+	auditLog.AddCommand(e.auditListCommand())
+	cmd.AddCommand(user, token, redeem, usage, auditLog)
+	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog} {
 		strictGroup(group)
 	}
 }

@@ -42,10 +42,11 @@ func (e Env) tokenAddCommand() *cobra.Command {
 			if spec.Limits, err = newLimits(cmd); err != nil {
 				return err
 			}
-			key, _, err := account.CreateToken(ctx, st, u.ID, spec)
+			key, t, err := account.CreateToken(ctx, st, u.ID, spec)
 			if err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditKeyCreate, account.KeyTarget(t.ID), nil, account.AuditKey(t))
 			fmt.Fprintln(cmd.OutOrStdout(), key)
 			return nil
 		}),
@@ -109,10 +110,12 @@ func (e Env) tokenStatusCommand(verb, status string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			before := account.AuditKey(t)
 			if err := st.SetTokenStatus(ctx, t.ID, status); err != nil {
 				return err
 			}
 			t.Status = status
+			audit(ctx, cmd, st, account.AuditKeyUpdate, account.KeyTarget(t.ID), before, account.AuditKey(t))
 			return printJSON(cmd, viewToken(t))
 		}),
 	}
@@ -130,13 +133,18 @@ func (e Env) tokenSetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := account.SetKeyLimits(ctx, st, account.Operator, id, change)
+			old, err := st.TokenByID(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("no token with id %d", id)
 			}
 			if err != nil {
 				return err
 			}
+			t, err := account.SetKeyLimits(ctx, st, account.Operator, id, change)
+			if err != nil {
+				return err
+			}
+			audit(ctx, cmd, st, account.AuditKeyUpdate, account.KeyTarget(t.ID), account.AuditKey(old), account.AuditKey(t))
 			return printJSON(cmd, viewToken(t))
 		}),
 	}
@@ -160,9 +168,11 @@ func (e Env) tokenRenameCommand() *cobra.Command {
 			}
 			// everything but the name as it is
 			spec := account.TokenSpec{Name: name, QuotaLimit: t.QuotaLimit, Models: t.Models, ExpiresAt: t.ExpiresAt, Limits: t.Limits}
+			before := account.AuditKey(t)
 			if t, err = account.UpdateToken(ctx, st, t.UserID, t.ID, spec, t.Status); err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditKeyUpdate, account.KeyTarget(t.ID), before, account.AuditKey(t))
 			return printJSON(cmd, viewToken(t))
 		}),
 	}
@@ -184,6 +194,7 @@ func (e Env) tokenDeleteCommand() *cobra.Command {
 			if t, err = account.DeleteToken(ctx, st, t.UserID, t.ID); err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditKeyDelete, account.KeyTarget(t.ID), account.AuditKey(t), nil)
 			return printJSON(cmd, viewToken(t))
 		}),
 	}

@@ -34,9 +34,11 @@ func changeUser(ctx context.Context, cmd *cobra.Command, st store.Store, c accou
 	if err != nil {
 		return err
 	}
+	before := account.AuditUser(u)
 	if u, err = account.UpdateUser(ctx, st, account.Operator, u.ID, c); err != nil {
 		return err
 	}
+	audit(ctx, cmd, st, account.AuditUserUpdate, account.UserTarget(u.ID), before, account.AuditUser(u))
 	return printJSON(cmd, viewUser(u))
 }
 
@@ -58,6 +60,7 @@ func (e Env) userAddCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditUserCreate, account.UserTarget(u.ID), nil, account.AuditUser(u))
 			return printJSON(cmd, viewUser(u))
 		}),
 	}
@@ -75,7 +78,7 @@ const maxListLimit = 1000
 
 func (e Env) userListCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "list [--after-id <user id>] [--limit N]",
+		Use:   "list [--search <part of a name>] [--after-id <user id>] [--limit N]",
 		Short: "Lists users as a JSON array, oldest first, a page at a time",
 		Long: `Lists users as a JSON array in id order. A full page ends with a line on
 stderr giving the --after-id that continues it.`,
@@ -83,6 +86,7 @@ stderr giving the --after-id that continues it.`,
 			f := store.UserFilter{}
 			f.AfterID, _ = cmd.Flags().GetInt64("after-id")
 			f.Limit, _ = cmd.Flags().GetInt("limit")
+			f.Search, _ = cmd.Flags().GetString("search")
 			if f.AfterID < 0 {
 				return errors.New("--after-id must be a user id (0 starts at the first)")
 			}
@@ -107,6 +111,7 @@ stderr giving the --after-id that continues it.`,
 		}),
 	}
 	c.Flags().Int64("after-id", 0, "list users with an id above this one (the last of the page before)")
+	c.Flags().String("search", "", "only users whose name holds this, in any case")
 	c.Flags().Int("limit", 50, fmt.Sprintf("users at most (1 to %d)", maxListLimit))
 	return c
 }
@@ -147,6 +152,8 @@ func (e Env) userPasswdCommand() *cobra.Command {
 			if err := account.SetPassword(ctx, st, u.ID, password, ""); err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, account.AuditUserPassword, account.UserTarget(u.ID), nil,
+				account.Fields{"password": "(changed)", "sessions_ended": true})
 			if generated {
 				fmt.Fprintln(cmd.OutOrStdout(), password)
 			}

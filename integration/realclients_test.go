@@ -94,4 +94,40 @@ wire_api = "responses"
 			t.Errorf("usage row %+v", r)
 		}
 	}
+
+	// prompt-cache affinity: a session's turns (the tool round trip) stay
+	// on one key of a channel of four, on a gateway of its own
+	kgw, claudeKeys, gptKeys := startKeyedClients(t)
+	kkey := kgw.AddUser("keyed-clients", 10_000_000)
+	for _, name := range []string{"claude", "codex"} {
+		t.Run(name+" stays on one key", func(t *testing.T) {
+			rec, from := claudeKeys, len(claudeKeys.keys(0))
+			if name == "codex" {
+				rec, from = gptKeys, len(gptKeys.keys(0))
+			}
+			for range 2 { // two sessions
+				n := len(rec.keys(0))
+				var out string
+				if name == "claude" {
+					out = run(t, []string{"ANTHROPIC_BASE_URL=" + kgw.URL, "ANTHROPIC_API_KEY=" + kkey},
+						bin("claude"), "-p", "What is the weather in Paris and Rome?", "--model", "claude-test")
+				} else {
+					codexHome := t.TempDir()
+					config := strings.Replace(codexConfig("gpt-test", ""), s.gw.URL, kgw.URL, 1)
+					if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					out = run(t, []string{"CODEX_HOME=" + codexHome, "GATEWAY_API_KEY=" + kkey},
+						bin("codex"), "exec", "--skip-git-repo-check", "What is the weather in Paris and Rome?")
+				}
+				if !strings.Contains(out, "Weather:") {
+					t.Fatalf("%s said %q", name, out)
+				}
+				if keys := rec.keys(n); len(keys) < 2 || distinct(keys) != 1 {
+					t.Errorf("%s's session went to keys %v, want its turns on one", name, keys)
+				}
+			}
+			t.Logf("%s's two sessions used keys %v", name, rec.keys(from))
+		})
+	}
 }

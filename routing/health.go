@@ -30,6 +30,11 @@ type health struct {
 	failing     int
 	ejections   int // times ejected so far
 	lastFailure time.Time
+	// lastError and lastStatus say what the last failure was, for the
+	// operators' channels page: a request no channel answered has a usage
+	// row that names no channel
+	lastError  string
+	lastStatus int
 }
 
 // ChannelState is a channel's health as shown to operators.
@@ -42,6 +47,19 @@ type ChannelState struct {
 	Ejections           int       `json:"ejections"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	LastFailure         time.Time `json:"last_failure,omitzero"`
+	// LastError and LastErrorStatus are the last failure's message and
+	// status (the upstream's, or the gateway's when it did not answer).
+	LastError       string `json:"last_error,omitempty"`
+	LastErrorStatus int    `json:"last_error_status,omitempty"`
+}
+
+// NoteFailure records what the channel's last failure was, as Failed
+// counted it.
+func (c *Channel) NoteFailure(status int, msg string) {
+	h := &c.health
+	h.mu.Lock()
+	h.lastStatus, h.lastError = status, msg
+	h.mu.Unlock()
 }
 
 // Ejected reports whether the channel is set aside at now.
@@ -98,7 +116,7 @@ func (c *Channel) State(now time.Time) ChannelState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := ChannelState{Name: c.Name, Type: c.Type, Models: c.Models, Ejections: h.ejections,
-		ConsecutiveFailures: h.failures, LastFailure: h.lastFailure}
+		ConsecutiveFailures: h.failures, LastFailure: h.lastFailure, LastError: h.lastError, LastErrorStatus: h.lastStatus}
 	if until := h.until.Load(); now.UnixNano() < until {
 		s.Ejected, s.EjectedUntil = true, time.Unix(0, until).UTC()
 	}

@@ -10,6 +10,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -109,6 +110,8 @@ type RedemptionCode struct {
 	RedeemedAt time.Time `json:"redeemed_at"`
 	// ExpiresAt is the zero time when the code never expires.
 	ExpiresAt time.Time `json:"expires_at"`
+	// Name is the batch's name, given when the codes were made ("" none).
+	Name string `json:"name"`
 	// Plan, when set, is what the code grants instead of quota (which is
 	// then 0): the plan for PlanDays from its redemption, or from the end
 	// of the same plan still running
@@ -153,6 +156,9 @@ type UsageLog struct {
 	// UpstreamRequestID the upstream's own, as its answer gave it.
 	RequestID         string `json:"request_id"`
 	UpstreamRequestID string `json:"upstream_request_id"`
+	// TraceID is the request's OpenTelemetry trace id (hex), "" when the
+	// site has no tracing.
+	TraceID string `json:"trace_id,omitempty"`
 	// Windows are the spending windows the cost counted against,
 	// comma-separated ids ("user:3/daily@2026-11-26"); see BudgetStore
 	Windows string `json:"windows,omitempty"`
@@ -217,6 +223,11 @@ type Task struct {
 	LeaseUntil time.Time `json:"lease_until"`
 }
 
+// TaskTrace is the trace of a task's submit: its trace and span ids, hex.
+type TaskTrace struct {
+	TraceID, SpanID string
+}
+
 // UsageFilter narrows ListUsage; zero fields do not filter.
 type UsageFilter struct {
 	UserID int64
@@ -228,7 +239,20 @@ type UsageFilter struct {
 	// offset keeps the hundredth page as cheap as the first.
 	After *UsageCursor
 	Limit int
+	// TokenID, Channel and RequestID (the gateway's or the upstream's id)
+	// match exactly; Status is "ok" (2xx), "error" (any other) or a
+	// status code such as "429".
+	TokenID   int64
+	Channel   string
+	Status    string
+	RequestID string
 }
+
+// UsageStatusOK and UsageStatusError are UsageFilter.Status's classes.
+const (
+	UsageStatusOK    = "ok"
+	UsageStatusError = "error"
+)
 
 // UsageCursor is a position in the newest-first order of usage rows.
 type UsageCursor struct {
@@ -262,6 +286,8 @@ type UserChange struct {
 type UserFilter struct {
 	AfterID int64
 	Limit   int
+	// Search keeps users whose name holds it, in any case.
+	Search string
 }
 
 // CodeFilter narrows ListRedemptionCodes: codes with an id below BeforeID
@@ -269,6 +295,9 @@ type UserFilter struct {
 type CodeFilter struct {
 	BeforeID int64
 	Limit    int
+	// Search keeps codes whose batch name or code holds it, in any case;
+	// Name keeps one batch, by its exact name.
+	Search, Name string
 }
 
 // LeaseAccount names a balance that gateway instances lease slices of: a
@@ -483,8 +512,76 @@ type Store interface {
 	// PendingTasks returns up to limit unfinished tasks, least recently
 	// updated first.
 	PendingTasks(ctx context.Context, limit int) ([]*Task, error)
+	// SetTaskTrace keeps the trace of a task's submit (its trace and span
+	// ids, hex), which each poll's span links to; ErrNotFound for no such
+	// task. TaskTrace reads them back ("" when the submit was not traced).
+	SetTaskTrace(ctx context.Context, id string, trace TaskTrace) error
+	TaskTrace(ctx context.Context, id string) (TaskTrace, error)
+
+	// Audit log. AddAudit appends e (setting its ID, and CreatedAt when
+	// zero); ListAudit pages through entries newest first.
+	AddAudit(ctx context.Context, e *AuditEntry) error
+	ListAudit(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)
+	// UsageTotals sums the rows f selects (its After and Limit aside) per
+	// UTC day and per by, oldest day first: the operators' dashboard and
+	// channels, counted by the database rather than over fetched rows.
+	UsageTotals(ctx context.Context, f UsageFilter, by UsageGroup) ([]UsageTotal, error)
 
 	Close() error
+}
+
+// AuditEntry is one administrator's action: who did what to which thing,
+// with the fields it changed before and after as JSON objects. Callers
+// leave secrets (passwords, their hashes, keys) out of Before and After.
+type AuditEntry struct {
+	ID        int64     `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	ActorID   int64     `json:"actor_id"` // 0: not a user (the CLI)
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"` // such as user.create, code.disable
+	Target    string    `json:"target"` // such as user:7, key:3, channel:primary
+	// Before and After are JSON objects, or empty.
+	Before json.RawMessage `json:"before,omitempty"`
+	After  json.RawMessage `json:"after,omitempty"`
+}
+
+// AuditFilter narrows ListAudit; zero fields do not filter. Actor and
+// Action match exactly; an Action ending in "." matches every action
+// that begins with it ("user." for every change to users).
+type AuditFilter struct {
+	Actor, Action, Target string
+	// Since (inclusive) and Until (exclusive) bound created_at.
+	Since, Until time.Time
+	// BeforeID continues a listing: entries with a smaller id.
+	BeforeID int64
+	Limit    int
+}
+
+// UsageGroup is what UsageTotals sums by.
+type UsageGroup string
+
+const (
+	ByChannel UsageGroup = "channel"
+	ByModel   UsageGroup = "model"
+	ByUser    UsageGroup = "user_id"
+	ByToken   UsageGroup = "token_id"
+)
+
+// UsageTotal is one day's rows of one channel, model, user or key.
+type UsageTotal struct {
+	Day time.Time `json:"day"` // midnight UTC
+	// Key is the channel or model, or the user's or key's id in decimal.
+	Key      string `json:"key"`
+	Requests int64  `json:"requests"`
+	Errors   int64  `json:"errors"` // rows whose status is not 2xx
+	Cost     int64  `json:"cost"`
+	Tokens   int64  `json:"tokens"` // prompt and completion
+	// PromptTokens and CachedTokens, for the prompt cache's share
+	PromptTokens int64 `json:"prompt_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+	// LatencyMS and TTFBMS are sums, for averages.
+	LatencyMS int64 `json:"latency_ms"`
+	TTFBMS    int64 `json:"ttfb_ms"`
 }
 
 // Opener opens a store from a data source name (a file path for SQLite).

@@ -8,17 +8,35 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 // attempt sends the task to one channel of the plan: the vendor's id for
 // it, or the failure as the request engine classifies it, with the
 // upstream's status when it answered with an error (0 otherwise).
-func (e *Engine) attempt(ctx context.Context, eng *engine.Engine, rc *routing.Channel, model string, req *adapters.TaskRequest) (string, int, *engine.Failure) {
+func (e *Engine) attempt(ctx context.Context, eng *engine.Engine, rc *routing.Channel, model string, req *adapters.TaskRequest, tr *tracing.Request, n int) (string, int, *engine.Failure) {
+	if tr == nil {
+		return e.try(ctx, eng, rc, model, req, nil)
+	}
+	up := rc.UpstreamModel(model)
+	tr.StartAttempt(tracing.Attempt{Operation: "submit_task", Model: up, Channel: rc.Name, Provider: rc.Type, Number: n}, "", nil, nil)
+	upstreamID, answered, f := e.try(ctx, eng, rc, model, req, tr)
+	if f != nil {
+		tr.AttemptFailed(tracing.Failure{Status: f.Err.Status, UpstreamStatus: f.UpstreamStatus, Type: string(f.Err.Type),
+			ChannelFault: f.Channel, Message: f.Err.Message})
+	} else {
+		tr.EndAttempt()
+	}
+	return upstreamID, answered, f
+}
+
+// try is one attempt; tr (may be nil) is told of each upstream request.
+func (e *Engine) try(ctx context.Context, eng *engine.Engine, rc *routing.Channel, model string, req *adapters.TaskRequest, tr *tracing.Request) (string, int, *engine.Failure) {
 	ch := e.withUpstream(rc)
 	tp := ch.Provider.(adapters.TaskProvider) // the plan keeps task families only
 	at := engine.NewAttempt(ctx, ch.Timeout, 0, false)
 	defer at.End()
-	x := &exchange{do: ch.doer()}
+	x := &exchange{do: ch.doer(), trace: tr}
 	upstreamID, err := tp.SubmitTask(at.Ctx, x, ch.upstream(model), req)
 	if err == nil && upstreamID != "" {
 		return upstreamID, 0, nil

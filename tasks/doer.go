@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 // boundedDoer sends through a channel's client and cuts an answer longer
@@ -41,10 +42,16 @@ type exchange struct {
 	header http.Header
 	// err is the last call's error when it got no answer
 	err error
+	// trace is the traced submit (nil: untraced): each request carries
+	// its attempt's traceparent
+	trace *tracing.Request
 }
 
 func (x *exchange) Do(r *http.Request) (*http.Response, error) {
 	x.sent = true
+	if x.trace != nil {
+		x.trace.Upstream(r.Method, r.URL, r.Header)
+	}
 	resp, err := x.do.Do(r)
 	x.err = err
 	if err == nil {

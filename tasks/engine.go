@@ -64,6 +64,8 @@ type Store interface {
 	LeaseTask(ctx context.Context, id, owner string, until time.Time) (*store.Task, error)
 	ReleaseTasks(ctx context.Context, owner string) error
 	FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error)
+	SetTaskTrace(ctx context.Context, id string, trace store.TaskTrace) error
+	TaskTrace(ctx context.Context, id string) (store.TaskTrace, error)
 }
 
 // Channel is one upstream channel as the engine uses it.

@@ -127,12 +127,25 @@ func (e *Engine) follow(ctx context.Context, t *store.Task, timeout time.Duratio
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	st, err := tp.PollTask(pctx, ch.doer(), ch.upstream(t.Model), t.UpstreamID)
+	var do adapters.Doer = ch.doer()
+	poll := e.startPoll(ctx, t, ch)
+	if poll != nil {
+		do = tracedDoer{do: do, poll: poll}
+	}
+	st, err := tp.PollTask(pctx, do, ch.upstream(t.Model), t.UpstreamID)
 	if ctx.Err() != nil {
+		poll.End("", 0, "the poller stopped")
 		return // stopping: the lease goes back in stop
 	}
 	if err == nil {
 		err = checkState(st)
+	}
+	if poll != nil {
+		if err != nil {
+			poll.End("", 0, e.ClientError(err, ch).Message)
+		} else {
+			poll.End(st.Status, st.Progress, "")
+		}
 	}
 	if err != nil {
 		ce := e.ClientError(err, ch)

@@ -11,6 +11,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 // finish settles a task at its terminal state: a finished task is charged
@@ -49,6 +50,11 @@ func (e *Engine) finish(ctx context.Context, t *store.Task, st *adapters.TaskSta
 	row := &store.UsageLog{CreatedAt: now, Model: t.Model, Channel: t.Channel, Endpoint: SubmitPath,
 		Status: status, Error: t.Error, LatencyMS: now.Sub(t.CreatedAt).Milliseconds(),
 		RequestID: t.RequestID, UpstreamRequestID: t.UpstreamID}
+	if tracing.Enabled() {
+		if tt, err := e.deps.Store.TaskTrace(ctx, t.ID); err == nil {
+			row.TraceID = tt.TraceID // the submit's: the row links to its trace
+		}
+	}
 	settled, err := e.deps.Store.FinishTask(ctx, t, row)
 	if err != nil {
 		if ctx.Err() == nil {

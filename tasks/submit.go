@@ -14,6 +14,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
+	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
 // SubmitRequest is one decoded submit, as the handler hands it over.
@@ -41,6 +42,15 @@ const quotaShortfall = "task (it may cost up to %s): top up your account, ask fo
 // not stop the send: the vendor may have the job already, and the task is
 // the client's to look up.
 func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *adapters.Error) {
+	tr := tracing.Begin(ctx, 0)
+	task, ae := e.submit(ctx, req, tr)
+	if tr != nil {
+		e.traceSubmit(tr, req, task, ae)
+	}
+	return task, ae
+}
+
+func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Request) (*store.Task, *adapters.Error) {
 	id, sub, model := req.Identity, req.Submission, req.Submission.Req.Model
 	// the engine's failure lines name the handler's logger
 	eng := *e.deps.Engine
@@ -52,7 +62,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 		// every request past authentication gets a usage row, refused ones too
 		eng.Rows.WriteUnadmitted(&store.UsageLog{CreatedAt: req.Start, UserID: id.User.ID, TokenID: id.Token.ID,
 			Model: model, Endpoint: SubmitPath, Status: ae.Status, Error: ae.Message,
-			LatencyMS: time.Since(req.Start).Milliseconds(), RequestID: req.RequestID})
+			LatencyMS: time.Since(req.Start).Milliseconds(), RequestID: req.RequestID, TraceID: tr.TraceID()})
 		return nil, ae
 	}
 	plan, ae := e.plan(id, sub)
@@ -85,6 +95,9 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 	}
 	eng.Gate.Ledger.Debited(ad.Hold)
 	ad.Hold = billing.Hold{}
+	if tr != nil {
+		e.keepTrace(ctx, tr, task.ID, log)
+	}
 	// a task holds its key's rate limits (max_parallel) while it is
 	// submitted, not while it runs; it is billed by the task, not by tokens
 	defer func() { eng.Gate.Settle(time.Now(), ad, 0, 0) }()
@@ -92,9 +105,11 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 	ctx = context.WithoutCancel(ctx)
 	var upstreamID, answeredBy string
 	var answered int // the last failed channel's upstream status, 0 for no answer
+	n := 0
 	ch, f := eng.RunDetached(model, plan, engine.AttemptFunc(func(rc *routing.Channel) *engine.Failure {
 		var f *engine.Failure
-		upstreamID, answered, f = e.attempt(ctx, &eng, rc, model, &sub.Req)
+		n++
+		upstreamID, answered, f = e.attempt(ctx, &eng, rc, model, &sub.Req, tr, n)
 		if f == nil || !f.Channel {
 			answeredBy = rc.Name
 		}
@@ -117,7 +132,8 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (*store.Task, *a
 	}
 	task.Status, task.Error = adapters.TaskFailed, last.Message
 	row := &store.UsageLog{CreatedAt: req.Start, Model: model, Channel: task.Channel, Endpoint: SubmitPath,
-		Status: last.Status, Error: last.Message, LatencyMS: time.Since(req.Start).Milliseconds(), RequestID: task.RequestID}
+		Status: last.Status, Error: last.Message, LatencyMS: time.Since(req.Start).Milliseconds(), RequestID: task.RequestID,
+		TraceID: tr.TraceID()}
 	if settled, err := e.deps.Store.FinishTask(ctx, task, row); err != nil {
 		log.Error("refunding a refused task", zap.String("task_id", task.ID), zap.Error(err))
 	} else if settled {

@@ -10,7 +10,13 @@ const loadedCodes = new Map(); // id -> code, as listed
 let editingUser = null;
 
 document.addEventListener('DOMContentLoaded', async () => {
-  const users = pager('/api/admin/users', 'after', $('users'), $('users-more'), $('user-error'), userRow);
+  // the users' search is the gateway's (every user, by a part of the name);
+  // the loaded rows are filtered at once meanwhile
+  const usersURL = () => {
+    const q = $('user-search').value.trim();
+    return '/api/admin/users' + (q ? '?search=' + encodeURIComponent(q) : '');
+  };
+  const users = pager(usersURL, 'after', $('users'), $('users-more'), $('user-error'), userRow);
   const codes = pager('/api/admin/codes', 'before', $('codes'), $('codes-more'), $('code-error'), codeRow);
   loadUsers = async (fromStart) => {
     if (fromStart) loadedUsers.clear();
@@ -27,9 +33,18 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('users-more').addEventListener('click', () => loadUsers(false));
   $('codes-more').addEventListener('click', () => loadCodes(false));
   $('copy-codes').addEventListener('click', () => copyText($('new-codes-list').textContent, $('copy-codes-feedback'), $('new-codes-list')));
-  $('user-search').addEventListener('input', () => searchRows($('users'), $('user-search').value));
+  let searching = null;
+  $('user-search').addEventListener('input', () => {
+    searchRows($('users'), $('user-search').value);
+    clearTimeout(searching);
+    searching = setTimeout(() => loadUsers(true), 250);
+  });
   $('code-search').addEventListener('input', () => searchRows($('codes'), $('code-search').value));
   $('codes-csv').addEventListener('click', exportCodes);
+  $('codes-csv-all').addEventListener('click', () => {
+    const q = $('code-search').value.trim();
+    location.href = '/api/admin/codes/export' + (q ? '?search=' + encodeURIComponent(q) : '');
+  });
   $('edit-user-form').addEventListener('submit', onSaveUser);
   $('edit-user-cancel').addEventListener('click', () => $('edit-user').close());
   $('reset-form').addEventListener('submit', onResetPassword);
@@ -53,14 +68,13 @@ function onCreateUser(ev) {
   });
 }
 
-// searchRows shows the rows whose search text holds what was typed: a
-// user's name from its start, a code's fields anywhere.
+// searchRows shows the rows whose search text holds what was typed.
 function searchRows(tbody, text) {
   const q = text.trim().toLowerCase();
   for (const tr of tbody.children) {
     const hay = tr.dataset.search;
     if (hay === undefined) continue;
-    tr.hidden = q !== '' && !(tr.dataset.prefix ? hay.startsWith(q) : hay.includes(q));
+    tr.hidden = q !== '' && !hay.includes(q);
   }
 }
 
@@ -69,7 +83,7 @@ function limitsText(l) {
   if (l && l.rpm) parts.push(l.rpm + ' requests/min');
   if (l && l.tpm) parts.push(l.tpm + ' tokens/min');
   if (l && l.max_parallel) parts.push(l.max_parallel + ' at once');
-  return parts.length ? parts.join(', ') : 'default';
+  return parts.length ? parts.join(', ') : tr('op.default', 'default');
 }
 
 function userRow(u) {
@@ -83,12 +97,12 @@ function userRow(u) {
   if (u.id !== me.id && u.role !== 'root' && (u.role !== 'admin' || me.role === 'root')) {
     const on = u.status === 'enabled';
     const b = el('button', { type: 'button', class: on ? 'danger' : 'secondary', 'aria-label': (on ? 'Disable ' : 'Enable ') + u.username,
-      onclick: () => patch(b, { status: on ? 'disabled' : 'enabled' }) }, on ? 'Disable' : 'Enable');
+      onclick: () => patch(b, { status: on ? 'disabled' : 'enabled' }) }, on ? tr('op.disable', 'Disable') : tr('op.enable', 'Enable'));
     actions.append(b);
     if (me.role === 'root') {
       const to = u.role === 'admin' ? 'user' : 'admin';
       const rb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Make ' + u.username + ' ' + to,
-        onclick: () => patch(rb, { role: to }) }, 'Make ' + to);
+        onclick: () => patch(rb, { role: to }) }, tr('op.makeRole', 'Make {role}', { role: to }));
       actions.append(rb);
     }
   }
@@ -96,13 +110,13 @@ function userRow(u) {
   if (u.role === 'user' || me.role === 'root' || u.id === me.id) {
     const qb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Adjust quota of ' + u.username,
       onclick: () => {
-        const text = prompt('Add to ' + u.username + "'s quota, in USD (negative to take away):", '1');
+        const text = prompt(tr('op.addQuotaPrompt', "Add to {name}'s quota, in USD (negative to take away):", { name: u.username }), '1');
         if (text === null) return;
         const neg = text.trim().startsWith('-');
         let units;
         try { units = usdToUnits(text.trim().replace(/^-/, '')); } catch (e) { showError(err, e); return; }
         patch(qb, { quota_delta: neg ? -units : units });
-      } }, 'Adjust quota');
+      } }, tr('op.adjustQuota', 'Adjust quota'));
     actions.append(qb);
     // a plan of the Caddyfile, for some days or without end (issue 22)
     const pb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Set the plan of ' + u.username,
@@ -123,9 +137,9 @@ function userRow(u) {
   // limits and passwords: administrators for users, root for
   // administrators; one's own row for quota alone
   if (u.role !== 'root' && (u.role === 'user' || me.role === 'root' || u.id === me.id)) {
-    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, 'Edit'));
+    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, tr('op.edit', 'Edit')));
   }
-  return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase(), 'data-prefix': 'yes' },
+  return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase() },
     el('td', {}, u.id), el('td', {}, u.username), el('td', {}, u.role), el('td', {}, u.status),
     el('td', { class: 'num' }, usd(u.quota)), el('td', { class: 'num' }, usd(u.used_quota)), el('td', {}, limitsText(u.limits)), el('td', {}, actions));
 }
@@ -155,7 +169,7 @@ function onSaveUser(ev) {
       const n = (id) => {
         const v = $(id).value.trim();
         if (v === '') return 0;
-        if (!/^\d+$/.test(v)) throw new Error('Rate limits are whole numbers; leave a field empty for the default.');
+        if (!/^\d+$/.test(v)) throw new Error(tr('op.limitsWhole', 'Rate limits are whole numbers; leave a field empty for the default.'));
         return Number(v);
       };
       const l = u.limits || {};
@@ -176,12 +190,12 @@ function onSaveUser(ev) {
 function onResetPassword(ev) {
   ev.preventDefault();
   const u = editingUser;
-  if (!confirm('Reset the password of ' + u.username + ' and log them out everywhere?')) return;
+  if (!confirm(tr('op.resetConfirm', 'Reset the password of {name} and log them out everywhere?', { name: u.username }))) return;
   showError($('reset-feedback'), null);
   runAction($('reset-submit'), $('reset-error'), async () => {
     const r = await api('POST', '/api/admin/users/' + u.id + '/password', { password: $('reset-password').value });
     $('reset-password').value = '';
-    $('reset-feedback').textContent = 'Password reset; ' + u.username + ' is logged out everywhere.';
+    $('reset-feedback').textContent = tr('op.resetDone', 'Password reset; {name} is logged out everywhere.', { name: u.username });
     $('reset-made').hidden = !r.password;
     $('reset-made-password').textContent = r.password || '';
   });
@@ -190,7 +204,7 @@ function onResetPassword(ev) {
 function onCreateCodes(ev) {
   ev.preventDefault();
   runAction($('code-submit'), $('code-error'), async () => {
-    const body = { count: Number($('code-count').value || 1), quota: usdToUnits($('code-quota').value) };
+    const body = { count: Number($('code-count').value || 1), quota: usdToUnits($('code-quota').value), name: $('code-name').value.trim() };
     const days = $('code-days').value;
     if (days) body.expires_at = new Date(Date.now() + Number(days) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
     const r = await api('POST', '/api/admin/codes', body);
@@ -209,15 +223,15 @@ function codeRow(c) {
       onclick: () => runAction(b, $('code-error'), async () => {
         await api('PATCH', '/api/admin/codes/' + c.id, { status: on ? 'disabled' : 'enabled' });
         await loadCodes(true);
-      }) }, on ? 'Disable' : 'Enable');
+      }) }, on ? tr('op.disable', 'Disable') : tr('op.enable', 'Enable'));
     actions.append(b);
   }
   const status = c.used_by ? 'used' : c.status;
   const usedBy = c.used_by ? usedByName(c.used_by) : '—';
-  return el('tr', { 'data-code-id': c.id, 'data-search': [c.id, c.code, status, usedBy].join(' ').toLowerCase() },
-    el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', { class: 'num' }, usd(c.quota)),
+  return el('tr', { 'data-code-id': c.id, 'data-search': [c.id, c.code, c.name || '', status, usedBy].join(' ').toLowerCase() },
+    el('td', {}, c.id), el('td', {}, el('code', {}, c.code)), el('td', {}, c.name || '—'), el('td', { class: 'num' }, usd(c.quota)),
     el('td', {}, status), el('td', {}, usedBy),
-    el('td', {}, c.expires_at ? fmtTime(c.expires_at) : 'never'), el('td', {}, actions));
+    el('td', {}, c.expires_at ? fmtTime(c.expires_at) : tr('op.never', 'never')), el('td', {}, actions));
 }
 
 function usedByName(id) {
@@ -227,12 +241,12 @@ function usedByName(id) {
 
 // exportCodes downloads the codes listed (those the search shows) as CSV.
 function exportCodes() {
-  const rows = [['id', 'code', 'worth_usd', 'status', 'used_by_user_id', 'used_by', 'redeemed_at', 'created_at', 'expires_at']];
+  const rows = [['id', 'code', 'worth_usd', 'status', 'used_by_user_id', 'used_by', 'redeemed_at', 'created_at', 'expires_at', 'batch']];
   for (const tr of $('codes').children) {
     const c = loadedCodes.get(Number(tr.dataset.codeId));
     if (!c || tr.hidden) continue;
     rows.push([c.id, c.code, usd(c.quota).slice(1), c.used_by ? 'used' : c.status, c.used_by || '', c.used_by ? usedByName(c.used_by) : '',
-      c.redeemed_at || '', c.created_at || '', c.expires_at || '']);
+      c.redeemed_at || '', c.created_at || '', c.expires_at || '', c.name || '']);
   }
   download('redemption-codes.csv', 'text/csv', csv(rows));
 }

@@ -16,12 +16,9 @@ async function load() {
   try {
     const r = await api('GET', '/api/admin/channels');
     const rows = r.data.map(channelRow);
-    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, 'No channels are configured.')));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, tr('channels.none', 'No channels are configured.'))));
     $('channels').replaceChildren(...rows);
-    const s = r.sample;
-    $('channels-sample').textContent = 'Recent figures count the newest ' + fmtNumber(s.rows) + ' requests of every channel' +
-      (s.capped ? ' (at most ' + fmtNumber(s.max) + ', back to ' + fmtTime(s.oldest) + ')' : '') +
-      '. Failures, ejections and state are this instance\'s since it started.';
+    $('channels-sample').textContent = tr('channels.recentSince', 'Recent figures count every request since {since}. Failures, ejections and state are this instance\'s since it started.', { since: fmtTime(r.since) });
   } catch (e) {
     showError($('channels-error'), e);
   } finally {
@@ -31,17 +28,18 @@ async function load() {
 
 function channelRow(c) {
   const rec = c.recent || {};
-  const state = c.ejected ? el('span', { class: 'bad' }, 'ejected until ' + fmtTime(c.ejected_until)) : el('span', { class: 'good' }, 'in service');
+  const state = c.ejected ? el('span', { class: 'bad' }, tr('channels.ejectedUntil', 'ejected until {time}', { time: fmtTime(c.ejected_until) }))
+    : el('span', { class: 'good' }, tr('channels.inService', 'in service'));
   const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
   const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
   const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });
-  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, 'Test');
+  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, tr('op.test', 'Test'));
   btn.addEventListener('click', () => runAction(btn, result, async () => {
     result.className = 'test-result';
-    result.textContent = 'Testing…';
+    result.textContent = tr('channels.testing', 'Testing…');
     const t = await api('POST', '/api/admin/channels/' + encodeURIComponent(c.name) + '/test', { model: pick.value });
     result.className = 'test-result ' + (t.ok ? 'good' : 'bad');
-    const parts = [t.ok ? 'OK' : 'Failed', 'HTTP ' + t.status, fmtMS(t.latency_ms)];
+    const parts = [t.ok ? tr('channels.ok', 'OK') : tr('channels.failed', 'Failed'), 'HTTP ' + t.status, fmtMS(t.latency_ms)];
     if (t.ok) parts.push(t.prompt_tokens + ' + ' + t.completion_tokens + ' tokens');
     if (t.error) parts.push(t.error);
     if (t.detail) parts.push('upstream: ' + t.detail);
@@ -55,8 +53,20 @@ function channelRow(c) {
     el('td', { class: 'num' }, fmtNumber(rec.requests)), el('td', { class: 'num' }, fmtNumber(rec.errors)),
     el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_latency_ms) : '—'),
     el('td', { class: 'num' }, rec.requests ? fmtMS(rec.avg_ttfb_ms) : '—'),
-    el('td', { class: 'error-text' }, rec.last_error ? (rec.last_error_status + ' at ' + fmtTime(rec.last_error_at) + ': ' + rec.last_error) : '—'),
+    el('td', { class: 'error-text', 'data-last-error': c.name }, lastError(c, rec)),
     el('td', { class: 'wrap' }, models),
     // one box in the cell, so a phone's stacked row keeps the result under the button
     el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)));
+}
+
+// lastError is the newest of the channel's last failed request that it
+// answered (the usage log) and its last failure on this instance (its
+// health record), which covers requests no channel answered: their usage
+// rows name no channel.
+function lastError(c, rec) {
+  const fromLog = rec.last_error_at ? { at: rec.last_error_at, status: rec.last_error_status, msg: rec.last_error } : null;
+  const fromHealth = c.last_error && c.last_failure ? { at: c.last_failure, status: c.last_error_status, msg: c.last_error } : null;
+  const e = fromLog && fromHealth ? (new Date(fromLog.at) >= new Date(fromHealth.at) ? fromLog : fromHealth) : (fromLog || fromHealth);
+  if (!e) return '—';
+  return tr('channels.lastError', '{status} at {time}: {error}', { status: e.status, time: fmtTime(e.at), error: e.msg || '' });
 }

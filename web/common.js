@@ -191,10 +191,15 @@ async function pageUser() {
 // start, load(false) the next page, which the "more" button asks for.
 function pager(url, param, tbody, more, errorNode, row) {
   let cursor = '';
+  let latest = 0;
   return async (fromStart) => {
     if (fromStart) cursor = '';
+    const mine = ++latest;
     try {
-      const r = await api('GET', url + (cursor ? '?' + param + '=' + encodeURIComponent(cursor) : ''));
+      // url may be a function, for a listing whose filter changes
+      const base = typeof url === 'function' ? url() : url;
+      const r = await api('GET', base + (cursor ? (base.includes('?') ? '&' : '?') + param + '=' + encodeURIComponent(cursor) : ''));
+      if (mine !== latest) return; // a newer listing was asked for meanwhile
       const rows = r.data.map(row);
       if (fromStart) tbody.replaceChildren(...rows); else tbody.append(...rows);
       cursor = r.next_cursor;

@@ -1,6 +1,7 @@
 // The operators' dashboard: requests, spend, tokens and errors over time,
 // for everything or one model, user, key or channel; the top of each; the
-// cache's share of prompt tokens (GET /api/admin/dashboard).
+// cache's share of prompt tokens, in all and per model, user, key and
+// channel (GET /api/admin/dashboard).
 'use strict';
 
 let dash = null;
@@ -41,10 +42,7 @@ async function load() {
   $('stat-errors').textContent = fmtNumber(r.total.errors) + (r.total.requests ? ' (' + pct(r.total.errors / r.total.requests) + ')' : '');
   $('stat-cache').textContent = pct(dash.cache.share);
   $('stat-cache').title = fmtNumber(dash.cache.cached_tokens) + ' of ' + fmtNumber(dash.cache.prompt_tokens) + ' prompt tokens read from cache';
-  const s = r.sample;
-  $('dash-sources').textContent = 'Requests, spend, tokens and cache per day, model and user are the exact daily totals since ' + dash.since +
-    '. Errors, channels and keys are counted over the newest ' + fmtNumber(s.rows) + ' requests of the period' +
-    (s.capped ? ' (at most ' + fmtNumber(s.max) + ': the period\'s requests before ' + fmtTime(s.oldest) + ' are not counted)' : '') + '.';
+  $('dash-sources').textContent = tr('dash.sources', 'Requests, spend, tokens and cache per day, model and user are the exact daily totals since {since}. Errors, channels and keys are counted over every request of the period that the usage log still keeps.', { since: dash.since });
   const keep = $('dash-series').value;
   const opts = [el('option', { value: '' }, 'everything')];
   for (const g of ['model', 'user', 'key', 'channel']) {
@@ -67,10 +65,10 @@ function rows(g) {
   const exact = (list, recent) => list.map((s) => {
     const e = match(recent, s);
     return { ref: g + ':' + (s.id || s.name), name: s.name, requests: s.requests, cost: s.cost, tokens: s.tokens,
-      errors: e ? e.errors : 0, daily: s.daily, errDaily: e ? e.daily : null };
+      errors: e ? e.errors : 0, daily: s.daily, errDaily: e ? e.daily : null, prompt: s.prompt_tokens, cached: s.cached_tokens };
   });
   const sampled = (list) => list.map((s) => ({ ref: g + ':' + (s.id || s.name), name: s.name, requests: s.requests, cost: s.cost,
-    tokens: s.tokens, errors: s.errors, daily: s.daily, errDaily: s.daily }));
+    tokens: s.tokens, errors: s.errors, daily: s.daily, errDaily: s.daily, prompt: s.prompt_tokens, cached: s.cached_tokens }));
   switch (g) {
     case 'model': return exact(dash.models, r.models);
     case 'user': return exact(dash.users, r.users);
@@ -107,12 +105,14 @@ function drawTable() {
   const trs = list.map((row) => el('tr', { 'data-name': row.name },
     el('td', {}, row.name), el('td', { class: 'num' }, fmtNumber(row.requests)), el('td', { class: 'num' }, usd(row.cost)),
     el('td', { class: 'num' }, fmtNumber(row.tokens)), el('td', { class: 'num' }, fmtNumber(row.errors)),
+    el('td', { class: 'num', title: fmtNumber(row.cached) + ' of ' + fmtNumber(row.prompt) + ' prompt tokens read from cache' },
+      row.prompt ? pct(row.cached / row.prompt) : '–'),
     el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': 'Chart ' + group + ' ' + row.name, onclick: () => {
       $('dash-series').value = row.ref;
       drawChart();
       $('h-time').scrollIntoView({ block: 'nearest' });
     } }, 'Chart'))));
-  if (!trs.length) trs.push(el('tr', {}, el('td', { colspan: 6 }, 'Nothing in this period.')));
+  if (!trs.length) trs.push(el('tr', {}, el('td', { colspan: 7 }, 'Nothing in this period.')));
   $('by-rows').replaceChildren(...trs);
   $('by-note').textContent = {
     model: 'Every model used in the period, the costliest first.',

@@ -49,9 +49,71 @@ func TestEveryTextHasBothLanguages(t *testing.T) {
 	}
 	// the keys composed at run time
 	for _, key := range []string{"sso.error.domain_not_allowed", "sso.error.other", "status.enabled", "status.disabled",
-		"price.input", "price.audio_second", "keys.enableNamed", "keys.disableNamed"} {
+		"price.input", "price.audio_second", "keys.enableNamed", "keys.disableNamed",
+		"log.f.Time", "log.f.Request_id", "log.f.Upstream_request_id", "log.f.Counted_by"} {
 		if entries[key] == "" {
 			t.Errorf("the dictionary lacks %q", key)
 		}
 	}
+}
+
+// TestEnglishDefaultsMatchTheDictionary: a script's tr('key', 'English')
+// shows the English when the dictionary is not loaded; it must be the
+// dictionary's English, or a page reads differently with and without it.
+func TestEnglishDefaultsMatchTheDictionary(t *testing.T) {
+	dict, err := fs.ReadFile(Files, "i18n.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	english := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*"([^"]+)": \{ en: "((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(string(dict), -1) {
+		english[m[1]] = unescapeJS(m[2])
+	}
+	call := regexp.MustCompile(`\btr\('([^']+)', (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")`)
+	files, _ := fs.Glob(Files, "*.js")
+	checked := 0
+	for _, name := range files {
+		src, err := fs.ReadFile(Files, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			key, def := m[1], unescapeJS(m[2]+m[3])
+			if strings.HasSuffix(key, ".") {
+				continue // composed at run time
+			}
+			checked++
+			if want, ok := english[key]; ok && want != def {
+				t.Errorf("%s: tr(%q) defaults to %q, the dictionary says %q", name, key, def, want)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d tr() calls: has the scripts' layout changed?", checked)
+	}
+}
+
+// TestOperatorPagesLoadTheDictionary: every page marked for translation
+// loads i18n.js before the scripts that ask it.
+func TestOperatorPagesLoadTheDictionary(t *testing.T) {
+	pages, _ := fs.Glob(Files, "*.html")
+	for _, name := range pages {
+		src, err := fs.ReadFile(Files, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(src)
+		if !strings.Contains(page, "data-i18n") {
+			t.Errorf("%s has no text marked for translation", name)
+			continue
+		}
+		dict, common := strings.Index(page, "/console/assets/i18n.js"), strings.Index(page, "/console/assets/common.js")
+		if dict < 0 || common >= 0 && common < dict {
+			t.Errorf("%s does not load i18n.js before common.js", name)
+		}
+	}
+}
+
+func unescapeJS(s string) string {
+	return strings.NewReplacer(`\'`, `'`, `\"`, `"`, `\\`, `\`).Replace(s)
 }

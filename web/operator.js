@@ -15,7 +15,7 @@ async function startAdminPage() {
   if (!me) { location.href = '/'; return null; }
   $('whoami').textContent = me.username + ' (' + me.role + ')';
   if (me.role !== 'admin' && me.role !== 'root') {
-    showError($('page-error'), new Error('These pages are for administrators. Your account is a user account.'));
+    showError($('page-error'), new Error(tr('op.notAdmin', 'These pages are for administrators. Your account is a user account.')));
     return null;
   }
   return me;
@@ -86,6 +86,6 @@ function download(name, type, text) {
 // rfc3339 turns a datetime-local input's value into an RFC 3339 time.
 function rfc3339(local) {
   const d = new Date(local);
-  if (isNaN(d)) throw new Error('Write the time as the date picker gives it.');
+  if (isNaN(d)) throw new Error(tr('op.badTime', 'Write the time as the date picker gives it.'));
   return d.toISOString().replace(/\.\d+Z$/, 'Z');
 }

@@ -6,7 +6,12 @@
 // per user, until "New conversation".
 'use strict';
 
-let history = []; // { role, content, cost?, usage? }
+let history = []; // { role, content, image?, cost?, usage? }
+let attached = ''; // the image going with the next message, as a data URL
+
+// maxImageBytes bounds an attached image: its data URL goes in the
+// request's JSON, well within the gateway's max_request_body.
+const maxImageBytes = 4 << 20;
 let controller = null;
 let prices = new Map(); // model id -> price, from GET /api/user/models
 let storeKey = '';
@@ -42,6 +47,8 @@ document.addEventListener('DOMContentLoaded', async () => {
     $(id).addEventListener('change', () => { save(); showCode(); showPrice(); });
   }
   $('prompt').addEventListener('input', showCode);
+  $('image').addEventListener('change', onImage);
+  $('image-remove').addEventListener('click', () => attach(''));
   const user = await pageUser();
   if (user === undefined) return;
   if (!user) { $('need-login').hidden = false; return; }
@@ -73,7 +80,50 @@ function save() {
   if (!storeKey) return;
   const state = { model: $('model').value, temperature: $('temperature').value, maxTokens: $('max-tokens').value,
     system: $('system').value, messages: history };
-  try { localStorage.setItem(storeKey, JSON.stringify(state)); } catch (e) { /* storage full or refused */ }
+  try {
+    localStorage.setItem(storeKey, JSON.stringify(state));
+  } catch (e) {
+    // images fill the browser's few megabytes first: keep the words
+    state.messages = history.map(({ image, ...m }) => m);
+    try { localStorage.setItem(storeKey, JSON.stringify(state)); } catch (e2) { /* storage full or refused */ }
+  }
+}
+
+// onImage reads the chosen file as a data URL, within maxImageBytes.
+function onImage() {
+  const file = $('image').files[0];
+  showError($('chat-error'), null);
+  if (!file) return;
+  if (!/^image\/(png|jpeg|webp|gif)$/.test(file.type)) {
+    attach('');
+    showError($('chat-error'), new Error(t('playground.imageType')));
+    return;
+  }
+  if (file.size > maxImageBytes) {
+    attach('');
+    showError($('chat-error'), new Error(t('playground.imageTooBig', { size: (file.size / 1048576).toFixed(1) })));
+    return;
+  }
+  const reader = new FileReader();
+  reader.onload = () => attach(String(reader.result));
+  reader.onerror = () => { attach(''); showError($('chat-error'), reader.error); };
+  reader.readAsDataURL(file);
+}
+
+// attach sets (or with '' clears) the image for the next message.
+function attach(dataURL) {
+  attached = dataURL;
+  $('attached').hidden = !dataURL;
+  $('attached-img').src = dataURL || '';
+  if (!dataURL) $('image').value = '';
+  showCode();
+}
+
+// userContent is a user turn as the chat API takes it: text alone, or the
+// text and its image as content parts.
+function userContent(text, image) {
+  if (!image) return text;
+  return [{ type: 'text', text }, { type: 'image_url', image_url: { url: image } }];
 }
 
 function restore() {
@@ -86,7 +136,7 @@ function restore() {
   if (state.system !== undefined) $('system').value = state.system;
   history = Array.isArray(state.messages) ? state.messages.filter((m) => m && typeof m.content === 'string') : [];
   for (const m of history) {
-    const body = addMessage(m.role, m.content);
+    const body = addMessage(m.role, m.content, m.image);
     if (m.role === 'assistant') showCost(body, m);
   }
 }
@@ -96,10 +146,11 @@ function showPrice() {
   $('model-price').textContent = p ? t('playground.price', { model: $('model').value, terms: priceTerms(p).join('; ') }) : '';
 }
 
-function addMessage(role, content) {
+function addMessage(role, content, image) {
   const body = el('div', { class: 'body' });
   const node = el('div', { class: 'msg ' + role }, el('div', { class: 'who' }, role === 'user' ? t('playground.you') : t('playground.assistant')), body);
   if (role === 'user') body.textContent = content; else body.innerHTML = renderMarkdown(content);
+  if (image) node.append(el('img', { class: 'attached', src: image, alt: t('playground.imageAlt') }));
   $('chat').append(node);
   return body;
 }
@@ -118,7 +169,7 @@ function request(stream) {
   const messages = [];
   const system = $('system').value.trim();
   if (system) messages.push({ role: 'system', content: system });
-  messages.push(...history.map((m) => ({ role: m.role, content: m.content })));
+  messages.push(...history.map((m) => ({ role: m.role, content: m.role === 'user' ? userContent(m.content, m.image) : m.content })));
   const body = { model: $('model').value, messages };
   const temperature = $('temperature').value;
   if (temperature !== '') body.temperature = Number(temperature);
@@ -135,7 +186,14 @@ function showCode() {
   if ($('code-card').hidden) return;
   const body = request(false);
   const typed = $('prompt').value.trim();
-  if (typed) body.messages.push({ role: 'user', content: typed });
+  if (typed) body.messages.push({ role: 'user', content: userContent(typed, attached) });
+  // an image's data URL is megabytes of base64: the code names it instead
+  for (const m of body.messages) {
+    if (!Array.isArray(m.content)) continue;
+    for (const part of m.content) {
+      if (part.image_url) part.image_url.url = part.image_url.url.replace(/^(data:[^;,]+;base64,).*$/, '$1<' + t('playground.imageBase64') + '>');
+    }
+  }
   const base = $('main').dataset.baseUrl;
   const json = JSON.stringify(body, null, 2);
   $('code-curl-text').textContent = 'curl ' + base + '/chat/completions \\\n' +
@@ -174,9 +232,11 @@ async function send() {
   if (!text || controller) return;
   showError($('chat-error'), null);
   const model = $('model').value;
-  const userBody = addMessage('user', text);
-  history.push({ role: 'user', content: text });
+  const image = attached;
+  const userBody = addMessage('user', text, image);
+  history.push(image ? { role: 'user', content: text, image } : { role: 'user', content: text });
   $('prompt').value = '';
+  attach('');
   const body = request(true);
 
   const answer = addMessage('assistant', '');
@@ -251,6 +311,7 @@ async function send() {
       userBody.parentNode.remove();
       history.pop();
       $('prompt').value = text;
+      attach(image);
     }
     save();
     showCode();

@@ -66,7 +66,7 @@ function filter() {
     if (user) {
       if (/^\d+$/.test(user)) q.set('user_id', user);
       else if (userIds.has(user)) q.set('user_id', userIds.get(user));
-      else throw new Error('No user is named "' + user + '" among the ' + userIds.size + ' users loaded: write their id instead.');
+      else throw new Error(tr('log.noUserNamed', 'No user is named "{name}" among the {count} users loaded: write their id instead.', { name: user, count: userIds.size }));
     }
     const key = $('log-key').value.trim();
     if (key) q.set('token_id', key);
@@ -96,13 +96,10 @@ async function load(fromStart) {
     if (cursor) q.set('after', cursor);
     const r = await api('GET', '/api/admin/usage' + (q.toString() ? '?' + q : ''));
     const rows = r.data.map(logRow);
-    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 11 }, 'No requests match.')));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 11 }, tr('log.none', 'No requests match.'))));
     $('log').replaceChildren(...rows);
     cursor = r.next_cursor;
     $('log-next').disabled = !cursor;
-    $('log-reach').textContent = r.sifted_until
-      ? 'Looked through ' + fmtNumber(r.sifted) + ' requests, back to ' + fmtTime(r.sifted_until) + '; Older looks further back.'
-      : '';
   } catch (e) {
     showError($('log-error'), e);
   } finally {
@@ -114,9 +111,9 @@ function userName(id) { return userNames.get(id) || 'user #' + id; }
 
 function logRow(l) {
   const ok = l.status >= 200 && l.status < 300;
-  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Detail of request ' + (l.request_id || l.id), onclick: () => showDetail(l) }, 'Detail');
+  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Detail of request ' + (l.request_id || l.id), onclick: () => showDetail(l) }, tr('op.detail', 'Detail'));
   return el('tr', { 'data-id': l.id, 'data-request-id': l.request_id },
-    el('td', {}, fmtTime(l.created_at)), el('td', {}, userName(l.user_id)), el('td', {}, l.token_id ? 'key ' + l.token_id : '—'),
+    el('td', {}, fmtTime(l.created_at)), el('td', {}, userName(l.user_id)), el('td', {}, l.token_id ? tr('log.keyN', 'key {id}', { id: l.token_id }) : '—'),
     el('td', {}, l.model), el('td', {}, l.channel || '—'), el('td', { class: 'num' + (ok ? '' : ' bad') }, l.status),
     el('td', { class: 'num' }, fmtNumber(l.prompt_tokens + l.completion_tokens)), el('td', { class: 'num' }, usd(l.cost)),
     el('td', { class: 'num' }, fmtMS(l.latency_ms)), el('td', { class: 'error-text' }, l.error || ''), el('td', {}, btn));
@@ -124,16 +121,17 @@ function logRow(l) {
 
 function showDetail(l) {
   const items = [
-    ['Time', fmtTime(l.created_at)], ['User', userName(l.user_id) + ' (id ' + l.user_id + ')'], ['Key', l.token_id ? 'id ' + l.token_id : 'none'],
-    ['Model', l.model], ['Channel', l.channel || 'none answered'], ['Endpoint', l.endpoint || '—'],
-    ['Status', String(l.status)], ['Error', l.error || 'none'],
+    ['Time', fmtTime(l.created_at)], ['User', userName(l.user_id) + ' (id ' + l.user_id + ')'], ['Key', l.token_id ? 'id ' + l.token_id : tr('log.noneValue', 'none')],
+    ['Model', l.model], ['Channel', l.channel || tr('log.noneAnswered', 'none answered')], ['Endpoint', l.endpoint || '—'],
+    ['Status', String(l.status)], ['Error', l.error || tr('log.noneValue', 'none')],
     ['Request id', l.request_id || '—'], ['Upstream request id', l.upstream_request_id || '—'],
-    ['Streamed', l.stream ? 'yes' : 'no'], ['Time to first byte', fmtMS(l.ttfb_ms)], ['Latency', fmtMS(l.latency_ms)],
-    ['Prompt tokens', fmtNumber(l.prompt_tokens) + (l.cached_tokens ? ' (' + fmtNumber(l.cached_tokens) + ' from cache)' : '')],
-    ['Completion tokens', fmtNumber(l.completion_tokens) + (l.reasoning_tokens ? ' (' + fmtNumber(l.reasoning_tokens) + ' reasoning)' : '')],
-    ['Counted by', l.estimated ? 'the gateway (the upstream reported none)' : 'the upstream'],
+    ['Trace id', l.trace_id || tr('log.notTraced', 'not traced')],
+    ['Streamed', l.stream ? tr('log.yes', 'yes') : tr('log.no', 'no')], ['Time to first byte', fmtMS(l.ttfb_ms)], ['Latency', fmtMS(l.latency_ms)],
+    ['Prompt tokens', fmtNumber(l.prompt_tokens) + (l.cached_tokens ? ' (' + fmtNumber(l.cached_tokens) + ' ' + tr('log.fromCache', 'from cache') + ')' : '')],
+    ['Completion tokens', fmtNumber(l.completion_tokens) + (l.reasoning_tokens ? ' (' + fmtNumber(l.reasoning_tokens) + ' ' + tr('log.reasoning', 'reasoning') + ')' : '')],
+    ['Counted by', l.estimated ? tr('log.countedByGateway', 'the gateway (the upstream reported none)') : tr('log.countedByUpstream', 'the upstream')],
   ];
-  $('detail-list').replaceChildren(...items.flatMap(([k, v]) => [el('dt', {}, k), el('dd', { 'data-field': k }, v)]));
+  $('detail-list').replaceChildren(...items.flatMap(([k, v]) => [el('dt', {}, tr('log.f.' + k.replace(/\W+/g, '_'), k)), el('dd', { 'data-field': k }, v)]));
   $('detail-cost').replaceChildren(...costBreakdown(l));
   $('detail').showModal();
 }
@@ -141,19 +139,20 @@ function showDetail(l) {
 // costBreakdown is what the row's tokens cost at today's price, term by
 // term, beside what was charged: the row keeps the total alone.
 function costBreakdown(l) {
-  const out = [el('p', {}, 'Charged: ', el('strong', { id: 'detail-charged' }, usd(l.cost)))];
+  const out = [el('p', {}, tr('log.charged', 'Charged:') + ' ', el('strong', { id: 'detail-charged' }, usd(l.cost)))];
   const p = prices.get(l.model);
   if (!p || p.free || !(l.prompt_tokens || l.completion_tokens)) return out;
   const perM = (n, price) => Number((BigInt(n) * BigInt(price || 0) + 999999n) / 1000000n);
   const cached = l.cached_tokens || 0;
   const terms = [
-    ['input', l.prompt_tokens - cached, p.input],
-    ['cached input', cached, p.cached_input !== undefined ? p.cached_input : p.input],
-    ['output', l.completion_tokens, p.output],
+    [tr('log.term.input', 'input'), l.prompt_tokens - cached, p.input],
+    [tr('log.term.cached', 'cached input'), cached, p.cached_input !== undefined ? p.cached_input : p.input],
+    [tr('log.term.output', 'output'), l.completion_tokens, p.output],
   ].filter(([, n]) => n > 0);
-  const lines = terms.map(([what, n, price]) => el('li', {}, fmtNumber(n) + ' ' + what + ' tokens at ' + usd(price || 0) + ' per 1M: ' + usd(perM(n, price))));
-  if (p.request) lines.push(el('li', {}, 'per request: ' + usd(p.request)));
+  const lines = terms.map(([what, n, price]) => el('li', {}, tr('log.term', '{n} {what} tokens at {price} per 1M: {cost}',
+    { n: fmtNumber(n), what, price: usd(price || 0), cost: usd(perM(n, price)) })));
+  if (p.request) lines.push(el('li', {}, tr('log.perRequest', 'per request: {price}', { price: usd(p.request) })));
   out.push(el('ul', { id: 'detail-terms' }, ...lines),
-    el('p', { class: 'muted' }, 'At today\'s price of ' + l.model + ' (each term rounded up to a unit; the gateway rounds the sum once). Media, audio and search terms are in the total only.'));
+    el('p', { class: 'muted' }, tr('log.todaysPrice', 'At today\'s price of {model} (each term rounded up to a unit; the gateway rounds the sum once). Media, audio and search terms are in the total only.', { model: l.model })));
   return out;
 }

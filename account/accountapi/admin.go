@@ -15,7 +15,7 @@ import (
 )
 
 func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
-	f := store.UserFilter{Limit: 50}
+	f := store.UserFilter{Limit: 50, Search: strings.TrimSpace(r.URL.Query().Get("search"))}
 	var err error
 	if f.AfterID, err = queryID(r, "after", "a user id"); err != nil {
 		return nil, err
@@ -49,6 +49,7 @@ func (h *Handler) createUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, account.AuditUserCreate, account.UserTarget(u.ID), nil, account.AuditUser(u))
 	return account.ViewUser(u), nil
 }
 
@@ -66,11 +67,16 @@ func (h *Handler) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
+	before, err := h.store.UserByID(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
 	u, err := account.UpdateUser(r.Context(), h.store, c.user, id,
 		account.UserChange{Status: in.Status, Role: in.Role, QuotaDelta: in.QuotaDelta, Limits: in.Limits})
 	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, account.AuditUserUpdate, account.UserTarget(id), account.AuditUser(before), account.AuditUser(u))
 	if in.QuotaDelta != nil && *in.QuotaDelta != 0 {
 		h.ledger.Credit(id, *in.QuotaDelta)
 	}
@@ -97,16 +103,23 @@ func (h *Handler) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *c
 	if in.Limits == nil {
 		return nil, badRequest("invalid_request", `send {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}: the fields to change, 0 to clear one`)
 	}
+	old, err := h.store.TokenByID(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
 	t, err := account.SetKeyLimits(r.Context(), h.store, c.user, id, *in.Limits)
 	if err != nil {
 		return nil, err
 	}
+	before, after := account.AuditKey(old), account.AuditKey(t)
+	h.audit(r.Context(), c, account.AuditKeyUpdate, account.KeyTarget(id), before, after)
 	h.keys.Forget(t.KeyHash)
 	return account.ViewToken(t), nil
 }
 
 func (h *Handler) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
-	f := store.CodeFilter{Limit: 50}
+	q := r.URL.Query()
+	f := store.CodeFilter{Limit: 50, Search: strings.TrimSpace(q.Get("search")), Name: strings.TrimSpace(q.Get("name"))}
 	var err error
 	if f.BeforeID, err = queryID(r, "before", "a code id"); err != nil {
 		return nil, err
@@ -122,8 +135,9 @@ func (h *Handler) listCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	return map[string]any{"data": account.ViewCodes(codes), "next_cursor": next}, nil
 }
 
-func (h *Handler) createCodes(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) createCodes(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
+		Name      string `json:"name"`
 		Count     int    `json:"count"`
 		Quota     int64  `json:"quota"`
 		ExpiresAt string `json:"expires_at"`
@@ -142,14 +156,15 @@ func (h *Handler) createCodes(_ http.ResponseWriter, r *http.Request, _ *caller)
 		}
 		expires = t
 	}
-	codes, err := account.CreateCodes(r.Context(), h.store, in.Count, in.Quota, expires)
+	codes, err := account.CreateCodeBatch(r.Context(), h.store, in.Name, in.Count, in.Quota, expires)
 	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, account.AuditCodeCreate, account.BatchTarget(codes), nil, account.AuditBatch(codes))
 	return map[string]any{"data": account.ViewCodes(codes)}, nil
 }
 
-func (h *Handler) updateCode(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+func (h *Handler) updateCode(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
@@ -166,6 +181,7 @@ func (h *Handler) updateCode(_ http.ResponseWriter, r *http.Request, _ *caller) 
 	if err := h.store.SetRedemptionCodeStatus(r.Context(), id, in.Status); err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, account.AuditCodeUpdate, account.CodeTarget(id), nil, account.Fields{"status": in.Status})
 	return map[string]any{"id": id, "status": in.Status}, nil
 }
 
@@ -181,14 +197,10 @@ func (h *Handler) adminUsage(_ http.ResponseWriter, r *http.Request, _ *caller) 
 		}
 		f.UserID = n
 	}
-	sieve, err := rowSieveQuery(r)
-	if err != nil {
+	if err := usageSieveQuery(r, &f); err != nil {
 		return nil, err
 	}
-	if sieve == nil {
-		return h.listUsage(r, f)
-	}
-	return h.siftUsage(r, f, sieve)
+	return h.listUsage(r, f)
 }
 
 // usageQuery reads the usage filter from the query string:

@@ -133,6 +133,8 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("GET /api/admin/channels", h.admin(h.listChannels))
 	m.HandleFunc("POST /api/admin/channels/{name}/test", h.admin(h.testChannel))
 	m.HandleFunc("GET /api/admin/dashboard", h.admin(h.dashboard))
+	m.HandleFunc("GET /api/admin/audit", h.admin(h.listAudit))
+	m.HandleFunc("GET /api/admin/codes/export", h.admin(h.exportCodes))
 	h.budgetRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
@@ -192,6 +194,9 @@ func (h *Handler) wrap(fn handlerFunc) http.HandlerFunc {
 		v, err := fn(w, r)
 		if err != nil {
 			h.writeError(w, r, err)
+			return
+		}
+		if _, ok := v.(answered); ok {
 			return
 		}
 		writeJSON(w, http.StatusOK, v)

@@ -19,12 +19,11 @@ import (
 )
 
 // The operators' pages: channels with their health and a test button, a
-// dashboard, and a password reset. What the store has no query for
-// (usage by channel or key, errors) is counted over the newest rows, at
-// most maxSampled, and every answer says how many rows that was.
+// dashboard, and a password reset. Their counts come from the store's
+// sums (UsageTotals), over every row of the period.
 
-// maxSampled is the most usage rows a channel or dashboard answer reads.
-const maxSampled = 5000
+// channelWindow is how far back a channel's recent traffic is counted.
+const channelWindow = 7 * 24 * time.Hour
 
 // ChannelTest is what an operator's test request through one channel
 // found (POST /api/admin/channels/{name}/test).
@@ -64,49 +63,6 @@ type channelTraffic struct {
 	LastStatus   int    `json:"last_error_status,omitempty"`
 }
 
-// sampleView says which rows an answer counted.
-type sampleView struct {
-	Rows int `json:"rows"`
-	// Capped: there were more rows than maxSampled; Oldest is the oldest
-	// row counted.
-	Capped bool   `json:"capped"`
-	Max    int    `json:"max"`
-	Oldest string `json:"oldest,omitempty"`
-}
-
-// sample reads the newest usage rows from since on, at most maxSampled.
-func (h *Handler) sample(ctx context.Context, since time.Time) ([]*store.UsageLog, sampleView, error) {
-	f := store.UsageFilter{Since: since, Limit: siftPage}
-	var rows []*store.UsageLog
-	for len(rows) < maxSampled {
-		f.Limit = min(siftPage, maxSampled-len(rows))
-		page, err := h.store.ListUsage(ctx, f)
-		if err != nil {
-			return nil, sampleView{}, err
-		}
-		rows = append(rows, page...)
-		if len(page) < f.Limit {
-			break
-		}
-		last := page[len(page)-1]
-		f.After = &store.UsageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
-	}
-	v := sampleView{Rows: len(rows), Max: maxSampled}
-	if len(rows) == maxSampled {
-		// one more row would say whether any was left out
-		f.Limit = 1
-		more, err := h.store.ListUsage(ctx, f)
-		if err != nil {
-			return nil, sampleView{}, err
-		}
-		v.Capped = len(more) > 0
-	}
-	if len(rows) > 0 {
-		v.Oldest = rows[len(rows)-1].CreatedAt.UTC().Format(time.RFC3339)
-	}
-	return rows, v, nil
-}
-
 func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
 	states := []routing.ChannelState{}
 	if h.channels != nil {
@@ -118,29 +74,39 @@ func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller
 			prices[m.ID] = m.Price
 		}
 	}
-	rows, sv, err := h.sample(r.Context(), time.Time{})
+	ctx := r.Context()
+	since := time.Now().Add(-channelWindow).UTC().Truncate(time.Second)
+	totals, err := h.store.UsageTotals(ctx, store.UsageFilter{Since: since}, store.ByChannel)
 	if err != nil {
 		return nil, err
 	}
 	traffic := map[string]*channelTraffic{}
 	sums := map[string]*[2]int64{} // latency, ttfb
-	for _, l := range rows {
-		if l.Channel == "" {
+	for _, d := range totals {
+		if d.Key == "" {
 			continue
 		}
-		t := traffic[l.Channel]
+		t := traffic[d.Key]
 		if t == nil {
-			t, sums[l.Channel] = &channelTraffic{}, &[2]int64{}
-			traffic[l.Channel] = t
+			t, sums[d.Key] = &channelTraffic{}, &[2]int64{}
+			traffic[d.Key] = t
 		}
-		t.Requests++
-		sums[l.Channel][0] += l.LatencyMS
-		sums[l.Channel][1] += l.TTFBMS
-		if l.Status/100 != 2 {
-			t.Errors++
-			if t.LastErrorAt == "" { // rows are newest first
-				t.LastError, t.LastStatus, t.LastErrorAt = l.Error, l.Status, l.CreatedAt.UTC().Format(time.RFC3339)
-			}
+		t.Requests += d.Requests
+		t.Errors += d.Errors
+		sums[d.Key][0] += d.LatencyMS
+		sums[d.Key][1] += d.TTFBMS
+	}
+	for name, t := range traffic {
+		if t.Errors == 0 {
+			continue
+		}
+		last, err := h.store.ListUsage(ctx, store.UsageFilter{Channel: name, Status: store.UsageStatusError, Since: since, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(last) == 1 {
+			l := last[0]
+			t.LastError, t.LastStatus, t.LastErrorAt = l.Error, l.Status, l.CreatedAt.UTC().Format(time.RFC3339)
 		}
 	}
 	out := make([]channelView, len(states))
@@ -157,7 +123,7 @@ func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller
 		}
 		out[i] = v
 	}
-	return map[string]any{"data": out, "sample": sv}, nil
+	return map[string]any{"data": out, "since": since.Format(time.RFC3339)}, nil
 }
 
 // testChannel sends a one-token request through one channel: billed to
@@ -184,6 +150,8 @@ func (h *Handler) testChannel(_ http.ResponseWriter, r *http.Request, c *caller)
 	h.log.Info("channel tested", zap.String("by", c.user.Username), zap.String("channel", res.Channel),
 		zap.String("model", res.Model), zap.Bool("ok", res.OK), zap.Int("status", res.Status),
 		zap.Int64("latency_ms", res.LatencyMS), zap.String("error", res.Error))
+	h.audit(r.Context(), c, account.AuditChannelTest, "channel:"+res.Channel, nil,
+		account.Fields{"model": res.Model, "ok": res.OK, "status": res.Status, "error": res.Error})
 	return res, nil
 }
 
@@ -212,6 +180,8 @@ func (h *Handler) resetPassword(_ http.ResponseWriter, r *http.Request, c *calle
 		return nil, err
 	}
 	h.log.Info("password reset", zap.String("by", c.user.Username), zap.Int64("user_id", id))
+	h.audit(r.Context(), c, account.AuditUserPassword, account.UserTarget(id), nil,
+		account.Fields{"password": "(changed)", "sessions_ended": true})
 	out := map[string]any{"id": id, "sessions_ended": true}
 	if made {
 		out["password"] = in.Password
@@ -226,6 +196,10 @@ type point struct {
 	Cost     int64  `json:"cost"`
 	Tokens   int64  `json:"tokens"`
 	Errors   int64  `json:"errors"`
+	// Prompt and Cached are the prompt tokens and those read from the
+	// vendor's prompt cache, for the cache hit share
+	Prompt int64 `json:"prompt_tokens"`
+	Cached int64 `json:"cached_tokens"`
 }
 
 // series is one model's, user's, channel's or key's usage over the days.
@@ -238,6 +212,8 @@ type series struct {
 	Tokens   int64   `json:"tokens"`
 	Errors   int64   `json:"errors"`
 	Daily    []point `json:"daily"`
+	Prompt   int64   `json:"prompt_tokens"`
+	Cached   int64   `json:"cached_tokens"`
 }
 
 // dayIndex places days on a window of n days ending today.
@@ -280,10 +256,14 @@ func (s *seriesSet) add(key, name string, id int64, day time.Time, p point) *ser
 	d.Cost += p.Cost
 	d.Tokens += p.Tokens
 	d.Errors += p.Errors
+	d.Prompt += p.Prompt
+	d.Cached += p.Cached
 	se.Requests += p.Requests
 	se.Cost += p.Cost
 	se.Tokens += p.Tokens
 	se.Errors += p.Errors
+	se.Prompt += p.Prompt
+	se.Cached += p.Cached
 	return se
 }
 
@@ -337,7 +317,7 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	}
 	var prompt, cached int64
 	for _, d := range ud {
-		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens}
+		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens, Prompt: d.PromptTokens, Cached: d.CachedTokens}
 		if totals.add("", "all", 0, d.Day, p) == nil {
 			continue
 		}
@@ -347,29 +327,40 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 		cached += d.CachedTokens
 	}
 
-	rows, sv, err := h.sample(ctx, days.first)
-	if err != nil {
-		return nil, err
-	}
+	// errors, channels and keys from the rows of the window, summed by the store
+	f := store.UsageFilter{Since: days.first}
 	errs, channels, tokens := newSeriesSet(days), newSeriesSet(days), newSeriesSet(days)
 	errModels, errUsers := newSeriesSet(days), newSeriesSet(days)
-	for _, l := range rows {
-		p := point{Requests: 1, Cost: l.Cost, Tokens: l.PromptTokens + l.CompletionTokens}
-		if l.Status/100 != 2 {
-			p.Errors = 1
+	for _, g := range []struct {
+		by  store.UsageGroup
+		add func(d store.UsageTotal, p point)
+	}{
+		{store.ByChannel, func(d store.UsageTotal, p point) {
+			errs.add("", "all", 0, d.Day, p)
+			ch := d.Key
+			if ch == "" {
+				// refused before any channel, or no channel answered: the
+				// row names the channel that answered, if one did
+				ch = "(no channel answered)"
+			}
+			channels.add(ch, ch, 0, d.Day, p)
+		}},
+		{store.ByModel, func(d store.UsageTotal, p point) { errModels.add(d.Key, d.Key, 0, d.Day, p) }},
+		{store.ByUser, func(d store.UsageTotal, p point) {
+			id, _ := strconv.ParseInt(d.Key, 10, 64)
+			errUsers.add(d.Key, "", id, d.Day, p)
+		}},
+		{store.ByToken, func(d store.UsageTotal, p point) {
+			id, _ := strconv.ParseInt(d.Key, 10, 64)
+			tokens.add(d.Key, "", id, d.Day, p)
+		}},
+	} {
+		totals, err := h.store.UsageTotals(ctx, f, g.by)
+		if err != nil {
+			return nil, err
 		}
-		errs.add("", "all", 0, l.CreatedAt, p)
-		errModels.add(l.Model, l.Model, 0, l.CreatedAt, p)
-		errUsers.add(strconv.FormatInt(l.UserID, 10), "", l.UserID, l.CreatedAt, p)
-		ch := l.Channel
-		if ch == "" {
-			// refused before any channel, or no channel answered: the
-			// row names the channel that answered, if one did
-			ch = "(no channel answered)"
-		}
-		channels.add(ch, ch, 0, l.CreatedAt, p)
-		if se := tokens.add(strconv.FormatInt(l.TokenID, 10), "", l.TokenID, l.CreatedAt, p); se != nil {
-			se.UserID = l.UserID
+		for _, d := range totals {
+			g.add(d, point{Requests: d.Requests, Cost: d.Cost, Tokens: d.Tokens, Errors: d.Errors, Prompt: d.PromptTokens, Cached: d.CachedTokens})
 		}
 	}
 	topUsers, topKeys := users.top(dashboardTop), tokens.top(dashboardTop)
@@ -391,7 +382,6 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 		"models": models.top(0),
 		"users":  topUsers,
 		"recent": map[string]any{
-			"sample":   sv,
 			"total":    errs.only(""),
 			"channels": channels.top(0),
 			"models":   errModels.top(0),
@@ -440,7 +430,7 @@ func (h *Handler) nameKeys(ctx context.Context, list []*series) error {
 		case err != nil:
 			return err
 		default:
-			se.Name = t.Name
+			se.Name, se.UserID = t.Name, t.UserID
 		}
 	}
 	return nil

@@ -41,6 +41,9 @@ type Adapter struct {
 	// MaxTokens is the max_tokens a translated request gets when its client
 	// set no limit (Anthropic requires one). Default 4096.
 	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// AutoCache marks prompt cache breakpoints on requests that carry
+	// none (autocache.go). Off by default.
+	AutoCache bool `json:"auto_cache,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -67,6 +70,7 @@ func (a *Adapter) Provision(caddy.Context) error {
 //	type anthropic {
 //		version <anthropic-version>
 //		max_tokens <n>
+//		auto_cache on|off
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
@@ -79,8 +83,13 @@ func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_tokens must be a positive integer, not %q", v)
 			}
 			a.MaxTokens = n
+		case "auto_cache":
+			if v != "on" && v != "off" {
+				return d.Errf("auto_cache is on or off, not %q", v)
+			}
+			a.AutoCache = v == "on"
 		default:
-			return d.Errf("unrecognized anthropic adapter option %q (it takes version and max_tokens)", opt)
+			return d.Errf("unrecognized anthropic adapter option %q (it takes version, max_tokens and auto_cache)", opt)
 		}
 		return nil
 	})

@@ -69,7 +69,7 @@ func chatToNeutral(w *messagesRequest) (*adapters.ChatRequest, error) {
 		Stop:        w.StopSequences,
 	}
 	if w.Metadata != nil {
-		c.User = w.Metadata.UserID
+		c.User, c.Session = w.Metadata.UserID, w.Metadata.UserID
 	}
 	if w.System != nil {
 		for i, b := range w.System.Blocks {

@@ -37,7 +37,10 @@ func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *ada
 	case req.Op == adapters.OpCountTokens:
 		body, err = EncodeCountTokensRequest(req, up.Model)
 	default:
-		body, err = encodeChat(req, up.Model, cmp.Or(a.MaxTokens, DefaultMaxTokens))
+		body, err = encodeChat(req, up.Model, cmp.Or(a.MaxTokens, DefaultMaxTokens), a.AutoCache)
+	}
+	if err == nil && passthrough && a.AutoCache && req.Op != adapters.OpCountTokens {
+		body, err = markCacheRaw(body)
 	}
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ const minThinkingBudget = 1024
 // EncodeChatRequest renders a neutral chat as a Messages API body for the
 // given upstream model. What Anthropic cannot take is refused with a 400.
 func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
-	return encodeChat(req, model, DefaultMaxTokens)
+	return encodeChat(req, model, DefaultMaxTokens, false)
 }
 
 // allowance is the max_tokens of a request whose client set none: what
@@ -35,10 +35,13 @@ func allowance(req *adapters.Request, channelDefault int64) int64 {
 
 // encodeChat is EncodeChatRequest with the allowance a request without a
 // limit gets.
-func encodeChat(req *adapters.Request, model string, defaultMax int64) ([]byte, error) {
+func encodeChat(req *adapters.Request, model string, defaultMax int64, autoCache bool) ([]byte, error) {
 	w, err := requestToWire(req, model, true, allowance(req, defaultMax))
 	if err != nil {
 		return nil, err
+	}
+	if autoCache {
+		markCache(w)
 	}
 	return json.Marshal(w)
 }

@@ -89,6 +89,8 @@ type block struct {
 	Signature *string `json:"signature,omitempty"`
 	// redacted_thinking
 	Data string `json:"data,omitempty"`
+	// a cache breakpoint the provider sets (auto_cache)
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type source struct {

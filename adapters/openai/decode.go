@@ -138,6 +138,7 @@ func chatToNeutral(w *chatRequest) (*adapters.ChatRequest, error) {
 		PresencePenalty:   w.PresencePenalty,
 		FrequencyPenalty:  w.FrequencyPenalty,
 		User:              w.User,
+		CacheKey:          w.PromptCacheKey,
 	}
 	if c.MaxTokens == nil {
 		c.MaxTokens = w.MaxTokens

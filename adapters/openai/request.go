@@ -30,6 +30,7 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 		PresencePenalty:     c.PresencePenalty,
 		FrequencyPenalty:    c.FrequencyPenalty,
 		User:                c.User,
+		PromptCacheKey:      c.CacheKey,
 	}
 	if req.Stream {
 		w.StreamOptions = &streamOptions{IncludeUsage: true}

@@ -74,6 +74,7 @@ func decodeResponses(req *adapters.Request, body []byte) error {
 		Temperature:       w.Temperature,
 		TopP:              w.TopP,
 		User:              w.User,
+		CacheKey:          w.PromptCacheKey,
 	}
 	if c.User == "" {
 		c.User = w.SafetyIdentifier

@@ -24,6 +24,7 @@ type responsesRequest struct {
 	Include            []string            `json:"include"`
 	User               string              `json:"user"`
 	SafetyIdentifier   string              `json:"safety_identifier"`
+	PromptCacheKey     string              `json:"prompt_cache_key"`
 	ServiceTier        *string             `json:"service_tier"`
 	Truncation         *string             `json:"truncation"`
 	Background         *bool               `json:"background"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -98,8 +99,13 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE id > $1
-		ORDER BY id LIMIT $2`, f.AfterID, limit)
+	q, args := `SELECT `+userColumns+` FROM users WHERE id > $1`, []any{f.AfterID}
+	if f.Search != "" {
+		args = append(args, likePart(f.Search))
+		q += ` AND username ILIKE $2`
+	}
+	args = append(args, limit)
+	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}

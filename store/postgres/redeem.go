@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,9 +42,9 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 				c.Status = store.CodeEnabled
 			}
 			b.Queue(`INSERT INTO redemption_codes
-				(code, quota, status, used_by, created_at, redeemed_at, expires_at, plan, plan_days)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Plan, c.PlanDays)
+				(code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 		}
 		br := tx.SendBatch(ctx, b)
 		for i := range codes {
@@ -118,14 +119,14 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, plan, plan_days`
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
 
 func scanCode(sc scanner) (*store.RedemptionCode, error) {
 	var (
 		c                               store.RedemptionCode
 		createdAt, redeemedAt, expireAt *int64
 	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Plan, &c.PlanDays); err != nil {
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(createdAt)
@@ -145,8 +146,18 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+codeColumns+` FROM redemption_codes
-		WHERE id < $1 ORDER BY id DESC LIMIT $2`, before, limit)
+	q, args := `SELECT `+codeColumns+` FROM redemption_codes WHERE id < $1`, []any{before}
+	if f.Name != "" {
+		args = append(args, f.Name)
+		q += ` AND name = $` + strconv.Itoa(len(args))
+	}
+	if f.Search != "" {
+		args = append(args, likePart(f.Search))
+		n := strconv.Itoa(len(args))
+		q += ` AND (name ILIKE $` + n + ` OR code ILIKE $` + n + `)`
+	}
+	args = append(args, limit)
+	rows, err := s.pool.Query(ctx, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 
 const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, windows, plan`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -30,7 +30,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.Windows, &l.Plan)
+		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
 	model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 	reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-	request_id, upstream_request_id, row_key, windows, plan)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+	request_id, upstream_request_id, row_key, trace_id, windows, plan)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 	ON CONFLICT (row_key) DO NOTHING RETURNING id`
 
 // The charges, each sum saturating rather than failing the batch.
@@ -121,7 +121,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		b.Queue(insertUsage, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, l.Estimated, l.Stream,
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.Windows, l.Plan)
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan)
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range logs {
@@ -297,6 +297,9 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 	}
 	if !f.Until.IsZero() {
 		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
+	}
+	if err := usageSieve(f, &where, arg); err != nil {
+		return nil, err
 	}
 	if c := f.After; c != nil {
 		where = append(where, "(created_at, id) < ("+arg(c.CreatedAt.UnixMilli())+", "+arg(c.ID)+")")

@@ -120,8 +120,12 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+userColumns+` FROM users WHERE id > ?
-		ORDER BY id LIMIT ?`, f.AfterID, limit)
+	q, args := `SELECT `+userColumns+` FROM users WHERE id > ?`, []any{f.AfterID}
+	if f.Search != "" {
+		// LIKE ignores ASCII case in SQLite
+		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, likePart(f.Search))
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}

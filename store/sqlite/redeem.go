@@ -30,8 +30,8 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 	ids := make([]int64, len(codes))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO redemption_codes
-			(code, quota, status, used_by, created_at, redeemed_at, expires_at, plan, plan_days)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			(code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -45,7 +45,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 				c.Status = store.CodeEnabled
 			}
 			res, err := ins.ExecContext(ctx, c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(),
-				millis(c.RedeemedAt), millis(c.ExpiresAt), c.Plan, c.PlanDays)
+				millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 			if err != nil {
 				return fmt.Errorf("code %d: %w", i, sqlErr(err))
 			}
@@ -117,14 +117,14 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, plan, plan_days`
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
 
 func scanCode(sc scanner) (*store.RedemptionCode, error) {
 	var (
 		c                               store.RedemptionCode
 		createdAt, redeemedAt, expireAt sql.NullInt64
 	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Plan, &c.PlanDays); err != nil {
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(createdAt)
@@ -144,8 +144,15 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+codeColumns+` FROM redemption_codes
-		WHERE id < ? ORDER BY id DESC LIMIT ?`, before, limit)
+	q, args := `SELECT `+codeColumns+` FROM redemption_codes WHERE id < ?`, []any{before}
+	if f.Name != "" {
+		q, args = q+` AND name = ?`, append(args, f.Name)
+	}
+	if f.Search != "" {
+		q += ` AND (name LIKE ? ESCAPE '\' OR code LIKE ? ESCAPE '\')`
+		args = append(args, likePart(f.Search), likePart(f.Search))
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}

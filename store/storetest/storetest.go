@@ -97,11 +97,20 @@ func Run(t *testing.T, open Opener) {
 			{"RedeemPlanCode", testRedeemPlanCode},
 			{"ClaimWindow", testClaimWindow},
 		}},
+		{"Audit", []test{
+			{"AuditLog", testAuditLog},
+			{"ListUsageOperatorFilters", testListUsageOperatorFilters},
+			{"ListUsersSearch", testListUsersSearch},
+			{"RedemptionCodeBatches", testRedemptionCodeBatches},
+		}},
 		{"Tasks", []test{
 			{"TaskLifecycle", testTaskLifecycle},
 			{"LeaseTasksNeverTwice", testLeaseTasksNeverTwice},
 			{"FinishTaskExactlyOnceConcurrently", testFinishTaskExactlyOnceConcurrently},
 			{"PendingTasks", testPendingTasks},
+		}},
+		{"Traces", []test{
+			{"TraceIDs", testTraceIDs},
 		}},
 	}
 	for _, a := range areas {

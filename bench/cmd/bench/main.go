@@ -76,6 +76,10 @@ type setup struct {
 	token     string
 	idleConns int      // reverse_proxy keepalive_idle_conns_per_host; 0: Caddy's default (32)
 	pg        *pgSetup // the gateway_pg target, when selected
+	// the like-for-like pair (example.go), when selected
+	example      exampleSite
+	proxyLogPort int
+	exPort       int
 }
 
 // instance is what it takes to start one Caddy process and know it serves.
@@ -102,7 +106,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
-	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway", "targets to measure (direct, reverse_proxy, gateway, gateway_pg)")
+	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example", "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_pg)")
 	postgres := flag.Bool("postgres", false, "also measure gateway_pg: the gateway on a throwaway PostgreSQL, in a second Caddy process")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
 	flag.DurationVar(&o.duration, "duration", 0, "length of one run of one target (0: 5s, quick 1s)")
@@ -129,7 +133,7 @@ func main() {
 	}
 	for t := range strings.SplitSeq(targets, ",") {
 		switch t = strings.TrimSpace(t); t {
-		case direct, proxy, gateway, gatewayPG:
+		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayPG:
 			if !o.has(t) {
 				o.targets = append(o.targets, t)
 			}
@@ -137,7 +141,7 @@ func main() {
 			o.targets = append(o.targets, proxy)
 		case "":
 		default:
-			fatalf("unknown target %q (want direct, reverse_proxy, gateway, gateway_pg)", t)
+			fatalf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_pg)", t)
 		}
 	}
 	if *postgres && !o.has(gatewayPG) {
@@ -209,7 +213,12 @@ func run(ctx context.Context, o *options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway), idleConns: o.idleConns}
+	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway) || o.has(gatewayExample), idleConns: o.idleConns}
+	if o.has(proxyLogged) || o.has(gatewayExample) {
+		if s.example, err = readExampleSite(root); err != nil {
+			return 1, err
+		}
+	}
 	if !filepath.IsAbs(s.bin) {
 		s.bin = filepath.Join(root, s.bin)
 	}
@@ -321,7 +330,7 @@ func repoRoot() (string, error) {
 
 func (s *setup) writeCaddyfile() error {
 	var err error
-	for _, p := range []*int{&s.adminPort, &s.proxyPort, &s.gwPort} {
+	for _, p := range []*int{&s.adminPort, &s.proxyPort, &s.gwPort, &s.proxyLogPort, &s.exPort} {
 		if *p, err = freePort(); err != nil {
 			return err
 		}
@@ -332,7 +341,16 @@ func (s *setup) writeCaddyfile() error {
 		database, gwPort = "sqlite "+s.db, s.gwPort
 	}
 	s.caddyfile = filepath.Join(s.dir, "Caddyfile")
-	return os.WriteFile(s.caddyfile, []byte(s.caddyfileFor(s.adminPort, database, s.proxyPort, gwPort)), 0o644)
+	text := s.caddyfileFor(s.adminPort, database, s.proxyPort, gwPort)
+	if s.example.log != "" {
+		// reverse_proxy with the example's log block, and the example's
+		// site as it is: the like-for-like pair
+		text += fmt.Sprintf("\nhttp://127.0.0.1:%d {\n%s\n\treverse_proxy %s\n}\n", s.proxyLogPort, s.example.log, s.mockAddr)
+		if s.gateway {
+			text += fmt.Sprintf("\nhttp://127.0.0.1:%d {\n%s\n}\n", s.exPort, s.example.body)
+		}
+	}
+	return os.WriteFile(s.caddyfile, []byte(text), 0o644)
 }
 
 // caddyfileFor is a Caddyfile with the gateway app on database (none when
@@ -401,6 +419,10 @@ func (s *setup) url(target string) string {
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.proxyPort)
 	case gatewayPG:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.pg.port)
+	case proxyLogged:
+		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.proxyLogPort)
+	case gatewayExample:
+		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.exPort)
 	default:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.gwPort)
 	}

@@ -166,6 +166,10 @@ type figure struct {
 	RatioPGProxy *float64 `json:"ratio_pg_proxy,omitempty"`
 	PGBar        string   `json:"pg_bar,omitempty"`
 	PGPass       *bool    `json:"pg_pass,omitempty"`
+	// a headline figure: gateway_example / reverse_proxy_log, judged by
+	// issue 21's bar, with its goal beside it
+	Like bool   `json:"like_for_like,omitempty"`
+	Goal string `json:"goal,omitempty"`
 }
 
 func newReport(o *options, began time.Time) *report {
@@ -249,37 +253,41 @@ func (r *report) scenario(key string) *scenarioResult {
 // when the values it needs were not measured (a target left out).
 type bar struct {
 	text  string
-	check func(v map[string]float64, ratio *float64) (pass, known bool)
+	check func(v map[string]float64, ratio *float64, like bool) (pass, known bool)
 }
 
 func ratioAtLeast(x float64) *bar {
-	return &bar{fmt.Sprintf("≥ %.2f×", x), func(_ map[string]float64, r *float64) (bool, bool) {
+	return &bar{fmt.Sprintf("≥ %.2f×", x), func(_ map[string]float64, r *float64, _ bool) (bool, bool) {
 		return r != nil && *r >= x, r != nil
 	}}
 }
 
 func ratioAtMost(x float64) *bar {
-	return &bar{fmt.Sprintf("≤ %.2f×", x), func(_ map[string]float64, r *float64) (bool, bool) {
+	return &bar{fmt.Sprintf("≤ %.2f×", x), func(_ map[string]float64, r *float64, _ bool) (bool, bool) {
 		return r != nil && *r <= x, r != nil
 	}}
 }
 
 func gatewayAtMost(x float64, text string) *bar {
-	return &bar{text, func(v map[string]float64, _ *float64) (bool, bool) {
+	return &bar{text, func(v map[string]float64, _ *float64, _ bool) (bool, bool) {
 		g, ok := v[gateway]
 		return ok && g <= x, ok
 	}}
 }
 
 func aboveProxyAtMost(x float64, text string) *bar {
-	return &bar{text, func(v map[string]float64, _ *float64) (bool, bool) {
+	return &bar{text, func(v map[string]float64, _ *float64, like bool) (bool, bool) {
 		g, ok1 := v[gateway]
 		p, ok2 := v[proxy]
+		if like {
+			g, ok1 = v[gatewayExample]
+			p, ok2 = v[proxyLogged]
+		}
 		return ok1 && ok2 && g-p <= x, ok1 && ok2
 	}}
 }
 
-var allZero = &bar{"= 0", func(v map[string]float64, _ *float64) (bool, bool) {
+var allZero = &bar{"= 0", func(v map[string]float64, _ *float64, _ bool) (bool, bool) {
 	for _, x := range v {
 		if x != 0 {
 			return false, true
@@ -289,6 +297,15 @@ var allZero = &bar{"= 0", func(v map[string]float64, _ *float64) (bool, bool) {
 }}
 
 func (r *report) add(name, unit string, v map[string]float64, b *bar) *figure {
+	return r.addFigure(false, name, unit, v, b)
+}
+
+// addLike adds a headline figure of the like-for-like pair.
+func (r *report) addLike(name, unit string, v map[string]float64, b *bar) *figure {
+	return r.addFigure(true, name, unit, v, b)
+}
+
+func (r *report) addFigure(like bool, name, unit string, v map[string]float64, b *bar) *figure {
 	f := &figure{Name: name, Unit: unit, Values: v}
 	for k, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -296,11 +313,15 @@ func (r *report) add(name, unit string, v map[string]float64, b *bar) *figure {
 		}
 	}
 	f.Ratio = ratio(v, gateway, proxy)
+	if like {
+		f.Like = true
+		f.Ratio = ratio(v, gatewayExample, proxyLogged)
+	}
 	f.RatioPG = ratio(v, gatewayPG, gateway)
 	f.RatioPGProxy = ratio(v, gatewayPG, proxy)
 	if b != nil {
 		f.Bar = b.text
-		if pass, known := b.check(v, f.Ratio); known {
+		if pass, known := b.check(v, f.Ratio, like); known {
 			f.Pass = &pass
 		}
 	}
@@ -367,8 +388,24 @@ func (r *report) buildFigures(o *options) {
 	dbcpu := func(t *targetResult) float64 { return t.DBCPUPerRequestUs }
 	servers := []string{proxy, gateway, gatewayPG}
 
-	r.add("c1 latency p50", "ms", r.per("c1", p50), nil).pgTarget(false)
-	r.add("c1 latency p99", "ms", r.per("c1", p99), nil)
+	// the headline: Caddyfile.example's site and access log against
+	// reverse_proxy with the same log, judged by issue 21's bar (done at
+	// 0.95x and 1.15x; the goal is 1.0x, 1.1x and 0.1 ms)
+	like := []string{proxyLogged, gatewayExample}
+	if r.scenario("c50").Targets[gatewayExample] != nil {
+		r.addLike("c1 latency p50", "ms", r.per("c1", p50, like...), nil)
+		r.addLike("c1 CPU per request", "µs", r.per("c1", cpu, like...), nil)
+		r.addLike("c50 throughput", "req/s", r.per("c50", thr, like...), ratioAtLeast(0.95)).Goal = "≥ 1.00×"
+		r.addLike("c50 CPU per request", "µs", r.per("c50", cpu, like...), ratioAtMost(1.15)).Goal = "≤ 1.10×"
+		r.addLike("stream c1 first event p50", "ms", r.per("stream_c1", ttfe50, like...), aboveProxyAtMost(0.1, "≤ rp + 0.1 ms"))
+		r.addLike("stream c1 CPU per stream", "µs", r.per("stream_c1", cpu, like...), nil)
+		r.addLike("stream c50 streams/s", "1/s", r.per("stream_c50", thr, like...), ratioAtLeast(0.95)).Goal = "≥ 1.00×"
+		r.addLike("stream c50 CPU per stream", "µs", r.per("stream_c50", cpu, like...), ratioAtMost(1.15)).Goal = "≤ 1.10×"
+	}
+
+	plain := []string{direct, proxy, gateway, gatewayPG}
+	r.add("c1 latency p50", "ms", r.per("c1", p50, plain...), nil).pgTarget(false)
+	r.add("c1 latency p99", "ms", r.per("c1", p99, plain...), nil)
 	added := r.per("c1", p50, servers...)
 	if d, ok := r.scenario("c1").Targets[direct]; ok {
 		for t := range added {
@@ -380,18 +417,18 @@ func (r *report) buildFigures(o *options) {
 	if r.pg {
 		r.add("c1 database CPU per request", "µs", r.per("c1", dbcpu, gatewayPG), nil)
 	}
-	r.add("c50 throughput", "req/s", r.per("c50", thr), ratioAtLeast(0.85)).pgTarget(true)
-	r.add("c50 latency p50", "ms", r.per("c50", p50), nil)
-	r.add("c50 latency p99", "ms", r.per("c50", p99), nil)
+	r.add("c50 throughput", "req/s", r.per("c50", thr, plain...), ratioAtLeast(0.85)).pgTarget(true)
+	r.add("c50 latency p50", "ms", r.per("c50", p50, plain...), nil)
+	r.add("c50 latency p99", "ms", r.per("c50", p99, plain...), nil)
 	r.add("c50 CPU per request", "µs", r.per("c50", cpu, servers...), ratioAtMost(1.3)).pgTarget(false)
 	if r.pg {
 		r.add("c50 database CPU per request", "µs", r.per("c50", dbcpu, gatewayPG), nil)
 	}
 	for _, rate := range []string{"1000", "3000"} {
 		key := "rate" + rate
-		r.add(rate+"/s achieved", "req/s", r.per(key, thr), nil)
-		r.add(rate+"/s latency p50", "ms", r.per(key, p50), nil)
-		r.add(rate+"/s latency p99", "ms", r.per(key, p99), nil)
+		r.add(rate+"/s achieved", "req/s", r.per(key, thr, plain...), nil)
+		r.add(rate+"/s latency p50", "ms", r.per(key, p50, plain...), nil)
+		r.add(rate+"/s latency p99", "ms", r.per(key, p99, plain...), nil)
 		r.add(rate+"/s CPU per request", "µs", r.per(key, cpu, servers...), nil)
 	}
 	for _, c := range []string{"c1", "c50"} {
@@ -400,14 +437,14 @@ func (r *report) buildFigures(o *options) {
 		if c == "c1" {
 			ttfeBar = aboveProxyAtMost(0.2, "≤ rp + 0.2 ms")
 		}
-		r.add("stream "+c+" first event p50", "ms", r.per(key, ttfe50), ttfeBar)
-		r.add("stream "+c+" first event p99", "ms", r.per(key, ttfe99), nil)
-		r.add("stream "+c+" total p50", "ms", r.per(key, p50), nil)
+		r.add("stream "+c+" first event p50", "ms", r.per(key, ttfe50, plain...), ttfeBar)
+		r.add("stream "+c+" first event p99", "ms", r.per(key, ttfe99, plain...), nil)
+		r.add("stream "+c+" total p50", "ms", r.per(key, p50, plain...), nil)
 		var sBar *bar
 		if c == "c50" {
 			sBar = ratioAtLeast(0.85)
 		}
-		f := r.add("stream "+c+" streams/s", "1/s", r.per(key, thr), sBar)
+		f := r.add("stream "+c+" streams/s", "1/s", r.per(key, thr, plain...), sBar)
 		if c == "c50" {
 			f.pgTarget(true)
 		}
@@ -431,6 +468,18 @@ func (r *report) buildFigures(o *options) {
 	for t, m := range r.Memory {
 		mismatch[t] += float64(m.StreamMismatch)
 		errs[t] += float64(m.StreamErrors + m.LoadErrors)
+	}
+	if _, ok := errs[gatewayExample]; ok {
+		pick := func(m map[string]float64) map[string]float64 {
+			out := map[string]float64{}
+			for _, t := range like {
+				if x, ok := m[t]; ok {
+					out[t] = x
+				}
+			}
+			return out
+		}
+		r.addLike("failed requests or wrong streams", "count", pick(sumOf(errs, mismatch)), allZero)
 	}
 	r.add("streams with events ≠ upstream's", "count", mismatch, allZero)
 	r.add("failed requests (all runs)", "count", errs, allZero)
@@ -459,7 +508,7 @@ func (r *report) buildFigures(o *options) {
 		r.add(name, "MB", mem(func(m *memoryResult) float64 { return m.At10000MB }), gatewayAtMost(600, "≤ 600 MB"))
 	}
 
-	if o.has(gateway) {
+	if o.has(gateway) || o.has(gatewayExample) {
 		u := r.Usage
 		if tr, ok := r.scenario("overload").Targets[gateway]; ok {
 			r.add("overload: answered/s", "req/s", map[string]float64{gateway: tr.Throughput}, nil)
@@ -470,7 +519,7 @@ func (r *report) buildFigures(o *options) {
 		r.add("  of which closed early by the client", "count", map[string]float64{gateway: float64(u.AbortedStreams)}, nil)
 		r.add("upstream requests by the gateway", "count", map[string]float64{gateway: float64(u.UpstreamRequests)}, nil)
 		r.add("usage rows written", "count", map[string]float64{gateway: float64(u.UsageRows)},
-			&bar{"= requests served", func(v map[string]float64, _ *float64) (bool, bool) {
+			&bar{"= requests served", func(v map[string]float64, _ *float64, _ bool) (bool, bool) {
 				return v[gateway] == float64(u.GatewayRequests), u.UsageRows >= 0
 			}})
 	}
@@ -479,7 +528,7 @@ func (r *report) buildFigures(o *options) {
 		r.add("gateway_pg requests served", "count", one(float64(u.GatewayRequests)), nil)
 		r.add("upstream requests by gateway_pg", "count", one(float64(u.UpstreamRequests)), nil)
 		r.add("gateway_pg usage rows written", "count", one(float64(u.UsageRows)),
-			&bar{"= requests served", func(v map[string]float64, _ *float64) (bool, bool) {
+			&bar{"= requests served", func(v map[string]float64, _ *float64, _ bool) (bool, bool) {
 				return v[gatewayPG] == float64(u.GatewayRequests), u.UsageRows >= 0
 			}})
 		if w := r.Database; w != nil {
@@ -496,6 +545,17 @@ func (r *report) buildFigures(o *options) {
 			r.Pass = false
 		}
 	}
+}
+
+func sumOf(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range a {
+		out[k] += v
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
 }
 
 func format(v float64, unit string) string {
@@ -520,6 +580,7 @@ func (r *report) printTable(w io.Writer) {
 		mode = "quick"
 	}
 	fmt.Fprintf(w, "\nGateway benchmark (%s, %d CPUs, %s, %s)\n\n", mode, r.Host["cpus"], r.Host["go"], r.Finished.Sub(r.Started).Round(time.Second))
+	r.printHeadline(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	targets, header := []string{direct, proxy, gateway}, "figure\tunit\tdirect\treverse_proxy\tgateway\tgw/rp\tbar\tresult\t"
 	if r.pg {
@@ -546,6 +607,9 @@ func (r *report) printTable(w io.Writer) {
 		}
 	}
 	for _, f := range r.Figures {
+		if f.Like {
+			continue
+		}
 		cells := []string{f.Name, f.Unit}
 		for _, t := range targets {
 			if v, ok := f.Values[t]; ok {
@@ -611,6 +675,52 @@ func (r *report) printTable(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
+}
+
+// printHeadline is the like-for-like table: Caddyfile.example's site and
+// access log against reverse_proxy with the same log block.
+func (r *report) printHeadline(w io.Writer) {
+	var figs []*figure
+	for _, f := range r.Figures {
+		if f.Like {
+			figs = append(figs, f)
+		}
+	}
+	if len(figs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Like for like: Caddyfile.example's site and access log, against reverse_proxy with the same log block")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\tunit\treverse_proxy+log\tgateway (example)\tgw/rp\tbar\tresult\tgoal\t")
+	for _, f := range figs {
+		cells := []string{f.Name, f.Unit}
+		for _, t := range []string{proxyLogged, gatewayExample} {
+			if v, ok := f.Values[t]; ok {
+				cells = append(cells, format(v, f.Unit))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		q := ""
+		if f.Ratio != nil {
+			q = fmt.Sprintf("%.2f×", *f.Ratio)
+		}
+		v := ""
+		switch {
+		case f.Pass == nil && f.Bar != "":
+			v = "n/a"
+		case f.Pass == nil:
+		case *f.Pass:
+			v = "pass"
+		default:
+			v = "FAIL"
+		}
+		cells = append(cells, q, f.Bar, v, f.Goal)
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nWithout access logs, the gateway's own route only:")
+	fmt.Fprintln(w)
 }
 
 func (r *report) save(dir string) (string, error) {

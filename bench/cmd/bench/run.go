@@ -16,15 +16,16 @@ type scenario struct {
 	conc   int     // closed loop: workers
 	rate   float64 // open loop: requests per second (conc unused)
 	stream bool
+	like   bool // the like-for-like pair runs too
 }
 
 var scenarios = []scenario{
-	{key: "c1", title: "concurrency 1", conc: 1},
-	{key: "c50", title: "concurrency 50", conc: 50},
+	{key: "c1", title: "concurrency 1", conc: 1, like: true},
+	{key: "c50", title: "concurrency 50", conc: 50, like: true},
 	{key: "rate1000", title: "open loop 1,000/s", rate: 1000},
 	{key: "rate3000", title: "open loop 3,000/s", rate: 3000},
-	{key: "stream_c1", title: "streams, concurrency 1", conc: 1, stream: true},
-	{key: "stream_c50", title: "streams, concurrency 50", conc: 50, stream: true},
+	{key: "stream_c1", title: "streams, concurrency 1", conc: 1, stream: true, like: true},
+	{key: "stream_c50", title: "streams, concurrency 50", conc: 50, stream: true, like: true},
 }
 
 // openWorkers bounds the requests in flight in an open loop.
@@ -73,7 +74,7 @@ func (b *bench) snap() machineSnap {
 func (b *bench) track(target string, f func() *load.Result) *load.Result {
 	u := &b.report.Usage
 	switch target {
-	case gateway:
+	case gateway, gatewayExample: // one database
 	case gatewayPG:
 		u = b.report.UsagePG
 	default:
@@ -180,7 +181,7 @@ func (b *bench) runAll(ctx context.Context) error {
 		}
 		b.report.Memory[t] = m
 	}
-	if o.has(gateway) {
+	if s.gateway {
 		b.countUsage()
 	}
 	return ctx.Err()
@@ -213,11 +214,25 @@ func (b *bench) op(sc scenario, t string) load.Op {
 	return b.clients[t].Chat
 }
 
+// targetsOf are the targets a scenario measures: the like-for-like pair
+// only where it is one of the headline figures.
+func (b *bench) targetsOf(sc scenario) []string {
+	var out []string
+	for _, t := range b.o.targets {
+		if (t == proxyLogged || t == gatewayExample) && !sc.like {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 	o := b.o
+	targets := b.targetsOf(sc)
 	sr := &scenarioResult{Key: sc.key, Title: sc.title, Targets: map[string]*targetResult{}}
 	b.report.Scenarios = append(b.report.Scenarios, sr)
-	for _, t := range o.targets {
+	for _, t := range targets {
 		sr.Targets[t] = &targetResult{}
 		conc := max(sc.conc, 8)
 		b.track(t, func() *load.Result { return load.ClosedLoopN(ctx, conc, o.warmup, b.op(sc, t)) })
@@ -227,13 +242,13 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) error {
 	// made quiet again first, so what one process does while the other is
 	// measured is charged to neither.
 	cpuLast := map[int]time.Duration{}
-	for _, t := range o.targets {
+	for _, t := range targets {
 		if pid := b.pidOf(t); !hasKey(cpuLast, pid) {
 			cpuLast[pid] = quiesce(pid)
 		}
 	}
 	for round := range o.rounds {
-		for _, t := range order(o.targets, round) {
+		for _, t := range order(targets, round) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
