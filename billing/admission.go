@@ -19,6 +19,8 @@ type Gate struct {
 	Usage   UsageQueue
 	// Limits are the rate limits of a token that has none of its own
 	Limits store.Limits
+	// Budgets are the spending windows and plans; nil for none
+	Budgets *Budgets
 }
 
 // UsageQueue hands out slots for usage rows (the Writer).
@@ -52,6 +54,9 @@ type Ask struct {
 	// taken (it may read the ledger's room and refuse with its own
 	// error); nil reserves nothing and takes no slot
 	Reserve func() (int64, error)
+	// Model is the model asked for, which a plan may pay for; "" leaves
+	// plans out (the balance pays), within the windows that apply
+	Model string
 }
 
 // Admission is what a request holds, to be given back by Settle. A refused
@@ -93,9 +98,13 @@ func (r *Refusal) Error() string {
 // outcome, the Admission is settled by Settle.
 func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
 	var ad Admission
+	prof, err := g.profile(now, ask)
+	if err != nil {
+		return ad, err
+	}
 	if ask.Rate != RateNone {
 		tl := Effective(ask.Token.Limits, g.Limits)
-		ul := ask.User.Limits
+		ul := prof.Limits(ask.User.Limits)
 		if ask.Rate == RateInSession {
 			tl.MaxParallel, ul.MaxParallel = 0, 0
 		}
@@ -119,7 +128,19 @@ func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
 		}
 		ad.Slot = true
 	}
-	hold, err := g.Ledger.Hold(ask.User, ask.Token, amount)
+	wh, err := g.holdWindows(now, prof, ask.Model, amount)
+	if err != nil {
+		return ad, err
+	}
+	ledgerAmount := amount
+	if wh.PlanPaid() {
+		ledgerAmount = 0
+	}
+	hold, err := g.Ledger.Hold(ask.User, ask.Token, ledgerAmount)
+	if err != nil {
+		wh.settle(0)
+	}
+	hold.Windows = wh
 	if lu := (*LeaseUnavailable)(nil); errors.As(err, &lu) {
 		// the balance is not known: billing is what is unavailable
 		return ad, &UsageRefusal{Err: fmt.Errorf("%w: %w", ErrUnavailable, lu)}

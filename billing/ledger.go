@@ -84,6 +84,9 @@ func NewLedger() *Ledger {
 type Hold struct {
 	UserID, TokenID int64
 	Amount          int64
+	// Windows is the reservation in the spending windows that apply
+	// (windows.go), ended with the ledger's hold; nil for none
+	Windows *WindowHold
 }
 
 // Admit registers the user's and token's balances as the store reported
@@ -288,6 +291,10 @@ func (l *Ledger) Reserved() int64 {
 // Settle ends a hold with the real cost, which now counts as unflushed until
 // the writer commits it.
 func (l *Ledger) Settle(h Hold, cost int64) {
+	h.Windows.settle(cost)
+	if h.Windows.PlanPaid() {
+		cost = 0 // the plan pays: the usage row charges no balance either
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {
@@ -344,6 +351,7 @@ func (l *Ledger) Credit(userID, amount int64) {
 // directly (a task's reservation, debited when the task is stored): the
 // amount stops counting as reserved and is gone from what remains.
 func (l *Ledger) Debited(h Hold) {
+	h.Windows.settle(h.Amount) // a task's windows count what it reserved
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {

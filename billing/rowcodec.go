@@ -45,6 +45,14 @@ func appendRow(b []byte, r *store.UsageLog) []byte {
 	if r.TraceID != "" {
 		b = appendField(b, "trace_id", r.TraceID)
 	}
+	// a replayed row must keep its windows and, above all, the plan that
+	// paid it: without it the balance would be charged
+	if r.Windows != "" {
+		b = appendField(b, "windows", r.Windows)
+	}
+	if r.Plan != "" {
+		b = appendField(b, "plan", r.Plan)
+	}
 	return append(b, '}')
 }
 

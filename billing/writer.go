@@ -172,7 +172,7 @@ func NewWriter(st store.Store, ledger *Ledger, log *zap.Logger, cfg WriterConfig
 			if !w.replay() {
 				// still journaled: count those costs against their owners
 				for _, r := range rows {
-					ledger.Owe(r.UserID, r.TokenID, r.Cost)
+					ledger.Owe(r.UserID, r.TokenID, Charged(r))
 				}
 			}
 		}
@@ -395,7 +395,7 @@ func (w *Writer) adoptInflight() {
 				w.log.Error("usage rows left in the inflight log by an earlier run can be neither journaled nor committed: they stay there for the next start",
 					zap.Int("rows", len(rows)), zap.NamedError("journal", jerr), zap.NamedError("store", cerr))
 				for _, r := range rows {
-					w.ledger.Owe(r.UserID, r.TokenID, r.Cost)
+					w.ledger.Owe(r.UserID, r.TokenID, Charged(r))
 				}
 				return
 			}
@@ -495,9 +495,9 @@ func (w *Writer) commit(batch []*store.UsageLog) error {
 		if r.ID == 0 {
 			continue // stored before
 		}
-		users[r.UserID] = AddSat(users[r.UserID], r.Cost)
+		users[r.UserID] = AddSat(users[r.UserID], Charged(r))
 		if r.TokenID != 0 {
-			tokens[r.TokenID] = AddSat(tokens[r.TokenID], r.Cost)
+			tokens[r.TokenID] = AddSat(tokens[r.TokenID], Charged(r))
 		}
 	}
 	w.ledger.Committed(users, tokens)

@@ -62,6 +62,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		ClientAddress: clientAddress,
 		SSO:           sso,
 		Log:           ctx.Logger(),
+		Budgets:       app.gate.Budgets,
 	})
 	return nil
 }

@@ -119,6 +119,8 @@ type App struct {
 	TraceContent int64 `json:"trace_content,omitempty"`
 	// Affinity keeps a conversation on one channel and key; on by default.
 	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
+	// Budgets are spending windows, plans and model groups.
+	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -336,6 +338,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
 	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
+	if a.gate.Budgets, err = a.Budgets.Build(db.spend, db.store, time.Duration(a.TokenCacheTTL)); err != nil {
+		return err
+	}
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent)}

@@ -209,6 +209,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := a.parseAccountOption(d); err != nil {
 				return err
 			}
+		case "models_group", "budget_timezone", "budget_group", "plan":
+			if err := a.parseBudgetOption(d); err != nil {
+				return err
+			}
 		case "sso":
 			sso, err := parseSSO(d)
 			if err != nil {

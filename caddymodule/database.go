@@ -44,6 +44,7 @@ type database struct {
 	// authFailures counts failed authentications by client address
 	authFailures *keys.LRU
 	ledger       *billing.Ledger
+	spend        *billing.Spend // spending windows, as long as the ledger
 	limiter      *billing.Limiter
 	writer       *billing.Writer
 	log          *zap.Logger
@@ -85,6 +86,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.D
 		}
 		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL, leaseTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
+		db.spend = &billing.Spend{Load: st.WindowSpend, Refresh: cacheTTL, Claims: st}
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
 			wcfg.Journal = defaultJournal(cfg)

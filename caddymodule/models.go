@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
@@ -17,7 +16,7 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rt route, id
 	}
 	var list []adapters.ModelInfo
 	for _, m := range h.app.channels.Models() {
-		if len(id.Token.Models) > 0 && !slices.Contains(id.Token.Models, m) {
+		if !h.app.gate.Models().Allows(id.Token.Models, m) {
 			continue
 		}
 		list = append(list, adapters.ModelInfo{ID: m, OwnedBy: h.app.channels.Owner(m), Created: 1700000000})

@@ -21,9 +21,16 @@ func AdmissionError(err error, header http.Header, shortfall string) *adapters.E
 		rate  *billing.Refusal
 		usage *billing.UsageRefusal
 		quota *billing.QuotaRefusal
+		win   *billing.WindowRefusal
+		plan  *billing.PlanModelError
 		ae    *adapters.Error
 	)
 	switch {
+	case errors.As(err, &win):
+		return WindowError(win, header)
+	case errors.As(err, &plan):
+		return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_in_plan",
+			Message: "your plan " + plan.Plan + " does not cover the model " + plan.Model + ", and it does not let your balance pay for other models: use a model of the plan, or ask the operator"}
 	case errors.As(err, &rate):
 		secs := max(int64((rate.RetryAfter+time.Second-1)/time.Second), 1)
 		if header != nil {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 // reserves its worst-case cost.
 func (e *Engine) Admit(x *Exchange) *adapters.Error {
 	req := x.Req
-	if e := ModelAllowed(x.ID.Token, req.Model); e != nil {
+	if e := ModelAllowed(e.Gate.Models(), x.ID.Token, req.Model); e != nil {
 		return e
 	}
 	if !e.Channels.Has(req.Model) {
@@ -31,7 +30,7 @@ func (e *Engine) Admit(x *Exchange) *adapters.Error {
 			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
 	}
 	x.Price = price
-	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true}
+	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true, Model: req.Model}
 	if req.Op != adapters.OpCountTokens {
 		ask.Reserve = func() (int64, error) {
 			amount, refused := e.Reservation(x)
@@ -47,13 +46,14 @@ func (e *Engine) Admit(x *Exchange) *adapters.Error {
 		return AdmissionError(err, x.W.Header(),
 			"request (it may cost up to %s): top up your account, lower max_tokens, or ask for a key with a higher limit")
 	}
+	BudgetHeaders(x.W.Header(), x.Hold.Windows)
 	return nil
 }
 
 // ModelAllowed is the 403 for a key limited to other models, nil when the
 // key may use model.
-func ModelAllowed(t *store.Token, model string) *adapters.Error {
-	if len(t.Models) == 0 || slices.Contains(t.Models, model) {
+func ModelAllowed(groups billing.ModelGroups, t *store.Token, model string) *adapters.Error {
+	if groups.Allows(t.Models, model) {
 		return nil
 	}
 	return &adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
@@ -84,7 +84,7 @@ func (e *Engine) Reservation(x *Exchange) (int64, *adapters.Error) {
 		return e.RealtimeReservation(price, 0), nil // the first response: the conversation is empty
 	}
 	return TokenReservation(req, price, e.PartTokens(req.Model), e.DefaultMaxTokens,
-		func() int64 { return e.Gate.Ledger.Room(x.ID.User, x.ID.Token) })
+		func() int64 { return e.Gate.Room(x.ID.User, x.ID.Token, req.Model) })
 }
 
 // RealtimeOutput is the most tokens one Realtime response may write: the

@@ -96,7 +96,7 @@ func (e *Engine) ServeMedia(x *Exchange) error {
 		mp, ok := e.provider(ch).(adapters.MediaProvider)
 		return ok && mp.ServesMedia(req)
 	})
-	if len(plan) == 0 && ModelAllowed(x.ID.Token, req.Model) == nil {
+	if len(plan) == 0 && ModelAllowed(e.Gate.Models(), x.ID.Token, req.Model) == nil {
 		if all := e.Plan(req.Model, nil); len(all) > 0 {
 			return x.Fail(adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
 				"the model %s is served by channel type %s, which has no %s endpoint: use a model whose channel serves %s",

@@ -86,6 +86,8 @@ func (e *Engine) Settle(x *Exchange) {
 
 		RequestID:         x.RequestID,
 		UpstreamRequestID: x.UpstreamID,
+		Windows:           x.Hold.Windows.WindowIDs(),
+		Plan:              x.Hold.Windows.PaidBy(),
 	}
 	if tr := e.tracer(x); tr != nil {
 		e.traceSettled(tr, x, u, cost)

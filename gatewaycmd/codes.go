@@ -16,7 +16,7 @@ import (
 
 func (e Env) redeemAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --quota <units> [--count <n>] [--name <batch>] [--expires <duration>]",
+		Use:   "add (--quota <units> | --plan <plan> --days <n>) [--count <n>] [--name <batch>] [--expires <duration>]",
 		Short: "Creates redemption codes and prints them, one a line",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			for _, f := range []string{"rpm", "tpm", "max-parallel"} {
@@ -36,7 +36,14 @@ func (e Env) redeemAddCommand() *cobra.Command {
 				expiresAt = time.Now().Add(d)
 			}
 			name, _ := cmd.Flags().GetString("name")
-			codes, err := account.CreateCodeBatch(ctx, st, name, count, quota, expiresAt)
+			var codes []*store.RedemptionCode
+			var err error
+			if plan, _ := cmd.Flags().GetString("plan"); plan != "" {
+				days, _ := cmd.Flags().GetInt64("days")
+				codes, err = account.CreatePlanCodes(ctx, st, name, count, plan, days, expiresAt)
+			} else {
+				codes, err = account.CreateCodeBatch(ctx, st, name, count, quota, expiresAt)
+			}
 			if err != nil {
 				return err
 			}
@@ -47,7 +54,20 @@ func (e Env) redeemAddCommand() *cobra.Command {
 			return nil
 		}),
 	}
+	// before the store is opened: a mistake on the command line opens nothing
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		plan, quota := cmd.Flags().Changed("plan") || cmd.Flags().Changed("days"), cmd.Flags().Changed("quota")
+		switch {
+		case plan && quota:
+			return flagError(cmd, errors.New("a code grants --quota or a --plan for --days, not both"))
+		case !plan && !quota:
+			return flagError(cmd, errors.New("--quota is required (or --plan <plan> --days <n>)"))
+		}
+		return nil
+	}
 	c.Flags().Int64("quota", 0, "units each code adds (1,000,000 = 1 USD)")
+	c.Flags().String("plan", "", "a plan of the gateway's Caddyfile each code grants instead of quota")
+	c.Flags().Int64("days", 0, "how long the plan lasts from the redemption (or adds on to the same plan running)")
 	c.Flags().Int("count", 1, "how many codes")
 	c.Flags().String("name", "", "the batch's name, to find its codes by (e.g. spring-promo)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
@@ -57,7 +77,6 @@ func (e Env) redeemAddCommand() *cobra.Command {
 	for _, f := range []string{"rpm", "tpm", "max-parallel"} {
 		_ = c.Flags().MarkHidden(f)
 	}
-	required(c, "quota")
 	return c
 }
 

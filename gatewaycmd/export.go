@@ -76,7 +76,7 @@ func (e Env) parseSince(s string, now time.Time) (time.Time, error) {
 
 var usageCSVHeader = []string{"id", "created_at", "request_id", "upstream_request_id", "user_id", "token_id",
 	"model", "channel", "endpoint", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
-	"cost", "status", "estimated", "stream", "latency_ms", "ttfb_ms", "error"}
+	"cost", "status", "estimated", "stream", "latency_ms", "ttfb_ms", "error", "windows", "plan"}
 
 func exportUsage(ctx context.Context, st store.Store, since time.Time, format string, out *bufio.Writer) error {
 	var cw *csv.Writer
@@ -104,7 +104,7 @@ func exportUsage(ctx context.Context, st store.Store, since time.Time, format st
 			if err := cw.Write([]string{i64(r.ID), r.CreatedAt.UTC().Format(time.RFC3339Nano), r.RequestID, r.UpstreamRequestID,
 				i64(r.UserID), i64(r.TokenID), r.Model, r.Channel, r.Endpoint, i64(r.PromptTokens), i64(r.CompletionTokens),
 				i64(r.CachedTokens), i64(r.ReasoningTokens), i64(r.Cost), strconv.Itoa(r.Status),
-				strconv.FormatBool(r.Estimated), strconv.FormatBool(r.Stream), i64(r.LatencyMS), i64(r.TTFBMS), r.Error}); err != nil {
+				strconv.FormatBool(r.Estimated), strconv.FormatBool(r.Stream), i64(r.LatencyMS), i64(r.TTFBMS), r.Error, r.Windows, r.Plan}); err != nil {
 				return err
 			}
 		}

@@ -42,10 +42,10 @@ func AddCommands(cmd *cobra.Command, e Env) {
 	user := &cobra.Command{Use: "user", Short: "Manages users"}
 	user.AddCommand(e.userAddCommand(), e.userListCommand(), e.userShowCommand(), e.userPasswdCommand(), e.userSetCommand(),
 		e.userStatusCommand("disable", store.UserDisabled), e.userStatusCommand("enable", store.UserEnabled),
-		e.userQuotaCommand(), e.userRoleCommand())
+		e.userQuotaCommand(), e.userRoleCommand(), e.userBudgetCommand(), e.userPlanCommand())
 	token := &cobra.Command{Use: "token", Short: "Manages API keys"}
 	token.AddCommand(e.tokenAddCommand(), e.tokenListCommand(), e.tokenSetCommand(), e.tokenRenameCommand(), e.tokenDeleteCommand(),
-		e.tokenStatusCommand("disable", store.TokenDisabled), e.tokenStatusCommand("enable", store.TokenEnabled))
+		e.tokenStatusCommand("disable", store.TokenDisabled), e.tokenStatusCommand("enable", store.TokenEnabled), e.tokenBudgetCommand())
 	redeem := &cobra.Command{Use: "redeem", Short: "Manages redemption codes"}
 	redeem.AddCommand(e.redeemAddCommand(), e.redeemListCommand(),
 		e.redeemStatusCommand("disable", store.CodeDisabled), e.redeemStatusCommand("enable", store.CodeEnabled))

@@ -112,6 +112,11 @@ type RedemptionCode struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// Name is the batch's name, given when the codes were made ("" none).
 	Name string `json:"name"`
+	// Plan, when set, is what the code grants instead of quota (which is
+	// then 0): the plan for PlanDays from its redemption, or from the end
+	// of the same plan still running
+	Plan     string `json:"plan,omitempty"`
+	PlanDays int64  `json:"plan_days,omitempty"`
 }
 
 // Session is a logged-in browser session; the cookie carries the ID, the
@@ -154,6 +159,12 @@ type UsageLog struct {
 	// TraceID is the request's OpenTelemetry trace id (hex), "" when the
 	// site has no tracing.
 	TraceID string `json:"trace_id,omitempty"`
+	// Windows are the spending windows the cost counted against,
+	// comma-separated ids ("user:3/daily@2026-11-26"); see BudgetStore
+	Windows string `json:"windows,omitempty"`
+	// Plan is the plan that paid Cost: the user's balance and the key's
+	// used quota are not charged with it
+	Plan string `json:"plan,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:
@@ -343,6 +354,8 @@ type RateShare struct {
 
 // Store is everything the gateway persists.
 type Store interface {
+	BudgetStore // spending windows (budgets.go)
+
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt
 	UserByID(ctx context.Context, id int64) (*User, error)

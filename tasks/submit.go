@@ -163,7 +163,7 @@ func (e *Engine) submitLease(plan []*routing.Channel) time.Duration {
 func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*routing.Channel, *adapters.Error) {
 	model := sub.Req.Model
 	eng := e.deps.Engine
-	if e := engine.ModelAllowed(id.Token, model); e != nil {
+	if e := engine.ModelAllowed(eng.Gate.Models(), id.Token, model); e != nil {
 		return nil, e
 	}
 	if !eng.Channels.Has(model) {

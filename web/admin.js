@@ -118,6 +118,21 @@ function userRow(u) {
         patch(qb, { quota_delta: neg ? -units : units });
       } }, tr('op.adjustQuota', 'Adjust quota'));
     actions.append(qb);
+    // a plan of the Caddyfile, for some days or without end (issue 22)
+    const pb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Set the plan of ' + u.username,
+      onclick: () => {
+        const plan = prompt('Plan for ' + u.username + ' (a plan of the Caddyfile; empty removes it):', '');
+        if (plan === null) return;
+        const days = plan.trim() ? prompt('For how many days? (empty: no end)', '30') : '';
+        if (days === null) return;
+        const body = { plan: plan.trim() };
+        if (days && days.trim()) {
+          if (!/^\d+$/.test(days.trim())) { showError(err, new Error('Days are a whole number.')); return; }
+          body.until = new Date(Date.now() + Number(days.trim()) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
+        }
+        runAction(pb, err, async () => { await api('PUT', '/api/admin/users/' + u.id + '/plan', body); await loadUsers(true); });
+      } }, 'Plan');
+    actions.append(pb);
   }
   // limits and passwords: administrators for users, root for
   // administrators; one's own row for quota alone

@@ -102,6 +102,38 @@ function showUser(u) {
   $('request-count').textContent = String(u.request_count);
   $('aff-code').textContent = u.aff_code || t('invite.none');
   $('aff-quota').textContent = usd(u.aff_quota);
+  showBudget(u.budget);
+}
+
+// showBudget lists the spending windows that apply to the user (their
+// own, their group's, their plan's) under the balance: spent of limit and
+// when each resets (docs/budgets.md).
+function showBudget(b) {
+  let box = $('budget-windows');
+  if (!box) {
+    box = el('div', { id: 'budget-windows' });
+    $('redeem-form').before(box);
+  }
+  box.replaceChildren();
+  if (!b || (!b.plan && !(b.windows || []).length)) return;
+  box.append(el('h3', {}, t('budget.title')));
+  if (b.plan) {
+    box.append(el('p', { id: 'budget-plan' }, t('budget.plan', { plan: b.plan }) +
+      (b.plan_until ? ' ' + t('budget.until', { date: new Date(b.plan_until).toLocaleString() }) : '')));
+  }
+  const whose = (subject) => {
+    const [kind, rest] = subject.split(':');
+    return t('budget.of.' + kind, { name: (rest || '').split('/')[0] });
+  };
+  const rows = (b.windows || []).map((w) => el('tr', { 'data-window': w.window },
+    el('td', {}, whose(w.subject) + ' · ' + t('budget.window.' + w.window)),
+    el('td', { class: 'num' }, usd(w.spent) + ' / ' + usd(w.limit)),
+    el('td', {}, w.reset_at ? new Date(w.reset_at).toLocaleString() : t('budget.never'))));
+  if (rows.length) {
+    box.append(el('table', { id: 'budget-table' },
+      el('thead', {}, el('tr', {}, el('th', {}, t('budget.col.window')), el('th', { class: 'num' }, t('budget.col.spent')), el('th', {}, t('budget.col.reset')))),
+      el('tbody', {}, ...rows)));
+  }
 }
 
 async function refreshUser() {

@@ -73,6 +73,8 @@ type Config struct {
 	// SSO signs people in through an OpenID Connect provider; nil: off.
 	SSO *oidc.Provider
 	Log *zap.Logger
+	// Budgets are the spending windows and plans; nil: none shown
+	Budgets *billing.Budgets
 }
 
 // Handler serves the API. Callers are known by the login session's
@@ -90,12 +92,13 @@ type Handler struct {
 	sso      *oidc.Provider
 	log      *zap.Logger
 	mux      *http.ServeMux
+	budgets  *billing.Budgets
 }
 
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
-		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log}
+		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -132,6 +135,7 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("GET /api/admin/dashboard", h.admin(h.dashboard))
 	m.HandleFunc("GET /api/admin/audit", h.admin(h.listAudit))
 	m.HandleFunc("GET /api/admin/codes/export", h.admin(h.exportCodes))
+	h.budgetRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))

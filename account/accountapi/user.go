@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -103,10 +104,6 @@ func (h *Handler) changePassword(_ http.ResponseWriter, r *http.Request, c *call
 	return struct{}{}, nil
 }
 
-func (h *Handler) self(_ http.ResponseWriter, _ *http.Request, c *caller) (any, error) {
-	return account.ViewUser(c.user), nil
-}
-
 func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	var in struct {
 		Key string `json:"key"`
@@ -120,6 +117,9 @@ func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 	}
 	// spendable at once, not after the ledger's next sync with the store
 	h.ledger.Credit(c.user.ID, added)
+	if h.budgets != nil {
+		h.budgets.Forget(c.user.ID, 0) // a plan code's plan applies at once
+	}
 	return struct{}{}, nil
 }
 
@@ -183,6 +183,9 @@ func (h *Handler) checkModels(models []string) error {
 		ids[i] = m.ID
 	}
 	for _, m := range models {
+		if g, ok := strings.CutPrefix(strings.TrimSpace(m), billing.GroupPrefix); ok && h.budgets != nil && h.budgets.Models[g] != nil {
+			continue // a model group (models_group in the Caddyfile)
+		}
 		if m = strings.TrimSpace(m); m != "" && !slices.Contains(ids, m) {
 			return badRequest("unknown_model", "there is no model %q on this gateway: pick from GET /api/user/models (%s)", m, strings.Join(ids, ", "))
 		}

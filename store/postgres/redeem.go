@@ -23,7 +23,9 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 			return fmt.Errorf("create redemption codes: code %d is nil", i)
 		case c.Code == "":
 			return fmt.Errorf("create redemption codes: code %d is empty", i)
-		case c.Quota <= 0:
+		case c.Plan != "" && (c.Quota != 0 || c.PlanDays <= 0):
+			return fmt.Errorf("create redemption codes: code %d: a plan code grants no quota and some days, got %d and %d", i, c.Quota, c.PlanDays)
+		case c.Plan == "" && c.Quota <= 0:
 			return fmt.Errorf("create redemption codes: code %d: quota must be positive, got %d", i, c.Quota)
 		}
 	}
@@ -40,9 +42,9 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 				c.Status = store.CodeEnabled
 			}
 			b.Queue(`INSERT INTO redemption_codes
-				(code, quota, status, used_by, created_at, redeemed_at, expires_at, name)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name)
+				(code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 		}
 		br := tx.SendBatch(ctx, b)
 		for i := range codes {
@@ -78,7 +80,11 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		// used_by = 0 means unused, so user 0 could redeem a code forever.
 		return 0, fmt.Errorf("redeem: invalid user id %d", userID)
 	}
-	var quota int64
+	var (
+		quota int64
+		plan  string
+		days  int64
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Claiming the code is conditional on it being unused. A second
 		// claim, from any instance, waits on the first one's row lock and
@@ -87,8 +93,8 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		ts := now().UnixMilli()
 		err := tx.QueryRow(ctx, `UPDATE redemption_codes SET used_by = $1, redeemed_at = $2
 			WHERE code = $3 AND used_by = 0 AND status = $4 AND (expires_at IS NULL OR expires_at > $2)
-			RETURNING quota`,
-			userID, ts, code, store.CodeEnabled).Scan(&quota)
+			RETURNING quota, plan, plan_days`,
+			userID, ts, code, store.CodeEnabled).Scan(&quota, &plan, &days)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("code missing, used, disabled or expired: %w", store.ErrNotFound)
 		}
@@ -102,6 +108,9 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		if err := credit(ctx, tx, userID, balance, quota); err != nil {
 			return err
 		}
+		if err := grantPlan(ctx, tx, userID, plan, days, ts); err != nil {
+			return err
+		}
 		return payInvitationReward(ctx, tx, userID)
 	})
 	if err != nil {
@@ -110,14 +119,14 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name`
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
 
 func scanCode(sc scanner) (*store.RedemptionCode, error) {
 	var (
 		c                               store.RedemptionCode
 		createdAt, redeemedAt, expireAt *int64
 	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name); err != nil {
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(createdAt)

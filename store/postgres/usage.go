@@ -18,7 +18,7 @@ import (
 
 const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -30,7 +30,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID)
+		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
 	model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 	reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-	request_id, upstream_request_id, row_key, trace_id)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+	request_id, upstream_request_id, row_key, trace_id, windows, plan)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 	ON CONFLICT (row_key) DO NOTHING RETURNING id`
 
 // The charges, each sum saturating rather than failing the batch.
@@ -121,7 +121,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		b.Queue(insertUsage, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, l.Estimated, l.Stream,
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID)
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan)
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range logs {
@@ -144,6 +144,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 	days := make(map[userDay]*charge)
 	tokens := make(map[int64]int64)
 	modelDays := modelTotals{}
+	windows := map[string]int64{} // spend by window id (budgets.go)
 	for i, l := range logs {
 		if ids[i] == 0 {
 			continue
@@ -158,7 +159,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 				c = &charge{}
 				users[l.UserID] = c
 			}
-			c.cost = satAdd(c.cost, l.Cost)
+			c.cost = satAdd(c.cost, charged(l))
 			c.requests++
 			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
 			d := days[k]
@@ -169,10 +170,11 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 			d.cost = satAdd(d.cost, l.Cost)
 			d.requests++
 		}
-		if l.TokenID != 0 && l.Cost != 0 {
-			tokens[l.TokenID] = satAdd(tokens[l.TokenID], l.Cost)
+		if l.TokenID != 0 && charged(l) != 0 {
+			tokens[l.TokenID] = satAdd(tokens[l.TokenID], charged(l))
 		}
 		modelDays.add(createdAt, l)
+		rowWindows(windows, l)
 	}
 
 	b = &pgx.Batch{}
@@ -195,6 +197,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		b.Queue(addDaily, k.user, k.day, d.cost, d.requests)
 	}
 	modelDays.queue(b)
+	queueWindowSpend(b, windows)
 	if b.Len() == 0 {
 		return nil
 	}

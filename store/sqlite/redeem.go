@@ -20,7 +20,9 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 			return fmt.Errorf("create redemption codes: code %d is nil", i)
 		case c.Code == "":
 			return fmt.Errorf("create redemption codes: code %d is empty", i)
-		case c.Quota <= 0:
+		case c.Plan != "" && (c.Quota != 0 || c.PlanDays <= 0):
+			return fmt.Errorf("create redemption codes: code %d: a plan code grants no quota and some days, got %d and %d", i, c.Quota, c.PlanDays)
+		case c.Plan == "" && c.Quota <= 0:
 			return fmt.Errorf("create redemption codes: code %d: quota must be positive, got %d", i, c.Quota)
 		}
 	}
@@ -28,8 +30,8 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 	ids := make([]int64, len(codes))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO redemption_codes
-			(code, quota, status, used_by, created_at, redeemed_at, expires_at, name)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+			(code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -43,7 +45,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 				c.Status = store.CodeEnabled
 			}
 			res, err := ins.ExecContext(ctx, c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(),
-				millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name)
+				millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 			if err != nil {
 				return fmt.Errorf("code %d: %w", i, sqlErr(err))
 			}
@@ -78,15 +80,19 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		// used_by = 0 means unused, so user 0 could redeem a code forever.
 		return 0, fmt.Errorf("redeem: invalid user id %d", userID)
 	}
-	var quota int64
+	var (
+		quota int64
+		plan  string
+		days  int64
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		// Claiming the code is conditional on it being unused, so of two
 		// concurrent redemptions exactly one gets a row back.
 		ts := now().UnixMilli()
 		err := tx.QueryRowContext(ctx, `UPDATE redemption_codes SET used_by = ?, redeemed_at = ?
 			WHERE code = ? AND used_by = 0 AND status = ? AND (expires_at IS NULL OR expires_at > ?)
-			RETURNING quota`,
-			userID, ts, code, store.CodeEnabled, ts).Scan(&quota)
+			RETURNING quota, plan, plan_days`,
+			userID, ts, code, store.CodeEnabled, ts).Scan(&quota, &plan, &days)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("code missing, used, disabled or expired: %w", store.ErrNotFound)
 		}
@@ -100,6 +106,9 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		if err := mustAffect(res, fmt.Sprintf("user %d", userID)); err != nil {
 			return err
 		}
+		if err := grantPlan(ctx, tx, userID, plan, days, ts); err != nil {
+			return err
+		}
 		return payInvitationReward(ctx, tx, userID)
 	})
 	if err != nil {
@@ -108,14 +117,14 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name`
+const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
 
 func scanCode(sc scanner) (*store.RedemptionCode, error) {
 	var (
 		c                               store.RedemptionCode
 		createdAt, redeemedAt, expireAt sql.NullInt64
 	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name); err != nil {
+	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(createdAt)

@@ -16,7 +16,7 @@ import (
 
 const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id`
+	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
 
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
@@ -29,7 +29,7 @@ func scanUsage(sc scanner) (*store.UsageLog, error) {
 	)
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID)
+		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +81,15 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 	days := make(map[userDay]*charge)
 	tokens := make(map[int64]int64)
 	modelDays := modelTotals{}
+	windows := map[string]int64{} // spend by window id (budgets.go)
 
 	// a keyed row already stored (a journal replayed twice) is skipped,
 	// and with it its charge
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-		request_id, upstream_request_id, row_key, trace_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		request_id, upstream_request_id, row_key, trace_id, windows, plan)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (row_key) DO NOTHING`)
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID)
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan)
 		if err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
@@ -120,7 +121,7 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 				c = &charge{}
 				users[l.UserID] = c
 			}
-			c.cost = addSat(c.cost, l.Cost)
+			c.cost = addSat(c.cost, charged(l))
 			c.requests++
 			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
 			d := days[k]
@@ -131,12 +132,16 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 			d.cost = addSat(d.cost, l.Cost)
 			d.requests++
 		}
-		if l.TokenID != 0 && l.Cost != 0 {
-			tokens[l.TokenID] = addSat(tokens[l.TokenID], l.Cost)
+		if l.TokenID != 0 && charged(l) != 0 {
+			tokens[l.TokenID] = addSat(tokens[l.TokenID], charged(l))
 		}
 		modelDays.add(createdAt, l)
+		rowWindows(windows, l)
 	}
 	if err := modelDays.write(ctx, tx); err != nil {
+		return err
+	}
+	if err := addWindowSpend(ctx, tx, windows); err != nil {
 		return err
 	}
 

@@ -90,6 +90,13 @@ func Run(t *testing.T, open Opener) {
 			{"LeaseExpiry", testLeaseExpiry},
 			{"ShareRates", testShareRates},
 		}},
+		{"Budgets", []test{
+			{"BudgetsRoundTrip", testBudgetsRoundTrip},
+			{"UserBudget", testUserBudget},
+			{"SettleBatchWindowSpend", testSettleBatchWindowSpend},
+			{"RedeemPlanCode", testRedeemPlanCode},
+			{"ClaimWindow", testClaimWindow},
+		}},
 		{"Audit", []test{
 			{"AuditLog", testAuditLog},
 			{"ListUsageOperatorFilters", testListUsageOperatorFilters},
