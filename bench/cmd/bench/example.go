@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func parseExampleSite(text string) (exampleSite, error) {
 		}
 	}
 	if start < 0 {
-		return exampleSite{}, fmt.Errorf("Caddyfile.example has no site block")
+		return exampleSite{}, errors.New("the file Caddyfile.example has no site block")
 	}
 	end := -1
 	for i := start + 1; i < len(lines); i++ {
@@ -55,7 +56,7 @@ func parseExampleSite(text string) (exampleSite, error) {
 		}
 	}
 	if end < 0 {
-		return exampleSite{}, fmt.Errorf("Caddyfile.example: the site block at line %d does not close", start+1)
+		return exampleSite{}, fmt.Errorf("the file Caddyfile.example: the site block at line %d does not close", start+1)
 	}
 	site := exampleSite{body: strings.Join(lines[start+1:end], "\n")}
 	for i := start + 1; i < end; i++ {
@@ -72,7 +73,7 @@ func parseExampleSite(text string) (exampleSite, error) {
 		break
 	}
 	if site.log == "" {
-		return exampleSite{}, fmt.Errorf("Caddyfile.example's site has no log block")
+		return exampleSite{}, errors.New("the site of the file Caddyfile.example has no log block")
 	}
 	return site, nil
 }
