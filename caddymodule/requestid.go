@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -58,13 +59,24 @@ func wellFormedRequestID(id string) bool {
 	return true
 }
 
-// newRequestID is 128 random bits in hex. Ids need to be unique, not
-// secret, so the fast per-thread generator serves.
+// newRequestID is 128 bits in hex: the time in milliseconds (48 bits,
+// most significant first) and 80 random bits, as a UUIDv7 orders them.
+// Ids need to be unique, not secret, so the fast per-thread generator
+// serves; the time first makes ids made one after another sort together,
+// so the usage table's request-id index takes each batch's rows at its
+// end instead of in one random page a row (with random ids it made the
+// usage writer's commits several times dearer).
 func newRequestID() string {
 	var b [16]byte
-	hi, lo := rand.Uint64(), rand.Uint64()
-	for i := range 8 {
-		b[i], b[8+i] = byte(hi>>(8*i)), byte(lo>>(8*i))
+	ms, hi, lo := uint64(time.Now().UnixMilli()), rand.Uint64(), rand.Uint32()
+	for i := range 6 {
+		b[i] = byte(ms >> (8 * (5 - i)))
+	}
+	for i := range 6 {
+		b[6+i] = byte(hi >> (8 * i))
+	}
+	for i := range 4 {
+		b[12+i] = byte(lo >> (8 * i))
 	}
 	return hex.EncodeToString(b[:])
 }
