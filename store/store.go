@@ -621,3 +621,18 @@ func Drivers() []string {
 	sort.Strings(names)
 	return names
 }
+
+// ByRequestID finds usage rows by a request id, which is the gateway's
+// (request_id) or the upstream's (upstream_request_id): the gateway's
+// first, through its index, and the upstream's only when that finds none.
+// The upstream's ids have no index: vendors make them at random, and an
+// index of random values puts every row of a batch in a page of its own,
+// which made each usage commit several times dearer; looking one up scans
+// the rows the rest of the filter leaves (its time range).
+func ByRequestID(list func(column string) ([]*UsageLog, error)) ([]*UsageLog, error) {
+	logs, err := list("request_id")
+	if err != nil || len(logs) > 0 {
+		return logs, err
+	}
+	return list("upstream_request_id")
+}

@@ -21,14 +21,20 @@ func likePart(part string) string {
 // id to where, arg numbering the parameters. The failed-rows condition is
 // written exactly as the partial index usage_logs_failed_created_at
 // states it, so the planner can use that index.
-func usageSieve(f store.UsageFilter, where *[]string, arg func(any) string) error {
+// idColumn names the one column the request id is matched in; "" matches
+// either (see ListUsage).
+func usageSieve(f store.UsageFilter, idColumn string, where *[]string, arg func(any) string) error {
 	if f.TokenID != 0 {
 		*where = append(*where, "token_id = "+arg(f.TokenID))
 	}
 	if f.Channel != "" {
 		*where = append(*where, "channel = "+arg(f.Channel))
 	}
-	if f.RequestID != "" {
+	switch {
+	case f.RequestID == "":
+	case idColumn != "":
+		*where = append(*where, idColumn+" = "+arg(f.RequestID))
+	default:
 		n := arg(f.RequestID)
 		*where = append(*where, "(request_id = "+n+" OR upstream_request_id = "+n+")")
 	}
@@ -78,7 +84,7 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 	if !f.Until.IsZero() {
 		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
 	}
-	if err := usageSieve(f, &where, arg); err != nil {
+	if err := usageSieve(f, "", &where, arg); err != nil {
 		return nil, err
 	}
 	q := `SELECT created_at / ` + strconv.Itoa(msPerDay) + ` AS day, ` + string(by) + `::text AS k,

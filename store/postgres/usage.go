@@ -274,6 +274,13 @@ func (d modelTotals) queue(b *pgx.Batch) {
 // (user_id[, model], created_at, id) indexes, never by OFFSET, so its cost
 // does not grow with how deep the page is or how big the table is.
 func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.UsageLog, error) {
+	if f.RequestID == "" {
+		return s.listUsage(ctx, f, "")
+	}
+	return store.ByRequestID(func(column string) ([]*store.UsageLog, error) { return s.listUsage(ctx, f, column) })
+}
+
+func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn string) ([]*store.UsageLog, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
@@ -298,7 +305,7 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 	if !f.Until.IsZero() {
 		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
 	}
-	if err := usageSieve(f, &where, arg); err != nil {
+	if err := usageSieve(f, idColumn, &where, arg); err != nil {
 		return nil, err
 	}
 	if c := f.After; c != nil {

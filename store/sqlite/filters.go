@@ -21,14 +21,20 @@ func likePart(part string) string {
 // id to where. The failed-rows condition is written exactly as the
 // partial index usage_logs_failed_created_at states it, so the planner
 // uses that index.
-func usageSieve(f store.UsageFilter, where []string, args []any) ([]string, []any, error) {
+// idColumn names the one column the request id is matched in; "" matches
+// either (see ListUsage).
+func usageSieve(f store.UsageFilter, idColumn string, where []string, args []any) ([]string, []any, error) {
 	if f.TokenID != 0 {
 		where, args = append(where, "token_id = ?"), append(args, f.TokenID)
 	}
 	if f.Channel != "" {
 		where, args = append(where, "channel = ?"), append(args, f.Channel)
 	}
-	if f.RequestID != "" {
+	switch {
+	case f.RequestID == "":
+	case idColumn != "":
+		where, args = append(where, idColumn+" = ?"), append(args, f.RequestID)
+	default:
 		where, args = append(where, "(request_id = ? OR upstream_request_id = ?)"), append(args, f.RequestID, f.RequestID)
 	}
 	switch f.Status {
@@ -74,7 +80,7 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 	if !f.Until.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
 	}
-	if where, args, err = usageSieve(f, where, args); err != nil {
+	if where, args, err = usageSieve(f, "", where, args); err != nil {
 		return nil, err
 	}
 	q := `SELECT created_at / ` + strconv.Itoa(msPerDay) + ` AS day, CAST(` + string(by) + ` AS TEXT) AS k,

@@ -225,6 +225,13 @@ func sortedKeys[V any](m map[int64]V) []int64 {
 // (user_id[, model], created_at) indexes, never by OFFSET, so its cost does
 // not grow with how deep the page is or how big the table is.
 func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.UsageLog, error) {
+	if f.RequestID == "" {
+		return s.listUsage(ctx, f, "")
+	}
+	return store.ByRequestID(func(column string) ([]*store.UsageLog, error) { return s.listUsage(ctx, f, column) })
+}
+
+func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn string) ([]*store.UsageLog, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
@@ -246,7 +253,7 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
 	}
 	var err error
-	if where, args, err = usageSieve(f, where, args); err != nil {
+	if where, args, err = usageSieve(f, idColumn, where, args); err != nil {
 		return nil, err
 	}
 	if c := f.After; c != nil {
