@@ -148,7 +148,7 @@ func TestCLIMistakesExitNonZero(t *testing.T) {
 	}{
 		{[]string{"frob"}, `caddy gateway has no command "frob"`},
 		{[]string{"user", "lst"}, `caddy gateway user has no command "lst" (did you mean "list"?)`},
-		{[]string{"token"}, "caddy gateway token needs a command: one of add, delete, disable, enable, list, rename, set"},
+		{[]string{"token"}, "caddy gateway token needs a command: one of add, budget, delete, disable, enable, list, rename, set"},
 		{[]string{"redeem", "remove"}, `caddy gateway redeem has no command "remove"`},
 		{[]string{"token", "delete"}, "--id is required: caddy gateway token delete --id <token id>"},
 		{[]string{"user", "show"}, "--username is required"},
