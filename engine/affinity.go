@@ -194,25 +194,22 @@ func placeFirst(plan []*routing.Channel, place uint64) {
 	}
 }
 
-// planPinned is Plan for a conversation: when the conversation is bound
-// to a channel that the plan still holds (healthy, serving the model and
-// the request's operation) with its key still configured, that channel
-// goes first; otherwise the binding is dropped and the move counted.
-// Affinity chooses among the channels of the plan's first priority only:
-// a conversation that failed over to a backup goes back to the channel the
-// operator prefers once that serves again.
-func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*routing.Channel {
-	model := x.Req.Model
-	if e.Affinity == nil || !x.Req.Op.Conversation() {
-		return e.Plan(model, keep)
-	}
+// pin orders a conversation's plan (every channel that may serve it, in
+// routing's order): when the conversation is bound to a channel that the
+// plan still holds (healthy, serving the model and the request's
+// operation) with its key still configured, that channel goes first;
+// otherwise the binding is dropped and the move counted, and a
+// conversation with none starts where its place puts it. Affinity chooses
+// among the channels of the plan's first priority only: a conversation
+// that failed over to a backup goes back to the channel the operator
+// prefers once that serves again.
+func (e *Engine) pin(x *Exchange, plan []*routing.Channel) []*routing.Channel {
 	id, place, ok := conversationID(x)
 	if !ok {
-		return e.Plan(model, keep)
+		return plan
 	}
 	x.Pin = &Pin{id: id, key: -1, place: place}
 	b, bound := e.Affinity.Lookup(id)
-	plan := e.Channels.PlanFor(model, math.MaxInt, keep)
 	if bound {
 		i := slices.IndexFunc(plan, func(ch *routing.Channel) bool { return ch.Name == b.Channel })
 		reason := ""
@@ -241,9 +238,6 @@ func (e *Engine) planPinned(x *Exchange, keep func(*routing.Channel) bool) []*ro
 	}
 	if !x.Pin.has && len(plan) > 0 {
 		placeFirst(plan, place)
-	}
-	if len(plan) > e.MaxAttempts {
-		plan = plan[:e.MaxAttempts]
 	}
 	return plan
 }

@@ -110,7 +110,7 @@ func TestPlanPinnedMoves(t *testing.T) {
 	// bound: channel a first, its key 2, whatever the weighted order
 	for range 20 {
 		x := x()
-		plan := e.planPinned(x, nil)
+		plan := e.planFor(x, nil)
 		if len(plan) != 2 || plan[0].Name != "a" {
 			t.Fatalf("plan %v, want a first and 2 channels", plan)
 		}
@@ -121,7 +121,7 @@ func TestPlanPinnedMoves(t *testing.T) {
 	step := func(what, reason string) {
 		t.Helper()
 		x := x()
-		e.planPinned(x, nil)
+		e.planFor(x, nil)
 		if x.Pin.has || moves[reason] != 1 {
 			t.Fatalf("%s: bound %v, moves %v, want one %s", what, x.Pin.has, moves, reason)
 		}
@@ -149,7 +149,7 @@ func TestPlanPinnedMoves(t *testing.T) {
 	// operations affinity does not cover take keys in turn
 	emb := x()
 	emb.Req.Op = adapters.OpEmbedding
-	if e.planPinned(emb, nil); emb.Pin != nil {
+	if e.planFor(emb, nil); emb.Pin != nil {
 		t.Fatal("an embedding request was pinned")
 	}
 }
@@ -187,7 +187,7 @@ func TestPlacement(t *testing.T) {
 			r.Header.Set("X-Session-Id", "conversation "+strconv.Itoa(i))
 			x := &Exchange{R: r, ID: &keys.Identity{Token: &store.Token{ID: 1}}, Req: &adapters.Request{Op: adapters.OpChat, Model: "m",
 				Chat: &adapters.ChatRequest{Messages: []adapters.Message{{Role: adapters.RoleUser}}}}}
-			plan := e.planPinned(x, nil)
+			plan := e.planFor(x, nil)
 			if plan[len(plan)-1] != backup {
 				t.Fatalf("plan %v: the lower priority last", plan)
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"net/http"
 	"slices"
 
@@ -20,6 +21,21 @@ import (
 // MaxAttempts. Channels keep refuses do not spend the retry budget.
 func (e *Engine) Plan(model string, keep func(*routing.Channel) bool) []*routing.Channel {
 	return e.Channels.PlanFor(model, e.MaxAttempts, keep)
+}
+
+// planFor plans a relayed request: Plan, except that a conversation (chat
+// or responses, with affinity on) is planned over every channel that may
+// serve it, ordered by its binding (pin, affinity.go), and then cut to the
+// retry budget.
+func (e *Engine) planFor(x *Exchange, keep func(*routing.Channel) bool) []*routing.Channel {
+	if e.Affinity == nil || !x.Req.Op.Conversation() {
+		return e.Plan(x.Req.Model, keep)
+	}
+	plan := e.pin(x, e.Channels.PlanFor(x.Req.Model, math.MaxInt, keep))
+	if len(plan) > e.MaxAttempts {
+		plan = plan[:e.MaxAttempts]
+	}
+	return plan
 }
 
 // provider is ch's family, nil for a channel of no configured upstream.
@@ -58,7 +74,7 @@ func (e *Engine) Relay(x *Exchange) error {
 			return ok
 		}
 	}
-	plan := e.planPinned(x, keep)
+	plan := e.planFor(x, keep)
 	if len(plan) == 0 && req.Op == adapters.OpCountTokens {
 		return CountLocally(x)
 	}
