@@ -133,6 +133,10 @@ func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (*adapters.Request, fu
 	}
 	if !h.app.spooled.Take(hold) {
 		x.W.Header().Set("Retry-After", "1")
+		// the body is left unread: closing the connection after the
+		// answer sends it at once, where net/http would first read
+		// up to 256 KiB more of the upload, waiting on a slow sender
+		x.W.Header().Set("Connection", "close")
 		return nil, noop, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 			"the gateway is receiving too many uploads at once: retry shortly")
 	}

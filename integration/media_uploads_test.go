@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 
@@ -137,29 +139,86 @@ func TestMediaUploadFailover(t *testing.T) {
 
 // TestMediaUploadsInFlightBounded: the disk uploads take at once is
 // bounded (max_inflight_uploads); past it an upload gets a 503 with
-// Retry-After, and the space is given back when an upload ends.
+// Retry-After at once, even from a sender that stalls, and the space is
+// given back when an upload ends.
 func TestMediaUploadsInFlightBounded(t *testing.T) {
 	s := startMedia(t, "2MB", "max_inflight_uploads 3MB")
-	// an upload that says it is 1.9 MB and stalls after its first bytes
-	conn, err := net.Dial("tcp", strings.TrimPrefix(s.gw.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: multipart/form-data; boundary=stall\r\nContent-Length: 1900000\r\n\r\n"+
-		"--stall\r\nContent-Disposition: form-data; name=\"file\"; filename=\"stalled.wav\"\r\n\r\n", strings.TrimPrefix(s.gw.URL, "http://"), s.key)
-	conn.Write(randomBytes(11, 64<<10))
+	host := strings.TrimPrefix(s.gw.URL, "http://")
 	body, ct := form(t, map[string]string{"model": "whisper-1"}, map[string][]byte{"file": randomBytes(10, 3<<19)})
-	// the stalled upload holds its 1.9 MB of the 3 MB
-	eventually(t, "the stalled upload to hold its space", func() bool {
+	probe := func() (*http.Response, string) {
 		resp, out := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
-		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" && strings.Contains(string(out), "too many uploads")
+		return resp, string(out)
+	}
+	refused := func(resp *http.Response, out string) bool {
+		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" && strings.Contains(out, "too many uploads")
+	}
+	// stall sends an upload that says it is 1.9 MB and stalls after its
+	// first bytes. The channel gets the answer if one comes, or nil when
+	// the gateway closes the connection (after refusing an upload it has
+	// not read, the kernel may reset the connection and lose the answer).
+	stall := func() (net.Conn, chan *http.Response) {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: multipart/form-data; boundary=stall\r\nContent-Length: 1900000\r\n\r\n"+
+			"--stall\r\nContent-Disposition: form-data; name=\"file\"; filename=\"stalled.wav\"\r\n\r\n", host, s.key)
+		conn.Write(randomBytes(11, 64<<10))
+		answered := make(chan *http.Response, 1)
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				resp = nil
+			}
+			answered <- resp
+		}()
+		return conn, answered
+	}
+	// the stalled upload holds its 1.9 MB of the 3 MB, and a probe of
+	// 1.5 MB is refused. On a busy machine a probe may take its space
+	// before the stalled upload is read; then the stalled upload is the
+	// one refused, as it should be, and it is sent again.
+	conn, answered := stall()
+	eventually(t, "the stalled upload to hold its space", func() bool {
+		select {
+		case a := <-answered:
+			if a != nil {
+				out, _ := io.ReadAll(a.Body)
+				if !refused(a, string(out)) {
+					t.Fatalf("the stalled upload was answered: %d %s", a.StatusCode, out)
+				}
+			}
+			conn.Close()
+			conn, answered = stall()
+		default:
+		}
+		return refused(probe())
 	})
+	// a second stalled upload is refused at once: the answer does not
+	// wait for more of a body the gateway will not read
+	_, second := stall()
+	select {
+	case a := <-second:
+		if a != nil {
+			out, _ := io.ReadAll(a.Body)
+			if !refused(a, string(out)) {
+				t.Fatalf("the second stalled upload was answered: %d %s", a.StatusCode, out)
+			}
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the second stalled upload got no answer in a minute")
+	}
+	select {
+	case a := <-answered:
+		t.Fatalf("the stalled upload was answered while it held its space: %v", a)
+	default:
+	}
 	conn.Close()
 	// the space is back
 	eventually(t, "the space to come back", func() bool {
-		resp, _ := s.gw.Do(http.MethodPost, "/v1/audio/transcriptions", s.key, body, http.Header{"Content-Type": {ct}})
+		resp, _ := probe()
 		return resp.StatusCode == 200
 	})
 }
