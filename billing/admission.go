@@ -165,3 +165,16 @@ func (g *Gate) Settle(now time.Time, ad Admission, tokens, cost int64) {
 	ad.Ticket.Done(now, tokens)
 	g.Ledger.Settle(ad.Hold, cost)
 }
+
+// TaskSettled gives back what a stored task did not cost (refund), once
+// the store settled it: to the balance the ledger knows when the balance
+// paid (plan ""), and out of the windows its reservation was counted in
+// (windows, the ids it was stored with).
+func (g *Gate) TaskSettled(userID, tokenID int64, plan, windows string, refund int64) {
+	if plan == "" {
+		g.Ledger.Returned(userID, tokenID, refund)
+	}
+	if g.Budgets != nil && g.Budgets.Spend != nil {
+		g.Budgets.Spend.Refund(windows, refund)
+	}
+}

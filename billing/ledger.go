@@ -350,8 +350,12 @@ func (l *Ledger) Credit(userID, amount int64) {
 // Debited ends a hold whose amount was taken from the store's balances
 // directly (a task's reservation, debited when the task is stored): the
 // amount stops counting as reserved and is gone from what remains.
-func (l *Ledger) Debited(h Hold) {
-	h.Windows.settle(h.Amount) // a task's windows count what it reserved
+func (l *Ledger) Debited(h Hold, now time.Time) {
+	if h.Windows != nil {
+		// a task's windows count what it reserved, at now (the ids it
+		// was stored with: WindowHold.IDsAt), whoever pays it
+		h.Windows.settleAt(now, h.Windows.Amount())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []accountKey{{false, h.UserID}, {true, h.TokenID}} {

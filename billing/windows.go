@@ -567,8 +567,12 @@ func (h *WindowHold) settle(cost int64) {
 	if h == nil {
 		return
 	}
+	h.settleAt(h.sp.now(), cost)
+}
+
+// settleAt is settle at now.
+func (h *WindowHold) settleAt(now time.Time, cost int64) {
 	s := h.sp
-	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h.settled {
@@ -602,6 +606,103 @@ func (h *WindowHold) settle(cost int64) {
 		}
 		ss.prune(now, ss.loc)
 	}
+}
+
+// IDsAt are the window ids settling the hold at now counts its cost
+// against (what WindowIDs says after), comma-separated: a task stores
+// them with its reservation, which settles at the same now.
+func (h *WindowHold) IDsAt(now time.Time) string {
+	if h == nil {
+		return ""
+	}
+	var ids []byte
+	for _, hw := range h.holds {
+		for k := range windowKinds {
+			if hw.limits[k] == 0 {
+				continue
+			}
+			if len(ids) > 0 {
+				ids = append(ids, ',')
+			}
+			ids = periodOf(k, now, hw.loc).appendID(append(append(ids, hw.subject...), '/'))
+		}
+	}
+	return string(ids)
+}
+
+// Amount is what the hold reserves in each of its windows.
+func (h *WindowHold) Amount() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.amount
+}
+
+// Refund takes amount back out of each window id (as IDsAt gives them) a
+// stored task's reservation was counted against, when the task settled
+// for less. A period this process no longer holds (rolled out, or a
+// subject forgotten and read again from the store, which the refund
+// reached first) is left alone; with claims, the room freed is this
+// process's to hold or give back.
+func (s *Spend) Refund(ids string, amount int64) {
+	if ids == "" || amount <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range strings.SplitSeq(ids, ",") {
+		i := strings.LastIndexByte(id, '/')
+		if i < 0 {
+			continue
+		}
+		ss := s.subjects[id[:i]]
+		p, ok := parsePeriod(id[i+1:])
+		if ss == nil || !ok {
+			continue
+		}
+		if p.kind == Rolling5h {
+			sl := &ss.ring[ringIndex(p.n)]
+			if sl.start != p.n {
+				continue
+			}
+			sl.spent = max(sl.spent-amount, 0)
+			if s.Claims != nil {
+				sl.mine = max(sl.mine-amount, 0)
+			}
+			continue
+		}
+		if v, held := ss.spent[p]; held {
+			ss.spent[p] = max(v-amount, 0)
+		}
+		if v, held := ss.mine[p]; held && s.Claims != nil {
+			ss.mine[p] = max(v-amount, 0)
+		}
+	}
+}
+
+// parsePeriod reads a period's id (period.String).
+func parsePeriod(id string) (period, bool) {
+	if id == "lifetime" {
+		return period{Lifetime, 0}, true
+	}
+	name, v, ok := strings.Cut(id, "@")
+	k, known := ParseWindowKind(name)
+	if !ok || !known || k == Lifetime {
+		return period{}, false
+	}
+	if k == Rolling5h {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return period{k, n}, err == nil
+	}
+	layout := "2006-01-02"
+	if k == Monthly {
+		layout = "2006-01"
+	}
+	t, err := time.Parse(layout, v)
+	if err != nil {
+		return period{}, false
+	}
+	return periodOf(k, t, time.UTC), true
 }
 
 // WindowIDs are the window ids the hold's settled cost counted against,

@@ -447,3 +447,82 @@ func BenchmarkWindowHoldClaimed(b *testing.B) {
 		h.settle(1)
 	}
 }
+
+// A task's reservation counts in its windows at the time it is stored,
+// under the ids the store keeps with it; when it settles for less, the
+// difference comes out of those windows again, the balance untouched when
+// a plan paid, and what the period no longer holds is left alone.
+func TestTaskReservationInWindows(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 26, 9, 2, 0, 0, time.UTC)}
+	b, err := (&BudgetConfig{
+		Plans:  map[string]*PlanConfig{"pro": {Windows: map[string]string{"weekly": "0.001", "5h": "0.001"}}},
+		Groups: map[string]*GroupConfig{"team": {Plan: "pro"}},
+	}).Build(&Spend{Clock: clock.Now}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Gate{Limiter: NewLimiter(), Ledger: NewLedger(), Usage: &fakeQueue{}, Budgets: b}
+	u, tok := &store.User{ID: 1, Quota: 5000}, &store.Token{ID: 2}
+	b.users = map[int64]*userBudget{1: {own: WindowLimits{Daily: 2000}, b: store.UserBudget{Group: "team"}, loaded: clock.Now()}}
+	b.keys = map[int64]*keyBudget{2: {loaded: clock.Now()}}
+	ad, err := g.Admit(clock.Now(), Ask{User: u, Token: tok, Model: "sora-2", Reserve: Reserve(800)})
+	if err != nil || ad.Hold.Windows.PaidBy() != "pro" {
+		t.Fatalf("admit: %+v, %v", ad, err)
+	}
+	stored := clock.Now()
+	ids := ad.Hold.Windows.IDsAt(stored)
+	want := "user:1/daily@2026-11-26,plan:pro/user:1/5h@1795683600,plan:pro/user:1/weekly@2026-11-23"
+	if ids != want {
+		t.Fatalf("ids %q, want %q", ids, want)
+	}
+	clock.Add(time.Minute) // the ids are stored's, whenever the debit runs
+	g.Ledger.Debited(ad.Hold, stored)
+	if got := ad.Hold.Windows.WindowIDs(); got != ids {
+		t.Fatalf("settled ids %q, want %q", got, ids)
+	}
+	used := func() map[string]int64 {
+		st, err := b.Status(context.Background(), clock.Now(), mustProfile(t, b, clock.Now(), u, tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int64{}
+		for _, w := range st {
+			m[w.Subject+"/"+w.Window] = w.Spent
+		}
+		return m
+	}
+	if got := used(); got["plan:pro/user:1/weekly"] != 800 || got["plan:pro/user:1/5h"] != 800 || got["user:1/daily"] != 800 {
+		t.Fatalf("while the task runs: %v", got)
+	}
+	g.TaskSettled(u.ID, tok.ID, "pro", ids, 800-300)
+	if got := used(); got["plan:pro/user:1/weekly"] != 300 || got["plan:pro/user:1/5h"] != 300 || got["user:1/daily"] != 300 {
+		t.Fatalf("settled at 300: %v", got)
+	}
+	if avail, _ := g.Ledger.Available(1); avail != 5000 {
+		t.Fatalf("the plan paid, yet the balance is %d", avail)
+	}
+	// a refund for a day gone by leaves today's spend alone
+	g.TaskSettled(u.ID, tok.ID, "pro", "user:1/daily@2026-11-25,user:9/daily@2026-11-26,nonsense", 100)
+	if got := used(); got["user:1/daily"] != 300 {
+		t.Fatalf("a refund of another period: %v", got)
+	}
+	for _, id := range []string{"5h@1795683600", "daily@2026-11-26", "weekly@2026-11-23", "monthly@2026-11", "lifetime"} {
+		if p, ok := parsePeriod(id); !ok || p.String() != id {
+			t.Fatalf("parsePeriod(%q) = %v %v", id, p, ok)
+		}
+	}
+	for _, id := range []string{"", "5h", "daily@2026-13-01", "hourly@1", "lifetime@0", "5h@x"} {
+		if _, ok := parsePeriod(id); ok {
+			t.Fatalf("parsePeriod(%q) accepted", id)
+		}
+	}
+}
+
+func mustProfile(t *testing.T, b *Budgets, now time.Time, u *store.User, tok *store.Token) *Profile {
+	t.Helper()
+	p, err := b.Profile(context.Background(), now, u, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -221,6 +221,14 @@ type Task struct {
 	// the task meanwhile.
 	LeaseOwner string    `json:"lease_owner"`
 	LeaseUntil time.Time `json:"lease_until"`
+
+	// Windows are the spending windows the reservation counts in
+	// (UsageLog.Windows), from the submit; Plan is the plan that pays the
+	// task, "" when the balance does. CreateTask adds the reservation to
+	// each window's spend and, when no plan pays, takes it from the
+	// balances; FinishTask gives back what the task did not cost to both.
+	Windows string `json:"windows,omitempty"`
+	Plan    string `json:"plan,omitempty"`
 }
 
 // TaskTrace is the trace of a task's submit: its trace and span ids, hex.

@@ -65,7 +65,7 @@ func (e *Engine) finish(ctx context.Context, t *store.Task, st *adapters.TaskSta
 		return
 	}
 	if settled {
-		e.deps.Engine.Gate.Ledger.Returned(t.UserID, t.TokenID, t.Reserved-t.Cost)
+		e.deps.Engine.Gate.TaskSettled(t.UserID, t.TokenID, t.Plan, t.Windows, t.Reserved-t.Cost)
 		e.taskCost(t)
 		e.deps.Log.Info("task settled", zap.String("task_id", t.ID), zap.String("status", t.Status), zap.Int64("cost", t.Cost), zap.Int64("refunded", t.Reserved-t.Cost))
 	}

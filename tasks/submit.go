@@ -73,8 +73,10 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 	amount := price.TaskReservation(int64(sub.Req.Duration))
 	// No usage-queue slot: a task's row is written with the task, in the
 	// store's transaction, not through the queue.
+	// Model: a plan that covers the model pays for the task as for any
+	// request (its windows, not the balance)
 	ad, err := eng.Gate.Admit(time.Now(), billing.Ask{User: id.User, Token: id.Token, Rate: billing.RateRequest,
-		Reserve: billing.Reserve(amount)})
+		Reserve: billing.Reserve(amount), Model: model})
 	if err != nil {
 		eng.Gate.Settle(time.Now(), ad, 0, 0)
 		return refuse(engine.AdmissionError(err, req.Header, quotaShortfall))
@@ -82,9 +84,13 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 
 	// The reservation moves to the store with the task, in one transaction:
 	// it outlives this request, this configuration and this process.
+	// The windows count the whole reservation from now until the task
+	// settles; the store keeps their ids and who pays with the task.
+	stored := time.Now()
 	task := &store.Task{ID: NewID(), UserID: id.User.ID, TokenID: id.Token.ID, Model: model,
 		Reserved: amount, Duration: sub.Req.Duration, RequestID: req.RequestID,
-		LeaseOwner: e.submitter, LeaseUntil: time.Now().Add(e.submitLease(plan))}
+		LeaseOwner: e.submitter, LeaseUntil: stored.Add(e.submitLease(plan)),
+		Windows: ad.Hold.Windows.IDsAt(stored), Plan: ad.Hold.Windows.PaidBy()}
 	if !price.Free {
 		task.PriceTask, task.PriceSecond = price.Task, price.VideoSecond
 	}
@@ -93,7 +99,7 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 		log.Error("storing a task", zap.Error(err))
 		return refuse(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot record tasks right now; try again shortly"))
 	}
-	eng.Gate.Ledger.Debited(ad.Hold)
+	eng.Gate.Ledger.Debited(ad.Hold, stored)
 	ad.Hold = billing.Hold{}
 	if tr != nil {
 		e.keepTrace(ctx, tr, task.ID, log)
@@ -137,7 +143,7 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 	if settled, err := e.deps.Store.FinishTask(ctx, task, row); err != nil {
 		log.Error("refunding a refused task", zap.String("task_id", task.ID), zap.Error(err))
 	} else if settled {
-		eng.Gate.Ledger.Returned(task.UserID, task.TokenID, task.Reserved)
+		eng.Gate.TaskSettled(task.UserID, task.TokenID, task.Plan, task.Windows, task.Reserved)
 	}
 	return nil, last
 }

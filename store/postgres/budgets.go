@@ -140,6 +140,22 @@ func rowWindows(spend map[string]int64, l *store.UsageLog) {
 	}
 }
 
+// taskWindows is amount in each window id of a task's windows (a
+// reservation counted at the submit, or given back when it settles).
+func taskWindows(ids string, amount int64) map[string]int64 {
+	spend := map[string]int64{}
+	if ids == "" || amount == 0 {
+		return spend
+	}
+	for i, id := range strings.Split(ids, ",") {
+		if i == store.MaxWindowIDs {
+			break
+		}
+		spend[id] = amount
+	}
+	return spend
+}
+
 // charged is what a row takes from its user's balance and its key's used
 // quota: nothing when a plan paid it.
 func charged(l *store.UsageLog) int64 {

@@ -23,7 +23,7 @@ const defaultTaskLimit = 100
 
 const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
 	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
-	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until`
+	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until, windows, plan`
 
 func scanTask(sc scanner) (*store.Task, error) {
 	var (
@@ -34,7 +34,7 @@ func scanTask(sc scanner) (*store.Task, error) {
 	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
 		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
 		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
-		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil)
+		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil, &t.Windows, &t.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -88,17 +88,28 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
 			upstream_id, status, reserved, result, created_at, updated_at, progress, files, error,
 			duration, price_task, price_second, cost, request_id, next_poll_at, polls,
-			lease_owner, lease_until)
+			lease_owner, lease_until, windows, plan)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0,
-				$18, $19, 0, $20, $21)`,
+				$18, $19, 0, $20, $21, $22, $23)`,
 			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
 			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
 			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
-			t.LeaseOwner, zeroMillis(t.LeaseUntil))
+			t.LeaseOwner, zeroMillis(t.LeaseUntil), t.Windows, t.Plan)
 		if err != nil {
 			return sqlErr(err)
 		}
-		return moveReservation(ctx, tx, t.UserID, t.TokenID, t.Reserved)
+		if t.Plan == "" {
+			if err := moveReservation(ctx, tx, t.UserID, t.TokenID, t.Reserved); err != nil {
+				return err
+			}
+		}
+		// windows after the balances: the lock order of settleRows
+		b := &pgx.Batch{}
+		queueWindowSpend(b, taskWindows(t.Windows, t.Reserved))
+		if b.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return fmt.Errorf("create task %q: %w", t.ID, err)
@@ -259,24 +270,31 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		settled = false
 		var userID, tokenID, reserved int64
+		var windows, plan string
 		err := tx.QueryRow(ctx, `UPDATE tasks SET status = $1, progress = $2, files = $3,
 			error = $4, result = $5, upstream_id = $6, channel = $7, cost = $8, finished_at = $9,
 			updated_at = $10, lease_owner = '', lease_until = 0
 			WHERE id = $11 AND finished_at IS NULL
-			RETURNING user_id, token_id, reserved`,
+			RETURNING user_id, token_id, reserved, windows, plan`,
 			t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel, t.Cost,
-			t.FinishedAt.UnixMilli(), ts.UnixMilli(), t.ID).Scan(&userID, &tokenID, &reserved)
+			t.FinishedAt.UnixMilli(), ts.UnixMilli(), t.ID).Scan(&userID, &tokenID, &reserved, &windows, &plan)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // finished before: nothing moves
 		}
 		if err != nil {
 			return err
 		}
-		if err := moveReservation(ctx, tx, userID, tokenID, -reserved); err != nil {
-			return err
+		if plan == "" {
+			if err := moveReservation(ctx, tx, userID, tokenID, -reserved); err != nil {
+				return err
+			}
 		}
-		row.UserID, row.TokenID, row.Cost = userID, tokenID, t.Cost
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts); err != nil {
+		// the row charges the cost (to the plan's windows alone when a
+		// plan pays) and counts it in the windows, which give back the
+		// reservation they counted since the submit
+		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
+		t.Windows, t.Plan = windows, plan
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, taskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true

@@ -58,7 +58,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	}
 	ids := make([]int64, len(logs))
 	ts := now()
-	err := s.inTx(ctx, func(tx pgx.Tx) error { return settleRows(ctx, tx, logs, ids, ts) })
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return settleRows(ctx, tx, logs, ids, ts, nil) })
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
@@ -110,7 +110,7 @@ var (
 // Rows are locked in one order by every writer: users by id, then tokens
 // by id, then the daily totals by key. Two instances settling batches over
 // the same users then wait for each other rather than deadlock.
-func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []int64, ts time.Time) error {
+func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
 	clear(ids) // a retried transaction starts over
 	b := &pgx.Batch{}
 	for _, l := range logs {
@@ -144,7 +144,9 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 	days := make(map[userDay]*charge)
 	tokens := make(map[int64]int64)
 	modelDays := modelTotals{}
-	windows := map[string]int64{} // spend by window id (budgets.go)
+	if windows == nil {
+		windows = map[string]int64{} // spend by window id (budgets.go)
+	}
 	for i, l := range logs {
 		if ids[i] == 0 {
 			continue

@@ -19,7 +19,7 @@ const defaultTaskLimit = 100
 
 const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
 	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
-	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until`
+	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until, windows, plan`
 
 func scanTask(sc scanner) (*store.Task, error) {
 	var (
@@ -30,7 +30,7 @@ func scanTask(sc scanner) (*store.Task, error) {
 	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
 		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
 		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
-		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil)
+		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil, &t.Windows, &t.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +84,21 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
 			upstream_id, status, reserved, result, created_at, updated_at, progress, files, error,
 			duration, price_task, price_second, cost, request_id, next_poll_at, polls,
-			lease_owner, lease_until)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, ?, ?)`,
+			lease_owner, lease_until, windows, plan)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, ?, ?, ?, ?)`,
 			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
 			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
 			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
-			t.LeaseOwner, zeroMillis(t.LeaseUntil))
+			t.LeaseOwner, zeroMillis(t.LeaseUntil), t.Windows, t.Plan)
 		if err != nil {
 			return sqlErr(err)
 		}
-		return moveReservation(ctx, tx, t.UserID, t.TokenID, t.Reserved)
+		if t.Plan == "" {
+			if err := moveReservation(ctx, tx, t.UserID, t.TokenID, t.Reserved); err != nil {
+				return err
+			}
+		}
+		return addWindowSpend(ctx, tx, taskWindows(t.Windows, t.Reserved))
 	})
 	if err != nil {
 		return fmt.Errorf("create task %q: %w", t.ID, err)
@@ -252,24 +257,31 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 	var ids [1]int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var userID, tokenID, reserved int64
+		var windows, plan string
 		err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = ?, progress = ?, files = ?,
 			error = ?, result = ?, upstream_id = ?, channel = ?, cost = ?, finished_at = ?,
 			updated_at = ?, lease_owner = '', lease_until = 0
 			WHERE id = ? AND finished_at IS NULL
-			RETURNING user_id, token_id, reserved`,
+			RETURNING user_id, token_id, reserved, windows, plan`,
 			t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel, t.Cost,
-			t.FinishedAt.UnixMilli(), ts.UnixMilli(), t.ID).Scan(&userID, &tokenID, &reserved)
+			t.FinishedAt.UnixMilli(), ts.UnixMilli(), t.ID).Scan(&userID, &tokenID, &reserved, &windows, &plan)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // finished before: nothing moves
 		}
 		if err != nil {
 			return err
 		}
-		if err := moveReservation(ctx, tx, userID, tokenID, -reserved); err != nil {
-			return err
+		if plan == "" {
+			if err := moveReservation(ctx, tx, userID, tokenID, -reserved); err != nil {
+				return err
+			}
 		}
-		row.UserID, row.TokenID, row.Cost = userID, tokenID, t.Cost
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts); err != nil {
+		// the row charges the cost (to the plan's windows alone when a
+		// plan pays) and counts it in the windows, which give back the
+		// reservation they counted since the submit
+		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
+		t.Windows, t.Plan = windows, plan
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, taskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true

@@ -59,7 +59,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 	ids := make([]int64, len(logs))
 	ts := now()
-	err := s.inTx(ctx, func(tx *sql.Tx) error { return settleRows(ctx, tx, logs, ids, ts) })
+	err := s.inTx(ctx, func(tx *sql.Tx) error { return settleRows(ctx, tx, logs, ids, ts, nil) })
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
@@ -74,14 +74,16 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 // settleRows writes logs and charges their costs within tx, as SettleBatch
 // describes; ids receives each written row's id (0: written before).
-func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time) error {
+func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
 	type charge struct{ cost, requests int64 }
 	type userDay struct{ user, day int64 }
 	users := make(map[int64]*charge)
 	days := make(map[userDay]*charge)
 	tokens := make(map[int64]int64)
 	modelDays := modelTotals{}
-	windows := map[string]int64{} // spend by window id (budgets.go)
+	if windows == nil {
+		windows = map[string]int64{} // spend by window id (budgets.go)
+	}
 
 	// a keyed row already stored (a journal replayed twice) is skipped,
 	// and with it its charge

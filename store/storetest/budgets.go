@@ -181,3 +181,79 @@ func testClaimWindow(t *testing.T, open Opener) {
 		t.Fatalf("in a window of new periods: %d, %v", g, err)
 	}
 }
+
+// A task's reservation counts in its windows from CreateTask, and the
+// part it did not cost comes back at FinishTask, whose row carries the
+// windows and the plan. A plan-paid task takes nothing from the balances;
+// a balance-paid one takes its cost, as before windows.
+func testTaskWindowsAndPlan(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	u := mustUser(t, s, "subscriber", 1_000_000)
+	tok := mustToken(t, s, u.ID, "hash-subscriber")
+	planIDs := "plan:pro/user:1/weekly@2026-11-23,user:1/daily@2026-11-26"
+	balanceIDs := "user:1/daily@2026-11-26"
+	spend := func(want map[string]int64) {
+		t.Helper()
+		got, err := s.WindowSpend(ctx, []string{"plan:pro/user:1/weekly@2026-11-23", "user:1/daily@2026-11-26"})
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("window spend = %v, %v; want %v", got, err, want)
+		}
+	}
+	balances := func(quota, tokenUsed int64) {
+		t.Helper()
+		if got := mustGetUser(t, s, u.ID); got.Quota != quota {
+			t.Fatalf("user quota %d, want %d", got.Quota, quota)
+		}
+		if got, _ := s.TokenByID(ctx, tok.ID); got.UsedQuota != tokenUsed {
+			t.Fatalf("token used %d, want %d", got.UsedQuota, tokenUsed)
+		}
+	}
+	paid := &store.Task{ID: "task_plan", UserID: u.ID, TokenID: tok.ID, Model: "sora-2", Reserved: 400_000,
+		Windows: planIDs, Plan: "pro"}
+	if err := s.CreateTask(ctx, paid); err != nil {
+		t.Fatal(err)
+	}
+	byBalance := &store.Task{ID: "task_balance", UserID: u.ID, TokenID: tok.ID, Model: "sora-2", Reserved: 300_000,
+		Windows: balanceIDs}
+	if err := s.CreateTask(ctx, byBalance); err != nil {
+		t.Fatal(err)
+	}
+	spend(map[string]int64{"plan:pro/user:1/weekly@2026-11-23": 400_000, "user:1/daily@2026-11-26": 700_000})
+	balances(700_000, 300_000) // the plan's task reserved nothing from them
+	if got, _ := s.TaskByID(ctx, "task_plan"); got.Windows != planIDs || got.Plan != "pro" {
+		t.Fatalf("stored task: windows %q plan %q", got.Windows, got.Plan)
+	}
+
+	fin := *paid
+	fin.Status, fin.Cost = "finished", 250_000
+	row := &store.UsageLog{Model: "sora-2", Endpoint: "/api/generate/submit", Status: 200}
+	if ok, err := s.FinishTask(ctx, &fin, row); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	if fin.Plan != "pro" || fin.Windows != planIDs || row.Plan != "pro" || row.Windows != planIDs {
+		t.Fatalf("finished: task %q %q, row %q %q", fin.Plan, fin.Windows, row.Plan, row.Windows)
+	}
+	spend(map[string]int64{"plan:pro/user:1/weekly@2026-11-23": 250_000, "user:1/daily@2026-11-26": 550_000})
+	balances(700_000, 300_000)
+
+	fin = *byBalance
+	fin.Status, fin.Cost = "failed", 0
+	if ok, err := s.FinishTask(ctx, &fin, &store.UsageLog{Model: "sora-2", Endpoint: "/api/generate/submit", Status: 502}); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	spend(map[string]int64{"plan:pro/user:1/weekly@2026-11-23": 250_000, "user:1/daily@2026-11-26": 250_000})
+	balances(1_000_000, 0)
+	if got := mustGetUser(t, s, u.ID); got.UsedQuota != 0 || got.RequestCount != 2 {
+		t.Fatalf("user used %d requests %d", got.UsedQuota, got.RequestCount)
+	}
+	logs, err := s.ListUsage(ctx, store.UsageFilter{UserID: u.ID})
+	if err != nil || len(logs) != 2 {
+		t.Fatalf("usage = %+v, %v", logs, err)
+	}
+	for _, l := range logs {
+		if l.Key == "task:task_plan" && (l.Plan != "pro" || l.Windows != planIDs || l.Cost != 250_000) {
+			t.Fatalf("plan task's row %+v", l)
+		}
+	}
+}

@@ -94,6 +94,7 @@ func Run(t *testing.T, open Opener) {
 			{"BudgetsRoundTrip", testBudgetsRoundTrip},
 			{"UserBudget", testUserBudget},
 			{"SettleBatchWindowSpend", testSettleBatchWindowSpend},
+			{"TaskWindowsAndPlan", testTaskWindowsAndPlan},
 			{"RedeemPlanCode", testRedeemPlanCode},
 			{"ClaimWindow", testClaimWindow},
 		}},
