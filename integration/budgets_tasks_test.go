@@ -76,8 +76,12 @@ func TestBudgetPlanPaysForTasks(t *testing.T) {
 	if a := decodeTask(t, resp.StatusCode, body); resp.StatusCode != 429 || a.Error == nil || !strings.Contains(a.Error.Message, "plan video") {
 		t.Fatalf("a task past the plan's window: %d %s", resp.StatusCode, body)
 	}
-	// 8 s (0.8 USD) fits
-	sub = submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"shorter","duration":8}`)
+	// 8 s (0.8 USD) fits, and the answer says what room it leaves
+	resp, body = s.gw.Do(http.MethodPost, "/api/generate/submit", key, []byte(`{"model":"sora-2","prompt":"shorter","duration":8}`), nil)
+	sub = decodeTask(t, resp.StatusCode, body)
+	if resp.StatusCode != 200 || resp.Header.Get("x-gateway-budget-remaining") != "0.300000 USD" || resp.Header.Get("x-gateway-budget-reset") == "" {
+		t.Fatalf("submit within the plan: %d %q %q %s", resp.StatusCode, resp.Header.Get("x-gateway-budget-remaining"), resp.Header.Get("x-gateway-budget-reset"), body)
+	}
 	if got := windowSpent(t, s.gw, key)[weekly]; got != 1_200_000 {
 		t.Fatalf("weekly window %d with an 8 s task running", got)
 	}

@@ -84,6 +84,9 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 
 	// The reservation moves to the store with the task, in one transaction:
 	// it outlives this request, this configuration and this process.
+	if req.Header != nil {
+		engine.BudgetHeaders(req.Header, ad.Hold.Windows)
+	}
 	// The windows count the whole reservation from now until the task
 	// settles; the store keeps their ids and who pays with the task.
 	stored := time.Now()
