@@ -36,7 +36,7 @@ the current directory; with neither, the gateway's default database
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database (default: ./Caddyfile)")
 			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
-			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration})
+			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown})
 		},
 	})
 }
@@ -48,7 +48,7 @@ const defaultDSN = "./data/gateway.db"
 // and its placeholders replaced as the gateway itself would, which is why
 // this stays in the Caddy layer.
 func cliStore(cmd *cobra.Command) (store.Store, error) {
-	dbc, err := cliDatabase(cmd)
+	dbc, _, err := cliDatabase(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -68,26 +68,30 @@ func cliStore(cmd *cobra.Command) (store.Store, error) {
 // all, like 'caddy run' it takes the defaults: the gateway's default
 // database, when it exists, so that a command typed in the directory the
 // gateway runs in finds its database; it never creates one on a guess.
-func cliDatabase(cmd *cobra.Command) (DatabaseConfig, error) {
+//
+// It also returns the plans and budget groups the config defines, for the
+// commands that assign them; nil when no config was read (names then go
+// unchecked).
+func cliDatabase(cmd *cobra.Command) (DatabaseConfig, *cliBudgets, error) {
 	dbc := DatabaseConfig{Driver: "sqlite", DSN: defaultDSN}
 	path, _ := cmd.Flags().GetString("config")
 	adapterName, _ := cmd.Flags().GetString("adapter")
 	if path == "" {
 		if adapterName != "" {
-			return dbc, errors.New("--adapter needs --config: the file to adapt")
+			return dbc, nil, errors.New("--adapter needs --config: the file to adapt")
 		}
 		path = "Caddyfile"
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			if _, err := os.Stat(defaultDSN); err != nil {
-				return dbc, errors.New("no Caddyfile in the current directory: pass --config with the Caddyfile the gateway runs with")
+				return dbc, nil, errors.New("no Caddyfile in the current directory: pass --config with the Caddyfile the gateway runs with")
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "no ./Caddyfile: using the default database %s (--config names another)\n", defaultDSN)
-			return dbc, nil
+			return dbc, nil, nil
 		}
 	}
 	body, err := os.ReadFile(path)
 	if err != nil {
-		return dbc, fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
+		return dbc, nil, fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
 	}
 	if adapterName == "" && !strings.HasSuffix(path, ".json") {
 		adapterName = "caddyfile"
@@ -95,22 +99,23 @@ func cliDatabase(cmd *cobra.Command) (DatabaseConfig, error) {
 	if adapterName != "" {
 		adapter := caddyconfig.GetAdapter(adapterName)
 		if adapter == nil {
-			return dbc, fmt.Errorf("unknown config adapter %q", adapterName)
+			return dbc, nil, fmt.Errorf("unknown config adapter %q", adapterName)
 		}
 		body, _, err = adapter.Adapt(body, map[string]any{"filename": path})
 		if err != nil {
-			return dbc, fmt.Errorf("adapting config %s: %w", path, err)
+			return dbc, nil, fmt.Errorf("adapting config %s: %w", path, err)
 		}
 	}
 	var cfg struct {
 		Apps struct {
 			Gateway struct {
 				Database *DatabaseConfig `json:"database"`
+				Budgets  cliBudgets      `json:"budgets"`
 			} `json:"gateway"`
 		} `json:"apps"`
 	}
 	if err := json.Unmarshal(body, &cfg); err != nil {
-		return dbc, fmt.Errorf("reading config %s: %w", path, err)
+		return dbc, nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
 	if c := cfg.Apps.Gateway.Database; c != nil {
 		repl := caddy.NewReplacer()
@@ -121,5 +126,26 @@ func cliDatabase(cmd *cobra.Command) (DatabaseConfig, error) {
 			dbc.DSN = repl.ReplaceAll(c.DSN, "")
 		}
 	}
-	return dbc, nil
+	return dbc, &cfg.Apps.Gateway.Budgets, nil
+}
+
+// cliBudgets are the names of the config's plans and budget groups.
+type cliBudgets struct {
+	Plans  map[string]json.RawMessage `json:"plans"`
+	Groups map[string]json.RawMessage `json:"groups"`
+}
+
+// cliKnown says whether the config names a plan or a budget group; nil
+// when the command read no config.
+func cliKnown(cmd *cobra.Command) (func(kind, name string) bool, error) {
+	_, b, err := cliDatabase(cmd)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return func(kind, name string) bool {
+		if kind == "plan" {
+			return b.Plans[name] != nil
+		}
+		return b.Groups[name] != nil
+	}, nil
 }

@@ -24,7 +24,7 @@ func TestCLIFindsItsDatabase(t *testing.T) {
 		}
 		var stderr bytes.Buffer
 		cmd.SetErr(&stderr)
-		dbc, err := cliDatabase(cmd)
+		dbc, _, err := cliDatabase(cmd)
 		return dbc, stderr.String(), err
 	}
 	write := func(path, body string) {

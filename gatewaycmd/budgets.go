@@ -106,7 +106,11 @@ func (e Env) userPlanCommand() *cobra.Command {
 			if ch.Plan == nil && ch.Group == nil {
 				return flagError(cmd, errors.New("give --plan, --group or both"))
 			}
-			b, err := account.SetUserPlan(ctx, st, account.Operator, u.ID, ch, nil)
+			known, err := e.known(cmd)
+			if err != nil {
+				return err
+			}
+			b, err := account.SetUserPlan(ctx, st, account.Operator, u.ID, ch, known)
 			if err != nil {
 				return err
 			}

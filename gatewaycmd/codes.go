@@ -39,6 +39,13 @@ func (e Env) redeemAddCommand() *cobra.Command {
 			var codes []*store.RedemptionCode
 			var err error
 			if plan, _ := cmd.Flags().GetString("plan"); plan != "" {
+				known, kerr := e.known(cmd)
+				if kerr != nil {
+					return kerr
+				}
+				if known != nil && !known("plan", plan) {
+					return fmt.Errorf("no plan named %q is configured in the gateway's Caddyfile", plan)
+				}
 				days, _ := cmd.Flags().GetInt64("days")
 				codes, err = account.CreatePlanCodes(ctx, st, name, count, plan, days, expiresAt)
 			} else {

@@ -33,6 +33,18 @@ type Env struct {
 	// ParseDuration reads a duration flag as the Caddyfile reads
 	// durations (30d included).
 	ParseDuration func(string) (time.Duration, error)
+	// Known says whether the configuration defines a plan or a budget
+	// group (kind "plan" or "group") of that name, for the commands that
+	// assign them; a nil func (no configuration read) checks nothing
+	Known func(cmd *cobra.Command) (func(kind, name string) bool, error)
+}
+
+// known is e.Known's check for cmd, nil for none.
+func (e Env) known(cmd *cobra.Command) (func(kind, name string) bool, error) {
+	if e.Known == nil {
+		return nil, nil
+	}
+	return e.Known(cmd)
 }
 
 // AddCommands adds the user, token, redeem and usage commands to cmd, the

@@ -291,6 +291,17 @@ func TestBudgetPlans(t *testing.T) {
 		block("budget_group staff", "plan team", "weekly 0.001"))
 	key := gw.AddUser("sub", 0)
 	gw.CLI("user", "plan", "--username", "sub", "--plan", "pro", "--days", "30")
+	// names the Caddyfile does not define are refused, not stored
+	for _, args := range [][]string{
+		{"user", "plan", "--username", "sub", "--plan", "gold"},
+		{"user", "plan", "--username", "sub", "--group", "nobody"},
+		{"redeem", "add", "--plan", "gold", "--days", "30"},
+	} {
+		_, errOut, err := gw.TryCLI(args...)
+		if err == nil || !strings.Contains(errOut, "is configured in the gateway's Caddyfile") {
+			t.Fatalf("%v: %v %s", args, err, errOut)
+		}
+	}
 	for i := range 2 {
 		if err := streamOnce(context.Background(), gw, key, "coder-1"); err != nil {
 			t.Fatalf("request %d on the plan: %v", i, err)
