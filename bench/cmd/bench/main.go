@@ -58,6 +58,7 @@ type options struct {
 	strict      bool
 	idleConns   int
 	reruns      int
+	budgets     bool // the spending-windows targets (budgets.go)
 }
 
 // setup is everything the runs share: paths, ports, the token.
@@ -80,6 +81,10 @@ type setup struct {
 	example      exampleSite
 	proxyLogPort int
 	exPort       int
+	// the spending-windows targets' keys, by target (budgets.go); plan:
+	// the main Caddyfile defines benchPlan
+	keys map[string]string
+	plan bool
 }
 
 // instance is what it takes to start one Caddy process and know it serves.
@@ -106,7 +111,8 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
-	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example", "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_pg)")
+	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example,gateway_budgets,gateway_plan", "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)")
+	flag.BoolVar(&o.budgets, "budgets", true, "measure gateway_budgets and gateway_plan (spending windows); false leaves them out")
 	postgres := flag.Bool("postgres", false, "also measure gateway_pg: the gateway on a throwaway PostgreSQL, in a second Caddy process")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
 	flag.DurationVar(&o.duration, "duration", 0, "length of one run of one target (0: 5s, quick 1s)")
@@ -133,7 +139,10 @@ func main() {
 	}
 	for t := range strings.SplitSeq(targets, ",") {
 		switch t = strings.TrimSpace(t); t {
-		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayPG:
+		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayBudgets, gatewayPlan, gatewayPG:
+			if (t == gatewayBudgets || t == gatewayPlan) && !o.budgets {
+				continue
+			}
 			if !o.has(t) {
 				o.targets = append(o.targets, t)
 			}
@@ -141,7 +150,7 @@ func main() {
 			o.targets = append(o.targets, proxy)
 		case "":
 		default:
-			fatalf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_pg)", t)
+			fatalf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)", t)
 		}
 	}
 	if *postgres && !o.has(gatewayPG) {
@@ -213,8 +222,10 @@ func run(ctx context.Context, o *options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway) || o.has(gatewayExample), idleConns: o.idleConns}
-	if o.has(proxyLogged) || o.has(gatewayExample) {
+	budgets := o.budgetTargets()
+	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway) || o.has(gatewayExample) || len(budgets) > 0,
+		idleConns: o.idleConns, plan: o.has(gatewayPlan)}
+	if o.has(proxyLogged) || o.has(gatewayExample) || len(budgets) > 0 {
 		if s.example, err = readExampleSite(root); err != nil {
 			return 1, err
 		}
@@ -253,6 +264,9 @@ func run(ctx context.Context, o *options) (int, error) {
 	}
 	if s.gateway {
 		if s.token, err = s.createToken(s.caddyfile); err != nil {
+			return 1, err
+		}
+		if s.keys, err = s.createBudgetUsers(budgets); err != nil {
 			return 1, err
 		}
 	}
@@ -372,8 +386,11 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 			input 0.15
 			output 0.60
 		}
-	}
 `, database, s.mockAddr)
+		if s.plan && proxyPort != 0 {
+			b.WriteString(planBlock) // the main process only
+		}
+		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n\n")
 	switch {
@@ -395,12 +412,17 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 // createToken creates the bench user and a token in the database of the
 // gateway that caddyfile configures, through the CLI, and returns the key.
 func (s *setup) createToken(caddyfile string) (string, error) {
-	if _, err := gatewayCLI(s, caddyfile, "user", "add", "--username", "bench", "--password", "benchbench", "--quota", "1000000000000"); err != nil {
-		return "", fmt.Errorf("creating the bench user: %w", err)
+	return s.createUserToken(caddyfile, "bench")
+}
+
+// createUserToken creates a user with a large balance and a key of theirs.
+func (s *setup) createUserToken(caddyfile, username string) (string, error) {
+	if _, err := gatewayCLI(s, caddyfile, "user", "add", "--username", username, "--password", "benchbench", "--quota", "1000000000000"); err != nil {
+		return "", fmt.Errorf("creating the user %s: %w", username, err)
 	}
-	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", "bench")
+	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", username)
 	if err != nil {
-		return "", fmt.Errorf("creating the bench token: %w", err)
+		return "", fmt.Errorf("creating the key of %s: %w", username, err)
 	}
 	for f := range strings.FieldsSeq(out) {
 		if strings.HasPrefix(f, "sk-") {
@@ -421,7 +443,8 @@ func (s *setup) url(target string) string {
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.pg.port)
 	case proxyLogged:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.proxyLogPort)
-	case gatewayExample:
+	case gatewayExample, gatewayBudgets, gatewayPlan:
+		// the same site: only the key differs
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.exPort)
 	default:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.gwPort)
@@ -434,6 +457,9 @@ func (s *setup) client(target string, conns int) *load.Client {
 	token := s.token
 	if target == gatewayPG {
 		token = s.pg.token
+	}
+	if k, ok := s.keys[target]; ok {
+		token = k
 	}
 	if token == "" {
 		token = "sk-bench" // direct and reverse_proxy ignore it
