@@ -37,6 +37,11 @@ const (
 	gatewayPG = "gateway_pg" // a second Caddy process, its gateway on PostgreSQL
 )
 
+// defaultTargets are measured unless -targets says otherwise; -postgres
+// adds gateway_pg, -budgets=false leaves out gateway_budgets and
+// gateway_plan.
+const defaultTargets = "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example,gateway_budgets,gateway_plan"
+
 type options struct {
 	quick       bool
 	build       bool
@@ -111,7 +116,7 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
-	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example,gateway_budgets,gateway_plan", "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)")
+	flag.StringVar(&targets, "targets", defaultTargets, "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)")
 	flag.BoolVar(&o.budgets, "budgets", true, "measure gateway_budgets and gateway_plan (spending windows); false leaves them out")
 	postgres := flag.Bool("postgres", false, "also measure gateway_pg: the gateway on a throwaway PostgreSQL, in a second Caddy process")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
@@ -137,21 +142,8 @@ func main() {
 		}
 		return
 	}
-	for t := range strings.SplitSeq(targets, ",") {
-		switch t = strings.TrimSpace(t); t {
-		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayBudgets, gatewayPlan, gatewayPG:
-			if (t == gatewayBudgets || t == gatewayPlan) && !o.budgets {
-				continue
-			}
-			if !o.has(t) {
-				o.targets = append(o.targets, t)
-			}
-		case "proxy", "reverse-proxy":
-			o.targets = append(o.targets, proxy)
-		case "":
-		default:
-			fatalf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)", t)
-		}
+	if err := o.setTargets(targets); err != nil {
+		fatalf("%v", err)
 	}
 	if *postgres && !o.has(gatewayPG) {
 		o.targets = append(o.targets, gatewayPG)
@@ -168,6 +160,30 @@ func main() {
 		fatalf("%v", err)
 	}
 	os.Exit(code)
+}
+
+// setTargets reads -targets; without -budgets the spending-windows targets
+// are left out even when named.
+func (o *options) setTargets(list string) error {
+	for t := range strings.SplitSeq(list, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayBudgets, gatewayPlan, gatewayPG:
+			if (t == gatewayBudgets || t == gatewayPlan) && !o.budgets {
+				continue
+			}
+			if !o.has(t) {
+				o.targets = append(o.targets, t)
+			}
+		case "proxy", "reverse-proxy":
+			if !o.has(proxy) {
+				o.targets = append(o.targets, proxy)
+			}
+		case "":
+		default:
+			return fmt.Errorf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)", t)
+		}
+	}
+	return nil
 }
 
 func (o *options) defaults() {
