@@ -126,7 +126,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the JSON result, relative to the repository root")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (Caddyfile, database, logs)")
 	flag.BoolVar(&o.hold, "hold", false, "set everything up, print the addresses and wait for Ctrl-C (for profiling by hand)")
-	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a load on this target (reverse_proxy or gateway) until Ctrl-C")
+	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a load on this target (reverse_proxy, gateway, gateway_example, gateway_budgets, gateway_plan...) until Ctrl-C")
 	flag.BoolVar(&o.holdStream, "hold-stream", false, "with -hold-load: the load is streaming requests")
 	flag.IntVar(&o.holdConc, "hold-conc", 50, "with -hold-load: concurrency of the load")
 	flag.IntVar(&o.holdOpen, "hold-open", 0, "with -hold-load: instead of a load, hold this many streams open on the target (for heap profiles)")
