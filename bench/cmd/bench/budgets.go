@@ -354,16 +354,3 @@ func signed(v float64, unit string) string {
 	}
 	return s
 }
-
-func verdictCell(pass *bool, bar string) string {
-	switch {
-	case pass == nil && bar != "":
-		return "n/a"
-	case pass == nil:
-		return ""
-	case *pass:
-		return "pass"
-	default:
-		return "FAIL"
-	}
-}

@@ -602,18 +602,6 @@ func (r *report) printTable(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f×", *q)
 	}
-	verdict := func(pass *bool, bar string) string {
-		switch {
-		case pass == nil && bar != "":
-			return "n/a"
-		case pass == nil:
-			return ""
-		case *pass:
-			return "pass"
-		default:
-			return "FAIL"
-		}
-	}
 	for _, f := range r.Figures {
 		if f.Like || f.Windows {
 			continue
@@ -630,9 +618,9 @@ func (r *report) printTable(w io.Writer) {
 		if r.pg {
 			cells = append(cells, ratioCell(f.RatioPGProxy), ratioCell(f.RatioPG))
 		}
-		cells = append(cells, f.Bar, verdict(f.Pass, f.Bar))
+		cells = append(cells, f.Bar, verdictCell(f.Pass, f.Bar))
 		if r.pg {
-			cells = append(cells, f.PGBar, verdict(f.PGPass, f.PGBar))
+			cells = append(cells, f.PGBar, verdictCell(f.PGPass, f.PGBar))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
@@ -714,17 +702,7 @@ func (r *report) printHeadline(w io.Writer) {
 		if f.Ratio != nil {
 			q = fmt.Sprintf("%.2f×", *f.Ratio)
 		}
-		v := ""
-		switch {
-		case f.Pass == nil && f.Bar != "":
-			v = "n/a"
-		case f.Pass == nil:
-		case *f.Pass:
-			v = "pass"
-		default:
-			v = "FAIL"
-		}
-		cells = append(cells, q, f.Bar, v, f.Goal)
+		cells = append(cells, q, f.Bar, verdictCell(f.Pass, f.Bar), f.Goal)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
@@ -732,6 +710,21 @@ func (r *report) printHeadline(w io.Writer) {
 	r.printWindows(w)
 	fmt.Fprintln(w, "Without access logs, the gateway's own route only:")
 	fmt.Fprintln(w)
+}
+
+// verdictCell is a figure's result column: n/a when its bar could not be
+// judged (a target left out).
+func verdictCell(pass *bool, bar string) string {
+	switch {
+	case pass == nil && bar != "":
+		return "n/a"
+	case pass == nil:
+		return ""
+	case *pass:
+		return "pass"
+	default:
+		return "FAIL"
+	}
 }
 
 func (r *report) save(dir string) (string, error) {
