@@ -37,6 +37,11 @@ const (
 	gatewayPG = "gateway_pg" // a second Caddy process, its gateway on PostgreSQL
 )
 
+// defaultTargets are measured unless -targets says otherwise; -postgres
+// adds gateway_pg, -budgets=false leaves out gateway_budgets and
+// gateway_plan.
+const defaultTargets = "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example,gateway_budgets,gateway_plan"
+
 type options struct {
 	quick       bool
 	build       bool
@@ -58,6 +63,7 @@ type options struct {
 	strict      bool
 	idleConns   int
 	reruns      int
+	budgets     bool // the spending-windows targets (budgets.go)
 }
 
 // setup is everything the runs share: paths, ports, the token.
@@ -80,6 +86,10 @@ type setup struct {
 	example      exampleSite
 	proxyLogPort int
 	exPort       int
+	// the spending-windows targets' keys, by target (budgets.go); plan:
+	// the main Caddyfile defines benchPlan
+	keys map[string]string
+	plan bool
 }
 
 // instance is what it takes to start one Caddy process and know it serves.
@@ -106,7 +116,8 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
-	flag.StringVar(&targets, "targets", "direct,reverse_proxy,gateway,reverse_proxy_log,gateway_example", "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_pg)")
+	flag.StringVar(&targets, "targets", defaultTargets, "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)")
+	flag.BoolVar(&o.budgets, "budgets", true, "measure gateway_budgets and gateway_plan (spending windows); false leaves them out")
 	postgres := flag.Bool("postgres", false, "also measure gateway_pg: the gateway on a throwaway PostgreSQL, in a second Caddy process")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
 	flag.DurationVar(&o.duration, "duration", 0, "length of one run of one target (0: 5s, quick 1s)")
@@ -115,7 +126,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the JSON result, relative to the repository root")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (Caddyfile, database, logs)")
 	flag.BoolVar(&o.hold, "hold", false, "set everything up, print the addresses and wait for Ctrl-C (for profiling by hand)")
-	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a load on this target (reverse_proxy or gateway) until Ctrl-C")
+	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a load on this target (reverse_proxy, gateway, gateway_example, gateway_budgets, gateway_plan...) until Ctrl-C")
 	flag.BoolVar(&o.holdStream, "hold-stream", false, "with -hold-load: the load is streaming requests")
 	flag.IntVar(&o.holdConc, "hold-conc", 50, "with -hold-load: concurrency of the load")
 	flag.IntVar(&o.holdOpen, "hold-open", 0, "with -hold-load: instead of a load, hold this many streams open on the target (for heap profiles)")
@@ -131,18 +142,8 @@ func main() {
 		}
 		return
 	}
-	for t := range strings.SplitSeq(targets, ",") {
-		switch t = strings.TrimSpace(t); t {
-		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayPG:
-			if !o.has(t) {
-				o.targets = append(o.targets, t)
-			}
-		case "proxy", "reverse-proxy":
-			o.targets = append(o.targets, proxy)
-		case "":
-		default:
-			fatalf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_pg)", t)
-		}
+	if err := o.setTargets(targets); err != nil {
+		fatalf("%v", err)
 	}
 	if *postgres && !o.has(gatewayPG) {
 		o.targets = append(o.targets, gatewayPG)
@@ -159,6 +160,30 @@ func main() {
 		fatalf("%v", err)
 	}
 	os.Exit(code)
+}
+
+// setTargets reads -targets; without -budgets the spending-windows targets
+// are left out even when named.
+func (o *options) setTargets(list string) error {
+	for t := range strings.SplitSeq(list, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case direct, proxy, gateway, proxyLogged, gatewayExample, gatewayBudgets, gatewayPlan, gatewayPG:
+			if (t == gatewayBudgets || t == gatewayPlan) && !o.budgets {
+				continue
+			}
+			if !o.has(t) {
+				o.targets = append(o.targets, t)
+			}
+		case "proxy", "reverse-proxy":
+			if !o.has(proxy) {
+				o.targets = append(o.targets, proxy)
+			}
+		case "":
+		default:
+			return fmt.Errorf("unknown target %q (want direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)", t)
+		}
+	}
+	return nil
 }
 
 func (o *options) defaults() {
@@ -213,8 +238,10 @@ func run(ctx context.Context, o *options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway) || o.has(gatewayExample), idleConns: o.idleConns}
-	if o.has(proxyLogged) || o.has(gatewayExample) {
+	budgets := o.budgetTargets()
+	s := &setup{root: root, bin: o.bin, gateway: o.has(gateway) || o.has(gatewayExample) || len(budgets) > 0,
+		idleConns: o.idleConns, plan: o.has(gatewayPlan)}
+	if o.has(proxyLogged) || o.has(gatewayExample) || len(budgets) > 0 {
 		if s.example, err = readExampleSite(root); err != nil {
 			return 1, err
 		}
@@ -253,6 +280,9 @@ func run(ctx context.Context, o *options) (int, error) {
 	}
 	if s.gateway {
 		if s.token, err = s.createToken(s.caddyfile); err != nil {
+			return 1, err
+		}
+		if s.keys, err = s.createBudgetUsers(budgets); err != nil {
 			return 1, err
 		}
 	}
@@ -372,8 +402,11 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 			input 0.15
 			output 0.60
 		}
-	}
 `, database, s.mockAddr)
+		if s.plan && proxyPort != 0 {
+			b.WriteString(planBlock) // the main process only
+		}
+		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n\n")
 	switch {
@@ -395,12 +428,17 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 // createToken creates the bench user and a token in the database of the
 // gateway that caddyfile configures, through the CLI, and returns the key.
 func (s *setup) createToken(caddyfile string) (string, error) {
-	if _, err := gatewayCLI(s, caddyfile, "user", "add", "--username", "bench", "--password", "benchbench", "--quota", "1000000000000"); err != nil {
-		return "", fmt.Errorf("creating the bench user: %w", err)
+	return s.createUserToken(caddyfile, "bench")
+}
+
+// createUserToken creates a user with a large balance and a key of theirs.
+func (s *setup) createUserToken(caddyfile, username string) (string, error) {
+	if _, err := gatewayCLI(s, caddyfile, "user", "add", "--username", username, "--password", "benchbench", "--quota", "1000000000000"); err != nil {
+		return "", fmt.Errorf("creating the user %s: %w", username, err)
 	}
-	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", "bench")
+	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", username)
 	if err != nil {
-		return "", fmt.Errorf("creating the bench token: %w", err)
+		return "", fmt.Errorf("creating the key of %s: %w", username, err)
 	}
 	for f := range strings.FieldsSeq(out) {
 		if strings.HasPrefix(f, "sk-") {
@@ -421,7 +459,8 @@ func (s *setup) url(target string) string {
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.pg.port)
 	case proxyLogged:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.proxyLogPort)
-	case gatewayExample:
+	case gatewayExample, gatewayBudgets, gatewayPlan:
+		// the same site: only the key differs
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.exPort)
 	default:
 		return fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", s.gwPort)
@@ -434,6 +473,9 @@ func (s *setup) client(target string, conns int) *load.Client {
 	token := s.token
 	if target == gatewayPG {
 		token = s.pg.token
+	}
+	if k, ok := s.keys[target]; ok {
+		token = k
 	}
 	if token == "" {
 		token = "sk-bench" // direct and reverse_proxy ignore it

@@ -33,6 +33,8 @@ type report struct {
 	// the gateway_pg target's, when it ran
 	UsagePG  *usageResult `json:"usage_pg,omitempty"`
 	Database *dbWrites    `json:"database_writes,omitempty"`
+	// the spending-windows targets' windows after the run (budgets.go)
+	WindowChecks map[string]*windowsCheck `json:"window_checks,omitempty"`
 
 	pg bool // gateway_pg is a target: the table has its columns
 }
@@ -170,6 +172,10 @@ type figure struct {
 	// issue 21's bar, with its goal beside it
 	Like bool   `json:"like_for_like,omitempty"`
 	Goal string `json:"goal,omitempty"`
+	// a figure of the spending-windows table: each budgets target against
+	// gateway_example (budgets.go)
+	Windows bool              `json:"spending_windows,omitempty"`
+	Versus  map[string]versus `json:"versus_example,omitempty"`
 }
 
 func newReport(o *options, began time.Time) *report {
@@ -188,8 +194,9 @@ func newReport(o *options, began time.Time) *report {
 			"memory_load_seconds": o.memDuration.Seconds(), "open_files_limit": fileLimit(),
 			"proxy_idle_conns_per_host": o.idleConns,
 		},
-		Memory: map[string]*memoryResult{},
-		pg:     o.has(gatewayPG),
+		Memory:       map[string]*memoryResult{},
+		WindowChecks: map[string]*windowsCheck{},
+		pg:           o.has(gatewayPG),
 	}
 	if r.pg {
 		r.UsagePG = &usageResult{}
@@ -481,6 +488,7 @@ func (r *report) buildFigures(o *options) {
 		}
 		r.addLike("failed requests or wrong streams", "count", pick(sumOf(errs, mismatch)), allZero)
 	}
+	r.buildWindowFigures(sumOf(errs, mismatch))
 	r.add("streams with events ≠ upstream's", "count", mismatch, allZero)
 	r.add("failed requests (all runs)", "count", errs, allZero)
 
@@ -594,20 +602,8 @@ func (r *report) printTable(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f×", *q)
 	}
-	verdict := func(pass *bool, bar string) string {
-		switch {
-		case pass == nil && bar != "":
-			return "n/a"
-		case pass == nil:
-			return ""
-		case *pass:
-			return "pass"
-		default:
-			return "FAIL"
-		}
-	}
 	for _, f := range r.Figures {
-		if f.Like {
+		if f.Like || f.Windows {
 			continue
 		}
 		cells := []string{f.Name, f.Unit}
@@ -622,9 +618,9 @@ func (r *report) printTable(w io.Writer) {
 		if r.pg {
 			cells = append(cells, ratioCell(f.RatioPGProxy), ratioCell(f.RatioPG))
 		}
-		cells = append(cells, f.Bar, verdict(f.Pass, f.Bar))
+		cells = append(cells, f.Bar, verdictCell(f.Pass, f.Bar))
 		if r.pg {
-			cells = append(cells, f.PGBar, verdict(f.PGPass, f.PGBar))
+			cells = append(cells, f.PGBar, verdictCell(f.PGPass, f.PGBar))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
@@ -687,6 +683,7 @@ func (r *report) printHeadline(w io.Writer) {
 		}
 	}
 	if len(figs) == 0 {
+		r.printWindows(w)
 		return
 	}
 	fmt.Fprintln(w, "Like for like: Caddyfile.example's site and access log, against reverse_proxy with the same log block")
@@ -705,22 +702,29 @@ func (r *report) printHeadline(w io.Writer) {
 		if f.Ratio != nil {
 			q = fmt.Sprintf("%.2f×", *f.Ratio)
 		}
-		v := ""
-		switch {
-		case f.Pass == nil && f.Bar != "":
-			v = "n/a"
-		case f.Pass == nil:
-		case *f.Pass:
-			v = "pass"
-		default:
-			v = "FAIL"
-		}
-		cells = append(cells, q, f.Bar, v, f.Goal)
+		cells = append(cells, q, f.Bar, verdictCell(f.Pass, f.Bar), f.Goal)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nWithout access logs, the gateway's own route only:")
 	fmt.Fprintln(w)
+	r.printWindows(w)
+	fmt.Fprintln(w, "Without access logs, the gateway's own route only:")
+	fmt.Fprintln(w)
+}
+
+// verdictCell is a figure's result column: n/a when its bar could not be
+// judged (a target left out).
+func verdictCell(pass *bool, bar string) string {
+	switch {
+	case pass == nil && bar != "":
+		return "n/a"
+	case pass == nil:
+		return ""
+	case *pass:
+		return "pass"
+	default:
+		return "FAIL"
+	}
 }
 
 func (r *report) save(dir string) (string, error) {

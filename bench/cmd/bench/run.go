@@ -74,7 +74,7 @@ func (b *bench) snap() machineSnap {
 func (b *bench) track(target string, f func() *load.Result) *load.Result {
 	u := &b.report.Usage
 	switch target {
-	case gateway, gatewayExample: // one database
+	case gateway, gatewayExample, gatewayBudgets, gatewayPlan: // one database
 	case gatewayPG:
 		u = b.report.UsagePG
 	default:
@@ -149,6 +149,14 @@ func (b *bench) runAll(ctx context.Context) error {
 			return err
 		}
 	}
+	// what the windows counted, while the process still holds them
+	for _, t := range o.budgetTargets() {
+		c := s.checkWindows(ctx, t)
+		b.report.WindowChecks[t] = c
+		if v := c.verdict(t); v != "" {
+			logf("windows     %-15s %s", t, v)
+		}
+	}
 	for _, c := range b.clients {
 		c.HTTP.CloseIdleConnections()
 	}
@@ -219,7 +227,7 @@ func (b *bench) op(sc scenario, t string) load.Op {
 func (b *bench) targetsOf(sc scenario) []string {
 	var out []string
 	for _, t := range b.o.targets {
-		if (t == proxyLogged || t == gatewayExample) && !sc.like {
+		if (t == proxyLogged || t == gatewayExample || t == gatewayBudgets || t == gatewayPlan) && !sc.like {
 			continue
 		}
 		out = append(out, t)
