@@ -86,7 +86,13 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.D
 		}
 		db := &database{key: key, store: st, ledger: leasedLedger(st, log, cacheTTL, leaseTTL), limiter: sharedLimiter(st, log, cacheTTL), log: log}
 		db.keys = keys.NewCache(st, cacheTTL)
-		db.spend = &billing.Spend{Load: st.WindowSpend, Refresh: cacheTTL, Claims: st}
+		db.spend = &billing.Spend{Load: st.WindowSpend, Refresh: cacheTTL}
+		if cfg.Driver != "sqlite" {
+			// instances share the database: each admits within room it
+			// claimed. A SQLite file has one gateway, whose count is exact
+			// alone, and claiming would put a write on the request's path.
+			db.spend.Claims = st
+		}
 		db.authFailures = keys.NewLRU(keys.MaxUnknownKeys)
 		if wcfg.Journal == "" {
 			wcfg.Journal = defaultJournal(cfg)

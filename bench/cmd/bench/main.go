@@ -123,7 +123,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 0, "length of one run of one target (0: 5s, quick 1s)")
 	flag.IntVar(&o.streams, "streams", 0, "streams to hold open at once (0: 10000, quick 2000)")
 	flag.BoolVar(&o.overload, "overload", true, "also overload the gateway to check usage rows under overload")
-	flag.StringVar(&o.out, "out", "bench/results", "directory for the JSON result, relative to the repository root")
+	flag.StringVar(&o.out, "out", "bench/results", "directory for the JSON result (a relative one is from the repository root)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch directory (Caddyfile, database, logs)")
 	flag.BoolVar(&o.hold, "hold", false, "set everything up, print the addresses and wait for Ctrl-C (for profiling by hand)")
 	flag.StringVar(&o.holdLoad, "hold-load", "", "with -hold: keep a load on this target (reverse_proxy, gateway, gateway_example, gateway_budgets, gateway_plan...) until Ctrl-C")
@@ -307,7 +307,11 @@ func run(ctx context.Context, o *options) (int, error) {
 	b.report.Finished = time.Now()
 	b.report.buildFigures(o)
 	b.report.printTable(os.Stdout)
-	path, err := b.report.save(filepath.Join(root, o.out))
+	dir := o.out
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	path, err := b.report.save(dir)
 	if err != nil {
 		return 1, err
 	}
