@@ -99,7 +99,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	q, args := `SELECT `+userColumns+` FROM users WHERE id > $1`, []any{f.AfterID}
+	q, args := `SELECT `+store.UserColumns+` FROM users WHERE id > $1`, []any{f.AfterID}
 	if f.Search != "" {
 		args = append(args, likePart(f.Search))
 		q += ` AND username ILIKE $2`
@@ -109,7 +109,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
-	users, err := collect(rows, scanUser)
+	users, err := collect(rows, store.ScanUser)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -198,7 +198,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange
 				return fmt.Errorf("end sessions: %w", err)
 			}
 		}
-		u, err = scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, userID))
+		u, err = store.ScanUser(tx.QueryRow(ctx, `SELECT `+store.UserColumns+` FROM users WHERE id = $1`, userID))
 		return err
 	})
 	if err != nil {

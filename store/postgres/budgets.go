@@ -90,7 +90,7 @@ func (s *Store) UserBudget(ctx context.Context, userID int64) (store.UserBudget,
 	if err != nil {
 		return b, fmt.Errorf("user budget: %w", err)
 	}
-	b.PlanUntil = fromMillisOrZero(until)
+	b.PlanUntil = store.FromMillisOrZero(until)
 	return b, nil
 }
 

@@ -44,7 +44,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 			b.Queue(`INSERT INTO redemption_codes
 				(code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
+				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), store.Millis(c.RedeemedAt), store.Millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 		}
 		br := tx.SendBatch(ctx, b)
 		for i := range codes {
@@ -119,22 +119,6 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
-
-func scanCode(sc scanner) (*store.RedemptionCode, error) {
-	var (
-		c                               store.RedemptionCode
-		createdAt, redeemedAt, expireAt *int64
-	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
-		return nil, err
-	}
-	c.CreatedAt = fromMillis(createdAt)
-	c.RedeemedAt = fromMillis(redeemedAt)
-	c.ExpiresAt = fromMillis(expireAt)
-	return &c, nil
-}
-
 // ListRedemptionCodes returns codes newest first, those with an id below
 // f.BeforeID when it is set, at most f.Limit (100 when not positive).
 func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]*store.RedemptionCode, error) {
@@ -146,7 +130,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	q, args := `SELECT `+codeColumns+` FROM redemption_codes WHERE id < $1`, []any{before}
+	q, args := `SELECT `+store.CodeColumns+` FROM redemption_codes WHERE id < $1`, []any{before}
 	if f.Name != "" {
 		args = append(args, f.Name)
 		q += ` AND name = $` + strconv.Itoa(len(args))
@@ -161,7 +145,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}
-	codes, err := collect(rows, scanCode)
+	codes, err := collect(rows, store.ScanCode)
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}

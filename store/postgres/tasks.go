@@ -21,47 +21,6 @@ const taskNotStarted = "not_started"
 // caller names none.
 const defaultTaskLimit = 100
 
-const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
-	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
-	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until, windows, plan`
-
-func scanTask(sc scanner) (*store.Task, error) {
-	var (
-		t                                store.Task
-		createdAt, updatedAt, finishedAt *int64
-		nextPollAt, leaseUntil           int64
-	)
-	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
-		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
-		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
-		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil, &t.Windows, &t.Plan)
-	if err != nil {
-		return nil, err
-	}
-	t.CreatedAt = fromMillis(createdAt)
-	t.UpdatedAt = fromMillis(updatedAt)
-	t.FinishedAt = fromMillis(finishedAt)
-	t.NextPollAt = fromMillisOrZero(nextPollAt)
-	t.LeaseUntil = fromMillisOrZero(leaseUntil)
-	return &t, nil
-}
-
-// fromMillisOrZero reads a NOT NULL time column where 0 means none.
-func fromMillisOrZero(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// zeroMillis writes a NOT NULL time column: the zero time is 0.
-func zeroMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
 // CreateTask stores a new task and debits its reservation from its user's
 // quota and its token's remaining limit, in one transaction: a task's money
 // lives in the store from its first moment, so a restart neither loses nor
@@ -93,8 +52,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 				$18, $19, 0, $20, $21, $22, $23)`,
 			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
 			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
-			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
-			t.LeaseOwner, zeroMillis(t.LeaseUntil), t.Windows, t.Plan)
+			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, store.ZeroMillis(t.NextPollAt),
+			t.LeaseOwner, store.ZeroMillis(t.LeaseUntil), t.Windows, t.Plan)
 		if err != nil {
 			return sqlErr(err)
 		}
@@ -140,7 +99,7 @@ func moveReservation(ctx context.Context, tx pgx.Tx, userID, tokenID, amount int
 
 // TaskByID returns the task with id, or store.ErrNotFound.
 func (s *Store) TaskByID(ctx context.Context, id string) (*store.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
+	t, err := store.ScanTask(s.pool.QueryRow(ctx, `SELECT `+store.TaskColumns+` FROM tasks WHERE id = $1`, id))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("task %q", id))
 	}
@@ -161,7 +120,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task) error {
 		updated_at = $10, lease_owner = '', lease_until = 0
 		WHERE id = $11 AND finished_at IS NULL AND lease_owner = $12`,
 		t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel,
-		zeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
+		store.ZeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
 	if err != nil {
 		return fmt.Errorf("update task %q: %w", t.ID, err)
 	}
@@ -205,11 +164,11 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 			ORDER BY next_poll_at, id LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE tasks SET lease_owner = $1, lease_until = $2 FROM due WHERE id = due_id
-		RETURNING `+taskColumns, owner, until.UnixMilli(), now().UnixMilli(), limit)
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), now().UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("lease tasks: %w", err)
 	}
-	tasks, err := collect(rows, scanTask)
+	tasks, err := collect(rows, store.ScanTask)
 	if err != nil {
 		return nil, fmt.Errorf("lease tasks: %w", err)
 	}
@@ -226,9 +185,9 @@ func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time
 	if owner == "" {
 		return nil, errors.New("lease task: empty owner")
 	}
-	t, err := scanTask(s.pool.QueryRow(ctx, `UPDATE tasks SET lease_owner = $1, lease_until = $2
+	t, err := store.ScanTask(s.pool.QueryRow(ctx, `UPDATE tasks SET lease_owner = $1, lease_until = $2
 		WHERE id = $3 AND finished_at IS NULL AND lease_until < $4
-		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.whyNotTask(ctx, id, "lease")
 	}
@@ -319,12 +278,12 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	if limit <= 0 {
 		limit = defaultTaskLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks
+	rows, err := s.pool.Query(ctx, `SELECT `+store.TaskColumns+` FROM tasks
 		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending tasks: %w", err)
 	}
-	tasks, err := collect(rows, scanTask)
+	tasks, err := collect(rows, store.ScanTask)
 	if err != nil {
 		return nil, fmt.Errorf("pending tasks: %w", err)
 	}

@@ -16,27 +16,8 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
-	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
-
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
-
-func scanUsage(sc scanner) (*store.UsageLog, error) {
-	var (
-		l         store.UsageLog
-		createdAt *int64
-	)
-	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
-		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
-	if err != nil {
-		return nil, err
-	}
-	l.CreatedAt = fromMillis(createdAt)
-	return &l, nil
-}
 
 // SettleBatch writes every log and charges its cost, all in one
 // transaction. Charges are summed per user and per token first, so a batch
@@ -313,7 +294,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if c := f.After; c != nil {
 		where = append(where, "(created_at, id) < ("+arg(c.CreatedAt.UnixMilli())+", "+arg(c.ID)+")")
 	}
-	q := `SELECT ` + usageColumns + ` FROM usage_logs`
+	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -322,7 +303,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
-	logs, err := collect(rows, scanUsage)
+	logs, err := collect(rows, store.ScanUsage)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
@@ -337,7 +318,7 @@ func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) (
 	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
-	out, err := collect(rows, func(sc scanner) (store.DailySpend, error) {
+	out, err := collect(rows, func(sc store.RowScanner) (store.DailySpend, error) {
 		var (
 			day int64
 			d   store.DailySpend
@@ -367,12 +348,12 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+usageColumns+` FROM usage_logs
+	rows, err := s.pool.Query(ctx, `SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE id > $1 AND created_at >= $2 ORDER BY id LIMIT $3`, afterID, since.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("usage since: %w", err)
 	}
-	logs, err := collect(rows, scanUsage)
+	logs, err := collect(rows, store.ScanUsage)
 	if err != nil {
 		return nil, fmt.Errorf("usage since: %w", err)
 	}
@@ -411,7 +392,7 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 	if err != nil {
 		return nil, fmt.Errorf("daily usage: %w", err)
 	}
-	out, err := collect(rows, func(sc scanner) (*store.UsageDay, error) {
+	out, err := collect(rows, func(sc store.RowScanner) (*store.UsageDay, error) {
 		var (
 			d   store.UsageDay
 			day int64

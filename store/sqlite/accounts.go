@@ -100,7 +100,7 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 
 // collect scans every row with scan; an empty, non-nil slice when there are
 // none, so that listings encode as [] rather than null.
-func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+func collect[T any](rows *sql.Rows, scan func(store.RowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	out := []T{}
 	for rows.Next() {
@@ -120,7 +120,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	q, args := `SELECT `+userColumns+` FROM users WHERE id > ?`, []any{f.AfterID}
+	q, args := `SELECT `+store.UserColumns+` FROM users WHERE id > ?`, []any{f.AfterID}
 	if f.Search != "" {
 		// LIKE ignores ASCII case in SQLite
 		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, likePart(f.Search))
@@ -129,7 +129,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
-	users, err := collect(rows, scanUser)
+	users, err := collect(rows, store.ScanUser)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}

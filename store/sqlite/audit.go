@@ -10,8 +10,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const auditColumns = `id, created_at, actor_id, actor, action, target, before_json, after_json`
-
 // AddAudit appends one entry to the audit log.
 func (s *Store) AddAudit(ctx context.Context, e *store.AuditEntry) error {
 	if e == nil || e.Actor == "" || e.Action == "" {
@@ -20,7 +18,7 @@ func (s *Store) AddAudit(ctx context.Context, e *store.AuditEntry) error {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now()
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(auditColumns, "id, ")+`)
+	res, err := s.w.ExecContext(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(store.AuditColumns, "id, ")+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.CreatedAt.UnixMilli(), e.ActorID, e.Actor, e.Action, e.Target,
 		string(e.Before), string(e.After))
 	if err != nil {
@@ -62,33 +60,14 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	if !f.Until.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE `+
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.AuditColumns+` FROM audit_log WHERE `+
 		strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}
-	out, err := collect(rows, scanAudit)
+	out, err := collect(rows, store.ScanAudit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}
 	return out, nil
-}
-
-func scanAudit(sc scanner) (*store.AuditEntry, error) {
-	var (
-		e             store.AuditEntry
-		at            int64
-		before, after string
-	)
-	if err := sc.Scan(&e.ID, &at, &e.ActorID, &e.Actor, &e.Action, &e.Target, &before, &after); err != nil {
-		return nil, err
-	}
-	e.CreatedAt = fromMillisOrZero(at)
-	if before != "" {
-		e.Before = []byte(before)
-	}
-	if after != "" {
-		e.After = []byte(after)
-	}
-	return &e, nil
 }

@@ -45,7 +45,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 				c.Status = store.CodeEnabled
 			}
 			res, err := ins.ExecContext(ctx, c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(),
-				millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
+				store.Millis(c.RedeemedAt), store.Millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 			if err != nil {
 				return fmt.Errorf("code %d: %w", i, sqlErr(err))
 			}
@@ -117,22 +117,6 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
-
-func scanCode(sc scanner) (*store.RedemptionCode, error) {
-	var (
-		c                               store.RedemptionCode
-		createdAt, redeemedAt, expireAt sql.NullInt64
-	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
-		return nil, err
-	}
-	c.CreatedAt = fromMillis(createdAt)
-	c.RedeemedAt = fromMillis(redeemedAt)
-	c.ExpiresAt = fromMillis(expireAt)
-	return &c, nil
-}
-
 // ListRedemptionCodes returns codes newest first, those with an id below
 // f.BeforeID when it is set, at most f.Limit (100 when not positive).
 func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]*store.RedemptionCode, error) {
@@ -144,7 +128,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	q, args := `SELECT `+codeColumns+` FROM redemption_codes WHERE id < ?`, []any{before}
+	q, args := `SELECT `+store.CodeColumns+` FROM redemption_codes WHERE id < ?`, []any{before}
 	if f.Name != "" {
 		q, args = q+` AND name = ?`, append(args, f.Name)
 	}
@@ -156,7 +140,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}
-	codes, err := collect(rows, scanCode)
+	codes, err := collect(rows, store.ScanCode)
 	if err != nil {
 		return nil, fmt.Errorf("list redemption codes: %w", err)
 	}

@@ -145,7 +145,7 @@ func scaleStore(b *testing.B, rows, users int) *Store {
 		b.Fatal(err)
 	}
 	var plan []string
-	pr, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT `+usageColumns+` FROM usage_logs
+	pr, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE user_id = ? AND created_at <= ? AND (created_at < ? OR id < ?) ORDER BY created_at DESC, id DESC LIMIT 20`, 1, now, now, 1)
 	if err != nil {
 		b.Fatal(err)

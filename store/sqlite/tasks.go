@@ -17,47 +17,6 @@ const taskNotStarted = "not_started"
 // caller names none.
 const defaultTaskLimit = 100
 
-const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
-	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
-	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until, windows, plan`
-
-func scanTask(sc scanner) (*store.Task, error) {
-	var (
-		t                                store.Task
-		createdAt, updatedAt, finishedAt sql.NullInt64
-		nextPollAt, leaseUntil           int64
-	)
-	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
-		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
-		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
-		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil, &t.Windows, &t.Plan)
-	if err != nil {
-		return nil, err
-	}
-	t.CreatedAt = fromMillis(createdAt)
-	t.UpdatedAt = fromMillis(updatedAt)
-	t.FinishedAt = fromMillis(finishedAt)
-	t.NextPollAt = fromMillisOrZero(nextPollAt)
-	t.LeaseUntil = fromMillisOrZero(leaseUntil)
-	return &t, nil
-}
-
-// fromMillisOrZero reads a NOT NULL time column where 0 means none.
-func fromMillisOrZero(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// zeroMillis writes a NOT NULL time column: the zero time is 0.
-func zeroMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
 // CreateTask stores a new task and debits its reservation from its user's
 // quota and its token's remaining limit, in one transaction: a task's money
 // lives in the store from its first moment, so a restart neither loses nor
@@ -88,8 +47,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, ?, ?, ?, ?)`,
 			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
 			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
-			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
-			t.LeaseOwner, zeroMillis(t.LeaseUntil), t.Windows, t.Plan)
+			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, store.ZeroMillis(t.NextPollAt),
+			t.LeaseOwner, store.ZeroMillis(t.LeaseUntil), t.Windows, t.Plan)
 		if err != nil {
 			return sqlErr(err)
 		}
@@ -130,7 +89,7 @@ func moveReservation(ctx context.Context, tx *sql.Tx, userID, tokenID, amount in
 
 // TaskByID returns the task with id, or store.ErrNotFound.
 func (s *Store) TaskByID(ctx context.Context, id string) (*store.Task, error) {
-	t, err := scanTask(s.r.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	t, err := store.ScanTask(s.r.QueryRowContext(ctx, `SELECT `+store.TaskColumns+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("task %q", id))
 	}
@@ -150,7 +109,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task) error {
 		updated_at = ?, lease_owner = '', lease_until = 0
 		WHERE id = ? AND finished_at IS NULL AND lease_owner = ?`,
 		t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel,
-		zeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
+		store.ZeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
 	if err != nil {
 		return fmt.Errorf("update task %q: %w", t.ID, err)
 	}
@@ -203,7 +162,7 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 		WHERE id IN (SELECT id FROM tasks WHERE finished_at IS NULL AND next_poll_at <= ?3
 			AND lease_until < ?3 ORDER BY next_poll_at, id LIMIT ?4)
 		AND finished_at IS NULL AND lease_until < ?3
-		RETURNING `+taskColumns, owner, until.UnixMilli(), ts, limit)
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), ts, limit)
 	if err != nil {
 		return nil, fmt.Errorf("lease tasks: %w", err)
 	}
@@ -216,9 +175,9 @@ func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time
 	if owner == "" {
 		return nil, errors.New("lease task: empty owner")
 	}
-	t, err := scanTask(s.w.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
+	t, err := store.ScanTask(s.w.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
 		WHERE id = ?3 AND finished_at IS NULL AND lease_until < ?4
-		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.whyNotTask(ctx, id, "lease")
 	}
@@ -306,7 +265,7 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	if limit <= 0 {
 		limit = defaultTaskLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.TaskColumns+` FROM tasks
 		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pending tasks: %w", err)
@@ -318,7 +277,7 @@ func collectTasks(rows *sql.Rows, what string) ([]*store.Task, error) {
 	defer rows.Close()
 	tasks := []*store.Task{}
 	for rows.Next() {
-		t, err := scanTask(rows)
+		t, err := store.ScanTask(rows)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}

@@ -14,30 +14,8 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
-	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
-
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
-
-func scanUsage(sc scanner) (*store.UsageLog, error) {
-	var (
-		l                 store.UsageLog
-		createdAt         sql.NullInt64
-		estimated, stream int
-	)
-	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
-		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
-	if err != nil {
-		return nil, err
-	}
-	l.CreatedAt = fromMillis(createdAt)
-	l.Estimated = estimated != 0
-	l.Stream = stream != 0
-	return &l, nil
-}
 
 // SettleBatch writes every log and charges its cost, all in one
 // transaction. Charges are summed per user and per token first, so a batch
@@ -265,7 +243,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 		where = append(where, "created_at <= ?", "(created_at < ? OR id < ?)")
 		args = append(args, ms, ms, c.ID)
 	}
-	q := `SELECT ` + usageColumns + ` FROM usage_logs`
+	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -275,7 +253,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
-	logs, err := collect(rows, scanUsage)
+	logs, err := collect(rows, store.ScanUsage)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
@@ -376,7 +354,7 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_logs
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE id > ? AND created_at >= ? ORDER BY id LIMIT ?`, afterID, since.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("usage since: %w", err)
@@ -384,7 +362,7 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	defer rows.Close()
 	var logs []*store.UsageLog
 	for rows.Next() {
-		l, err := scanUsage(rows)
+		l, err := store.ScanUsage(rows)
 		if err != nil {
 			return nil, fmt.Errorf("usage since: %w", err)
 		}

@@ -73,7 +73,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange
 			}
 		}
 		var err error
-		u, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, userID))
+		u, err = store.ScanUser(tx.QueryRowContext(ctx, `SELECT `+store.UserColumns+` FROM users WHERE id = ?`, userID))
 		return err
 	})
 	if err != nil {
