@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,44 +124,6 @@ func queueWindowSpend(b *pgx.Batch, spend map[string]int64) {
 	for _, id := range slices.Sorted(maps.Keys(spend)) {
 		b.Queue(addWindow, id, spend[id])
 	}
-}
-
-// rowWindows adds a written row's cost to each window id it carries.
-func rowWindows(spend map[string]int64, l *store.UsageLog) {
-	if l.Windows == "" || l.Cost == 0 {
-		return
-	}
-	for i, id := range strings.Split(l.Windows, ",") {
-		if i == store.MaxWindowIDs {
-			return
-		}
-		spend[id] = satAdd(spend[id], l.Cost)
-	}
-}
-
-// taskWindows is amount in each window id of a task's windows (a
-// reservation counted at the submit, or given back when it settles).
-func taskWindows(ids string, amount int64) map[string]int64 {
-	spend := map[string]int64{}
-	if ids == "" || amount == 0 {
-		return spend
-	}
-	for i, id := range strings.Split(ids, ",") {
-		if i == store.MaxWindowIDs {
-			break
-		}
-		spend[id] = amount
-	}
-	return spend
-}
-
-// charged is what a row takes from its user's balance and its key's used
-// quota: nothing when a plan paid it.
-func charged(l *store.UsageLog) int64 {
-	if l.Plan != "" {
-		return 0
-	}
-	return l.Cost
 }
 
 // grantPlan gives a redeemed plan code's plan to userID for days from

@@ -87,7 +87,7 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 	if err := usageSieve(f, "", &where, arg); err != nil {
 		return nil, err
 	}
-	q := `SELECT created_at / ` + strconv.Itoa(msPerDay) + ` AS day, ` + string(by) + `::text AS k,
+	q := `SELECT created_at / ` + strconv.Itoa(store.MsPerDay) + ` AS day, ` + string(by) + `::text AS k,
 		COUNT(*), SUM(CASE WHEN status < 200 OR status >= 300 THEN 1 ELSE 0 END)::bigint, SUM(cost)::bigint,
 		SUM(prompt_tokens + completion_tokens)::bigint, SUM(prompt_tokens)::bigint, SUM(cached_tokens)::bigint, SUM(latency_ms)::bigint, SUM(ttfb_ms)::bigint FROM usage_logs`
 	if len(where) > 0 {
@@ -105,7 +105,7 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 		if err := rows.Scan(&day, &t.Key, &t.Requests, &t.Errors, &t.Cost, &t.Tokens, &t.PromptTokens, &t.CachedTokens, &t.LatencyMS, &t.TTFBMS); err != nil {
 			return nil, fmt.Errorf("usage totals by %s: %w", by, err)
 		}
-		t.Day = time.UnixMilli(day * msPerDay).UTC()
+		t.Day = time.UnixMilli(day * store.MsPerDay).UTC()
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {

@@ -64,7 +64,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 		}
 		// windows after the balances: the lock order of settleRows
 		b := &pgx.Batch{}
-		queueWindowSpend(b, taskWindows(t.Windows, t.Reserved))
+		queueWindowSpend(b, store.TaskWindows(t.Windows, t.Reserved))
 		if b.Len() == 0 {
 			return nil
 		}
@@ -253,7 +253,7 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		// reservation they counted since the submit
 		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
 		t.Windows, t.Plan = windows, plan
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, taskWindows(windows, -reserved)); err != nil {
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, store.TaskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true

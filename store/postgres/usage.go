@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,15 +117,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		return fmt.Errorf("insert usage rows: %w", err)
 	}
 
-	type charge struct{ cost, requests int64 }
-	type userDay struct{ user, day int64 }
-	users := make(map[int64]*charge)
-	days := make(map[userDay]*charge)
-	tokens := make(map[int64]int64)
-	modelDays := modelTotals{}
-	if windows == nil {
-		windows = map[string]int64{} // spend by window id (budgets.go)
-	}
+	sums := store.NewBatchCharges(windows)
 	for i, l := range logs {
 		if ids[i] == 0 {
 			continue
@@ -136,51 +126,27 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		if createdAt.IsZero() {
 			createdAt = ts
 		}
-		if l.UserID != 0 {
-			c := users[l.UserID]
-			if c == nil {
-				c = &charge{}
-				users[l.UserID] = c
-			}
-			c.cost = satAdd(c.cost, charged(l))
-			c.requests++
-			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
-			d := days[k]
-			if d == nil {
-				d = &charge{}
-				days[k] = d
-			}
-			d.cost = satAdd(d.cost, l.Cost)
-			d.requests++
-		}
-		if l.TokenID != 0 && charged(l) != 0 {
-			tokens[l.TokenID] = satAdd(tokens[l.TokenID], charged(l))
-		}
-		modelDays.add(createdAt, l)
-		rowWindows(windows, l)
+		sums.Add(l, createdAt)
 	}
 
 	b = &pgx.Batch{}
-	for _, id := range sortedKeys(users) {
-		c := users[id]
-		b.Queue(chargeUser, c.cost, c.requests, id)
+	for _, id := range sums.UserIDs() {
+		c := sums.Users[id]
+		b.Queue(chargeUser, c.Cost, c.Requests, id)
 	}
-	for _, id := range sortedKeys(tokens) {
-		b.Queue(chargeToken, tokens[id], id)
+	for _, id := range sums.TokenIDs() {
+		b.Queue(chargeToken, sums.Tokens[id], id)
 	}
-	dayKeys := make([]userDay, 0, len(days))
-	for k := range days {
-		dayKeys = append(dayKeys, k)
+	for _, k := range sums.DayKeys() {
+		d := sums.Days[k]
+		b.Queue(addDaily, k.User, k.Day, d.Cost, d.Requests)
 	}
-	slices.SortFunc(dayKeys, func(a, b userDay) int {
-		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
-	})
-	for _, k := range dayKeys {
-		d := days[k]
-		b.Queue(addDaily, k.user, k.day, d.cost, d.requests)
+	for _, k := range sums.ModelKeys() {
+		t := sums.Models[k]
+		b.Queue(addDailyModel, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
+			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
 	}
-	modelDays.queue(b)
-	queueWindowSpend(b, windows)
+	queueWindowSpend(b, sums.Windows)
 	if b.Len() == 0 {
 		return nil
 	}
@@ -188,67 +154,6 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		return fmt.Errorf("charge the batch: %w", err)
 	}
 	return nil
-}
-
-// satAdd adds two non-negative costs, saturating at the int64 maximum.
-func satAdd(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func sortedKeys[V any](m map[int64]V) []int64 {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// msPerDay turns unix milliseconds into UTC day numbers.
-const msPerDay = 24 * 60 * 60 * 1000
-
-type dayKey struct {
-	day    int64
-	userID int64
-	model  string
-}
-
-// modelTotals sums a batch per day, user and model, so a batch costs one
-// upsert per group rather than one per row.
-type modelTotals map[dayKey]*store.UsageDay
-
-func (d modelTotals) add(at time.Time, l *store.UsageLog) {
-	k := dayKey{at.UnixMilli() / msPerDay, l.UserID, l.Model}
-	t := d[k]
-	if t == nil {
-		t = &store.UsageDay{}
-		d[k] = t
-	}
-	t.Requests++
-	t.PromptTokens = satAdd(t.PromptTokens, l.PromptTokens)
-	t.CompletionTokens = satAdd(t.CompletionTokens, l.CompletionTokens)
-	t.CachedTokens = satAdd(t.CachedTokens, l.CachedTokens)
-	t.ReasoningTokens = satAdd(t.ReasoningTokens, l.ReasoningTokens)
-	t.Cost = satAdd(t.Cost, l.Cost)
-}
-
-// queue adds the upserts to b in key order (the lock order).
-func (d modelTotals) queue(b *pgx.Batch) {
-	keys := make([]dayKey, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b dayKey) int {
-		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.userID, b.userID), strings.Compare(a.model, b.model))
-	})
-	for _, k := range keys {
-		t := d[k]
-		b.Queue(addDailyModel, k.day, k.userID, k.model, t.Requests, t.PromptTokens,
-			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
-	}
 }
 
 // ListUsage returns usage rows newest first (by created_at, then id), at
@@ -314,7 +219,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 // the number of days asked for, not the number of requests made.
 func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
 	rows, err := s.pool.Query(ctx, `SELECT day, cost, requests FROM usage_daily
-		WHERE user_id = $1 AND day >= $2 ORDER BY day`, userID, since.UnixMilli()/msPerDay)
+		WHERE user_id = $1 AND day >= $2 ORDER BY day`, userID, since.UnixMilli()/store.MsPerDay)
 	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
@@ -324,7 +229,7 @@ func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) (
 			d   store.DailySpend
 		)
 		err := sc.Scan(&day, &d.Cost, &d.Requests)
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
 		return d, err
 	})
 	if err != nil {
@@ -383,7 +288,7 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit i
 func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
 	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost FROM usage_daily_models WHERE day >= $1`
-	args := []any{since.UnixMilli() / msPerDay}
+	args := []any{since.UnixMilli() / store.MsPerDay}
 	if userID != 0 {
 		q += ` AND user_id = $2`
 		args = append(args, userID)
@@ -399,7 +304,7 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 		)
 		err := sc.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
 			&d.CachedTokens, &d.ReasoningTokens, &d.Cost)
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
 		return &d, err
 	})
 	if err != nil {

@@ -83,7 +83,7 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 	if where, args, err = usageSieve(f, "", where, args); err != nil {
 		return nil, err
 	}
-	q := `SELECT created_at / ` + strconv.Itoa(msPerDay) + ` AS day, CAST(` + string(by) + ` AS TEXT) AS k,
+	q := `SELECT created_at / ` + strconv.Itoa(store.MsPerDay) + ` AS day, CAST(` + string(by) + ` AS TEXT) AS k,
 		COUNT(*), SUM(CASE WHEN status < 200 OR status >= 300 THEN 1 ELSE 0 END), SUM(cost),
 		SUM(prompt_tokens + completion_tokens), SUM(prompt_tokens), SUM(cached_tokens), SUM(latency_ms), SUM(ttfb_ms) FROM usage_logs`
 	if len(where) > 0 {
@@ -101,7 +101,7 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 		if err := rows.Scan(&day, &t.Key, &t.Requests, &t.Errors, &t.Cost, &t.Tokens, &t.PromptTokens, &t.CachedTokens, &t.LatencyMS, &t.TTFBMS); err != nil {
 			return nil, fmt.Errorf("usage totals by %s: %w", by, err)
 		}
-		t.Day = time.UnixMilli(day * msPerDay).UTC()
+		t.Day = time.UnixMilli(day * store.MsPerDay).UTC()
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {

@@ -141,7 +141,7 @@ func scaleStore(b *testing.B, rows, users int) *Store {
 	}
 	// the per-day totals SettleBatch keeps as it goes
 	if _, err := s.w.ExecContext(ctx, `INSERT INTO usage_daily (user_id, day, cost, requests)
-		SELECT user_id, created_at / ?, SUM(cost), COUNT(*) FROM usage_logs GROUP BY 1, 2`, msPerDay); err != nil {
+		SELECT user_id, created_at / ?, SUM(cost), COUNT(*) FROM usage_logs GROUP BY 1, 2`, store.MsPerDay); err != nil {
 		b.Fatal(err)
 	}
 	var plan []string

@@ -57,7 +57,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 				return err
 			}
 		}
-		return addWindowSpend(ctx, tx, taskWindows(t.Windows, t.Reserved))
+		return addWindowSpend(ctx, tx, store.TaskWindows(t.Windows, t.Reserved))
 	})
 	if err != nil {
 		return fmt.Errorf("create task %q: %w", t.ID, err)
@@ -240,7 +240,7 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		// reservation they counted since the submit
 		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
 		t.Windows, t.Plan = windows, plan
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, taskWindows(windows, -reserved)); err != nil {
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, store.TaskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true

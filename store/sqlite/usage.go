@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -53,15 +51,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 // settleRows writes logs and charges their costs within tx, as SettleBatch
 // describes; ids receives each written row's id (0: written before).
 func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
-	type charge struct{ cost, requests int64 }
-	type userDay struct{ user, day int64 }
-	users := make(map[int64]*charge)
-	days := make(map[userDay]*charge)
-	tokens := make(map[int64]int64)
-	modelDays := modelTotals{}
-	if windows == nil {
-		windows = map[string]int64{} // spend by window id (budgets.go)
-	}
+	sums := store.NewBatchCharges(windows)
 
 	// a keyed row already stored (a journal replayed twice) is skipped,
 	// and with it its charge
@@ -95,33 +85,12 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		if ids[i], err = res.LastInsertId(); err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
-		if l.UserID != 0 {
-			c := users[l.UserID]
-			if c == nil {
-				c = &charge{}
-				users[l.UserID] = c
-			}
-			c.cost = addSat(c.cost, charged(l))
-			c.requests++
-			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
-			d := days[k]
-			if d == nil {
-				d = &charge{}
-				days[k] = d
-			}
-			d.cost = addSat(d.cost, l.Cost)
-			d.requests++
-		}
-		if l.TokenID != 0 && charged(l) != 0 {
-			tokens[l.TokenID] = addSat(tokens[l.TokenID], charged(l))
-		}
-		modelDays.add(createdAt, l)
-		rowWindows(windows, l)
+		sums.Add(l, createdAt)
 	}
-	if err := modelDays.write(ctx, tx); err != nil {
+	if err := writeModelDays(ctx, tx, sums); err != nil {
 		return err
 	}
-	if err := addWindowSpend(ctx, tx, windows); err != nil {
+	if err := addWindowSpend(ctx, tx, sums.Windows); err != nil {
 		return err
 	}
 
@@ -138,9 +107,9 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		return err
 	}
 	defer upUser.Close()
-	for _, id := range sortedKeys(users) {
-		c := users[id]
-		if _, err := upUser.ExecContext(ctx, c.cost, c.requests, id); err != nil {
+	for _, id := range sums.UserIDs() {
+		c := sums.Users[id]
+		if _, err := upUser.ExecContext(ctx, c.Cost, c.Requests, id); err != nil {
 			return fmt.Errorf("charge user %d: %w", id, err)
 		}
 	}
@@ -151,20 +120,13 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		return err
 	}
 	defer upDay.Close()
-	dayKeys := make([]userDay, 0, len(days))
-	for k := range days {
-		dayKeys = append(dayKeys, k)
-	}
-	slices.SortFunc(dayKeys, func(a, b userDay) int {
-		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
-	})
-	for _, k := range dayKeys {
-		d := days[k]
-		if _, err := upDay.ExecContext(ctx, k.user, k.day, d.cost, d.requests); err != nil {
-			return fmt.Errorf("daily spend of user %d: %w", k.user, err)
+	for _, k := range sums.DayKeys() {
+		d := sums.Days[k]
+		if _, err := upDay.ExecContext(ctx, k.User, k.Day, d.Cost, d.Requests); err != nil {
+			return fmt.Errorf("daily spend of user %d: %w", k.User, err)
 		}
 	}
-	if len(tokens) == 0 {
+	if len(sums.Tokens) == 0 {
 		return nil
 	}
 	upToken, err := tx.PrepareContext(ctx, `UPDATE tokens SET
@@ -174,29 +136,12 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		return err
 	}
 	defer upToken.Close()
-	for _, id := range sortedKeys(tokens) {
-		if _, err := upToken.ExecContext(ctx, tokens[id], id); err != nil {
+	for _, id := range sums.TokenIDs() {
+		if _, err := upToken.ExecContext(ctx, sums.Tokens[id], id); err != nil {
 			return fmt.Errorf("charge token %d: %w", id, err)
 		}
 	}
 	return nil
-}
-
-// addSat adds two non-negative costs, saturating at the int64 maximum.
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func sortedKeys[V any](m map[int64]V) []int64 {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // ListUsage returns usage rows newest first (by created_at, then id), at
@@ -260,14 +205,11 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	return logs, nil
 }
 
-// msPerDay turns unix milliseconds into UTC day numbers.
-const msPerDay = 24 * 60 * 60 * 1000
-
 // DailySpend reads the per-day totals SettleBatch keeps, so its cost is
 // the number of days asked for, not the number of requests made.
 func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT day, cost, requests FROM usage_daily
-		WHERE user_id = ? AND day >= ? ORDER BY day`, userID, since.UnixMilli()/msPerDay)
+		WHERE user_id = ? AND day >= ? ORDER BY day`, userID, since.UnixMilli()/store.MsPerDay)
 	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
@@ -281,7 +223,7 @@ func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) (
 		if err := rows.Scan(&day, &d.Cost, &d.Requests); err != nil {
 			return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 		}
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
@@ -299,32 +241,8 @@ func (s *Store) CountUsage(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-type dayKey struct {
-	day    int64
-	userID int64
-	model  string
-}
-
-// modelTotals sums a batch per day, user and model, so a batch costs one
-// upsert per group rather than one per row.
-type modelTotals map[dayKey]*store.UsageDay
-
-func (d modelTotals) add(at time.Time, l *store.UsageLog) {
-	k := dayKey{at.UnixMilli() / msPerDay, l.UserID, l.Model}
-	t := d[k]
-	if t == nil {
-		t = &store.UsageDay{}
-		d[k] = t
-	}
-	t.Requests++
-	t.PromptTokens += l.PromptTokens
-	t.CompletionTokens += l.CompletionTokens
-	t.CachedTokens += l.CachedTokens
-	t.ReasoningTokens += l.ReasoningTokens
-	t.Cost += l.Cost
-}
-
-func (d modelTotals) write(ctx context.Context, tx *sql.Tx) error {
+// writeModelDays adds the batch's totals per day, user and model.
+func writeModelDays(ctx context.Context, tx *sql.Tx, sums *store.BatchCharges) error {
 	up, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily_models (day, user_id, model, requests,
 		prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -339,10 +257,11 @@ func (d modelTotals) write(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	defer up.Close()
-	for k, t := range d {
-		if _, err := up.ExecContext(ctx, k.day, k.userID, k.model, t.Requests, t.PromptTokens,
+	for _, k := range sums.ModelKeys() {
+		t := sums.Models[k]
+		if _, err := up.ExecContext(ctx, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
 			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost); err != nil {
-			return fmt.Errorf("daily usage of user %d: %w", k.userID, err)
+			return fmt.Errorf("daily usage of user %d: %w", k.User, err)
 		}
 	}
 	return nil
@@ -399,7 +318,7 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit i
 func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
 	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost FROM usage_daily_models WHERE day >= ?`
-	args := []any{since.UnixMilli() / msPerDay}
+	args := []any{since.UnixMilli() / store.MsPerDay}
 	if userID != 0 {
 		q += ` AND user_id = ?`
 		args = append(args, userID)
@@ -417,7 +336,7 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 			&d.CachedTokens, &d.ReasoningTokens, &d.Cost); err != nil {
 			return nil, fmt.Errorf("daily usage: %w", err)
 		}
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
+		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
 		out = append(out, &d)
 	}
 	if err := rows.Err(); err != nil {
