@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -13,11 +12,8 @@ import (
 
 // AddAudit appends one entry to the audit log.
 func (s *Store) AddAudit(ctx context.Context, e *store.AuditEntry) error {
-	if e == nil || e.Actor == "" || e.Action == "" {
-		return errors.New("add audit entry: actor and action are required")
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
+	if err := store.PrepareAudit(e, now()); err != nil {
+		return err
 	}
 	err := s.pool.QueryRow(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(store.AuditColumns, "id, ")+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, e.CreatedAt.UnixMilli(), e.ActorID, e.Actor, e.Action,

@@ -17,17 +17,8 @@ import (
 // store.ErrConflict and none of the batch is kept. The inserts travel in
 // one round trip.
 func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.RedemptionCode) error {
-	for i, c := range codes {
-		switch {
-		case c == nil:
-			return fmt.Errorf("create redemption codes: code %d is nil", i)
-		case c.Code == "":
-			return fmt.Errorf("create redemption codes: code %d is empty", i)
-		case c.Plan != "" && (c.Quota != 0 || c.PlanDays <= 0):
-			return fmt.Errorf("create redemption codes: code %d: a plan code grants no quota and some days, got %d and %d", i, c.Quota, c.PlanDays)
-		case c.Plan == "" && c.Quota <= 0:
-			return fmt.Errorf("create redemption codes: code %d: quota must be positive, got %d", i, c.Quota)
-		}
+	if err := store.CheckCodes(codes); err != nil {
+		return err
 	}
 	ts := now()
 	ids := make([]int64, len(codes))
@@ -73,12 +64,8 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 // not exist, was used already, is disabled or expired, or the user does
 // not exist: the caller cannot tell which, and need not.
 func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, error) {
-	if code == "" {
-		return 0, fmt.Errorf("redeem: empty code: %w", store.ErrNotFound)
-	}
-	if userID <= 0 {
-		// used_by = 0 means unused, so user 0 could redeem a code forever.
-		return 0, fmt.Errorf("redeem: invalid user id %d", userID)
+	if err := store.CheckRedeem(code, userID); err != nil {
+		return 0, err
 	}
 	var (
 		quota int64

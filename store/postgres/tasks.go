@@ -14,9 +14,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// taskNotStarted is the status CreateTask gives a task that has none.
-const taskNotStarted = "not_started"
-
 // defaultTaskLimit is PendingTasks' and LeaseTasks' page size when the
 // caller names none.
 const defaultTaskLimit = 100
@@ -27,21 +24,8 @@ const defaultTaskLimit = 100
 // repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
 // not_started. An ID already stored is store.ErrConflict.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
-	if t.ID == "" {
-		return errors.New("create task: empty id")
-	}
-	if t.Reserved < 0 {
-		return fmt.Errorf("create task %q: negative reservation", t.ID)
-	}
-	ts := now()
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = ts
-	}
-	if t.UpdatedAt.IsZero() {
-		t.UpdatedAt = t.CreatedAt
-	}
-	if t.Status == "" {
-		t.Status = taskNotStarted
+	if err := store.PrepareTask(t, now()); err != nil {
+		return err
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,

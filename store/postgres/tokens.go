@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -12,18 +11,9 @@ import (
 // empty Status becomes store.TokenEnabled. A key hash already stored is
 // store.ErrConflict; a UserID with no user is store.ErrNotFound.
 func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
-	if t.KeyHash == "" {
-		return errors.New("create token: empty key hash")
-	}
-	if t.Status == "" {
-		t.Status = store.TokenEnabled
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = now()
-	}
-	models, err := store.EncodeModels(t.Models)
+	models, err := store.PrepareToken(t, now())
 	if err != nil {
-		return fmt.Errorf("create token: %w", err)
+		return err
 	}
 	err = s.pool.QueryRow(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
 		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at)

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -25,17 +24,8 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 
 // insertUser fills in u's defaults, inserts it and returns its new id.
 func insertUser(ctx context.Context, q querier, u *store.User) (int64, error) {
-	if u.Username == "" {
-		return 0, errors.New("empty username")
-	}
-	if u.Role == "" {
-		u.Role = store.RoleUser
-	}
-	if u.Status == "" {
-		u.Status = store.UserEnabled
-	}
-	if u.CreatedAt.IsZero() {
-		u.CreatedAt = now()
+	if err := store.PrepareUser(u, now()); err != nil {
+		return 0, err
 	}
 	var id int64
 	err := q.QueryRow(ctx, `INSERT INTO users (username, password_hash, role, status,

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -12,11 +11,8 @@ import (
 
 // AddAudit appends one entry to the audit log.
 func (s *Store) AddAudit(ctx context.Context, e *store.AuditEntry) error {
-	if e == nil || e.Actor == "" || e.Action == "" {
-		return errors.New("add audit entry: actor and action are required")
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
+	if err := store.PrepareAudit(e, now()); err != nil {
+		return err
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(store.AuditColumns, "id, ")+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.CreatedAt.UnixMilli(), e.ActorID, e.Actor, e.Action, e.Target,

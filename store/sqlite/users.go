@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -28,17 +27,8 @@ type execer interface {
 
 // insertUser fills in u's defaults, inserts it and returns its new id.
 func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
-	if u.Username == "" {
-		return 0, errors.New("empty username")
-	}
-	if u.Role == "" {
-		u.Role = store.RoleUser
-	}
-	if u.Status == "" {
-		u.Status = store.UserEnabled
-	}
-	if u.CreatedAt.IsZero() {
-		u.CreatedAt = now()
+	if err := store.PrepareUser(u, now()); err != nil {
+		return 0, err
 	}
 	res, err := ex.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
 		quota, used_quota, request_count, invite_code, invited_by, invitation_quota,
