@@ -234,3 +234,18 @@ func ScanAudit(sc RowScanner) (*AuditEntry, error) {
 	}
 	return &e, nil
 }
+
+// ScanUsageTotal reads a row of UsageTotals' query: the day number, the
+// group's key, then the sums in UsageTotal's order.
+func ScanUsageTotal(sc RowScanner) (UsageTotal, error) {
+	var (
+		t   UsageTotal
+		day int64
+	)
+	if err := sc.Scan(&day, &t.Key, &t.Requests, &t.Errors, &t.Cost, &t.Tokens, &t.PromptTokens,
+		&t.CachedTokens, &t.LatencyMS, &t.TTFBMS); err != nil {
+		return t, err
+	}
+	t.Day = time.UnixMilli(day * MsPerDay).UTC()
+	return t, nil
+}

@@ -101,7 +101,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	}
 	q, args := `SELECT `+store.UserColumns+` FROM users WHERE id > $1`, []any{f.AfterID}
 	if f.Search != "" {
-		args = append(args, likePart(f.Search))
+		args = append(args, store.LikePart(f.Search))
 		q += ` AND username ILIKE $2`
 	}
 	args = append(args, limit)

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -31,36 +29,13 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	before := f.BeforeID
-	if before <= 0 {
-		before = math.MaxInt64
-	}
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	where := []string{"id < " + arg(before)}
-	if f.Actor != "" {
-		where = append(where, "actor = "+arg(f.Actor))
-	}
-	if prefix, ok := strings.CutSuffix(f.Action, "."); ok && prefix != "" {
+	w := store.NewWhere("$")
+	store.AuditWhere(f, w, func(w *store.Where, family string) string {
 		// by bytes: a range on the column would follow the collation
-		where = append(where, "starts_with(action, "+arg(prefix+".")+")")
-	} else if f.Action != "" {
-		where = append(where, "action = "+arg(f.Action))
-	}
-	if f.Target != "" {
-		where = append(where, "target = "+arg(f.Target))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "created_at >= "+arg(f.Since.UnixMilli()))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+store.AuditColumns+` FROM audit_log WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT `+arg(limit), args...)
+		return "starts_with(action, " + w.Arg(family+".") + ")"
+	})
+	rows, err := s.pool.Query(ctx, `SELECT `+store.AuditColumns+` FROM audit_log`+w.String()+
+		` ORDER BY id DESC LIMIT `+w.Arg(limit), w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}

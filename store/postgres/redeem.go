@@ -123,7 +123,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 		q += ` AND name = $` + strconv.Itoa(len(args))
 	}
 	if f.Search != "" {
-		args = append(args, likePart(f.Search))
+		args = append(args, store.LikePart(f.Search))
 		n := strconv.Itoa(len(args))
 		q += ` AND (name ILIKE $` + n + ` OR code ILIKE $` + n + `)`
 	}

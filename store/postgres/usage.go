@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -173,38 +171,16 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.UserID != 0 {
-		where = append(where, "user_id = "+arg(f.UserID))
-	}
-	if f.Model != "" {
-		where = append(where, "model = "+arg(f.Model))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "created_at >= "+arg(f.Since.UnixMilli()))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
-	}
-	if err := usageSieve(f, idColumn, &where, arg); err != nil {
+	w := store.NewWhere("$")
+	if err := store.UsageWhere(f, idColumn, w); err != nil {
 		return nil, err
 	}
 	if c := f.After; c != nil {
-		where = append(where, "(created_at, id) < ("+arg(c.CreatedAt.UnixMilli())+", "+arg(c.ID)+")")
+		w.Add("(created_at, id) < (" + w.Arg(c.CreatedAt.UnixMilli()) + ", " + w.Arg(c.ID) + ")")
 	}
-	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
-	rows, err := s.pool.Query(ctx, q, args...)
+	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
+	rows, err := s.pool.Query(ctx, q, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}

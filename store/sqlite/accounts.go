@@ -123,7 +123,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	q, args := `SELECT `+store.UserColumns+` FROM users WHERE id > ?`, []any{f.AfterID}
 	if f.Search != "" {
 		// LIKE ignores ASCII case in SQLite
-		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, likePart(f.Search))
+		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, store.LikePart(f.Search))
 	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id LIMIT ?`, append(args, limit)...)
 	if err != nil {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -33,31 +32,13 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	before := f.BeforeID
-	if before <= 0 {
-		before = math.MaxInt64
-	}
-	where, args := []string{"id < ?"}, []any{before}
-	if f.Actor != "" {
-		where, args = append(where, "actor = ?"), append(args, f.Actor)
-	}
-	if prefix, ok := strings.CutSuffix(f.Action, "."); ok && prefix != "" {
+	w := store.NewWhere("?")
+	store.AuditWhere(f, w, func(w *store.Where, family string) string {
 		// "user." is every action from "user." up to "user/" ('/' follows '.')
-		where, args = append(where, "action >= ?", "action < ?"), append(args, prefix+".", prefix+"/")
-	} else if f.Action != "" {
-		where, args = append(where, "action = ?"), append(args, f.Action)
-	}
-	if f.Target != "" {
-		where, args = append(where, "target = ?"), append(args, f.Target)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+store.AuditColumns+` FROM audit_log WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+		return "action >= " + w.Arg(family+".") + " AND action < " + w.Arg(family+"/")
+	})
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.AuditColumns+` FROM audit_log`+w.String()+
+		` ORDER BY id DESC LIMIT `+w.Arg(limit), w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}

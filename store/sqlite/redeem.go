@@ -121,7 +121,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	}
 	if f.Search != "" {
 		q += ` AND (name LIKE ? ESCAPE '\' OR code LIKE ? ESCAPE '\')`
-		args = append(args, likePart(f.Search), likePart(f.Search))
+		args = append(args, store.LikePart(f.Search), store.LikePart(f.Search))
 	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {

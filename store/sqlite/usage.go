@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -161,40 +160,19 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if f.UserID != 0 {
-		where, args = append(where, "user_id = ?"), append(args, f.UserID)
-	}
-	if f.Model != "" {
-		where, args = append(where, "model = ?"), append(args, f.Model)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
-	}
-	var err error
-	if where, args, err = usageSieve(f, idColumn, where, args); err != nil {
+	w := store.NewWhere("?")
+	if err := store.UsageWhere(f, idColumn, w); err != nil {
 		return nil, err
 	}
 	if c := f.After; c != nil {
 		// Written as a bound on created_at plus a tie-break, rather than a
 		// row-value comparison, so that every planner sees the index range.
-		ms := c.CreatedAt.UnixMilli()
-		where = append(where, "created_at <= ?", "(created_at < ? OR id < ?)")
-		args = append(args, ms, ms, c.ID)
+		ms := w.Arg(c.CreatedAt.UnixMilli())
+		w.Add("created_at <= "+ms, "(created_at < "+ms+" OR id < "+w.Arg(c.ID)+")")
 	}
-	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
+	rows, err := s.r.QueryContext(ctx, q, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
