@@ -198,15 +198,9 @@ func (s *Store) ReleaseTasks(ctx context.Context, owner string) error {
 // creation comes back whole, and row charges the real cost like any usage
 // row.
 func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error) {
-	if row == nil {
-		return false, errors.New("finish task: nil usage row")
-	}
-	if row.Key == "" {
-		row.Key = "task:" + t.ID // one usage row per task, however often it is settled
-	}
 	ts := now()
-	if t.FinishedAt.IsZero() {
-		t.FinishedAt = ts
+	if err := store.PrepareFinish(t, row, ts); err != nil {
+		return false, err
 	}
 	settled := false
 	var ids [1]int64
@@ -232,11 +226,9 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 				return err
 			}
 		}
-		// the row charges the cost (to the plan's windows alone when a
-		// plan pays) and counts it in the windows, which give back the
+		// the row counts the cost in the windows, which give back the
 		// reservation they counted since the submit
-		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
-		t.Windows, t.Plan = windows, plan
+		store.TaskSettled(t, row, userID, tokenID, windows, plan)
 		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, store.TaskWindows(windows, -reserved)); err != nil {
 			return err
 		}
@@ -247,11 +239,7 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		return false, fmt.Errorf("finish task %q: %w", t.ID, err)
 	}
 	if settled {
-		row.ID = ids[0]
-		if row.CreatedAt.IsZero() {
-			row.CreatedAt = ts
-		}
-		t.UpdatedAt, t.LeaseOwner, t.LeaseUntil = ts, "", time.Time{}
+		store.FinishedTask(t, row, ids[0], ts)
 	}
 	return settled, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,8 +29,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if slices.Contains(logs, nil) {
-		return errors.New("settle batch: nil usage log")
+	if err := store.CheckBatch(logs); err != nil {
+		return err
 	}
 	ids := make([]int64, len(logs))
 	ts := now()
@@ -39,12 +38,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
-	for i, l := range logs {
-		l.ID = ids[i]
-		if l.CreatedAt.IsZero() {
-			l.CreatedAt = ts
-		}
-	}
+	store.SettledBatch(logs, ids, ts)
 	return nil
 }
 

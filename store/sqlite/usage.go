@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -28,8 +27,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if slices.Contains(logs, nil) {
-		return errors.New("settle batch: nil usage log")
+	if err := store.CheckBatch(logs); err != nil {
+		return err
 	}
 
 	ids := make([]int64, len(logs))
@@ -38,12 +37,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
-	for i, l := range logs {
-		l.ID = ids[i]
-		if l.CreatedAt.IsZero() {
-			l.CreatedAt = ts
-		}
-	}
+	store.SettledBatch(logs, ids, ts)
 	return nil
 }
 
