@@ -249,3 +249,88 @@ func ScanUsageTotal(sc RowScanner) (UsageTotal, error) {
 	t.Day = time.UnixMilli(day * MsPerDay).UTC()
 	return t, nil
 }
+
+// Rows is a query's rows: *sql.Rows and pgx.Rows both are. Closing them
+// is the driver's (the two Close differ), and so is the error of the
+// query itself.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Collect scans every row with scan; an empty, non-nil slice when there
+// are none, so that listings encode as [] rather than null.
+func Collect[T any](rows Rows, scan func(RowScanner) (T, error)) ([]T, error) {
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// ReadBudgets reads rows of (subject, window_kind, limit_units) into
+// Budgets' answer, adding to out.
+func ReadBudgets(rows Rows, out map[string]map[string]int64) error {
+	for rows.Next() {
+		var subject, window string
+		var limit int64
+		if err := rows.Scan(&subject, &window, &limit); err != nil {
+			return err
+		}
+		if out[subject] == nil {
+			out[subject] = map[string]int64{}
+		}
+		out[subject][window] = limit
+	}
+	return rows.Err()
+}
+
+// ReadWindowSpend reads rows of (window_id, spent) into out.
+func ReadWindowSpend(rows Rows, out map[string]int64) error {
+	for rows.Next() {
+		var id string
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			return err
+		}
+		out[id] = v
+	}
+	return rows.Err()
+}
+
+// ScanDailySpend reads a usage_daily row of (day, cost, requests).
+func ScanDailySpend(sc RowScanner) (DailySpend, error) {
+	var (
+		day int64
+		d   DailySpend
+	)
+	if err := sc.Scan(&day, &d.Cost, &d.Requests); err != nil {
+		return d, err
+	}
+	d.Day = time.UnixMilli(day * MsPerDay).UTC()
+	return d, nil
+}
+
+// UsageDayColumns are the usage_daily_models columns ScanUsageDay reads,
+// in its order.
+const UsageDayColumns = `day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
+	reasoning_tokens, cost`
+
+// ScanUsageDay reads a row of UsageDayColumns.
+func ScanUsageDay(sc RowScanner) (*UsageDay, error) {
+	var (
+		d   UsageDay
+		day int64
+	)
+	if err := sc.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
+		&d.CachedTokens, &d.ReasoningTokens, &d.Cost); err != nil {
+		return nil, err
+	}
+	d.Day = time.UnixMilli(day * MsPerDay).UTC()
+	return &d, nil
+}

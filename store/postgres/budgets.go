@@ -39,18 +39,10 @@ func (s *Store) Budgets(ctx context.Context, subjects []string) (map[string]map[
 		return nil, fmt.Errorf("budgets: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var subject, window string
-		var limit int64
-		if err := rows.Scan(&subject, &window, &limit); err != nil {
-			return nil, fmt.Errorf("budgets: %w", err)
-		}
-		if out[subject] == nil {
-			out[subject] = map[string]int64{}
-		}
-		out[subject][window] = limit
+	if err := store.ReadBudgets(rows, out); err != nil {
+		return nil, fmt.Errorf("budgets: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SetUserGroup sets a user's budget group.
@@ -104,15 +96,10 @@ func (s *Store) WindowSpend(ctx context.Context, ids []string) (map[string]int64
 		return nil, fmt.Errorf("window spend: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var v int64
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, fmt.Errorf("window spend: %w", err)
-		}
-		out[id] = v
+	if err := store.ReadWindowSpend(rows, out); err != nil {
+		return nil, fmt.Errorf("window spend: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 var addWindow = `INSERT INTO window_spend (window_id, spent) VALUES ($1, $2)

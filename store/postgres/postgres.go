@@ -163,15 +163,7 @@ func nullString(s string) *string {
 // none, so that listings encode as [] rather than null.
 func collect[T any](rows pgx.Rows, scan func(store.RowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, scan)
 }
 
 // Saturating arithmetic on bigint columns, in numeric so that the sum

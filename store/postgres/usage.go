@@ -193,15 +193,7 @@ func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) (
 	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
-	out, err := collect(rows, func(sc store.RowScanner) (store.DailySpend, error) {
-		var (
-			day int64
-			d   store.DailySpend
-		)
-		err := sc.Scan(&day, &d.Cost, &d.Requests)
-		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
-		return d, err
-	})
+	out, err := collect(rows, store.ScanDailySpend)
 	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
@@ -256,8 +248,7 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit i
 // DailyUsageByModel returns a user's (or everyone's) daily totals per
 // model from since on.
 func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
-	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
-		reasoning_tokens, cost FROM usage_daily_models WHERE day >= $1`
+	q := `SELECT ` + store.UsageDayColumns + ` FROM usage_daily_models WHERE day >= $1`
 	args := []any{since.UnixMilli() / store.MsPerDay}
 	if userID != 0 {
 		q += ` AND user_id = $2`
@@ -267,21 +258,12 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 	if err != nil {
 		return nil, fmt.Errorf("daily usage: %w", err)
 	}
-	out, err := collect(rows, func(sc store.RowScanner) (*store.UsageDay, error) {
-		var (
-			d   store.UsageDay
-			day int64
-		)
-		err := sc.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
-			&d.CachedTokens, &d.ReasoningTokens, &d.Cost)
-		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
-		return &d, err
-	})
+	out, err := collect(rows, store.ScanUsageDay)
 	if err != nil {
 		return nil, fmt.Errorf("daily usage: %w", err)
 	}
 	if len(out) == 0 {
-		return nil, nil // as the SQLite store answers
+		return nil, nil // no days is nil, not an empty slice
 	}
 	return out, nil
 }

@@ -102,15 +102,7 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 // none, so that listings encode as [] rather than null.
 func collect[T any](rows *sql.Rows, scan func(store.RowScanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, scan)
 }
 
 // ListUsers returns users with an id above f.AfterID, oldest first, at most

@@ -150,7 +150,11 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 	if err != nil {
 		return nil, fmt.Errorf("lease tasks: %w", err)
 	}
-	return collectTasks(rows, "lease tasks")
+	tasks, err := collect(rows, store.ScanTask)
+	if err != nil {
+		return nil, fmt.Errorf("lease tasks: %w", err)
+	}
+	return tasks, nil
 }
 
 // LeaseTask leases one task whose lease ran out to owner. A task owner
@@ -242,21 +246,9 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	if err != nil {
 		return nil, fmt.Errorf("pending tasks: %w", err)
 	}
-	return collectTasks(rows, "pending tasks")
-}
-
-func collectTasks(rows *sql.Rows, what string) ([]*store.Task, error) {
-	defer rows.Close()
-	tasks := []*store.Task{}
-	for rows.Next() {
-		t, err := store.ScanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		tasks = append(tasks, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	tasks, err := collect(rows, store.ScanTask)
+	if err != nil {
+		return nil, fmt.Errorf("pending tasks: %w", err)
 	}
 	return tasks, nil
 }

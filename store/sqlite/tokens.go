@@ -61,16 +61,8 @@ func (s *Store) ListTokens(ctx context.Context, userID int64) ([]*store.Token, e
 	if err != nil {
 		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
 	}
-	defer rows.Close()
-	tokens := []*store.Token{}
-	for rows.Next() {
-		t, err := store.ScanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
-		}
-		tokens = append(tokens, t)
-	}
-	if err := rows.Err(); err != nil {
+	tokens, err := collect(rows, store.ScanToken)
+	if err != nil {
 		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
 	}
 	return tokens, nil

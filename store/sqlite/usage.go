@@ -185,20 +185,8 @@ func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) (
 	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
-	defer rows.Close()
-	out := []store.DailySpend{}
-	for rows.Next() {
-		var (
-			day int64
-			d   store.DailySpend
-		)
-		if err := rows.Scan(&day, &d.Cost, &d.Requests); err != nil {
-			return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-		}
-		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanDailySpend)
+	if err != nil {
 		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
 	}
 	return out, nil
@@ -250,17 +238,12 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	if err != nil {
 		return nil, fmt.Errorf("usage since: %w", err)
 	}
-	defer rows.Close()
-	var logs []*store.UsageLog
-	for rows.Next() {
-		l, err := store.ScanUsage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("usage since: %w", err)
-		}
-		logs = append(logs, l)
-	}
-	if err := rows.Err(); err != nil {
+	logs, err := collect(rows, store.ScanUsage)
+	if err != nil {
 		return nil, fmt.Errorf("usage since: %w", err)
+	}
+	if len(logs) == 0 {
+		return nil, nil // an exhausted export is nil
 	}
 	return logs, nil
 }
@@ -288,8 +271,7 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit i
 // DailyUsageByModel returns a user's (or everyone's) daily totals per
 // model from since on.
 func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
-	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
-		reasoning_tokens, cost FROM usage_daily_models WHERE day >= ?`
+	q := `SELECT ` + store.UsageDayColumns + ` FROM usage_daily_models WHERE day >= ?`
 	args := []any{since.UnixMilli() / store.MsPerDay}
 	if userID != 0 {
 		q += ` AND user_id = ?`
@@ -299,20 +281,12 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 	if err != nil {
 		return nil, fmt.Errorf("daily usage: %w", err)
 	}
-	defer rows.Close()
-	var out []*store.UsageDay
-	for rows.Next() {
-		var d store.UsageDay
-		var day int64
-		if err := rows.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
-			&d.CachedTokens, &d.ReasoningTokens, &d.Cost); err != nil {
-			return nil, fmt.Errorf("daily usage: %w", err)
-		}
-		d.Day = time.UnixMilli(day * store.MsPerDay).UTC()
-		out = append(out, &d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanUsageDay)
+	if err != nil {
 		return nil, fmt.Errorf("daily usage: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil // no days is nil, not an empty slice
 	}
 	return out, nil
 }
