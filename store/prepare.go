@@ -115,3 +115,62 @@ func CheckRedeem(code string, userID int64) error {
 	}
 	return nil
 }
+
+// PrepareSession checks a session CreateSession is given (a session that
+// never ends is a bug, not a choice); a zero CreatedAt becomes now.
+func PrepareSession(sess *Session, now time.Time) error {
+	switch {
+	case sess.IDHash == "":
+		return errors.New("create session: empty id hash")
+	case sess.ExpiresAt.IsZero():
+		return errors.New("create session: no expiry")
+	}
+	if sess.CreatedAt.IsZero() {
+		sess.CreatedAt = now
+	}
+	return nil
+}
+
+// CreatedCodes gives each code of a committed batch its id and, when it
+// had none, the batch's time ts.
+func CreatedCodes(codes []*RedemptionCode, ids []int64, ts time.Time) {
+	for i, c := range codes {
+		c.ID = ids[i]
+		if c.CreatedAt.IsZero() {
+			c.CreatedAt = ts
+		}
+	}
+}
+
+// KnownStatus refuses a user status other than enabled and disabled.
+func KnownStatus(status string) error {
+	if status != UserEnabled && status != UserDisabled {
+		return fmt.Errorf("unknown status %q", status)
+	}
+	return nil
+}
+
+// KnownRole refuses a role that is not one of the three.
+func KnownRole(role string) error {
+	switch role {
+	case RoleUser, RoleAdmin, RoleRoot:
+		return nil
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+// CheckUserChange refuses an administrator's change naming an unknown
+// status or role, before anything is written.
+func CheckUserChange(userID int64, c UserChange) error {
+	if c.Status != nil {
+		if err := KnownStatus(*c.Status); err != nil {
+			return fmt.Errorf("update user %d: %w", userID, err)
+		}
+	}
+	if c.Role != nil {
+		if err := KnownRole(*c.Role); err != nil {
+			return fmt.Errorf("update user %d: %w", userID, err)
+		}
+	}
+	return nil
+}

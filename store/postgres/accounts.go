@@ -118,8 +118,8 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 
 // SetUserStatus enables or disables a user.
 func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) error {
-	if status != store.UserEnabled && status != store.UserDisabled {
-		return fmt.Errorf("set status of user %d: unknown status %q", userID, status)
+	if err := store.KnownStatus(status); err != nil {
+		return fmt.Errorf("set status of user %d: %w", userID, err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE users SET status = $1 WHERE id = $2`, status, userID)
 	if err != nil {
@@ -130,10 +130,8 @@ func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) 
 
 // SetUserRole changes a user's role.
 func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) error {
-	switch role {
-	case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-	default:
-		return fmt.Errorf("set role of user %d: unknown role %q", userID, role)
+	if err := store.KnownRole(role); err != nil {
+		return fmt.Errorf("set role of user %d: %w", userID, err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE users SET role = $1 WHERE id = $2`, role, userID)
 	if err != nil {
@@ -148,15 +146,8 @@ func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) erro
 // against the balance it is then taken from, whatever another instance
 // settles meanwhile.
 func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange) (*store.User, error) {
-	if c.Status != nil && *c.Status != store.UserEnabled && *c.Status != store.UserDisabled {
-		return nil, fmt.Errorf("update user %d: unknown status %q", userID, *c.Status)
-	}
-	if c.Role != nil {
-		switch *c.Role {
-		case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-		default:
-			return nil, fmt.Errorf("update user %d: unknown role %q", userID, *c.Role)
-		}
+	if err := store.CheckUserChange(userID, c); err != nil {
+		return nil, err
 	}
 	var u *store.User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

@@ -49,12 +49,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 	if err != nil {
 		return fmt.Errorf("create redemption codes: %w", err)
 	}
-	for i, c := range codes {
-		c.ID = ids[i]
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = ts
-		}
-	}
+	store.CreatedCodes(codes, ids, ts)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,15 +16,9 @@ import (
 // Sessions live in the database, so a login on one instance is good on
 // every other.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
-	switch {
-	case sess.IDHash == "":
-		return errors.New("create session: empty id hash")
-	case sess.ExpiresAt.IsZero():
-		return errors.New("create session: no expiry")
-	}
 	ts := now()
-	if sess.CreatedAt.IsZero() {
-		sess.CreatedAt = ts
+	if err := store.PrepareSession(sess, ts); err != nil {
+		return err
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, ts.UnixMilli()); err != nil {

@@ -130,8 +130,8 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 
 // SetUserStatus enables or disables a user.
 func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) error {
-	if status != store.UserEnabled && status != store.UserDisabled {
-		return fmt.Errorf("set status of user %d: unknown status %q", userID, status)
+	if err := store.KnownStatus(status); err != nil {
+		return fmt.Errorf("set status of user %d: %w", userID, err)
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE users SET status = ? WHERE id = ?`, status, userID)
 	if err != nil {
@@ -142,10 +142,8 @@ func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) 
 
 // SetUserRole changes a user's role.
 func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) error {
-	switch role {
-	case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-	default:
-		return fmt.Errorf("set role of user %d: unknown role %q", userID, role)
+	if err := store.KnownRole(role); err != nil {
+		return fmt.Errorf("set role of user %d: %w", userID, err)
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE users SET role = ? WHERE id = ?`, role, userID)
 	if err != nil {

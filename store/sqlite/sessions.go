@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,15 +13,9 @@ import (
 // required: a session that never ends is a bug, not a choice. Sessions that
 // have expired are deleted on the way, so no background sweeper is needed.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
-	switch {
-	case sess.IDHash == "":
-		return errors.New("create session: empty id hash")
-	case sess.ExpiresAt.IsZero():
-		return errors.New("create session: no expiry")
-	}
 	ts := now()
-	if sess.CreatedAt.IsZero() {
-		sess.CreatedAt = ts
+	if err := store.PrepareSession(sess, ts); err != nil {
+		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, ts.UnixMilli()); err != nil {
