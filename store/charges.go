@@ -197,3 +197,23 @@ func LeaseOrder(reqs []LeaseRequest) []int {
 	})
 	return idx
 }
+
+// WindowGrant is what ClaimWindow grants of want from a window with limit
+// of which claimed is taken: what room there is, up to want, and nothing
+// when that is below least.
+func WindowGrant(limit, claimed, want, least int64) int64 {
+	g := min(want, limit-claimed)
+	if g < least || g <= 0 {
+		return 0
+	}
+	return g
+}
+
+// PlanUntilMillis is SetUserPlan's plan_until: until in unix milliseconds,
+// 0 (no end) when it is zero or there is no plan.
+func PlanUntilMillis(plan string, until time.Time) int64 {
+	if until.IsZero() || plan == "" {
+		return 0
+	}
+	return until.UnixMilli()
+}

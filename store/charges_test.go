@@ -86,3 +86,16 @@ func TestLeaseOrder(t *testing.T) {
 		t.Errorf("got %v, want users by id then tokens by id", got)
 	}
 }
+
+func TestWindowGrant(t *testing.T) {
+	for _, c := range []struct{ limit, claimed, want, least, grant int64 }{
+		{100, 0, 30, 1, 30},
+		{100, 90, 30, 1, 10},
+		{100, 90, 30, 20, 0},
+		{100, 120, 30, 0, 0},
+	} {
+		if got := WindowGrant(c.limit, c.claimed, c.want, c.least); got != c.grant {
+			t.Errorf("%+v: granted %d", c, got)
+		}
+	}
+}

@@ -57,10 +57,7 @@ func (s *Store) SetUserGroup(ctx context.Context, userID int64, group string) er
 
 // SetUserPlan sets a user's plan and its end.
 func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, until time.Time) error {
-	var ms int64
-	if !until.IsZero() && plan != "" {
-		ms = until.UnixMilli()
-	}
+	ms := store.PlanUntilMillis(plan, until)
 	_, err := s.pool.Exec(ctx, `INSERT INTO user_budgets (user_id, plan, plan_until) VALUES ($1, $2, $3)
 		ON CONFLICT (user_id) DO UPDATE SET plan = excluded.plan, plan_until = excluded.plan_until`, userID, plan, ms)
 	if err != nil {
@@ -151,8 +148,8 @@ func (s *Store) ClaimWindow(ctx context.Context, lock string, ids []string, limi
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(claimed), 0)::bigint FROM window_claims WHERE window_id = ANY($1)`, ids).Scan(&claimed); err != nil {
 			return err
 		}
-		g := min(want, limit-claimed)
-		if g < least || g <= 0 {
+		g := store.WindowGrant(limit, claimed, want, least)
+		if g == 0 {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES ($1, $2)

@@ -62,10 +62,7 @@ func (s *Store) SetUserGroup(ctx context.Context, userID int64, group string) er
 
 // SetUserPlan sets a user's plan and its end.
 func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, until time.Time) error {
-	var ms int64
-	if !until.IsZero() && plan != "" {
-		ms = until.UnixMilli()
-	}
+	ms := store.PlanUntilMillis(plan, until)
 	_, err := s.w.ExecContext(ctx, `INSERT INTO user_budgets (user_id, plan, plan_until) VALUES (?, ?, ?)
 		ON CONFLICT (user_id) DO UPDATE SET plan = excluded.plan, plan_until = excluded.plan_until`, userID, plan, ms)
 	if err != nil {
@@ -161,9 +158,7 @@ func (s *Store) ClaimWindow(ctx context.Context, lock string, ids []string, limi
 			strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...).Scan(&claimed); err != nil {
 			return err
 		}
-		granted = min(want, limit-claimed)
-		if granted < least || granted <= 0 {
-			granted = 0
+		if granted = store.WindowGrant(limit, claimed, want, least); granted == 0 {
 			return nil
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES (?, ?)
