@@ -334,3 +334,20 @@ func ScanUsageDay(sc RowScanner) (*UsageDay, error) {
 	d.Day = time.UnixMilli(day * MsPerDay).UTC()
 	return &d, nil
 }
+
+// UserBudgetColumns are the user_budgets columns ScanUserBudget reads, in
+// its order.
+const UserBudgetColumns = `budget_group, plan, plan_until`
+
+// ScanUserBudget reads a row of UserBudgetColumns.
+func ScanUserBudget(sc RowScanner) (UserBudget, error) {
+	var (
+		b     UserBudget
+		until int64
+	)
+	if err := sc.Scan(&b.Group, &b.Plan, &until); err != nil {
+		return UserBudget{}, err
+	}
+	b.PlanUntil = FromMillisOrZero(until)
+	return b, nil
+}

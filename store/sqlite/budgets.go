@@ -73,17 +73,14 @@ func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, unti
 
 // UserBudget reads a user's group and plan.
 func (s *Store) UserBudget(ctx context.Context, userID int64) (store.UserBudget, error) {
-	var b store.UserBudget
-	var until int64
-	err := s.r.QueryRowContext(ctx, `SELECT budget_group, plan, plan_until FROM user_budgets WHERE user_id = ?`, userID).
-		Scan(&b.Group, &b.Plan, &until)
+	b, err := store.ScanUserBudget(s.r.QueryRowContext(ctx,
+		`SELECT `+store.UserBudgetColumns+` FROM user_budgets WHERE user_id = ?`, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, nil
 	}
 	if err != nil {
 		return b, fmt.Errorf("user budget: %w", err)
 	}
-	b.PlanUntil = store.FromMillisOrZero(until)
 	return b, nil
 }
 
