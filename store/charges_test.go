@@ -8,21 +8,18 @@ import (
 )
 
 func TestSaturatingArithmetic(t *testing.T) {
-	for _, c := range []struct {
-		name      string
-		got, want int64
-	}{
-		{"add", AddSat(2, 3), 5},
-		{"add at the top", AddSat(math.MaxInt64-1, 5), math.MaxInt64},
-		{"sub", SubSat(2, 3), -1},
-		{"sub below the bottom", SubSat(math.MinInt64+1, 5), math.MinInt64},
-		{"sub of a negative past the top", SubSat(math.MaxInt64-1, -5), math.MaxInt64},
-		{"sub of the most negative", SubSat(0, math.MinInt64), math.MaxInt64},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s: got %d, want %d", c.name, c.got, c.want)
+	check := func(what string, got, want int64) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: got %d, want %d", what, got, want)
 		}
 	}
+	check("add", AddSat(2, 3), 5)
+	check("add at the top", AddSat(math.MaxInt64-1, 5), math.MaxInt64)
+	check("sub", SubSat(2, 3), -1)
+	check("sub below the bottom", SubSat(math.MinInt64+1, 5), math.MinInt64)
+	check("sub of a negative past the top", SubSat(math.MaxInt64-1, -5), math.MaxInt64)
+	check("sub of the most negative", SubSat(0, math.MinInt64), math.MaxInt64)
 }
 
 func TestBatchCharges(t *testing.T) {

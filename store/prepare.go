@@ -135,10 +135,7 @@ func PrepareSession(sess *Session, now time.Time) error {
 // had none, the batch's time ts.
 func CreatedCodes(codes []*RedemptionCode, ids []int64, ts time.Time) {
 	for i, c := range codes {
-		c.ID = ids[i]
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = ts
-		}
+		c.ID, c.CreatedAt = ids[i], orTime(c.CreatedAt, ts)
 	}
 }
 

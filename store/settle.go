@@ -23,10 +23,7 @@ func CheckBatch(logs []*UsageLog) error {
 // before) and, when it had none, the batch's time ts.
 func SettledBatch(logs []*UsageLog, ids []int64, ts time.Time) {
 	for i, l := range logs {
-		l.ID = ids[i]
-		if l.CreatedAt.IsZero() {
-			l.CreatedAt = ts
-		}
+		l.ID, l.CreatedAt = ids[i], orTime(l.CreatedAt, ts)
 	}
 }
 
@@ -59,9 +56,14 @@ func TaskSettled(t *Task, row *UsageLog, userID, tokenID int64, windows, plan st
 // and usage row: the row's id and time, the task's update time, its lease
 // ended.
 func FinishedTask(t *Task, row *UsageLog, id int64, ts time.Time) {
-	row.ID = id
-	if row.CreatedAt.IsZero() {
-		row.CreatedAt = ts
-	}
+	row.ID, row.CreatedAt = id, orTime(row.CreatedAt, ts)
 	t.UpdatedAt, t.LeaseOwner, t.LeaseUntil = ts, "", time.Time{}
+}
+
+// orTime is t, or def when t is zero.
+func orTime(t, def time.Time) time.Time {
+	if t.IsZero() {
+		return def
+	}
+	return t
 }

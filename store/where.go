@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Where is a WHERE clause built a condition at a time, with its arguments
@@ -38,6 +39,16 @@ func (w *Where) String() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
+// Created adds created_at >= since and < until, each when it is set.
+func (w *Where) Created(since, until time.Time) {
+	if !since.IsZero() {
+		w.Add("created_at >= " + w.Arg(since.UnixMilli()))
+	}
+	if !until.IsZero() {
+		w.Add("created_at < " + w.Arg(until.UnixMilli()))
+	}
+}
+
 // Args are the arguments, in their placeholders' order.
 func (w *Where) Args() []any { return w.args }
 
@@ -62,12 +73,7 @@ func UsageWhere(f UsageFilter, idColumn string, w *Where) error {
 	if f.Model != "" {
 		w.Add("model = " + w.Arg(f.Model))
 	}
-	if !f.Since.IsZero() {
-		w.Add("created_at >= " + w.Arg(f.Since.UnixMilli()))
-	}
-	if !f.Until.IsZero() {
-		w.Add("created_at < " + w.Arg(f.Until.UnixMilli()))
-	}
+	w.Created(f.Since, f.Until)
 	if f.TokenID != 0 {
 		w.Add("token_id = " + w.Arg(f.TokenID))
 	}
@@ -124,12 +130,7 @@ func AuditWhere(f AuditFilter, w *Where, actionPrefix func(w *Where, prefix stri
 	if f.Target != "" {
 		w.Add("target = " + w.Arg(f.Target))
 	}
-	if !f.Since.IsZero() {
-		w.Add("created_at >= " + w.Arg(f.Since.UnixMilli()))
-	}
-	if !f.Until.IsZero() {
-		w.Add("created_at < " + w.Arg(f.Until.UnixMilli()))
-	}
+	w.Created(f.Since, f.Until)
 }
 
 // CheckUsageGroup refuses a UsageTotals group that is not a column.
