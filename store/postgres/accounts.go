@@ -106,14 +106,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	users, err := collect(rows, store.ScanUser)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	return users, nil
+	return collect(rows, err, store.ScanUser, "list users")
 }
 
 // SetUserStatus enables or disables a user.

@@ -36,12 +36,5 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	})
 	rows, err := s.pool.Query(ctx, `SELECT `+store.AuditColumns+` FROM audit_log`+w.String()+
 		` ORDER BY id DESC LIMIT `+w.Arg(limit), w.Args()...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	out, err := collect(rows, store.ScanAudit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	return out, nil
+	return collect(rows, err, store.ScanAudit, "list audit log")
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -21,12 +20,5 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 		COUNT(*), SUM(CASE WHEN status < 200 OR status >= 300 THEN 1 ELSE 0 END)::bigint, SUM(cost)::bigint,
 		SUM(prompt_tokens + completion_tokens)::bigint, SUM(prompt_tokens)::bigint, SUM(cached_tokens)::bigint, SUM(latency_ms)::bigint, SUM(ttfb_ms)::bigint FROM usage_logs`
 	rows, err := s.pool.Query(ctx, q+w.String()+` GROUP BY day, k ORDER BY day, k`, w.Args()...)
-	if err != nil {
-		return nil, fmt.Errorf("usage totals by %s: %w", by, err)
-	}
-	out, err := collect(rows, store.ScanUsageTotal)
-	if err != nil {
-		return nil, fmt.Errorf("usage totals by %s: %w", by, err)
-	}
-	return out, nil
+	return collect(rows, err, store.ScanUsageTotal, "usage totals by %s", by)
 }

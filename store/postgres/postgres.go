@@ -159,11 +159,17 @@ func nullString(s string) *string {
 	return &s
 }
 
-// collect scans every row with scan; an empty, non-nil slice when there are
-// none, so that listings encode as [] rather than null.
-func collect[T any](rows pgx.Rows, scan func(store.RowScanner) (T, error)) ([]T, error) {
-	defer rows.Close()
-	return store.Collect(rows, scan)
+// collect scans every row of a query with scan, closing them; the
+// query's error or the scan's is wrapped as format and args say.
+func collect[T any](rows pgx.Rows, err error, scan func(store.RowScanner) (T, error), format string, args ...any) ([]T, error) {
+	if err == nil {
+		defer rows.Close()
+		var out []T
+		if out, err = store.Collect(rows, scan); err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf(format+": %w", append(args, err)...)
 }
 
 // Saturating arithmetic on bigint columns, in numeric so that the sum

@@ -124,14 +124,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list redemption codes: %w", err)
-	}
-	codes, err := collect(rows, store.ScanCode)
-	if err != nil {
-		return nil, fmt.Errorf("list redemption codes: %w", err)
-	}
-	return codes, nil
+	return collect(rows, err, store.ScanCode, "list redemption codes")
 }
 
 // SetRedemptionCodeStatus enables or disables a code.

@@ -149,12 +149,9 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 			FOR UPDATE SKIP LOCKED)
 		UPDATE tasks SET lease_owner = $1, lease_until = $2 FROM due WHERE id = due_id
 		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), now().UnixMilli(), limit)
+	tasks, err := collect(rows, err, store.ScanTask, "lease tasks")
 	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
-	}
-	tasks, err := collect(rows, store.ScanTask)
-	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
+		return nil, err
 	}
 	// RETURNING keeps no order
 	slices.SortFunc(tasks, func(a, b *store.Task) int {
@@ -252,12 +249,5 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+store.TaskColumns+` FROM tasks
 		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	tasks, err := collect(rows, store.ScanTask)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	return tasks, nil
+	return collect(rows, err, store.ScanTask, "pending tasks")
 }

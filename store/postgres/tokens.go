@@ -51,14 +51,7 @@ func (s *Store) TokenByID(ctx context.Context, id int64) (*store.Token, error) {
 // when there are none.
 func (s *Store) ListTokens(ctx context.Context, userID int64) ([]*store.Token, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+store.TokenColumns+` FROM tokens WHERE user_id = $1 ORDER BY id`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
-	}
-	tokens, err := collect(rows, store.ScanToken)
-	if err != nil {
-		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
-	}
-	return tokens, nil
+	return collect(rows, err, store.ScanToken, "list tokens of user %d", userID)
 }
 
 // SetTokenStatus sets a token's status, or returns store.ErrNotFound.

@@ -175,14 +175,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
 	rows, err := s.pool.Query(ctx, q, w.Args()...)
-	if err != nil {
-		return nil, fmt.Errorf("list usage: %w", err)
-	}
-	logs, err := collect(rows, store.ScanUsage)
-	if err != nil {
-		return nil, fmt.Errorf("list usage: %w", err)
-	}
-	return logs, nil
+	return collect(rows, err, store.ScanUsage, "list usage")
 }
 
 // DailySpend reads the per-day totals SettleBatch keeps, so its cost is
@@ -190,14 +183,7 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
 	rows, err := s.pool.Query(ctx, `SELECT day, cost, requests FROM usage_daily
 		WHERE user_id = $1 AND day >= $2 ORDER BY day`, userID, since.UnixMilli()/store.MsPerDay)
-	if err != nil {
-		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-	}
-	out, err := collect(rows, store.ScanDailySpend)
-	if err != nil {
-		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-	}
-	return out, nil
+	return collect(rows, err, store.ScanDailySpend, "daily spend of user %d", userID)
 }
 
 // CountUsage returns how many usage rows exist.
@@ -217,12 +203,9 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE id > $1 AND created_at >= $2 ORDER BY id LIMIT $3`, afterID, since.UnixMilli(), limit)
+	logs, err := collect(rows, err, store.ScanUsage, "usage since")
 	if err != nil {
-		return nil, fmt.Errorf("usage since: %w", err)
-	}
-	logs, err := collect(rows, store.ScanUsage)
-	if err != nil {
-		return nil, fmt.Errorf("usage since: %w", err)
+		return nil, err
 	}
 	if len(logs) == 0 {
 		return nil, nil // as the SQLite store answers an exhausted export
@@ -255,12 +238,9 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 		args = append(args, userID)
 	}
 	rows, err := s.pool.Query(ctx, q+` ORDER BY day, user_id, model`, args...)
+	out, err := collect(rows, err, store.ScanUsageDay, "daily usage")
 	if err != nil {
-		return nil, fmt.Errorf("daily usage: %w", err)
-	}
-	out, err := collect(rows, store.ScanUsageDay)
-	if err != nil {
-		return nil, fmt.Errorf("daily usage: %w", err)
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, nil // no days is nil, not an empty slice

@@ -98,11 +98,17 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 	})
 }
 
-// collect scans every row with scan; an empty, non-nil slice when there are
-// none, so that listings encode as [] rather than null.
-func collect[T any](rows *sql.Rows, scan func(store.RowScanner) (T, error)) ([]T, error) {
-	defer rows.Close()
-	return store.Collect(rows, scan)
+// collect scans every row of a query with scan, closing them; the
+// query's error or the scan's is wrapped as format and args say.
+func collect[T any](rows *sql.Rows, err error, scan func(store.RowScanner) (T, error), format string, args ...any) ([]T, error) {
+	if err == nil {
+		defer rows.Close()
+		var out []T
+		if out, err = store.Collect(rows, scan); err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf(format+": %w", append(args, err)...)
 }
 
 // ListUsers returns users with an id above f.AfterID, oldest first, at most
@@ -118,14 +124,7 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, store.LikePart(f.Search))
 	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	users, err := collect(rows, store.ScanUser)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	return users, nil
+	return collect(rows, err, store.ScanUser, "list users")
 }
 
 // SetUserStatus enables or disables a user.

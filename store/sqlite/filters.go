@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -21,12 +20,5 @@ func (s *Store) UsageTotals(ctx context.Context, f store.UsageFilter, by store.U
 		COUNT(*), SUM(CASE WHEN status < 200 OR status >= 300 THEN 1 ELSE 0 END), SUM(cost),
 		SUM(prompt_tokens + completion_tokens), SUM(prompt_tokens), SUM(cached_tokens), SUM(latency_ms), SUM(ttfb_ms) FROM usage_logs`
 	rows, err := s.r.QueryContext(ctx, q+w.String()+` GROUP BY day, k ORDER BY day, k`, w.Args()...)
-	if err != nil {
-		return nil, fmt.Errorf("usage totals by %s: %w", by, err)
-	}
-	out, err := collect(rows, store.ScanUsageTotal)
-	if err != nil {
-		return nil, fmt.Errorf("usage totals by %s: %w", by, err)
-	}
-	return out, nil
+	return collect(rows, err, store.ScanUsageTotal, "usage totals by %s", by)
 }

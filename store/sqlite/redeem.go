@@ -119,14 +119,7 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 		args = append(args, store.LikePart(f.Search), store.LikePart(f.Search))
 	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list redemption codes: %w", err)
-	}
-	codes, err := collect(rows, store.ScanCode)
-	if err != nil {
-		return nil, fmt.Errorf("list redemption codes: %w", err)
-	}
-	return codes, nil
+	return collect(rows, err, store.ScanCode, "list redemption codes")
 }
 
 // SetRedemptionCodeStatus enables or disables a code.

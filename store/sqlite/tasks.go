@@ -147,14 +147,7 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 			AND lease_until < ?3 ORDER BY next_poll_at, id LIMIT ?4)
 		AND finished_at IS NULL AND lease_until < ?3
 		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), ts, limit)
-	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
-	}
-	tasks, err := collect(rows, store.ScanTask)
-	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
-	}
-	return tasks, nil
+	return collect(rows, err, store.ScanTask, "lease tasks")
 }
 
 // LeaseTask leases one task whose lease ran out to owner. A task owner
@@ -243,12 +236,5 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+store.TaskColumns+` FROM tasks
 		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	tasks, err := collect(rows, store.ScanTask)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	return tasks, nil
+	return collect(rows, err, store.ScanTask, "pending tasks")
 }
