@@ -260,17 +260,25 @@ type Rows interface {
 }
 
 // Collect scans every row with scan; an empty, non-nil slice when there
-// are none, so that listings encode as [] rather than null.
-func Collect[T any](rows Rows, scan func(RowScanner) (T, error)) ([]T, error) {
+// are none, so that listings encode as [] rather than null. err is the
+// query's: when it is set the rows are not read. Either error is wrapped
+// as format and args say.
+func Collect[T any](rows Rows, err error, scan func(RowScanner) (T, error), format string, args ...any) ([]T, error) {
+	if err != nil {
+		return nil, fmt.Errorf(format+": %w", append(args, err)...)
+	}
 	out := []T{}
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf(format+": %w", append(args, err)...)
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf(format+": %w", append(args, err)...)
+	}
+	return out, nil
 }
 
 // ReadBudgets reads rows of (subject, window_kind, limit_units) into

@@ -159,17 +159,12 @@ func nullString(s string) *string {
 	return &s
 }
 
-// collect scans every row of a query with scan, closing them; the
-// query's error or the scan's is wrapped as format and args say.
+// collect is store.Collect, closing the rows of a query that ran.
 func collect[T any](rows pgx.Rows, err error, scan func(store.RowScanner) (T, error), format string, args ...any) ([]T, error) {
 	if err == nil {
 		defer rows.Close()
-		var out []T
-		if out, err = store.Collect(rows, scan); err == nil {
-			return out, nil
-		}
 	}
-	return nil, fmt.Errorf(format+": %w", append(args, err)...)
+	return store.Collect(rows, err, scan, format, args...)
 }
 
 // Saturating arithmetic on bigint columns, in numeric so that the sum
