@@ -3,7 +3,8 @@
 // rest of the gateway does goes through the Store interface, so that an
 // embedded SQLite file and a shared PostgreSQL server are interchangeable.
 //
-// This package holds types and the interface only; it must not import any
+// This package holds types, the interface and what both drivers share of
+// reading rows (rows.go) and of their pure logic; it must not import any
 // SQL driver. Implementations live in sub-packages (store/sqlite) and register
 // themselves with Register so the gateway app can open them by driver name.
 package store

@@ -99,27 +99,20 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	q, args := `SELECT `+userColumns+` FROM users WHERE id > $1`, []any{f.AfterID}
+	q, args := `SELECT `+store.UserColumns+` FROM users WHERE id > $1`, []any{f.AfterID}
 	if f.Search != "" {
-		args = append(args, likePart(f.Search))
+		args = append(args, store.LikePart(f.Search))
 		q += ` AND username ILIKE $2`
 	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	users, err := collect(rows, scanUser)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	return users, nil
+	return collect(rows, err, store.ScanUser, "list users")
 }
 
 // SetUserStatus enables or disables a user.
 func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) error {
-	if status != store.UserEnabled && status != store.UserDisabled {
-		return fmt.Errorf("set status of user %d: unknown status %q", userID, status)
+	if err := store.KnownStatus(status); err != nil {
+		return fmt.Errorf("set status of user %d: %w", userID, err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE users SET status = $1 WHERE id = $2`, status, userID)
 	if err != nil {
@@ -130,10 +123,8 @@ func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) 
 
 // SetUserRole changes a user's role.
 func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) error {
-	switch role {
-	case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-	default:
-		return fmt.Errorf("set role of user %d: unknown role %q", userID, role)
+	if err := store.KnownRole(role); err != nil {
+		return fmt.Errorf("set role of user %d: %w", userID, err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE users SET role = $1 WHERE id = $2`, role, userID)
 	if err != nil {
@@ -148,15 +139,8 @@ func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) erro
 // against the balance it is then taken from, whatever another instance
 // settles meanwhile.
 func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange) (*store.User, error) {
-	if c.Status != nil && *c.Status != store.UserEnabled && *c.Status != store.UserDisabled {
-		return nil, fmt.Errorf("update user %d: unknown status %q", userID, *c.Status)
-	}
-	if c.Role != nil {
-		switch *c.Role {
-		case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-		default:
-			return nil, fmt.Errorf("update user %d: unknown role %q", userID, *c.Role)
-		}
+	if err := store.CheckUserChange(userID, c); err != nil {
+		return nil, err
 	}
 	var u *store.User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -198,7 +182,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange
 				return fmt.Errorf("end sessions: %w", err)
 			}
 		}
-		u, err = scanUser(tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, userID))
+		u, err = store.ScanUser(tx.QueryRow(ctx, `SELECT `+store.UserColumns+` FROM users WHERE id = $1`, userID))
 		return err
 	})
 	if err != nil {

@@ -2,26 +2,18 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const auditColumns = `id, created_at, actor_id, actor, action, target, before_json, after_json`
-
 // AddAudit appends one entry to the audit log.
 func (s *Store) AddAudit(ctx context.Context, e *store.AuditEntry) error {
-	if e == nil || e.Actor == "" || e.Action == "" {
-		return errors.New("add audit entry: actor and action are required")
+	if err := store.PrepareAudit(e, now()); err != nil {
+		return err
 	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
-	}
-	err := s.pool.QueryRow(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(auditColumns, "id, ")+`)
+	err := s.pool.QueryRow(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(store.AuditColumns, "id, ")+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, e.CreatedAt.UnixMilli(), e.ActorID, e.Actor, e.Action,
 		e.Target, string(e.Before), string(e.After)).Scan(&e.ID)
 	if err != nil {
@@ -37,61 +29,12 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	before := f.BeforeID
-	if before <= 0 {
-		before = math.MaxInt64
-	}
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	where := []string{"id < " + arg(before)}
-	if f.Actor != "" {
-		where = append(where, "actor = "+arg(f.Actor))
-	}
-	if prefix, ok := strings.CutSuffix(f.Action, "."); ok && prefix != "" {
+	w := store.NewWhere("$")
+	store.AuditWhere(f, w, func(w *store.Where, family string) string {
 		// by bytes: a range on the column would follow the collation
-		where = append(where, "starts_with(action, "+arg(prefix+".")+")")
-	} else if f.Action != "" {
-		where = append(where, "action = "+arg(f.Action))
-	}
-	if f.Target != "" {
-		where = append(where, "target = "+arg(f.Target))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "created_at >= "+arg(f.Since.UnixMilli()))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT `+arg(limit), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	out, err := collect(rows, scanAudit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	return out, nil
-}
-
-func scanAudit(sc scanner) (*store.AuditEntry, error) {
-	var (
-		e             store.AuditEntry
-		at            int64
-		before, after string
-	)
-	if err := sc.Scan(&e.ID, &at, &e.ActorID, &e.Actor, &e.Action, &e.Target, &before, &after); err != nil {
-		return nil, err
-	}
-	e.CreatedAt = fromMillisOrZero(at)
-	if before != "" {
-		e.Before = []byte(before)
-	}
-	if after != "" {
-		e.After = []byte(after)
-	}
-	return &e, nil
+		return "starts_with(action, " + w.Arg(family+".") + ")"
+	})
+	rows, err := s.pool.Query(ctx, `SELECT `+store.AuditColumns+` FROM audit_log`+w.String()+
+		` ORDER BY id DESC LIMIT `+w.Arg(limit), w.Args()...)
+	return collect(rows, err, store.ScanAudit, "list audit log")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,18 +39,10 @@ func (s *Store) Budgets(ctx context.Context, subjects []string) (map[string]map[
 		return nil, fmt.Errorf("budgets: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var subject, window string
-		var limit int64
-		if err := rows.Scan(&subject, &window, &limit); err != nil {
-			return nil, fmt.Errorf("budgets: %w", err)
-		}
-		if out[subject] == nil {
-			out[subject] = map[string]int64{}
-		}
-		out[subject][window] = limit
+	if err := store.ReadBudgets(rows, out); err != nil {
+		return nil, fmt.Errorf("budgets: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SetUserGroup sets a user's budget group.
@@ -66,10 +57,7 @@ func (s *Store) SetUserGroup(ctx context.Context, userID int64, group string) er
 
 // SetUserPlan sets a user's plan and its end.
 func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, until time.Time) error {
-	var ms int64
-	if !until.IsZero() && plan != "" {
-		ms = until.UnixMilli()
-	}
+	ms := store.PlanUntilMillis(plan, until)
 	_, err := s.pool.Exec(ctx, `INSERT INTO user_budgets (user_id, plan, plan_until) VALUES ($1, $2, $3)
 		ON CONFLICT (user_id) DO UPDATE SET plan = excluded.plan, plan_until = excluded.plan_until`, userID, plan, ms)
 	if err != nil {
@@ -80,17 +68,14 @@ func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, unti
 
 // UserBudget reads a user's group and plan.
 func (s *Store) UserBudget(ctx context.Context, userID int64) (store.UserBudget, error) {
-	var b store.UserBudget
-	var until int64
-	err := s.pool.QueryRow(ctx, `SELECT budget_group, plan, plan_until FROM user_budgets WHERE user_id = $1`, userID).
-		Scan(&b.Group, &b.Plan, &until)
+	b, err := store.ScanUserBudget(s.pool.QueryRow(ctx,
+		`SELECT `+store.UserBudgetColumns+` FROM user_budgets WHERE user_id = $1`, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return b, nil
 	}
 	if err != nil {
 		return b, fmt.Errorf("user budget: %w", err)
 	}
-	b.PlanUntil = fromMillisOrZero(until)
 	return b, nil
 }
 
@@ -105,15 +90,10 @@ func (s *Store) WindowSpend(ctx context.Context, ids []string) (map[string]int64
 		return nil, fmt.Errorf("window spend: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var v int64
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, fmt.Errorf("window spend: %w", err)
-		}
-		out[id] = v
+	if err := store.ReadWindowSpend(rows, out); err != nil {
+		return nil, fmt.Errorf("window spend: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 var addWindow = `INSERT INTO window_spend (window_id, spent) VALUES ($1, $2)
@@ -125,44 +105,6 @@ func queueWindowSpend(b *pgx.Batch, spend map[string]int64) {
 	for _, id := range slices.Sorted(maps.Keys(spend)) {
 		b.Queue(addWindow, id, spend[id])
 	}
-}
-
-// rowWindows adds a written row's cost to each window id it carries.
-func rowWindows(spend map[string]int64, l *store.UsageLog) {
-	if l.Windows == "" || l.Cost == 0 {
-		return
-	}
-	for i, id := range strings.Split(l.Windows, ",") {
-		if i == store.MaxWindowIDs {
-			return
-		}
-		spend[id] = satAdd(spend[id], l.Cost)
-	}
-}
-
-// taskWindows is amount in each window id of a task's windows (a
-// reservation counted at the submit, or given back when it settles).
-func taskWindows(ids string, amount int64) map[string]int64 {
-	spend := map[string]int64{}
-	if ids == "" || amount == 0 {
-		return spend
-	}
-	for i, id := range strings.Split(ids, ",") {
-		if i == store.MaxWindowIDs {
-			break
-		}
-		spend[id] = amount
-	}
-	return spend
-}
-
-// charged is what a row takes from its user's balance and its key's used
-// quota: nothing when a plan paid it.
-func charged(l *store.UsageLog) int64 {
-	if l.Plan != "" {
-		return 0
-	}
-	return l.Cost
 }
 
 // grantPlan gives a redeemed plan code's plan to userID for days from
@@ -203,8 +145,8 @@ func (s *Store) ClaimWindow(ctx context.Context, lock string, ids []string, limi
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(claimed), 0)::bigint FROM window_claims WHERE window_id = ANY($1)`, ids).Scan(&claimed); err != nil {
 			return err
 		}
-		g := min(want, limit-claimed)
-		if g < least || g <= 0 {
+		g := store.WindowGrant(limit, claimed, want, least)
+		if g == 0 {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES ($1, $2)

@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,7 +22,7 @@ func (s *Store) LeaseBalances(ctx context.Context, owner string, until time.Time
 	}
 	out := make([]store.Lease, len(reqs))
 	nowMS := now().UnixMilli()
-	order := leaseOrder(reqs)
+	order := store.LeaseOrder(reqs)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		for _, i := range order {
 			l, err := leaseOne(ctx, tx, owner, nowMS, until.UnixMilli(), reqs[i])
@@ -40,26 +37,6 @@ func (s *Store) LeaseBalances(ctx context.Context, owner string, until time.Time
 		return nil, fmt.Errorf("lease balances: %w", err)
 	}
 	return out, nil
-}
-
-// leaseOrder is the order requests are applied in: users by id, then
-// tokens by id.
-func leaseOrder(reqs []store.LeaseRequest) []int {
-	idx := make([]int, len(reqs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		x, y := reqs[a].Account, reqs[b].Account
-		if x.Token != y.Token {
-			if x.Token {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(x.ID, y.ID)
-	})
-	return idx
 }
 
 func leaseKind(a store.LeaseAccount) int16 {
@@ -113,7 +90,7 @@ func leaseOne(ctx context.Context, tx pgx.Tx, owner string, nowMS, untilMS int64
 		l.Amount = 0
 	}
 	l.Amount = max(l.Amount, r.Keep, 0)
-	l.Free = satSub(free, l.Amount)
+	l.Free = store.SubSat(free, l.Amount)
 	l.Balance = balance
 	if l.Amount == 0 {
 		_, err = tx.Exec(ctx, `DELETE FROM balance_leases WHERE kind = $1 AND account_id = $2 AND owner = $3`, kind, r.Account.ID, owner)
@@ -133,13 +110,4 @@ func (s *Store) DropExpiredLeases(ctx context.Context, now time.Time) (int64, er
 		return 0, fmt.Errorf("drop expired leases: %w", err)
 	}
 	return tag.RowsAffected(), nil
-}
-
-// satSub is a - b for a lease no smaller than zero, saturating at the
-// int64 minimum.
-func satSub(a, b int64) int64 {
-	if a < math.MinInt64+b {
-		return math.MinInt64
-	}
-	return a - b
 }

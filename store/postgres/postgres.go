@@ -150,21 +150,6 @@ func now() time.Time {
 	return time.Now().UTC().Truncate(time.Millisecond)
 }
 
-func millis(t time.Time) *int64 {
-	if t.IsZero() {
-		return nil
-	}
-	ms := t.UnixMilli()
-	return &ms
-}
-
-func fromMillis(ms *int64) time.Time {
-	if ms == nil {
-		return time.Time{}
-	}
-	return time.UnixMilli(*ms).UTC()
-}
-
 // nullString stores "" as NULL, for columns where NULL keeps UNIQUE from
 // counting empty values as duplicates.
 func nullString(s string) *string {
@@ -174,24 +159,12 @@ func nullString(s string) *string {
 	return &s
 }
 
-// scanner is a pgx.Row or pgx.Rows.
-type scanner interface {
-	Scan(dest ...any) error
-}
-
-// collect scans every row with scan; an empty, non-nil slice when there are
-// none, so that listings encode as [] rather than null.
-func collect[T any](rows pgx.Rows, scan func(scanner) (T, error)) ([]T, error) {
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+// collect is store.Collect, closing the rows of a query that ran.
+func collect[T any](rows pgx.Rows, err error, scan func(store.RowScanner) (T, error), format string, args ...any) ([]T, error) {
+	if err == nil {
+		defer rows.Close()
 	}
-	return out, rows.Err()
+	return store.Collect(rows, err, scan, format, args...)
 }
 
 // Saturating arithmetic on bigint columns, in numeric so that the sum

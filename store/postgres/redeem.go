@@ -17,17 +17,8 @@ import (
 // store.ErrConflict and none of the batch is kept. The inserts travel in
 // one round trip.
 func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.RedemptionCode) error {
-	for i, c := range codes {
-		switch {
-		case c == nil:
-			return fmt.Errorf("create redemption codes: code %d is nil", i)
-		case c.Code == "":
-			return fmt.Errorf("create redemption codes: code %d is empty", i)
-		case c.Plan != "" && (c.Quota != 0 || c.PlanDays <= 0):
-			return fmt.Errorf("create redemption codes: code %d: a plan code grants no quota and some days, got %d and %d", i, c.Quota, c.PlanDays)
-		case c.Plan == "" && c.Quota <= 0:
-			return fmt.Errorf("create redemption codes: code %d: quota must be positive, got %d", i, c.Quota)
-		}
+	if err := store.CheckCodes(codes); err != nil {
+		return err
 	}
 	ts := now()
 	ids := make([]int64, len(codes))
@@ -44,7 +35,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 			b.Queue(`INSERT INTO redemption_codes
 				(code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), millis(c.RedeemedAt), millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
+				c.Code, c.Quota, c.Status, c.UsedBy, createdAt.UnixMilli(), store.Millis(c.RedeemedAt), store.Millis(c.ExpiresAt), c.Name, c.Plan, c.PlanDays)
 		}
 		br := tx.SendBatch(ctx, b)
 		for i := range codes {
@@ -58,12 +49,7 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 	if err != nil {
 		return fmt.Errorf("create redemption codes: %w", err)
 	}
-	for i, c := range codes {
-		c.ID = ids[i]
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = ts
-		}
-	}
+	store.CreatedCodes(codes, ids, ts)
 	return nil
 }
 
@@ -73,12 +59,8 @@ func (s *Store) CreateRedemptionCodes(ctx context.Context, codes []*store.Redemp
 // not exist, was used already, is disabled or expired, or the user does
 // not exist: the caller cannot tell which, and need not.
 func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, error) {
-	if code == "" {
-		return 0, fmt.Errorf("redeem: empty code: %w", store.ErrNotFound)
-	}
-	if userID <= 0 {
-		// used_by = 0 means unused, so user 0 could redeem a code forever.
-		return 0, fmt.Errorf("redeem: invalid user id %d", userID)
+	if err := store.CheckRedeem(code, userID); err != nil {
+		return 0, err
 	}
 	var (
 		quota int64
@@ -119,22 +101,6 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 	return quota, nil
 }
 
-const codeColumns = `id, code, quota, status, used_by, created_at, redeemed_at, expires_at, name, plan, plan_days`
-
-func scanCode(sc scanner) (*store.RedemptionCode, error) {
-	var (
-		c                               store.RedemptionCode
-		createdAt, redeemedAt, expireAt *int64
-	)
-	if err := sc.Scan(&c.ID, &c.Code, &c.Quota, &c.Status, &c.UsedBy, &createdAt, &redeemedAt, &expireAt, &c.Name, &c.Plan, &c.PlanDays); err != nil {
-		return nil, err
-	}
-	c.CreatedAt = fromMillis(createdAt)
-	c.RedeemedAt = fromMillis(redeemedAt)
-	c.ExpiresAt = fromMillis(expireAt)
-	return &c, nil
-}
-
 // ListRedemptionCodes returns codes newest first, those with an id below
 // f.BeforeID when it is set, at most f.Limit (100 when not positive).
 func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]*store.RedemptionCode, error) {
@@ -146,26 +112,19 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	q, args := `SELECT `+codeColumns+` FROM redemption_codes WHERE id < $1`, []any{before}
+	q, args := `SELECT `+store.CodeColumns+` FROM redemption_codes WHERE id < $1`, []any{before}
 	if f.Name != "" {
 		args = append(args, f.Name)
 		q += ` AND name = $` + strconv.Itoa(len(args))
 	}
 	if f.Search != "" {
-		args = append(args, likePart(f.Search))
+		args = append(args, store.LikePart(f.Search))
 		n := strconv.Itoa(len(args))
 		q += ` AND (name ILIKE $` + n + ` OR code ILIKE $` + n + `)`
 	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list redemption codes: %w", err)
-	}
-	codes, err := collect(rows, scanCode)
-	if err != nil {
-		return nil, fmt.Errorf("list redemption codes: %w", err)
-	}
-	return codes, nil
+	return collect(rows, err, store.ScanCode, "list redemption codes")
 }
 
 // SetRedemptionCodeStatus enables or disables a code.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,22 +16,16 @@ import (
 // Sessions live in the database, so a login on one instance is good on
 // every other.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
-	switch {
-	case sess.IDHash == "":
-		return errors.New("create session: empty id hash")
-	case sess.ExpiresAt.IsZero():
-		return errors.New("create session: no expiry")
-	}
 	ts := now()
-	if sess.CreatedAt.IsZero() {
-		sess.CreatedAt = ts
+	if err := store.PrepareSession(sess, ts); err != nil {
+		return err
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, ts.UnixMilli()); err != nil {
 			return fmt.Errorf("create session: delete expired: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id_hash, user_id, expires_at, created_at)
-			VALUES ($1, $2, $3, $4)`, sess.IDHash, sess.UserID, millis(sess.ExpiresAt), millis(sess.CreatedAt)); err != nil {
+			VALUES ($1, $2, $3, $4)`, sess.IDHash, sess.UserID, store.Millis(sess.ExpiresAt), store.Millis(sess.CreatedAt)); err != nil {
 			return fmt.Errorf("create session for user %d: %w", sess.UserID, sqlErr(err))
 		}
 		return nil
@@ -43,20 +36,13 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 // store.ErrNotFound like a missing one, so a caller that forgets to check
 // the expiry still cannot let an old cookie in.
 func (s *Store) SessionByHash(ctx context.Context, idHash string) (*store.Session, error) {
-	var (
-		sess                 store.Session
-		expiresAt, createdAt *int64
-	)
-	err := s.pool.QueryRow(ctx, `SELECT id_hash, user_id, expires_at, created_at
-		FROM sessions WHERE id_hash = $1 AND expires_at > $2`, idHash, now().UnixMilli()).
-		Scan(&sess.IDHash, &sess.UserID, &expiresAt, &createdAt)
+	sess, err := store.ScanSession(s.pool.QueryRow(ctx, `SELECT `+store.SessionColumns+`
+		FROM sessions WHERE id_hash = $1 AND expires_at > $2`, idHash, now().UnixMilli()))
 	if err != nil {
 		// Never the hash in the message: it identifies a live cookie.
 		return nil, notFound(err, "session")
 	}
-	sess.ExpiresAt = fromMillis(expiresAt)
-	sess.CreatedAt = fromMillis(createdAt)
-	return &sess, nil
+	return sess, nil
 }
 
 // DeleteSession removes a session. Deleting one that is already gone is not
@@ -72,7 +58,7 @@ func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
 // session is gone or has already expired.
 func (s *Store) TouchSession(ctx context.Context, idHash string, expiresAt time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE sessions SET expires_at = $1
-		WHERE id_hash = $2 AND expires_at > $3`, millis(expiresAt), idHash, now().UnixMilli())
+		WHERE id_hash = $2 AND expires_at > $3`, store.Millis(expiresAt), idHash, now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("touch session: %w", err)
 	}

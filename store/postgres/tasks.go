@@ -14,53 +14,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// taskNotStarted is the status CreateTask gives a task that has none.
-const taskNotStarted = "not_started"
-
 // defaultTaskLimit is PendingTasks' and LeaseTasks' page size when the
 // caller names none.
 const defaultTaskLimit = 100
-
-const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
-	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
-	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until, windows, plan`
-
-func scanTask(sc scanner) (*store.Task, error) {
-	var (
-		t                                store.Task
-		createdAt, updatedAt, finishedAt *int64
-		nextPollAt, leaseUntil           int64
-	)
-	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
-		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
-		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
-		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil, &t.Windows, &t.Plan)
-	if err != nil {
-		return nil, err
-	}
-	t.CreatedAt = fromMillis(createdAt)
-	t.UpdatedAt = fromMillis(updatedAt)
-	t.FinishedAt = fromMillis(finishedAt)
-	t.NextPollAt = fromMillisOrZero(nextPollAt)
-	t.LeaseUntil = fromMillisOrZero(leaseUntil)
-	return &t, nil
-}
-
-// fromMillisOrZero reads a NOT NULL time column where 0 means none.
-func fromMillisOrZero(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// zeroMillis writes a NOT NULL time column: the zero time is 0.
-func zeroMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
 
 // CreateTask stores a new task and debits its reservation from its user's
 // quota and its token's remaining limit, in one transaction: a task's money
@@ -68,21 +24,8 @@ func zeroMillis(t time.Time) int64 {
 // repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
 // not_started. An ID already stored is store.ErrConflict.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
-	if t.ID == "" {
-		return errors.New("create task: empty id")
-	}
-	if t.Reserved < 0 {
-		return fmt.Errorf("create task %q: negative reservation", t.ID)
-	}
-	ts := now()
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = ts
-	}
-	if t.UpdatedAt.IsZero() {
-		t.UpdatedAt = t.CreatedAt
-	}
-	if t.Status == "" {
-		t.Status = taskNotStarted
+	if err := store.PrepareTask(t, now()); err != nil {
+		return err
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
@@ -93,8 +36,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 				$18, $19, 0, $20, $21, $22, $23)`,
 			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
 			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
-			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
-			t.LeaseOwner, zeroMillis(t.LeaseUntil), t.Windows, t.Plan)
+			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, store.ZeroMillis(t.NextPollAt),
+			t.LeaseOwner, store.ZeroMillis(t.LeaseUntil), t.Windows, t.Plan)
 		if err != nil {
 			return sqlErr(err)
 		}
@@ -105,7 +48,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 		}
 		// windows after the balances: the lock order of settleRows
 		b := &pgx.Batch{}
-		queueWindowSpend(b, taskWindows(t.Windows, t.Reserved))
+		queueWindowSpend(b, store.TaskWindows(t.Windows, t.Reserved))
 		if b.Len() == 0 {
 			return nil
 		}
@@ -140,7 +83,7 @@ func moveReservation(ctx context.Context, tx pgx.Tx, userID, tokenID, amount int
 
 // TaskByID returns the task with id, or store.ErrNotFound.
 func (s *Store) TaskByID(ctx context.Context, id string) (*store.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
+	t, err := store.ScanTask(s.pool.QueryRow(ctx, `SELECT `+store.TaskColumns+` FROM tasks WHERE id = $1`, id))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("task %q", id))
 	}
@@ -161,7 +104,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task) error {
 		updated_at = $10, lease_owner = '', lease_until = 0
 		WHERE id = $11 AND finished_at IS NULL AND lease_owner = $12`,
 		t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel,
-		zeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
+		store.ZeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
 	if err != nil {
 		return fmt.Errorf("update task %q: %w", t.ID, err)
 	}
@@ -205,13 +148,10 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 			ORDER BY next_poll_at, id LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE tasks SET lease_owner = $1, lease_until = $2 FROM due WHERE id = due_id
-		RETURNING `+taskColumns, owner, until.UnixMilli(), now().UnixMilli(), limit)
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), now().UnixMilli(), limit)
+	tasks, err := collect(rows, err, store.ScanTask, "lease tasks")
 	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
-	}
-	tasks, err := collect(rows, scanTask)
-	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
+		return nil, err
 	}
 	// RETURNING keeps no order
 	slices.SortFunc(tasks, func(a, b *store.Task) int {
@@ -226,9 +166,9 @@ func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time
 	if owner == "" {
 		return nil, errors.New("lease task: empty owner")
 	}
-	t, err := scanTask(s.pool.QueryRow(ctx, `UPDATE tasks SET lease_owner = $1, lease_until = $2
+	t, err := store.ScanTask(s.pool.QueryRow(ctx, `UPDATE tasks SET lease_owner = $1, lease_until = $2
 		WHERE id = $3 AND finished_at IS NULL AND lease_until < $4
-		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.whyNotTask(ctx, id, "lease")
 	}
@@ -255,15 +195,9 @@ func (s *Store) ReleaseTasks(ctx context.Context, owner string) error {
 // creation comes back whole, and row charges the real cost like any usage
 // row.
 func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error) {
-	if row == nil {
-		return false, errors.New("finish task: nil usage row")
-	}
-	if row.Key == "" {
-		row.Key = "task:" + t.ID // one usage row per task, however often it is settled
-	}
 	ts := now()
-	if t.FinishedAt.IsZero() {
-		t.FinishedAt = ts
+	if err := store.PrepareFinish(t, row, ts); err != nil {
+		return false, err
 	}
 	settled := false
 	var ids [1]int64
@@ -289,12 +223,10 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 				return err
 			}
 		}
-		// the row charges the cost (to the plan's windows alone when a
-		// plan pays) and counts it in the windows, which give back the
+		// the row counts the cost in the windows, which give back the
 		// reservation they counted since the submit
-		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
-		t.Windows, t.Plan = windows, plan
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, taskWindows(windows, -reserved)); err != nil {
+		store.TaskSettled(t, row, userID, tokenID, windows, plan)
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, store.TaskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true
@@ -304,11 +236,7 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		return false, fmt.Errorf("finish task %q: %w", t.ID, err)
 	}
 	if settled {
-		row.ID = ids[0]
-		if row.CreatedAt.IsZero() {
-			row.CreatedAt = ts
-		}
-		t.UpdatedAt, t.LeaseOwner, t.LeaseUntil = ts, "", time.Time{}
+		store.FinishedTask(t, row, ids[0], ts)
 	}
 	return settled, nil
 }
@@ -319,14 +247,7 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	if limit <= 0 {
 		limit = defaultTaskLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks
+	rows, err := s.pool.Query(ctx, `SELECT `+store.TaskColumns+` FROM tasks
 		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	tasks, err := collect(rows, scanTask)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	return tasks, nil
+	return collect(rows, err, store.ScanTask, "pending tasks")
 }

@@ -1,14 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,27 +11,8 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
-	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
-
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
-
-func scanUsage(sc scanner) (*store.UsageLog, error) {
-	var (
-		l         store.UsageLog
-		createdAt *int64
-	)
-	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
-		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
-	if err != nil {
-		return nil, err
-	}
-	l.CreatedAt = fromMillis(createdAt)
-	return &l, nil
-}
 
 // SettleBatch writes every log and charges its cost, all in one
 // transaction. Charges are summed per user and per token first, so a batch
@@ -53,8 +29,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if slices.Contains(logs, nil) {
-		return errors.New("settle batch: nil usage log")
+	if err := store.CheckBatch(logs); err != nil {
+		return err
 	}
 	ids := make([]int64, len(logs))
 	ts := now()
@@ -62,12 +38,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
-	for i, l := range logs {
-		l.ID = ids[i]
-		if l.CreatedAt.IsZero() {
-			l.CreatedAt = ts
-		}
-	}
+	store.SettledBatch(logs, ids, ts)
 	return nil
 }
 
@@ -138,15 +109,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		return fmt.Errorf("insert usage rows: %w", err)
 	}
 
-	type charge struct{ cost, requests int64 }
-	type userDay struct{ user, day int64 }
-	users := make(map[int64]*charge)
-	days := make(map[userDay]*charge)
-	tokens := make(map[int64]int64)
-	modelDays := modelTotals{}
-	if windows == nil {
-		windows = map[string]int64{} // spend by window id (budgets.go)
-	}
+	sums := store.NewBatchCharges(windows)
 	for i, l := range logs {
 		if ids[i] == 0 {
 			continue
@@ -155,51 +118,27 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		if createdAt.IsZero() {
 			createdAt = ts
 		}
-		if l.UserID != 0 {
-			c := users[l.UserID]
-			if c == nil {
-				c = &charge{}
-				users[l.UserID] = c
-			}
-			c.cost = satAdd(c.cost, charged(l))
-			c.requests++
-			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
-			d := days[k]
-			if d == nil {
-				d = &charge{}
-				days[k] = d
-			}
-			d.cost = satAdd(d.cost, l.Cost)
-			d.requests++
-		}
-		if l.TokenID != 0 && charged(l) != 0 {
-			tokens[l.TokenID] = satAdd(tokens[l.TokenID], charged(l))
-		}
-		modelDays.add(createdAt, l)
-		rowWindows(windows, l)
+		sums.Add(l, createdAt)
 	}
 
 	b = &pgx.Batch{}
-	for _, id := range sortedKeys(users) {
-		c := users[id]
-		b.Queue(chargeUser, c.cost, c.requests, id)
+	for _, id := range sums.UserIDs() {
+		c := sums.Users[id]
+		b.Queue(chargeUser, c.Cost, c.Requests, id)
 	}
-	for _, id := range sortedKeys(tokens) {
-		b.Queue(chargeToken, tokens[id], id)
+	for _, id := range sums.TokenIDs() {
+		b.Queue(chargeToken, sums.Tokens[id], id)
 	}
-	dayKeys := make([]userDay, 0, len(days))
-	for k := range days {
-		dayKeys = append(dayKeys, k)
+	for _, k := range sums.DayKeys() {
+		d := sums.Days[k]
+		b.Queue(addDaily, k.User, k.Day, d.Cost, d.Requests)
 	}
-	slices.SortFunc(dayKeys, func(a, b userDay) int {
-		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
-	})
-	for _, k := range dayKeys {
-		d := days[k]
-		b.Queue(addDaily, k.user, k.day, d.cost, d.requests)
+	for _, k := range sums.ModelKeys() {
+		t := sums.Models[k]
+		b.Queue(addDailyModel, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
+			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
 	}
-	modelDays.queue(b)
-	queueWindowSpend(b, windows)
+	queueWindowSpend(b, sums.Windows)
 	if b.Len() == 0 {
 		return nil
 	}
@@ -207,67 +146,6 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		return fmt.Errorf("charge the batch: %w", err)
 	}
 	return nil
-}
-
-// satAdd adds two non-negative costs, saturating at the int64 maximum.
-func satAdd(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func sortedKeys[V any](m map[int64]V) []int64 {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// msPerDay turns unix milliseconds into UTC day numbers.
-const msPerDay = 24 * 60 * 60 * 1000
-
-type dayKey struct {
-	day    int64
-	userID int64
-	model  string
-}
-
-// modelTotals sums a batch per day, user and model, so a batch costs one
-// upsert per group rather than one per row.
-type modelTotals map[dayKey]*store.UsageDay
-
-func (d modelTotals) add(at time.Time, l *store.UsageLog) {
-	k := dayKey{at.UnixMilli() / msPerDay, l.UserID, l.Model}
-	t := d[k]
-	if t == nil {
-		t = &store.UsageDay{}
-		d[k] = t
-	}
-	t.Requests++
-	t.PromptTokens = satAdd(t.PromptTokens, l.PromptTokens)
-	t.CompletionTokens = satAdd(t.CompletionTokens, l.CompletionTokens)
-	t.CachedTokens = satAdd(t.CachedTokens, l.CachedTokens)
-	t.ReasoningTokens = satAdd(t.ReasoningTokens, l.ReasoningTokens)
-	t.Cost = satAdd(t.Cost, l.Cost)
-}
-
-// queue adds the upserts to b in key order (the lock order).
-func (d modelTotals) queue(b *pgx.Batch) {
-	keys := make([]dayKey, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b dayKey) int {
-		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.userID, b.userID), strings.Compare(a.model, b.model))
-	})
-	for _, k := range keys {
-		t := d[k]
-		b.Queue(addDailyModel, k.day, k.userID, k.model, t.Requests, t.PromptTokens,
-			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
-	}
 }
 
 // ListUsage returns usage rows newest first (by created_at, then id), at
@@ -287,69 +165,25 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.UserID != 0 {
-		where = append(where, "user_id = "+arg(f.UserID))
-	}
-	if f.Model != "" {
-		where = append(where, "model = "+arg(f.Model))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "created_at >= "+arg(f.Since.UnixMilli()))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "created_at < "+arg(f.Until.UnixMilli()))
-	}
-	if err := usageSieve(f, idColumn, &where, arg); err != nil {
+	w := store.NewWhere("$")
+	if err := store.UsageWhere(f, idColumn, w); err != nil {
 		return nil, err
 	}
 	if c := f.After; c != nil {
-		where = append(where, "(created_at, id) < ("+arg(c.CreatedAt.UnixMilli())+", "+arg(c.ID)+")")
+		w.Add("(created_at, id) < (" + w.Arg(c.CreatedAt.UnixMilli()) + ", " + w.Arg(c.ID) + ")")
 	}
-	q := `SELECT ` + usageColumns + ` FROM usage_logs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list usage: %w", err)
-	}
-	logs, err := collect(rows, scanUsage)
-	if err != nil {
-		return nil, fmt.Errorf("list usage: %w", err)
-	}
-	return logs, nil
+	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
+	rows, err := s.pool.Query(ctx, q, w.Args()...)
+	return collect(rows, err, store.ScanUsage, "list usage")
 }
 
 // DailySpend reads the per-day totals SettleBatch keeps, so its cost is
 // the number of days asked for, not the number of requests made.
 func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
 	rows, err := s.pool.Query(ctx, `SELECT day, cost, requests FROM usage_daily
-		WHERE user_id = $1 AND day >= $2 ORDER BY day`, userID, since.UnixMilli()/msPerDay)
-	if err != nil {
-		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-	}
-	out, err := collect(rows, func(sc scanner) (store.DailySpend, error) {
-		var (
-			day int64
-			d   store.DailySpend
-		)
-		err := sc.Scan(&day, &d.Cost, &d.Requests)
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
-		return d, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-	}
-	return out, nil
+		WHERE user_id = $1 AND day >= $2 ORDER BY day`, userID, since.UnixMilli()/store.MsPerDay)
+	return collect(rows, err, store.ScanDailySpend, "daily spend of user %d", userID)
 }
 
 // CountUsage returns how many usage rows exist.
@@ -367,14 +201,11 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+usageColumns+` FROM usage_logs
+	rows, err := s.pool.Query(ctx, `SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE id > $1 AND created_at >= $2 ORDER BY id LIMIT $3`, afterID, since.UnixMilli(), limit)
+	logs, err := collect(rows, err, store.ScanUsage, "usage since")
 	if err != nil {
-		return nil, fmt.Errorf("usage since: %w", err)
-	}
-	logs, err := collect(rows, scanUsage)
-	if err != nil {
-		return nil, fmt.Errorf("usage since: %w", err)
+		return nil, err
 	}
 	if len(logs) == 0 {
 		return nil, nil // as the SQLite store answers an exhausted export
@@ -400,32 +231,19 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit i
 // DailyUsageByModel returns a user's (or everyone's) daily totals per
 // model from since on.
 func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
-	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
-		reasoning_tokens, cost FROM usage_daily_models WHERE day >= $1`
-	args := []any{since.UnixMilli() / msPerDay}
+	q := `SELECT ` + store.UsageDayColumns + ` FROM usage_daily_models WHERE day >= $1`
+	args := []any{since.UnixMilli() / store.MsPerDay}
 	if userID != 0 {
 		q += ` AND user_id = $2`
 		args = append(args, userID)
 	}
 	rows, err := s.pool.Query(ctx, q+` ORDER BY day, user_id, model`, args...)
+	out, err := collect(rows, err, store.ScanUsageDay, "daily usage")
 	if err != nil {
-		return nil, fmt.Errorf("daily usage: %w", err)
-	}
-	out, err := collect(rows, func(sc scanner) (*store.UsageDay, error) {
-		var (
-			d   store.UsageDay
-			day int64
-		)
-		err := sc.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
-			&d.CachedTokens, &d.ReasoningTokens, &d.Cost)
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
-		return &d, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("daily usage: %w", err)
+		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, nil // as the SQLite store answers
+		return nil, nil // no days is nil, not an empty slice
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -10,28 +9,6 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
-
-const userColumns = `id, username, password_hash, role, status, quota, used_quota,
-	request_count, invite_code, invited_by, invitation_quota, rpm, tpm, max_parallel, created_at`
-
-func scanUser(sc scanner) (*store.User, error) {
-	var (
-		u          store.User
-		inviteCode *string
-		createdAt  *int64
-	)
-	err := sc.Scan(&u.ID, &u.Username, &u.PasswordHash, &u.Role, &u.Status, &u.Quota,
-		&u.UsedQuota, &u.RequestCount, &inviteCode, &u.InvitedBy, &u.InvitationQuota,
-		&u.Limits.RPM, &u.Limits.TPM, &u.Limits.MaxParallel, &createdAt)
-	if err != nil {
-		return nil, err
-	}
-	if inviteCode != nil {
-		u.InviteCode = *inviteCode
-	}
-	u.CreatedAt = fromMillis(createdAt)
-	return &u, nil
-}
 
 // CreateUser inserts u and sets its ID, and its CreatedAt if zero. An empty
 // Role becomes store.RoleUser and an empty Status "enabled". A taken
@@ -47,17 +24,8 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 
 // insertUser fills in u's defaults, inserts it and returns its new id.
 func insertUser(ctx context.Context, q querier, u *store.User) (int64, error) {
-	if u.Username == "" {
-		return 0, errors.New("empty username")
-	}
-	if u.Role == "" {
-		u.Role = store.RoleUser
-	}
-	if u.Status == "" {
-		u.Status = store.UserEnabled
-	}
-	if u.CreatedAt.IsZero() {
-		u.CreatedAt = now()
+	if err := store.PrepareUser(u, now()); err != nil {
+		return 0, err
 	}
 	var id int64
 	err := q.QueryRow(ctx, `INSERT INTO users (username, password_hash, role, status,
@@ -66,7 +34,7 @@ func insertUser(ctx context.Context, q querier, u *store.User) (int64, error) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
 		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota,
-		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, millis(u.CreatedAt)).Scan(&id)
+		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt)).Scan(&id)
 	if err != nil {
 		return 0, sqlErr(err)
 	}
@@ -75,7 +43,7 @@ func insertUser(ctx context.Context, q querier, u *store.User) (int64, error) {
 
 // UserByID returns the user with id, or store.ErrNotFound.
 func (s *Store) UserByID(ctx context.Context, id int64) (*store.User, error) {
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	u, err := store.ScanUser(s.pool.QueryRow(ctx, `SELECT `+store.UserColumns+` FROM users WHERE id = $1`, id))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("user %d", id))
 	}
@@ -84,7 +52,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (*store.User, error) {
 
 // UserByName returns the user called username, or store.ErrNotFound.
 func (s *Store) UserByName(ctx context.Context, username string) (*store.User, error) {
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE username = $1`, username))
+	u, err := store.ScanUser(s.pool.QueryRow(ctx, `SELECT `+store.UserColumns+` FROM users WHERE username = $1`, username))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("user %q", username))
 	}
@@ -97,7 +65,7 @@ func (s *Store) UserByInviteCode(ctx context.Context, code string) (*store.User,
 	if code == "" {
 		return nil, fmt.Errorf("empty invite code: %w", store.ErrNotFound)
 	}
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE invite_code = $1`, code))
+	u, err := store.ScanUser(s.pool.QueryRow(ctx, `SELECT `+store.UserColumns+` FROM users WHERE invite_code = $1`, code))
 	if err != nil {
 		return nil, notFound(err, "invite code")
 	}

@@ -98,19 +98,12 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 	})
 }
 
-// collect scans every row with scan; an empty, non-nil slice when there are
-// none, so that listings encode as [] rather than null.
-func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+// collect is store.Collect, closing the rows of a query that ran.
+func collect[T any](rows *sql.Rows, err error, scan func(store.RowScanner) (T, error), format string, args ...any) ([]T, error) {
+	if err == nil {
+		defer rows.Close()
 	}
-	return out, rows.Err()
+	return store.Collect(rows, err, scan, format, args...)
 }
 
 // ListUsers returns users with an id above f.AfterID, oldest first, at most
@@ -120,26 +113,19 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	q, args := `SELECT `+userColumns+` FROM users WHERE id > ?`, []any{f.AfterID}
+	q, args := `SELECT `+store.UserColumns+` FROM users WHERE id > ?`, []any{f.AfterID}
 	if f.Search != "" {
 		// LIKE ignores ASCII case in SQLite
-		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, likePart(f.Search))
+		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, store.LikePart(f.Search))
 	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	users, err := collect(rows, scanUser)
-	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	return users, nil
+	return collect(rows, err, store.ScanUser, "list users")
 }
 
 // SetUserStatus enables or disables a user.
 func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) error {
-	if status != store.UserEnabled && status != store.UserDisabled {
-		return fmt.Errorf("set status of user %d: unknown status %q", userID, status)
+	if err := store.KnownStatus(status); err != nil {
+		return fmt.Errorf("set status of user %d: %w", userID, err)
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE users SET status = ? WHERE id = ?`, status, userID)
 	if err != nil {
@@ -150,10 +136,8 @@ func (s *Store) SetUserStatus(ctx context.Context, userID int64, status string) 
 
 // SetUserRole changes a user's role.
 func (s *Store) SetUserRole(ctx context.Context, userID int64, role string) error {
-	switch role {
-	case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-	default:
-		return fmt.Errorf("set role of user %d: unknown role %q", userID, role)
+	if err := store.KnownRole(role); err != nil {
+		return fmt.Errorf("set role of user %d: %w", userID, err)
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE users SET role = ? WHERE id = ?`, role, userID)
 	if err != nil {

@@ -2,25 +2,18 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const auditColumns = `id, created_at, actor_id, actor, action, target, before_json, after_json`
-
 // AddAudit appends one entry to the audit log.
 func (s *Store) AddAudit(ctx context.Context, e *store.AuditEntry) error {
-	if e == nil || e.Actor == "" || e.Action == "" {
-		return errors.New("add audit entry: actor and action are required")
+	if err := store.PrepareAudit(e, now()); err != nil {
+		return err
 	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now()
-	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(auditColumns, "id, ")+`)
+	res, err := s.w.ExecContext(ctx, `INSERT INTO audit_log (`+strings.TrimPrefix(store.AuditColumns, "id, ")+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.CreatedAt.UnixMilli(), e.ActorID, e.Actor, e.Action, e.Target,
 		string(e.Before), string(e.After))
 	if err != nil {
@@ -39,56 +32,12 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*store.Au
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	before := f.BeforeID
-	if before <= 0 {
-		before = math.MaxInt64
-	}
-	where, args := []string{"id < ?"}, []any{before}
-	if f.Actor != "" {
-		where, args = append(where, "actor = ?"), append(args, f.Actor)
-	}
-	if prefix, ok := strings.CutSuffix(f.Action, "."); ok && prefix != "" {
+	w := store.NewWhere("?")
+	store.AuditWhere(f, w, func(w *store.Where, family string) string {
 		// "user." is every action from "user." up to "user/" ('/' follows '.')
-		where, args = append(where, "action >= ?", "action < ?"), append(args, prefix+".", prefix+"/")
-	} else if f.Action != "" {
-		where, args = append(where, "action = ?"), append(args, f.Action)
-	}
-	if f.Target != "" {
-		where, args = append(where, "target = ?"), append(args, f.Target)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	out, err := collect(rows, scanAudit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	return out, nil
-}
-
-func scanAudit(sc scanner) (*store.AuditEntry, error) {
-	var (
-		e             store.AuditEntry
-		at            int64
-		before, after string
-	)
-	if err := sc.Scan(&e.ID, &at, &e.ActorID, &e.Actor, &e.Action, &e.Target, &before, &after); err != nil {
-		return nil, err
-	}
-	e.CreatedAt = fromMillisOrZero(at)
-	if before != "" {
-		e.Before = []byte(before)
-	}
-	if after != "" {
-		e.After = []byte(after)
-	}
-	return &e, nil
+		return "action >= " + w.Arg(family+".") + " AND action < " + w.Arg(family+"/")
+	})
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.AuditColumns+` FROM audit_log`+w.String()+
+		` ORDER BY id DESC LIMIT `+w.Arg(limit), w.Args()...)
+	return collect(rows, err, store.ScanAudit, "list audit log")
 }

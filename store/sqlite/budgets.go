@@ -44,18 +44,10 @@ func (s *Store) Budgets(ctx context.Context, subjects []string) (map[string]map[
 		return nil, fmt.Errorf("budgets: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var subject, window string
-		var limit int64
-		if err := rows.Scan(&subject, &window, &limit); err != nil {
-			return nil, fmt.Errorf("budgets: %w", err)
-		}
-		if out[subject] == nil {
-			out[subject] = map[string]int64{}
-		}
-		out[subject][window] = limit
+	if err := store.ReadBudgets(rows, out); err != nil {
+		return nil, fmt.Errorf("budgets: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SetUserGroup sets a user's budget group.
@@ -70,10 +62,7 @@ func (s *Store) SetUserGroup(ctx context.Context, userID int64, group string) er
 
 // SetUserPlan sets a user's plan and its end.
 func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, until time.Time) error {
-	var ms int64
-	if !until.IsZero() && plan != "" {
-		ms = until.UnixMilli()
-	}
+	ms := store.PlanUntilMillis(plan, until)
 	_, err := s.w.ExecContext(ctx, `INSERT INTO user_budgets (user_id, plan, plan_until) VALUES (?, ?, ?)
 		ON CONFLICT (user_id) DO UPDATE SET plan = excluded.plan, plan_until = excluded.plan_until`, userID, plan, ms)
 	if err != nil {
@@ -84,17 +73,14 @@ func (s *Store) SetUserPlan(ctx context.Context, userID int64, plan string, unti
 
 // UserBudget reads a user's group and plan.
 func (s *Store) UserBudget(ctx context.Context, userID int64) (store.UserBudget, error) {
-	var b store.UserBudget
-	var until int64
-	err := s.r.QueryRowContext(ctx, `SELECT budget_group, plan, plan_until FROM user_budgets WHERE user_id = ?`, userID).
-		Scan(&b.Group, &b.Plan, &until)
+	b, err := store.ScanUserBudget(s.r.QueryRowContext(ctx,
+		`SELECT `+store.UserBudgetColumns+` FROM user_budgets WHERE user_id = ?`, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, nil
 	}
 	if err != nil {
 		return b, fmt.Errorf("user budget: %w", err)
 	}
-	b.PlanUntil = fromMillisOrZero(until)
 	return b, nil
 }
 
@@ -114,15 +100,10 @@ func (s *Store) WindowSpend(ctx context.Context, ids []string) (map[string]int64
 		return nil, fmt.Errorf("window spend: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var v int64
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, fmt.Errorf("window spend: %w", err)
-		}
-		out[id] = v
+	if err := store.ReadWindowSpend(rows, out); err != nil {
+		return nil, fmt.Errorf("window spend: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // addWindowSpend adds each written row's cost to its windows, summed per
@@ -136,44 +117,6 @@ func addWindowSpend(ctx context.Context, tx *sql.Tx, spend map[string]int64) err
 		}
 	}
 	return nil
-}
-
-// rowWindows adds a written row's cost to each window id it carries.
-func rowWindows(spend map[string]int64, l *store.UsageLog) {
-	if l.Windows == "" || l.Cost == 0 {
-		return
-	}
-	for i, id := range strings.Split(l.Windows, ",") {
-		if i == store.MaxWindowIDs {
-			return
-		}
-		spend[id] = addSat(spend[id], l.Cost)
-	}
-}
-
-// taskWindows is amount in each window id of a task's windows (a
-// reservation counted at the submit, or given back when it settles).
-func taskWindows(ids string, amount int64) map[string]int64 {
-	spend := map[string]int64{}
-	if ids == "" || amount == 0 {
-		return spend
-	}
-	for i, id := range strings.Split(ids, ",") {
-		if i == store.MaxWindowIDs {
-			break
-		}
-		spend[id] = amount
-	}
-	return spend
-}
-
-// charged is what a row takes from its user's balance and its key's used
-// quota: nothing when a plan paid it.
-func charged(l *store.UsageLog) int64 {
-	if l.Plan != "" {
-		return 0
-	}
-	return l.Cost
 }
 
 // grantPlan gives a redeemed plan code's plan to userID for days from
@@ -212,9 +155,7 @@ func (s *Store) ClaimWindow(ctx context.Context, lock string, ids []string, limi
 			strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, args...).Scan(&claimed); err != nil {
 			return err
 		}
-		granted = min(want, limit-claimed)
-		if granted < least || granted <= 0 {
-			granted = 0
+		if granted = store.WindowGrant(limit, claimed, want, least); granted == 0 {
 			return nil
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO window_claims (window_id, claimed) VALUES (?, ?)

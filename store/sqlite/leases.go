@@ -1,13 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -23,7 +20,7 @@ func (s *Store) LeaseBalances(ctx context.Context, owner string, until time.Time
 	out := make([]store.Lease, len(reqs))
 	nowMS := now().UnixMilli()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for _, i := range leaseOrder(reqs) {
+		for _, i := range store.LeaseOrder(reqs) {
 			l, err := leaseOne(ctx, tx, owner, nowMS, until.UnixMilli(), reqs[i])
 			if err != nil {
 				return err
@@ -36,26 +33,6 @@ func (s *Store) LeaseBalances(ctx context.Context, owner string, until time.Time
 		return nil, fmt.Errorf("lease balances: %w", err)
 	}
 	return out, nil
-}
-
-// leaseOrder is the order requests are applied in: users by id, then
-// tokens by id, the order SettleBatch charges them in.
-func leaseOrder(reqs []store.LeaseRequest) []int {
-	idx := make([]int, len(reqs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		x, y := reqs[a].Account, reqs[b].Account
-		if x.Token != y.Token {
-			if x.Token {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(x.ID, y.ID)
-	})
-	return idx
 }
 
 func leaseKind(a store.LeaseAccount) int {
@@ -75,7 +52,7 @@ func leaseOne(ctx context.Context, tx *sql.Tx, owner string, nowMS, untilMS int6
 		if err == nil && limit <= 0 {
 			err = sql.ErrNoRows // no limit of its own: nothing to lease
 		}
-		balance = subSat(limit, used)
+		balance = store.SubSat(limit, used)
 	} else {
 		err = tx.QueryRowContext(ctx, `SELECT quota FROM users WHERE id = ?`, r.Account.ID).Scan(&balance)
 	}
@@ -93,13 +70,13 @@ func leaseOne(ctx context.Context, tx *sql.Tx, owner string, nowMS, untilMS int6
 		kind, r.Account.ID, owner, nowMS).Scan(&others); err != nil {
 		return l, err
 	}
-	free := subSat(balance, others)
+	free := store.SubSat(balance, others)
 	l.Amount = min(r.Want, free)
 	if l.Amount < r.Need {
 		l.Amount = 0
 	}
 	l.Amount = max(l.Amount, r.Keep, 0)
-	l.Free = subSat(free, l.Amount)
+	l.Free = store.SubSat(free, l.Amount)
 	l.Balance = balance
 	if l.Amount == 0 {
 		_, err = tx.ExecContext(ctx, `DELETE FROM balance_leases WHERE kind = ? AND account_id = ? AND owner = ?`, kind, r.Account.ID, owner)
@@ -119,17 +96,4 @@ func (s *Store) DropExpiredLeases(ctx context.Context, now time.Time) (int64, er
 		return 0, fmt.Errorf("drop expired leases: %w", err)
 	}
 	return res.RowsAffected()
-}
-
-// subSat is a - b saturating at the int64 range, so that no absurd
-// balance or lease wraps into a grant.
-func subSat(a, b int64) int64 {
-	c := a - b
-	if (c < a) != (b > 0) {
-		if b > 0 {
-			return math.MinInt64
-		}
-		return math.MaxInt64
-	}
-	return c
 }

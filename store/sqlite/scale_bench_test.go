@@ -141,11 +141,11 @@ func scaleStore(b *testing.B, rows, users int) *Store {
 	}
 	// the per-day totals SettleBatch keeps as it goes
 	if _, err := s.w.ExecContext(ctx, `INSERT INTO usage_daily (user_id, day, cost, requests)
-		SELECT user_id, created_at / ?, SUM(cost), COUNT(*) FROM usage_logs GROUP BY 1, 2`, msPerDay); err != nil {
+		SELECT user_id, created_at / ?, SUM(cost), COUNT(*) FROM usage_logs GROUP BY 1, 2`, store.MsPerDay); err != nil {
 		b.Fatal(err)
 	}
 	var plan []string
-	pr, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT `+usageColumns+` FROM usage_logs
+	pr, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE user_id = ? AND created_at <= ? AND (created_at < ? OR id < ?) ORDER BY created_at DESC, id DESC LIMIT 20`, 1, now, now, 1)
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,22 +13,16 @@ import (
 // required: a session that never ends is a bug, not a choice. Sessions that
 // have expired are deleted on the way, so no background sweeper is needed.
 func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
-	switch {
-	case sess.IDHash == "":
-		return errors.New("create session: empty id hash")
-	case sess.ExpiresAt.IsZero():
-		return errors.New("create session: no expiry")
-	}
 	ts := now()
-	if sess.CreatedAt.IsZero() {
-		sess.CreatedAt = ts
+	if err := store.PrepareSession(sess, ts); err != nil {
+		return err
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, ts.UnixMilli()); err != nil {
 			return fmt.Errorf("create session: delete expired: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id_hash, user_id, expires_at, created_at)
-			VALUES (?, ?, ?, ?)`, sess.IDHash, sess.UserID, millis(sess.ExpiresAt), millis(sess.CreatedAt)); err != nil {
+			VALUES (?, ?, ?, ?)`, sess.IDHash, sess.UserID, store.Millis(sess.ExpiresAt), store.Millis(sess.CreatedAt)); err != nil {
 			return fmt.Errorf("create session for user %d: %w", sess.UserID, sqlErr(err))
 		}
 		return nil
@@ -40,20 +33,13 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session) error {
 // store.ErrNotFound like a missing one, so a caller that forgets to check
 // the expiry still cannot let an old cookie in.
 func (s *Store) SessionByHash(ctx context.Context, idHash string) (*store.Session, error) {
-	var (
-		sess                 store.Session
-		expiresAt, createdAt sql.NullInt64
-	)
-	err := s.r.QueryRowContext(ctx, `SELECT id_hash, user_id, expires_at, created_at
-		FROM sessions WHERE id_hash = ? AND expires_at > ?`, idHash, now().UnixMilli()).
-		Scan(&sess.IDHash, &sess.UserID, &expiresAt, &createdAt)
+	sess, err := store.ScanSession(s.r.QueryRowContext(ctx, `SELECT `+store.SessionColumns+`
+		FROM sessions WHERE id_hash = ? AND expires_at > ?`, idHash, now().UnixMilli()))
 	if err != nil {
 		// Never the hash in the message: it identifies a live cookie.
 		return nil, notFound(err, "session")
 	}
-	sess.ExpiresAt = fromMillis(expiresAt)
-	sess.CreatedAt = fromMillis(createdAt)
-	return &sess, nil
+	return sess, nil
 }
 
 // DeleteSession removes a session. Deleting one that is already gone is not
@@ -69,7 +55,7 @@ func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
 // session is gone or has already expired.
 func (s *Store) TouchSession(ctx context.Context, idHash string, expiresAt time.Time) error {
 	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET expires_at = ?
-		WHERE id_hash = ? AND expires_at > ?`, millis(expiresAt), idHash, now().UnixMilli())
+		WHERE id_hash = ? AND expires_at > ?`, store.Millis(expiresAt), idHash, now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("touch session: %w", err)
 	}

@@ -240,20 +240,6 @@ func now() time.Time {
 	return time.Now().UTC().Truncate(time.Millisecond)
 }
 
-func millis(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
-}
-
-func fromMillis(ms sql.NullInt64) time.Time {
-	if !ms.Valid {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms.Int64).UTC()
-}
-
 // nullString stores "" as NULL, for columns where NULL keeps UNIQUE from
 // counting empty values as duplicates.
 func nullString(s string) sql.NullString {
@@ -265,11 +251,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface {
-	Scan(dest ...any) error
 }
 
 // notFound maps sql.ErrNoRows to ErrNotFound (as what).

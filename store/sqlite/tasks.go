@@ -10,53 +10,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// taskNotStarted is the status CreateTask gives a task that has none.
-const taskNotStarted = "not_started"
-
 // defaultTaskLimit is PendingTasks' and LeaseTasks' page size when the
 // caller names none.
 const defaultTaskLimit = 100
-
-const taskColumns = `id, user_id, token_id, channel, model, upstream_id, status, reserved,
-	result, created_at, updated_at, progress, files, error, duration, price_task, price_second,
-	cost, request_id, finished_at, next_poll_at, polls, lease_owner, lease_until, windows, plan`
-
-func scanTask(sc scanner) (*store.Task, error) {
-	var (
-		t                                store.Task
-		createdAt, updatedAt, finishedAt sql.NullInt64
-		nextPollAt, leaseUntil           int64
-	)
-	err := sc.Scan(&t.ID, &t.UserID, &t.TokenID, &t.Channel, &t.Model, &t.UpstreamID,
-		&t.Status, &t.Reserved, &t.Result, &createdAt, &updatedAt, &t.Progress, &t.Files, &t.Error,
-		&t.Duration, &t.PriceTask, &t.PriceSecond, &t.Cost, &t.RequestID, &finishedAt,
-		&nextPollAt, &t.Polls, &t.LeaseOwner, &leaseUntil, &t.Windows, &t.Plan)
-	if err != nil {
-		return nil, err
-	}
-	t.CreatedAt = fromMillis(createdAt)
-	t.UpdatedAt = fromMillis(updatedAt)
-	t.FinishedAt = fromMillis(finishedAt)
-	t.NextPollAt = fromMillisOrZero(nextPollAt)
-	t.LeaseUntil = fromMillisOrZero(leaseUntil)
-	return &t, nil
-}
-
-// fromMillisOrZero reads a NOT NULL time column where 0 means none.
-func fromMillisOrZero(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// zeroMillis writes a NOT NULL time column: the zero time is 0.
-func zeroMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
 
 // CreateTask stores a new task and debits its reservation from its user's
 // quota and its token's remaining limit, in one transaction: a task's money
@@ -64,21 +20,8 @@ func zeroMillis(t time.Time) int64 {
 // repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
 // not_started. An ID already stored is store.ErrConflict.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
-	if t.ID == "" {
-		return errors.New("create task: empty id")
-	}
-	if t.Reserved < 0 {
-		return fmt.Errorf("create task %q: negative reservation", t.ID)
-	}
-	ts := now()
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = ts
-	}
-	if t.UpdatedAt.IsZero() {
-		t.UpdatedAt = t.CreatedAt
-	}
-	if t.Status == "" {
-		t.Status = taskNotStarted
+	if err := store.PrepareTask(t, now()); err != nil {
+		return err
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, user_id, token_id, channel, model,
@@ -88,8 +31,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, ?, ?, ?, ?)`,
 			t.ID, t.UserID, t.TokenID, t.Channel, t.Model, t.UpstreamID, t.Status, t.Reserved,
 			t.Result, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.Progress, t.Files, t.Error,
-			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, zeroMillis(t.NextPollAt),
-			t.LeaseOwner, zeroMillis(t.LeaseUntil), t.Windows, t.Plan)
+			t.Duration, t.PriceTask, t.PriceSecond, t.RequestID, store.ZeroMillis(t.NextPollAt),
+			t.LeaseOwner, store.ZeroMillis(t.LeaseUntil), t.Windows, t.Plan)
 		if err != nil {
 			return sqlErr(err)
 		}
@@ -98,7 +41,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 				return err
 			}
 		}
-		return addWindowSpend(ctx, tx, taskWindows(t.Windows, t.Reserved))
+		return addWindowSpend(ctx, tx, store.TaskWindows(t.Windows, t.Reserved))
 	})
 	if err != nil {
 		return fmt.Errorf("create task %q: %w", t.ID, err)
@@ -130,7 +73,7 @@ func moveReservation(ctx context.Context, tx *sql.Tx, userID, tokenID, amount in
 
 // TaskByID returns the task with id, or store.ErrNotFound.
 func (s *Store) TaskByID(ctx context.Context, id string) (*store.Task, error) {
-	t, err := scanTask(s.r.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	t, err := store.ScanTask(s.r.QueryRowContext(ctx, `SELECT `+store.TaskColumns+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("task %q", id))
 	}
@@ -150,7 +93,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task) error {
 		updated_at = ?, lease_owner = '', lease_until = 0
 		WHERE id = ? AND finished_at IS NULL AND lease_owner = ?`,
 		t.Status, t.Progress, t.Files, t.Error, t.Result, t.UpstreamID, t.Channel,
-		zeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
+		store.ZeroMillis(t.NextPollAt), t.Polls, t.UpdatedAt.UnixMilli(), t.ID, t.LeaseOwner)
 	if err != nil {
 		return fmt.Errorf("update task %q: %w", t.ID, err)
 	}
@@ -203,11 +146,8 @@ func (s *Store) LeaseTasks(ctx context.Context, owner string, until time.Time, l
 		WHERE id IN (SELECT id FROM tasks WHERE finished_at IS NULL AND next_poll_at <= ?3
 			AND lease_until < ?3 ORDER BY next_poll_at, id LIMIT ?4)
 		AND finished_at IS NULL AND lease_until < ?3
-		RETURNING `+taskColumns, owner, until.UnixMilli(), ts, limit)
-	if err != nil {
-		return nil, fmt.Errorf("lease tasks: %w", err)
-	}
-	return collectTasks(rows, "lease tasks")
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), ts, limit)
+	return collect(rows, err, store.ScanTask, "lease tasks")
 }
 
 // LeaseTask leases one task whose lease ran out to owner. A task owner
@@ -216,9 +156,9 @@ func (s *Store) LeaseTask(ctx context.Context, id, owner string, until time.Time
 	if owner == "" {
 		return nil, errors.New("lease task: empty owner")
 	}
-	t, err := scanTask(s.w.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
+	t, err := store.ScanTask(s.w.QueryRowContext(ctx, `UPDATE tasks SET lease_owner = ?1, lease_until = ?2
 		WHERE id = ?3 AND finished_at IS NULL AND lease_until < ?4
-		RETURNING `+taskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
+		RETURNING `+store.TaskColumns, owner, until.UnixMilli(), id, now().UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.whyNotTask(ctx, id, "lease")
 	}
@@ -243,15 +183,9 @@ func (s *Store) ReleaseTasks(ctx context.Context, owner string) error {
 // only when it matched. The reservation debited at creation comes back
 // whole, and row charges the real cost like any usage row.
 func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error) {
-	if row == nil {
-		return false, errors.New("finish task: nil usage row")
-	}
-	if row.Key == "" {
-		row.Key = "task:" + t.ID // one usage row per task, however often it is settled
-	}
 	ts := now()
-	if t.FinishedAt.IsZero() {
-		t.FinishedAt = ts
+	if err := store.PrepareFinish(t, row, ts); err != nil {
+		return false, err
 	}
 	settled := false
 	var ids [1]int64
@@ -276,12 +210,10 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 				return err
 			}
 		}
-		// the row charges the cost (to the plan's windows alone when a
-		// plan pays) and counts it in the windows, which give back the
+		// the row counts the cost in the windows, which give back the
 		// reservation they counted since the submit
-		row.UserID, row.TokenID, row.Cost, row.Windows, row.Plan = userID, tokenID, t.Cost, windows, plan
-		t.Windows, t.Plan = windows, plan
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, taskWindows(windows, -reserved)); err != nil {
+		store.TaskSettled(t, row, userID, tokenID, windows, plan)
+		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, store.TaskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true
@@ -291,11 +223,7 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		return false, fmt.Errorf("finish task %q: %w", t.ID, err)
 	}
 	if settled {
-		row.ID = ids[0]
-		if row.CreatedAt.IsZero() {
-			row.CreatedAt = ts
-		}
-		t.UpdatedAt, t.LeaseOwner, t.LeaseUntil = ts, "", time.Time{}
+		store.FinishedTask(t, row, ids[0], ts)
 	}
 	return settled, nil
 }
@@ -306,26 +234,7 @@ func (s *Store) PendingTasks(ctx context.Context, limit int) ([]*store.Task, err
 	if limit <= 0 {
 		limit = defaultTaskLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.TaskColumns+` FROM tasks
 		WHERE finished_at IS NULL ORDER BY updated_at, id LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pending tasks: %w", err)
-	}
-	return collectTasks(rows, "pending tasks")
-}
-
-func collectTasks(rows *sql.Rows, what string) ([]*store.Task, error) {
-	defer rows.Close()
-	tasks := []*store.Task{}
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		tasks = append(tasks, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return tasks, nil
+	return collect(rows, err, store.ScanTask, "pending tasks")
 }

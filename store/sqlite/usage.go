@@ -1,43 +1,17 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-const usageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
-	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
-	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan`
-
 // defaultUsageLimit is ListUsage's page size when the filter names none.
 const defaultUsageLimit = 100
-
-func scanUsage(sc scanner) (*store.UsageLog, error) {
-	var (
-		l                 store.UsageLog
-		createdAt         sql.NullInt64
-		estimated, stream int
-	)
-	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
-		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
-		&l.Status, &estimated, &stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID, &l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan)
-	if err != nil {
-		return nil, err
-	}
-	l.CreatedAt = fromMillis(createdAt)
-	l.Estimated = estimated != 0
-	l.Stream = stream != 0
-	return &l, nil
-}
 
 // SettleBatch writes every log and charges its cost, all in one
 // transaction. Charges are summed per user and per token first, so a batch
@@ -53,8 +27,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if slices.Contains(logs, nil) {
-		return errors.New("settle batch: nil usage log")
+	if err := store.CheckBatch(logs); err != nil {
+		return err
 	}
 
 	ids := make([]int64, len(logs))
@@ -63,27 +37,14 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
-	for i, l := range logs {
-		l.ID = ids[i]
-		if l.CreatedAt.IsZero() {
-			l.CreatedAt = ts
-		}
-	}
+	store.SettledBatch(logs, ids, ts)
 	return nil
 }
 
 // settleRows writes logs and charges their costs within tx, as SettleBatch
 // describes; ids receives each written row's id (0: written before).
 func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
-	type charge struct{ cost, requests int64 }
-	type userDay struct{ user, day int64 }
-	users := make(map[int64]*charge)
-	days := make(map[userDay]*charge)
-	tokens := make(map[int64]int64)
-	modelDays := modelTotals{}
-	if windows == nil {
-		windows = map[string]int64{} // spend by window id (budgets.go)
-	}
+	sums := store.NewBatchCharges(windows)
 
 	// a keyed row already stored (a journal replayed twice) is skipped,
 	// and with it its charge
@@ -117,33 +78,12 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		if ids[i], err = res.LastInsertId(); err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
-		if l.UserID != 0 {
-			c := users[l.UserID]
-			if c == nil {
-				c = &charge{}
-				users[l.UserID] = c
-			}
-			c.cost = addSat(c.cost, charged(l))
-			c.requests++
-			k := userDay{l.UserID, createdAt.UnixMilli() / msPerDay}
-			d := days[k]
-			if d == nil {
-				d = &charge{}
-				days[k] = d
-			}
-			d.cost = addSat(d.cost, l.Cost)
-			d.requests++
-		}
-		if l.TokenID != 0 && charged(l) != 0 {
-			tokens[l.TokenID] = addSat(tokens[l.TokenID], charged(l))
-		}
-		modelDays.add(createdAt, l)
-		rowWindows(windows, l)
+		sums.Add(l, createdAt)
 	}
-	if err := modelDays.write(ctx, tx); err != nil {
+	if err := writeModelDays(ctx, tx, sums); err != nil {
 		return err
 	}
-	if err := addWindowSpend(ctx, tx, windows); err != nil {
+	if err := addWindowSpend(ctx, tx, sums.Windows); err != nil {
 		return err
 	}
 
@@ -160,9 +100,9 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		return err
 	}
 	defer upUser.Close()
-	for _, id := range sortedKeys(users) {
-		c := users[id]
-		if _, err := upUser.ExecContext(ctx, c.cost, c.requests, id); err != nil {
+	for _, id := range sums.UserIDs() {
+		c := sums.Users[id]
+		if _, err := upUser.ExecContext(ctx, c.Cost, c.Requests, id); err != nil {
 			return fmt.Errorf("charge user %d: %w", id, err)
 		}
 	}
@@ -173,20 +113,13 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		return err
 	}
 	defer upDay.Close()
-	dayKeys := make([]userDay, 0, len(days))
-	for k := range days {
-		dayKeys = append(dayKeys, k)
-	}
-	slices.SortFunc(dayKeys, func(a, b userDay) int {
-		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.day, b.day))
-	})
-	for _, k := range dayKeys {
-		d := days[k]
-		if _, err := upDay.ExecContext(ctx, k.user, k.day, d.cost, d.requests); err != nil {
-			return fmt.Errorf("daily spend of user %d: %w", k.user, err)
+	for _, k := range sums.DayKeys() {
+		d := sums.Days[k]
+		if _, err := upDay.ExecContext(ctx, k.User, k.Day, d.Cost, d.Requests); err != nil {
+			return fmt.Errorf("daily spend of user %d: %w", k.User, err)
 		}
 	}
-	if len(tokens) == 0 {
+	if len(sums.Tokens) == 0 {
 		return nil
 	}
 	upToken, err := tx.PrepareContext(ctx, `UPDATE tokens SET
@@ -196,29 +129,12 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		return err
 	}
 	defer upToken.Close()
-	for _, id := range sortedKeys(tokens) {
-		if _, err := upToken.ExecContext(ctx, tokens[id], id); err != nil {
+	for _, id := range sums.TokenIDs() {
+		if _, err := upToken.ExecContext(ctx, sums.Tokens[id], id); err != nil {
 			return fmt.Errorf("charge token %d: %w", id, err)
 		}
 	}
 	return nil
-}
-
-// addSat adds two non-negative costs, saturating at the int64 maximum.
-func addSat(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func sortedKeys[V any](m map[int64]V) []int64 {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // ListUsage returns usage rows newest first (by created_at, then id), at
@@ -238,78 +154,28 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if f.UserID != 0 {
-		where, args = append(where, "user_id = ?"), append(args, f.UserID)
-	}
-	if f.Model != "" {
-		where, args = append(where, "model = ?"), append(args, f.Model)
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMilli())
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMilli())
-	}
-	var err error
-	if where, args, err = usageSieve(f, idColumn, where, args); err != nil {
+	w := store.NewWhere("?")
+	if err := store.UsageWhere(f, idColumn, w); err != nil {
 		return nil, err
 	}
 	if c := f.After; c != nil {
 		// Written as a bound on created_at plus a tie-break, rather than a
 		// row-value comparison, so that every planner sees the index range.
-		ms := c.CreatedAt.UnixMilli()
-		where = append(where, "created_at <= ?", "(created_at < ? OR id < ?)")
-		args = append(args, ms, ms, c.ID)
+		ms := w.Arg(c.CreatedAt.UnixMilli())
+		w.Add("created_at <= "+ms, "(created_at < "+ms+" OR id < "+w.Arg(c.ID)+")")
 	}
-	q := `SELECT ` + usageColumns + ` FROM usage_logs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list usage: %w", err)
-	}
-	logs, err := collect(rows, scanUsage)
-	if err != nil {
-		return nil, fmt.Errorf("list usage: %w", err)
-	}
-	return logs, nil
+	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
+	rows, err := s.r.QueryContext(ctx, q, w.Args()...)
+	return collect(rows, err, store.ScanUsage, "list usage")
 }
-
-// msPerDay turns unix milliseconds into UTC day numbers.
-const msPerDay = 24 * 60 * 60 * 1000
 
 // DailySpend reads the per-day totals SettleBatch keeps, so its cost is
 // the number of days asked for, not the number of requests made.
 func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) ([]store.DailySpend, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT day, cost, requests FROM usage_daily
-		WHERE user_id = ? AND day >= ? ORDER BY day`, userID, since.UnixMilli()/msPerDay)
-	if err != nil {
-		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-	}
-	defer rows.Close()
-	out := []store.DailySpend{}
-	for rows.Next() {
-		var (
-			day int64
-			d   store.DailySpend
-		)
-		if err := rows.Scan(&day, &d.Cost, &d.Requests); err != nil {
-			return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-		}
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("daily spend of user %d: %w", userID, err)
-	}
-	return out, nil
+		WHERE user_id = ? AND day >= ? ORDER BY day`, userID, since.UnixMilli()/store.MsPerDay)
+	return collect(rows, err, store.ScanDailySpend, "daily spend of user %d", userID)
 }
 
 // CountUsage returns how many usage rows exist.
@@ -321,32 +187,8 @@ func (s *Store) CountUsage(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-type dayKey struct {
-	day    int64
-	userID int64
-	model  string
-}
-
-// modelTotals sums a batch per day, user and model, so a batch costs one
-// upsert per group rather than one per row.
-type modelTotals map[dayKey]*store.UsageDay
-
-func (d modelTotals) add(at time.Time, l *store.UsageLog) {
-	k := dayKey{at.UnixMilli() / msPerDay, l.UserID, l.Model}
-	t := d[k]
-	if t == nil {
-		t = &store.UsageDay{}
-		d[k] = t
-	}
-	t.Requests++
-	t.PromptTokens += l.PromptTokens
-	t.CompletionTokens += l.CompletionTokens
-	t.CachedTokens += l.CachedTokens
-	t.ReasoningTokens += l.ReasoningTokens
-	t.Cost += l.Cost
-}
-
-func (d modelTotals) write(ctx context.Context, tx *sql.Tx) error {
+// writeModelDays adds the batch's totals per day, user and model.
+func writeModelDays(ctx context.Context, tx *sql.Tx, sums *store.BatchCharges) error {
 	up, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily_models (day, user_id, model, requests,
 		prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -361,10 +203,11 @@ func (d modelTotals) write(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	defer up.Close()
-	for k, t := range d {
-		if _, err := up.ExecContext(ctx, k.day, k.userID, k.model, t.Requests, t.PromptTokens,
+	for _, k := range sums.ModelKeys() {
+		t := sums.Models[k]
+		if _, err := up.ExecContext(ctx, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
 			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost); err != nil {
-			return fmt.Errorf("daily usage of user %d: %w", k.userID, err)
+			return fmt.Errorf("daily usage of user %d: %w", k.User, err)
 		}
 	}
 	return nil
@@ -376,22 +219,14 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+usageColumns+` FROM usage_logs
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.UsageColumns+` FROM usage_logs
 		WHERE id > ? AND created_at >= ? ORDER BY id LIMIT ?`, afterID, since.UnixMilli(), limit)
+	logs, err := collect(rows, err, store.ScanUsage, "usage since")
 	if err != nil {
-		return nil, fmt.Errorf("usage since: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var logs []*store.UsageLog
-	for rows.Next() {
-		l, err := scanUsage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("usage since: %w", err)
-		}
-		logs = append(logs, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("usage since: %w", err)
+	if len(logs) == 0 {
+		return nil, nil // an exhausted export is nil
 	}
 	return logs, nil
 }
@@ -419,31 +254,19 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit i
 // DailyUsageByModel returns a user's (or everyone's) daily totals per
 // model from since on.
 func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.Time) ([]*store.UsageDay, error) {
-	q := `SELECT day, user_id, model, requests, prompt_tokens, completion_tokens, cached_tokens,
-		reasoning_tokens, cost FROM usage_daily_models WHERE day >= ?`
-	args := []any{since.UnixMilli() / msPerDay}
+	q := `SELECT ` + store.UsageDayColumns + ` FROM usage_daily_models WHERE day >= ?`
+	args := []any{since.UnixMilli() / store.MsPerDay}
 	if userID != 0 {
 		q += ` AND user_id = ?`
 		args = append(args, userID)
 	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY day, user_id, model`, args...)
+	out, err := collect(rows, err, store.ScanUsageDay, "daily usage")
 	if err != nil {
-		return nil, fmt.Errorf("daily usage: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var out []*store.UsageDay
-	for rows.Next() {
-		var d store.UsageDay
-		var day int64
-		if err := rows.Scan(&day, &d.UserID, &d.Model, &d.Requests, &d.PromptTokens, &d.CompletionTokens,
-			&d.CachedTokens, &d.ReasoningTokens, &d.Cost); err != nil {
-			return nil, fmt.Errorf("daily usage: %w", err)
-		}
-		d.Day = time.UnixMilli(day * msPerDay).UTC()
-		out = append(out, &d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("daily usage: %w", err)
+	if len(out) == 0 {
+		return nil, nil // no days is nil, not an empty slice
 	}
 	return out, nil
 }

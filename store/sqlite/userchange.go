@@ -12,15 +12,8 @@ import (
 // transaction: status, role, quota, limits and the ending of sessions
 // are all made or none is.
 func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange) (*store.User, error) {
-	if c.Status != nil && *c.Status != store.UserEnabled && *c.Status != store.UserDisabled {
-		return nil, fmt.Errorf("update user %d: unknown status %q", userID, *c.Status)
-	}
-	if c.Role != nil {
-		switch *c.Role {
-		case store.RoleUser, store.RoleAdmin, store.RoleRoot:
-		default:
-			return nil, fmt.Errorf("update user %d: unknown role %q", userID, *c.Role)
-		}
+	if err := store.CheckUserChange(userID, c); err != nil {
+		return nil, err
 	}
 	var u *store.User
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -73,7 +66,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange
 			}
 		}
 		var err error
-		u, err = scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, userID))
+		u, err = store.ScanUser(tx.QueryRowContext(ctx, `SELECT `+store.UserColumns+` FROM users WHERE id = ?`, userID))
 		return err
 	})
 	if err != nil {

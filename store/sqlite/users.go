@@ -3,31 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
-
-const userColumns = `id, username, password_hash, role, status, quota, used_quota,
-	request_count, invite_code, invited_by, invitation_quota, rpm, tpm, max_parallel, created_at`
-
-func scanUser(sc scanner) (*store.User, error) {
-	var (
-		u          store.User
-		inviteCode sql.NullString
-		createdAt  sql.NullInt64
-	)
-	err := sc.Scan(&u.ID, &u.Username, &u.PasswordHash, &u.Role, &u.Status, &u.Quota,
-		&u.UsedQuota, &u.RequestCount, &inviteCode, &u.InvitedBy, &u.InvitationQuota,
-		&u.Limits.RPM, &u.Limits.TPM, &u.Limits.MaxParallel, &createdAt)
-	if err != nil {
-		return nil, err
-	}
-	u.InviteCode = inviteCode.String
-	u.CreatedAt = fromMillis(createdAt)
-	return &u, nil
-}
 
 // CreateUser inserts u and sets its ID, and its CreatedAt if zero. An empty
 // Role becomes store.RoleUser and an empty Status "enabled". A taken
@@ -48,17 +27,8 @@ type execer interface {
 
 // insertUser fills in u's defaults, inserts it and returns its new id.
 func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
-	if u.Username == "" {
-		return 0, errors.New("empty username")
-	}
-	if u.Role == "" {
-		u.Role = store.RoleUser
-	}
-	if u.Status == "" {
-		u.Status = store.UserEnabled
-	}
-	if u.CreatedAt.IsZero() {
-		u.CreatedAt = now()
+	if err := store.PrepareUser(u, now()); err != nil {
+		return 0, err
 	}
 	res, err := ex.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
 		quota, used_quota, request_count, invite_code, invited_by, invitation_quota,
@@ -66,7 +36,7 @@ func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
 		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota,
-		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, millis(u.CreatedAt))
+		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt))
 	if err != nil {
 		return 0, sqlErr(err)
 	}
@@ -75,8 +45,8 @@ func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
 
 // UserByID returns the user with id, or store.ErrNotFound.
 func (s *Store) UserByID(ctx context.Context, id int64) (*store.User, error) {
-	u, err := scanUser(s.r.QueryRowContext(ctx,
-		`SELECT `+userColumns+` FROM users WHERE id = ?`, id))
+	u, err := store.ScanUser(s.r.QueryRowContext(ctx,
+		`SELECT `+store.UserColumns+` FROM users WHERE id = ?`, id))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("user %d", id))
 	}
@@ -85,8 +55,8 @@ func (s *Store) UserByID(ctx context.Context, id int64) (*store.User, error) {
 
 // UserByName returns the user called username, or store.ErrNotFound.
 func (s *Store) UserByName(ctx context.Context, username string) (*store.User, error) {
-	u, err := scanUser(s.r.QueryRowContext(ctx,
-		`SELECT `+userColumns+` FROM users WHERE username = ?`, username))
+	u, err := store.ScanUser(s.r.QueryRowContext(ctx,
+		`SELECT `+store.UserColumns+` FROM users WHERE username = ?`, username))
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("user %q", username))
 	}
@@ -99,8 +69,8 @@ func (s *Store) UserByInviteCode(ctx context.Context, code string) (*store.User,
 	if code == "" {
 		return nil, fmt.Errorf("empty invite code: %w", store.ErrNotFound)
 	}
-	u, err := scanUser(s.r.QueryRowContext(ctx,
-		`SELECT `+userColumns+` FROM users WHERE invite_code = ?`, code))
+	u, err := store.ScanUser(s.r.QueryRowContext(ctx,
+		`SELECT `+store.UserColumns+` FROM users WHERE invite_code = ?`, code))
 	if err != nil {
 		return nil, notFound(err, "invite code")
 	}
