@@ -79,23 +79,33 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 		return fmt.Errorf("credit user %d: amount must be positive, got %d", userID, amount)
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET quota = quota + ?
-			WHERE id = ? AND typeof(quota + ?) = 'integer'`, amount, userID, amount)
-		if err != nil {
-			return fmt.Errorf("credit user %d: %w", userID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return err
-			}
-			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, userID).Scan(&one); err != nil {
-				return notFound(err, fmt.Sprintf("user %d", userID))
-			}
-			return fmt.Errorf("credit %d to user %d: the balance would overflow", amount, userID)
+		if err := credit(ctx, tx, userID, amount); err != nil {
+			return err
 		}
 		return payInvitationReward(ctx, tx, userID)
 	})
+}
+
+// credit adds amount to a user's balance within tx, refusing a sum past
+// the int64 range (SQLite would store it as a REAL, a balance no int64
+// read can load) and a missing user.
+func credit(ctx context.Context, tx *sql.Tx, userID, amount int64) error {
+	res, err := tx.ExecContext(ctx, `UPDATE users SET quota = quota + ?
+		WHERE id = ? AND typeof(quota + ?) = 'integer'`, amount, userID, amount)
+	if err != nil {
+		return fmt.Errorf("credit user %d: %w", userID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return err
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, userID).Scan(&one); err != nil {
+			return notFound(err, fmt.Sprintf("user %d", userID))
+		}
+		return fmt.Errorf("credit %d to user %d: the balance would overflow", amount, userID)
+	}
+	return nil
 }
 
 // collect is store.Collect, closing the rows of a query that ran.

@@ -81,11 +81,7 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE users SET quota = quota + ? WHERE id = ?`, quota, userID)
-		if err != nil {
-			return fmt.Errorf("credit user %d: %w", userID, err)
-		}
-		if err := mustAffect(res, fmt.Sprintf("user %d", userID)); err != nil {
+		if err := credit(ctx, tx, userID, quota); err != nil {
 			return err
 		}
 		if err := grantPlan(ctx, tx, userID, plan, days, ts); err != nil {

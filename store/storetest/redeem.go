@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"math"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -56,7 +57,16 @@ func testRedeemForMissingUserKeepsCode(t *testing.T, open Opener) {
 	if _, err := s.Redeem(ctx, "KEEP", 0); err == nil {
 		t.Fatal("user 0 redeemed")
 	}
-	// Both failures rolled back, so the code is still good.
+	// a balance the code would take past the int64 range refuses the
+	// redemption (SQLite would store the sum as a REAL)
+	rich := mustUser(t, s, "rich", math.MaxInt64-5)
+	if _, err := s.Redeem(ctx, "KEEP", rich.ID); err == nil {
+		t.Fatal("a redemption overflowed the balance")
+	}
+	if got := mustGetUser(t, s, rich.ID); got.Quota != math.MaxInt64-5 {
+		t.Fatalf("rich's quota = %d after a refused redemption", got.Quota)
+	}
+	// Every failure rolled back, so the code is still good.
 	if got, err := s.Redeem(ctx, "KEEP", u.ID); err != nil || got != 9 {
 		t.Fatalf("redeem after failures = %d, %v", got, err)
 	}
