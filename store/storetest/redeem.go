@@ -2,8 +2,8 @@ package storetest
 
 import (
 	"context"
-	"math"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
