@@ -289,12 +289,7 @@ func (r *report) buildWindowFigures(errs map[string]float64) {
 // example's site with windows on its key and user, and paid by a plan,
 // against the same site without.
 func (r *report) printWindows(w io.Writer) {
-	var figs []*figure
-	for _, f := range r.Figures {
-		if f.Windows {
-			figs = append(figs, f)
-		}
-	}
+	figs := r.figuresWhere(func(f *figure) bool { return f.Windows })
 	if len(figs) == 0 {
 		return
 	}

@@ -673,15 +673,21 @@ func (r *report) printTable(w io.Writer) {
 	}
 }
 
-// printHeadline is the like-for-like table: Caddyfile.example's site and
-// access log against reverse_proxy with the same log block.
-func (r *report) printHeadline(w io.Writer) {
+// figuresWhere are the report's figures that keep holds for, in order.
+func (r *report) figuresWhere(keep func(*figure) bool) []*figure {
 	var figs []*figure
 	for _, f := range r.Figures {
-		if f.Like {
+		if keep(f) {
 			figs = append(figs, f)
 		}
 	}
+	return figs
+}
+
+// printHeadline is the like-for-like table: Caddyfile.example's site and
+// access log against reverse_proxy with the same log block.
+func (r *report) printHeadline(w io.Writer) {
+	figs := r.figuresWhere(func(f *figure) bool { return f.Like })
 	if len(figs) == 0 {
 		r.printWindows(w)
 		return
