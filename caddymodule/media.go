@@ -91,6 +91,14 @@ func parseImagePrice(d *caddyfile.Dispenser, model string, pc *PriceConfig) erro
 	return nil
 }
 
+// uploadLinger is how long a refused upload's connection stays open,
+// after the answer, for what the client is still sending (bodies.Linger).
+const uploadLinger = 2 * time.Second
+
+// errUploadsFull refuses an upload the disk budget has no room for.
+var errUploadsFull = adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
+	"the gateway is receiving too many uploads at once: retry shortly")
+
 // serveMedia serves image generations and edits, speech and
 // transcriptions: decode (spooling an upload), admit and reserve, try the
 // channels whose family serves the endpoint, relay, settle.
@@ -104,7 +112,11 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	req, cleanup, e := h.decodeMedia(x, rt)
 	defer cleanup()
 	if e != nil {
-		return x.Fail(e)
+		err := x.Fail(e)
+		if e == errUploadsFull {
+			bodies.Linger(w, r, h.app.MaxUploadSize, uploadLinger)
+		}
+		return err
 	}
 	x.Req = req
 	return h.engine.ServeMedia(x)
@@ -133,12 +145,9 @@ func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (*adapters.Request, fu
 	}
 	if !h.app.spooled.Take(hold) {
 		x.W.Header().Set("Retry-After", "1")
-		// the body is left unread: closing the connection after the
-		// answer sends it at once, where net/http would first read
-		// up to 256 KiB more of the upload, waiting on a slow sender
-		x.W.Header().Set("Connection", "close")
-		return nil, noop, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
-			"the gateway is receiving too many uploads at once: retry shortly")
+		// answered at once, the upload unread (bodies.Refusing)
+		bodies.Refusing(x.W)
+		return nil, noop, errUploadsFull
 	}
 	form, spooled, err := bodies.SpoolForm(x.R, params["boundary"], h.app.MaxUploadSize)
 	cleanup := func() {
