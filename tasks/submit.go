@@ -82,13 +82,13 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 		return refuse(engine.AdmissionError(err, req.Header, quotaShortfall))
 	}
 
-	// The reservation moves to the store with the task, in one transaction:
-	// it outlives this request, this configuration and this process.
 	if req.Header != nil {
 		engine.BudgetHeaders(req.Header, ad.Hold.Windows)
 	}
-	// The windows count the whole reservation from now until the task
-	// settles; the store keeps their ids and who pays with the task.
+	// The reservation moves to the store with the task, in one transaction:
+	// it outlives this request, this configuration and this process. The
+	// windows count the whole of it from now until the task settles; the
+	// store keeps their ids and who pays with the task.
 	stored := time.Now()
 	task := &store.Task{ID: NewID(), UserID: id.User.ID, TokenID: id.Token.ID, Model: model,
 		Reserved: amount, Duration: sub.Req.Duration, RequestID: req.RequestID,
