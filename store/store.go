@@ -491,7 +491,8 @@ type Store interface {
 	// not cost, once.
 	//
 	// CreateTask stores a new task and, in the same transaction, takes its
-	// Reserved from its user's quota and adds it to its token's used quota.
+	// Reserved from its user's quota and adds it to its token's used quota
+	// (not when a Plan pays it), and adds it to each of its Windows' spend.
 	// Zero times become now; an empty Status is not_started. An ID already
 	// stored is ErrConflict.
 	CreateTask(ctx context.Context, t *Task) error

@@ -15,9 +15,9 @@ import (
 const defaultTaskLimit = 100
 
 // CreateTask stores a new task and debits its reservation from its user's
-// quota and its token's remaining limit, in one transaction: a task's money
-// lives in the store from its first moment, so a restart neither loses nor
-// repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
+// quota and its token's remaining limit (unless a plan pays it), and adds it
+// to its windows' spend, in one transaction: a task's money lives in the
+// store from its first moment, so a restart neither loses nor repeats it. Zero CreatedAt and UpdatedAt become now, an empty Status
 // not_started. An ID already stored is store.ErrConflict.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task) error {
 	if err := store.PrepareTask(t, now()); err != nil {
