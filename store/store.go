@@ -514,10 +514,12 @@ type Store interface {
 	ReleaseTasks(ctx context.Context, owner string) error
 	// FinishTask is a task's terminal transition: it writes t's final
 	// Status, Progress, Files, Error, Result and Cost, sets FinishedAt,
-	// credits the reservation back to the user and token and charges Cost
-	// through row (written as SettleBatch writes a row, with the task's
-	// own cost), all in one transaction, if and only if the task was not
-	// finished before. It reports whether this call settled it.
+	// credits the reservation back to the user and token (when they paid
+	// it) and to its windows, and charges Cost through row (written as
+	// SettleBatch writes a row, with the task's own cost, windows and
+	// plan), all in one transaction, if and only if the task was not
+	// finished before. It reports whether this call settled it, and sets
+	// t's Windows and Plan from the stored task.
 	FinishTask(ctx context.Context, t *Task, row *UsageLog) (bool, error)
 	// PendingTasks returns up to limit unfinished tasks, least recently
 	// updated first.
