@@ -64,16 +64,36 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// FreePort returns a loopback port nobody listens on.
+// FreePort returns a loopback port nobody listens on, and none it
+// returned before in this process: the kernel may hand a port just
+// closed out again at once, and a gateway given the same port for its
+// site and its admin endpoint serves its requests from the admin API
+// (404), which listens there too.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		portsMu.Lock()
+		taken := portsGiven[port]
+		portsGiven[port] = true
+		portsMu.Unlock()
+		if !taken {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port free that was not handed out before")
+	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Gateway is a running gateway process.
 type Gateway struct {
