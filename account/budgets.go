@@ -3,11 +3,9 @@ package account
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/billing"
-	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -182,29 +180,9 @@ func ViewBudget(ctx context.Context, b *billing.Budgets, st store.Store, u *stor
 // CreatePlanCodes creates count codes that each grant plan for days
 // (instead of quota) when redeemed.
 func CreatePlanCodes(ctx context.Context, st store.Store, name string, count int, plan string, days int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
-	name = strings.TrimSpace(name)
-	if err := checkBatchName(name); err != nil {
-		return nil, err
-	}
+	var worth error
 	if plan == "" || days <= 0 || days > 3660 {
-		return nil, inputErrorf("a plan code needs a plan and between 1 and 3660 days")
+		worth = inputErrorf("a plan code needs a plan and between 1 and 3660 days")
 	}
-	if count <= 0 || count > MaxCodesAtOnce {
-		return nil, inputErrorf("count must be between 1 and %d", MaxCodesAtOnce)
-	}
-	if !expiresAt.IsZero() && !expiresAt.After(time.Now()) {
-		return nil, inputErrorf("expiry must be in the future")
-	}
-	codes := make([]*store.RedemptionCode, count)
-	for i := range codes {
-		code, err := keys.Random("", codeLen)
-		if err != nil {
-			return nil, err
-		}
-		codes[i] = &store.RedemptionCode{Code: code, Name: name, Plan: plan, PlanDays: days, ExpiresAt: expiresAt}
-	}
-	if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
-		return nil, err
-	}
-	return codes, nil
+	return createCodes(ctx, st, store.RedemptionCode{Name: name, Plan: plan, PlanDays: days, ExpiresAt: expiresAt}, count, worth)
 }

@@ -18,17 +18,28 @@ func CreateCodes(ctx context.Context, st store.Store, count int, quota int64, ex
 // CreateCodeBatch makes count codes as CreateCodes does, named as one
 // batch (name may be empty).
 func CreateCodeBatch(ctx context.Context, st store.Store, name string, count int, quota int64, expiresAt time.Time) ([]*store.RedemptionCode, error) {
-	name = strings.TrimSpace(name)
-	if err := checkBatchName(name); err != nil {
+	var worth error
+	if quota <= 0 {
+		worth = inputErrorf("quota must be a positive number of units (1,000,000 = 1 USD)")
+	}
+	return createCodes(ctx, st, store.RedemptionCode{Name: name, Quota: quota, ExpiresAt: expiresAt}, count, worth)
+}
+
+// createCodes stores count codes like proto, each with a code of its own,
+// after the checks every batch passes, in order: its name, what a code is
+// worth (worth, the caller's verdict), its size, its expiry.
+func createCodes(ctx context.Context, st store.Store, proto store.RedemptionCode, count int, worth error) ([]*store.RedemptionCode, error) {
+	proto.Name = strings.TrimSpace(proto.Name)
+	if err := checkBatchName(proto.Name); err != nil {
 		return nil, err
 	}
-	if quota <= 0 {
-		return nil, inputErrorf("quota must be a positive number of units (1,000,000 = 1 USD)")
+	if worth != nil {
+		return nil, worth
 	}
 	if count <= 0 || count > MaxCodesAtOnce {
 		return nil, inputErrorf("count must be between 1 and %d", MaxCodesAtOnce)
 	}
-	if !expiresAt.IsZero() && !expiresAt.After(time.Now()) {
+	if !proto.ExpiresAt.IsZero() && !proto.ExpiresAt.After(time.Now()) {
 		return nil, inputErrorf("expiry must be in the future")
 	}
 	codes := make([]*store.RedemptionCode, count)
@@ -37,7 +48,9 @@ func CreateCodeBatch(ctx context.Context, st store.Store, name string, count int
 		if err != nil {
 			return nil, err
 		}
-		codes[i] = &store.RedemptionCode{Code: code, Quota: quota, ExpiresAt: expiresAt, Name: name}
+		c := proto
+		c.Code = code
+		codes[i] = &c
 	}
 	if err := st.CreateRedemptionCodes(ctx, codes); err != nil {
 		return nil, err
