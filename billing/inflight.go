@@ -18,7 +18,11 @@ import (
 // synced: what a killed process wrote is in the kernel's page cache and
 // survives it; only the machine losing power can lose it, as it can the
 // database's last commits (synchronous=NORMAL). That keeps a row's cost
-// to one write(2), with no wait for a commit on the request's path.
+// to one write(2), with no wait for a commit on the request's path; on
+// Linux not even that: a segment's blocks are allocated up front and the
+// file is mapped shared, so a row is a copy into the page cache (what a
+// killed process copied there stays, as a write's bytes do). The mapped
+// file's unused tail is zeros, which a reader skips.
 //
 // The log is a series of segment files; rows are appended to the newest,
 // and a segment past segmentSize is sealed and removed once every row in
@@ -39,6 +43,7 @@ const segmentSize = 1 << 20
 // by the log's mu.
 type segment struct {
 	f       *os.File
+	m       []byte // the file mapped, when it is (mapSegment); rows are copied in
 	path    string
 	size    int64
 	pending int // rows written here and not yet recorded
@@ -67,12 +72,17 @@ func (l *inflightLog) append(row *store.UsageLog) (*segment, error) {
 	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cur == nil || l.cur.size >= segmentSize {
-		if err := l.rotate(); err != nil {
+	if s := l.cur; s == nil || s.size >= segmentSize || s.m != nil && s.size+int64(len(line)) > int64(len(s.m)) {
+		if err := l.rotate(len(line)); err != nil {
 			return nil, err
 		}
 	}
 	s := l.cur
+	if s.m != nil {
+		s.size += int64(copy(s.m[s.size:], line))
+		s.pending++
+		return s, nil
+	}
 	n, err := s.f.Write(line)
 	s.size += int64(n)
 	if err != nil {
@@ -86,26 +96,32 @@ func (l *inflightLog) append(row *store.UsageLog) (*segment, error) {
 }
 
 // rotate seals the current segment (removing it when nothing in it is
-// pending) and opens the next. Called with mu held.
-func (l *inflightLog) rotate() error {
+// pending) and opens the next, with room for a line of need bytes. Called
+// with mu held.
+func (l *inflightLog) rotate(need int) error {
 	if old := l.cur; old != nil {
 		old.sealed = true
 		l.cur = nil
 		if old.pending == 0 {
 			old.remove()
+		} else {
+			old.unmap(true) // nothing more is written to it
 		}
 	}
 	path := fmt.Sprintf("%s-%d", l.prefix, l.next)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("inflight usage log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("inflight usage log: %w", err)
 	}
 	lockSegment(f)
 	l.next++
-	l.cur = &segment{f: f, path: path}
+	// where mapping fails (no room for the blocks, a file system without
+	// fallocate, not Linux) the segment is written with write(2)
+	m, _ := mapSegment(f, max(segmentSize, need))
+	l.cur = &segment{f: f, m: m, path: path}
 	return nil
 }
 
@@ -139,14 +155,29 @@ func (l *inflightLog) close() {
 		if s.pending == 0 {
 			s.remove()
 		} else {
+			s.unmap(true)
 			_ = s.f.Close()
 		}
 	}
 }
 
 func (s *segment) remove() {
+	s.unmap(false)
 	_ = s.f.Close()
 	_ = os.Remove(s.path)
+}
+
+// unmap lets go of a mapped segment's memory; with trim, the file is cut
+// to its rows, dropping the zeros after them.
+func (s *segment) unmap(trim bool) {
+	if s.m == nil {
+		return
+	}
+	unmapSegment(s.m)
+	s.m = nil
+	if trim {
+		_ = s.f.Truncate(s.size)
+	}
 }
 
 // leftInflight reads the segments an earlier run left beside journal (a

@@ -103,6 +103,9 @@ func readRows(path string) (rows []*store.UsageLog, bad int, err error) {
 	rd := bufio.NewReaderSize(f, 64<<10)
 	for {
 		line, err := rd.ReadBytes('\n')
+		// a mapped inflight segment ends in zeros after its last row
+		// (and a row cut by a kill, in zeros after its start)
+		line = bytes.TrimRight(line, "\x00")
 		if len(bytes.TrimSpace(line)) > 0 {
 			var r store.UsageLog
 			if json.Unmarshal(line, &r) == nil && r.Key != "" {

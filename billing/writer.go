@@ -37,7 +37,7 @@ type WriterConfig struct {
 	// MaxBatch bounds the rows of one transaction. Default 1024.
 	MaxBatch int
 	// Linger is how long the first row of a batch waits for company.
-	// Default 5ms.
+	// Default 20ms.
 	Linger time.Duration
 	// RetryInterval is how often a store that refused writes is tried
 	// again. Default 1s.
@@ -54,7 +54,7 @@ func (c *WriterConfig) defaults() {
 		c.MaxBatch = 1024
 	}
 	if c.Linger <= 0 {
-		c.Linger = 5 * time.Millisecond
+		c.Linger = 20 * time.Millisecond
 	}
 	if c.RetryInterval <= 0 {
 		c.RetryInterval = time.Second

@@ -37,8 +37,8 @@ type UsageConfig struct {
 	// QueueSize bounds usage rows not yet recorded; a request that finds
 	// it full is answered 503 at once. Default 16384.
 	QueueSize int `json:"queue_size,omitempty"`
-	// Linger is how long a batch waits for more rows. Default 5ms; kill -9
-	// loses at most the rows of the last linger and commit.
+	// Linger is how long a batch waits for more rows. Default 20ms; a row
+	// waiting for its commit is safe from kill -9 in the inflight log.
 	Linger caddy.Duration `json:"linger,omitempty"`
 	// RetryInterval is how often a database that refused writes is tried
 	// again. Default 1s.
