@@ -45,25 +45,29 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 // describes; ids receives each written row's id (0: written before).
 func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
 	sums := store.NewBatchCharges(windows)
+	// The statements run without ctx's deadline: for a statement whose
+	// context can end, the driver starts a goroutine to watch it, a
+	// goroutine per row. ctx is checked between rows instead, and the
+	// busy timeout bounds a wait for the lock.
+	exec := context.WithoutCancel(ctx)
 
 	// a keyed row already stored (a journal replayed twice) is skipped,
 	// and with it its charge
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id,
+	ins := `INSERT INTO usage_logs (created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
 		request_id, upstream_request_id, row_key, trace_id, windows, plan)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (row_key) DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
+		ON CONFLICT (row_key) DO NOTHING`
 	for i, l := range logs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		createdAt := l.CreatedAt
 		if createdAt.IsZero() {
 			createdAt = ts
 		}
-		res, err := ins.ExecContext(ctx, createdAt.UnixMilli(), l.UserID, l.TokenID,
+		res, err := tx.ExecContext(exec, ins, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
 			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan)
@@ -80,10 +84,10 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 		}
 		sums.Add(l, createdAt)
 	}
-	if err := writeModelDays(ctx, tx, sums); err != nil {
+	if err := writeModelDays(exec, tx, sums); err != nil {
 		return err
 	}
-	if err := addWindowSpend(ctx, tx, sums.Windows); err != nil {
+	if err := addWindowSpend(exec, tx, sums.Windows); err != nil {
 		return err
 	}
 
@@ -92,45 +96,33 @@ func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []i
 	// Each sum saturates rather than overflow: SQLite would turn an
 	// overflowing column into a REAL, and the user into one no int64
 	// read can load.
-	upUser, err := tx.PrepareContext(ctx, `UPDATE users SET
+	upUser := `UPDATE users SET
 		quota = CASE WHEN typeof(quota - ?1) = 'integer' THEN quota - ?1 ELSE -9223372036854775808 END,
 		used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END,
-		request_count = request_count + ?2 WHERE id = ?3`)
-	if err != nil {
-		return err
-	}
-	defer upUser.Close()
+		request_count = request_count + ?2 WHERE id = ?3`
 	for _, id := range sums.UserIDs() {
 		c := sums.Users[id]
-		if _, err := upUser.ExecContext(ctx, c.Cost, c.Requests, id); err != nil {
+		if _, err := tx.ExecContext(exec, upUser, c.Cost, c.Requests, id); err != nil {
 			return fmt.Errorf("charge user %d: %w", id, err)
 		}
 	}
-	upDay, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily (user_id, day, cost, requests)
+	upDay := `INSERT INTO usage_daily (user_id, day, cost, requests)
 		VALUES (?, ?, ?, ?) ON CONFLICT (user_id, day) DO UPDATE
-		SET cost = usage_daily.cost + excluded.cost, requests = usage_daily.requests + excluded.requests`)
-	if err != nil {
-		return err
-	}
-	defer upDay.Close()
+		SET cost = usage_daily.cost + excluded.cost, requests = usage_daily.requests + excluded.requests`
 	for _, k := range sums.DayKeys() {
 		d := sums.Days[k]
-		if _, err := upDay.ExecContext(ctx, k.User, k.Day, d.Cost, d.Requests); err != nil {
+		if _, err := tx.ExecContext(exec, upDay, k.User, k.Day, d.Cost, d.Requests); err != nil {
 			return fmt.Errorf("daily spend of user %d: %w", k.User, err)
 		}
 	}
 	if len(sums.Tokens) == 0 {
 		return nil
 	}
-	upToken, err := tx.PrepareContext(ctx, `UPDATE tokens SET
+	upToken := `UPDATE tokens SET
 		used_quota = CASE WHEN typeof(used_quota + ?1) = 'integer' THEN used_quota + ?1 ELSE 9223372036854775807 END
-		WHERE id = ?2`)
-	if err != nil {
-		return err
-	}
-	defer upToken.Close()
+		WHERE id = ?2`
 	for _, id := range sums.TokenIDs() {
-		if _, err := upToken.ExecContext(ctx, sums.Tokens[id], id); err != nil {
+		if _, err := tx.ExecContext(exec, upToken, sums.Tokens[id], id); err != nil {
 			return fmt.Errorf("charge token %d: %w", id, err)
 		}
 	}
@@ -189,7 +181,7 @@ func (s *Store) CountUsage(ctx context.Context) (int64, error) {
 
 // writeModelDays adds the batch's totals per day, user and model.
 func writeModelDays(ctx context.Context, tx *sql.Tx, sums *store.BatchCharges) error {
-	up, err := tx.PrepareContext(ctx, `INSERT INTO usage_daily_models (day, user_id, model, requests,
+	up := `INSERT INTO usage_daily_models (day, user_id, model, requests,
 		prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (day, user_id, model) DO UPDATE SET
@@ -198,14 +190,10 @@ func writeModelDays(ctx context.Context, tx *sql.Tx, sums *store.BatchCharges) e
 		completion_tokens = completion_tokens + excluded.completion_tokens,
 		cached_tokens = cached_tokens + excluded.cached_tokens,
 		reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-		cost = cost + excluded.cost`)
-	if err != nil {
-		return err
-	}
-	defer up.Close()
+		cost = cost + excluded.cost`
 	for _, k := range sums.ModelKeys() {
 		t := sums.Models[k]
-		if _, err := up.ExecContext(ctx, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
+		if _, err := tx.ExecContext(ctx, up, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
 			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost); err != nil {
 			return fmt.Errorf("daily usage of user %d: %w", k.User, err)
 		}
