@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,12 +195,29 @@ func (w *Writer) Admit(priced bool) error {
 	return nil
 }
 
+// rowKey is prefix and then n in base 36, zero-padded to the width of the
+// largest uint64, so that one writer's keys sort in the order written: the
+// usage table's unique index on them then grows at its end, a batch's
+// keys in one or two pages, instead of spread over every page holding the
+// writer's keys ("z" sorts after "10").
+func rowKey(prefix string, n uint64) string {
+	const width = 13 // 36^13 > 2^64
+	b := make([]byte, len(prefix)+width)
+	copy(b, prefix)
+	digits := b[len(prefix):]
+	for i := width - 1; i >= 0; i-- {
+		digits[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[n%36]
+		n /= 36
+	}
+	return string(b)
+}
+
 // Write queues the row of an admitted request; its Cost is charged when
 // the row is committed. It never blocks. After Close it records the row at
 // once, so a request that outlives the writer still gets recorded.
 func (w *Writer) Write(row *store.UsageLog) {
 	if row.Key == "" {
-		row.Key = w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
+		row.Key = rowKey(w.prefix, w.seq.Add(1))
 	}
 	if row.CreatedAt.IsZero() {
 		row.CreatedAt = time.Now() // a replayed row keeps its time

@@ -28,3 +28,27 @@ func TestAttemptCauses(t *testing.T) {
 		t.Errorf("an ended attempt: %v", at.Cause())
 	}
 }
+
+// A stream whose events keep coming, each well within the idle timeout,
+// is not ended however long it runs; once it falls silent it is.
+func TestAttemptIdleOnlyWhenSilent(t *testing.T) {
+	const idle = 40 * time.Millisecond
+	at := NewAttempt(context.Background(), time.Hour, idle, true)
+	defer at.End()
+	at.Alive() // the headers
+	for range 30 { // 300 ms: seven and a half idle periods
+		time.Sleep(idle / 4)
+		if at.Ctx.Err() != nil {
+			t.Fatalf("a stream with an event every %v was ended: %v", idle/4, at.Cause())
+		}
+		at.Alive()
+	}
+	select {
+	case <-at.Ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a silent stream was never ended")
+	}
+	if !errors.Is(at.Cause(), ErrStreamIdle) {
+		t.Fatalf("a silent stream: %v", at.Cause())
+	}
+}
