@@ -35,7 +35,7 @@ func TestAttemptIdleOnlyWhenSilent(t *testing.T) {
 	const idle = 40 * time.Millisecond
 	at := NewAttempt(context.Background(), time.Hour, idle, true)
 	defer at.End()
-	at.Alive() // the headers
+	at.Alive()     // the headers
 	for range 30 { // 300 ms: seven and a half idle periods
 		time.Sleep(idle / 4)
 		if at.Ctx.Err() != nil {
