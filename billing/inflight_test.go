@@ -84,3 +84,16 @@ func TestInflightSegmentTrimmedAtClose(t *testing.T) {
 		t.Fatalf("rows %v, bad %d, err %v", rows, bad, err)
 	}
 }
+
+// One writer's row keys sort in the order they were made, so the usage
+// table's unique index on them grows at its end.
+func TestRowKeysSortInOrder(t *testing.T) {
+	prev := rowKey("p-", 0)
+	for _, n := range []uint64{1, 9, 10, 35, 36, 37, 1295, 1296, 1 << 40, 1<<64 - 1} {
+		k := rowKey("p-", n)
+		if k <= prev || len(k) != len(prev) {
+			t.Fatalf("key %d = %q does not sort after %q", n, k, prev)
+		}
+		prev = k
+	}
+}
