@@ -36,7 +36,7 @@ type WriterConfig struct {
 	// MaxBatch bounds the rows of one transaction. Default 1024.
 	MaxBatch int
 	// Linger is how long the first row of a batch waits for company.
-	// Default 20ms.
+	// Default 50ms.
 	Linger time.Duration
 	// RetryInterval is how often a store that refused writes is tried
 	// again. Default 1s.
@@ -53,7 +53,7 @@ func (c *WriterConfig) defaults() {
 		c.MaxBatch = 1024
 	}
 	if c.Linger <= 0 {
-		c.Linger = 20 * time.Millisecond
+		c.Linger = 50 * time.Millisecond
 	}
 	if c.RetryInterval <= 0 {
 		c.RetryInterval = time.Second

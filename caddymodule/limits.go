@@ -37,7 +37,7 @@ type UsageConfig struct {
 	// QueueSize bounds usage rows not yet recorded; a request that finds
 	// it full is answered 503 at once. Default 16384.
 	QueueSize int `json:"queue_size,omitempty"`
-	// Linger is how long a batch waits for more rows. Default 20ms; a row
+	// Linger is how long a batch waits for more rows. Default 50ms; a row
 	// waiting for its commit is safe from kill -9 in the inflight log.
 	Linger caddy.Duration `json:"linger,omitempty"`
 	// RetryInterval is how often a database that refused writes is tried
