@@ -104,7 +104,15 @@ func (a *App) routeOf(r *http.Request) route {
 }
 
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	assignRequestID(w, r)
+	reqID := assignRequestID(w, r)
+	// the access log's fields are set once, by serveAs with the identity
+	// or here for a request refused before it has one
+	identified := false
+	defer func() {
+		if !identified {
+			setAccessLogFields(r, reqID, nil)
+		}
+	}()
 	rt := h.app.routeOf(r)
 	key := rt.dialect.Credential(r)
 	// a key is removed wherever any dialect reads one, so it reaches no
@@ -120,7 +128,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if accesslog.Footprint(r) != footprint {
 		// Caddy's access log copied the request before it was stripped
 		var line *accesslog.Line
-		if w, line = accesslog.TakeOver(w, r, h.accessLog, requestIDOf(r)); line != nil {
+		if w, line = accesslog.TakeOver(w, r, h.accessLog, reqID); line != nil {
 			defer line.Write()
 		}
 	}
@@ -129,7 +137,8 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		if id, e := h.app.webSessions().Identity(w, r); e != nil {
 			return refuse(w, r, rt.dialect, e)
 		} else if id != nil {
-			return h.serveAs(w, r, next, rt, id)
+			identified = true
+			return h.serveAs(w, r, next, rt, id, reqID)
 		}
 		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
@@ -150,14 +159,17 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		h.log.Error("looking up a key", zap.Error(err))
 		return refuse(w, r, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
 	}
-	return h.serveAs(w, r, next, rt, id)
+	identified = true
+	return h.serveAs(w, r, next, rt, id, reqID)
 }
 
 // serveAs passes the request on as id, once id may make requests at all.
-func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity) error {
+func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity, reqID string) error {
 	if e := accountapi.CheckIdentity(id); e != nil {
+		setAccessLogFields(r, reqID, nil)
 		return refuse(w, r, rt.dialect, e)
 	}
+	setAccessLogFields(r, reqID, id)
 
 	ctx := context.WithValue(r.Context(), authKey, &authenticated{id: id, rt: rt})
 	r = r.WithContext(ctx)
@@ -165,26 +177,36 @@ func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Ha
 	caddyhttp.SetVar(ctx, "gateway.username", id.User.Username)
 	caddyhttp.SetVar(ctx, "gateway.token_id", id.Token.ID)
 	caddyhttp.SetVar(ctx, "gateway.token_name", id.Token.Name)
-	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(identityLogFields(id))
-	}
 	return next.ServeHTTP(w, r)
 }
 
-// identityLogFields is the access log's gateway_user_id, gateway_user and
-// gateway_token_id as one field, written inline (the line shows the three
-// members as before): every ExtraLogFields.Set clears Caddy's cache of log
+// setAccessLogFields puts the request's id and, once its key is known, its
+// identity in the access log line: request_id, gateway_user_id,
+// gateway_user and gateway_token_id, written inline as one field. One
+// field, set once: every ExtraLogFields.Set clears Caddy's cache of log
 // handlers, an allocation each.
-func identityLogFields(id *keys.Identity) zap.Field {
-	return zap.Field{Key: "gateway_identity", Type: zapcore.InlineMarshalerType, Interface: identityFields{id}}
+func setAccessLogFields(r *http.Request, reqID string, id *keys.Identity) {
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Set(accessLogField(reqID, id))
+	}
 }
 
-type identityFields struct{ id *keys.Identity }
+func accessLogField(reqID string, id *keys.Identity) zap.Field {
+	return zap.Field{Key: "gateway_request", Type: zapcore.InlineMarshalerType, Interface: &accessLogFields{reqID, id}}
+}
 
-func (f identityFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddInt64("gateway_user_id", f.id.User.ID)
-	enc.AddString("gateway_user", f.id.User.Username)
-	enc.AddInt64("gateway_token_id", f.id.Token.ID)
+type accessLogFields struct {
+	requestID string
+	id        *keys.Identity // nil: refused before the key was known
+}
+
+func (f *accessLogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("request_id", f.requestID)
+	if f.id != nil {
+		enc.AddInt64("gateway_user_id", f.id.User.ID)
+		enc.AddString("gateway_user", f.id.User.Username)
+		enc.AddInt64("gateway_token_id", f.id.Token.ID)
+	}
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 )
 
 // requestIDHeader carries a request's id in, and always out.
@@ -19,8 +18,8 @@ const requestIDVar = "gateway.request_id"
 
 // assignRequestID gives the request its id: the caller's X-Request-Id when
 // it is well formed, else a new one. The id goes back in the response
-// header, into the access log and, through the request variable, onto the
-// usage row.
+// header, into the access log (setAccessLogFields) and, through the
+// request variable, onto the usage row.
 func assignRequestID(w http.ResponseWriter, r *http.Request) string {
 	id := r.Header.Get(requestIDHeader)
 	if !wellFormedRequestID(id) {
@@ -29,9 +28,6 @@ func assignRequestID(w http.ResponseWriter, r *http.Request) string {
 	}
 	w.Header().Set(requestIDHeader, id)
 	caddyhttp.SetVar(r.Context(), requestIDVar, id)
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(zap.String("request_id", id))
-	}
 	return id
 }
 
