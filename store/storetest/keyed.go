@@ -35,6 +35,21 @@ func testSettleBatchKeyedRowsOnce(t *testing.T, open Opener) {
 	if got.Quota != 1000-40 || got.UsedQuota != 40 || got.RequestCount != 4 {
 		t.Fatalf("user = %+v", got)
 	}
+	// all keyed and distinct, one of them stored already
+	third := []*store.UsageLog{row("d"), row("a"), row("e")}
+	if err := s.SettleBatch(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	if third[0].ID == 0 || third[1].ID != 0 || third[2].ID == 0 || third[2].ID == third[0].ID {
+		t.Fatalf("ids %d %d %d: the stored key gets none, the new ones their own", third[0].ID, third[1].ID, third[2].ID)
+	}
+	if n, _ := s.CountUsage(ctx); n != 6 {
+		t.Fatalf("%d rows, want 6", n)
+	}
+	got = mustGetUser(t, s, u.ID)
+	if got.Quota != 1000-60 || got.UsedQuota != 60 || got.RequestCount != 6 {
+		t.Fatalf("user = %+v", got)
+	}
 	logs, _ := s.ListUsage(ctx, store.UsageFilter{UserID: u.ID})
 	if logs[len(logs)-1].Key != "a" {
 		t.Fatalf("keys are not read back: %+v", logs[len(logs)-1])
