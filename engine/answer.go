@@ -19,7 +19,7 @@ import (
 func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, decode func(*adapters.Request, []byte) (*adapters.Response, error), resp *http.Response) error {
 	defer at.End()
 	defer resp.Body.Close()
-	body, err := bodies.ReadBounded(resp, b.MaxResponseBody)
+	body, err := bodies.ReadBoundedPooled(resp, b.MaxResponseBody)
 	x.TTFB = time.Since(x.Start)
 	switch {
 	case x.R.Context().Err() != nil:
@@ -62,6 +62,11 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
 	_, _ = x.W.Write(encoded) // a write error is the client gone
+	if x.Trace == nil {
+		// out and encoded, which may be body or parts of it, are done
+		// with; a traced answer's span may still hold them
+		bodies.Recycle(body)
+	}
 	return nil
 }
 

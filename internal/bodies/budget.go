@@ -104,13 +104,45 @@ func (b *Budget) ReadRequest(r *http.Request, limit int64) (body []byte, held in
 // ReadBounded reads a whole body of at most max bytes, sized by its
 // Content-Length when it gives a plausible one.
 func ReadBounded(resp *http.Response, max int64) ([]byte, error) {
+	return readBounded(resp, max, nil)
+}
+
+// ReadBoundedPooled is ReadBounded into a buffer that Recycle takes back
+// once nothing refers to the body any more: a relayed answer is read whole
+// for its usage, written out and dropped, a few KB on every request.
+func ReadBoundedPooled(resp *http.Response, max int64) ([]byte, error) {
+	var buf []byte
+	if p, ok := answerBuffers.Get().(*[]byte); ok {
+		buf = (*p)[:0]
+	}
+	return readBounded(resp, max, buf)
+}
+
+// Recycle gives a body read by ReadBoundedPooled back for another answer.
+// Nothing may refer to it afterwards (io.Writer implementations do not
+// keep what they were given).
+func Recycle(body []byte) {
+	if cap(body) == 0 || cap(body) > maxPooledAnswer {
+		return // an answer this large is rare: it is left to the collector
+	}
+	body = body[:0]
+	answerBuffers.Put(&body)
+}
+
+var answerBuffers sync.Pool
+
+const maxPooledAnswer = 64 << 10
+
+func readBounded(resp *http.Response, max int64, buf []byte) ([]byte, error) {
 	if resp.ContentLength > max {
 		return nil, ErrTooLarge
 	}
-	var buf []byte
-	if resp.ContentLength > 0 && !resp.Uncompressed {
-		buf = make([]byte, 0, resp.ContentLength+1)
-	} else {
+	switch {
+	case resp.ContentLength > 0 && !resp.Uncompressed:
+		if int64(cap(buf)) < resp.ContentLength+1 {
+			buf = make([]byte, 0, resp.ContentLength+1)
+		}
+	case cap(buf) == 0:
 		buf = make([]byte, 0, 4<<10)
 	}
 	for {

@@ -59,3 +59,39 @@ func TestReadBounded(t *testing.T) {
 		t.Fatalf("an answer at the limit: %d bytes, %v", len(b), err)
 	}
 }
+
+// Answers read into recycled buffers come out whole whatever the buffer
+// held before: longer or shorter, with or without a Content-Length, and
+// the limit still holds.
+func TestReadBoundedPooledReusesSafely(t *testing.T) {
+	answer := func(body string, withLength bool) *http.Response {
+		r := &http.Response{Body: io.NopCloser(strings.NewReader(body)), ContentLength: -1}
+		if withLength {
+			r.ContentLength = int64(len(body))
+		}
+		return r
+	}
+	for i, c := range []struct {
+		body       string
+		withLength bool
+	}{
+		{strings.Repeat("a", 5000), true},
+		{"short", true},
+		{strings.Repeat("b", 9000), false},
+		{"tiny", false},
+		{strings.Repeat("c", 70<<10), true}, // past what the pool keeps
+		{"after", true},
+	} {
+		got, err := ReadBoundedPooled(answer(c.body, c.withLength), 1<<20)
+		if err != nil || string(got) != c.body {
+			t.Fatalf("answer %d: %d bytes, %v; want %d bytes", i, len(got), err, len(c.body))
+		}
+		Recycle(got)
+	}
+	if _, err := ReadBoundedPooled(answer(strings.Repeat("d", 100), false), 50); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an answer past the limit: %v", err)
+	}
+	if _, err := ReadBoundedPooled(answer(strings.Repeat("d", 100), true), 50); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("an answer whose length is past the limit: %v", err)
+	}
+}
