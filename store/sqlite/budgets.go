@@ -108,7 +108,7 @@ func (s *Store) WindowSpend(ctx context.Context, ids []string) (map[string]int64
 
 // addWindowSpend adds each written row's cost to its windows, summed per
 // window first, within the settling transaction.
-func addWindowSpend(ctx context.Context, tx *sql.Tx, spend map[string]int64) error {
+func addWindowSpend(ctx context.Context, tx execer, spend map[string]int64) error {
 	for _, id := range slices.Sorted(maps.Keys(spend)) { // in order: no deadlock between batches
 		cost := spend[id]
 		if _, err := tx.ExecContext(ctx, `INSERT INTO window_spend (window_id, spent) VALUES (?, ?)

@@ -33,7 +33,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 	ids := make([]int64, len(logs))
 	ts := now()
-	err := s.inTx(ctx, func(tx *sql.Tx) error { return settleRows(ctx, tx, logs, ids, ts, nil) })
+	err := s.inRawTx(ctx, func(tx execer) error { return settleRows(ctx, tx, logs, ids, ts, nil) })
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
@@ -43,7 +43,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 // settleRows writes logs and charges their costs within tx, as SettleBatch
 // describes; ids receives each written row's id (0: written before).
-func settleRows(ctx context.Context, tx *sql.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
+func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
 	sums := store.NewBatchCharges(windows)
 	// The statements run without ctx's deadline: for a statement whose
 	// context can end, the driver starts a goroutine to watch it, a
@@ -180,7 +180,7 @@ func (s *Store) CountUsage(ctx context.Context) (int64, error) {
 }
 
 // writeModelDays adds the batch's totals per day, user and model.
-func writeModelDays(ctx context.Context, tx *sql.Tx, sums *store.BatchCharges) error {
+func writeModelDays(ctx context.Context, tx execer, sums *store.BatchCharges) error {
 	up := `INSERT INTO usage_daily_models (day, user_id, model, requests,
 		prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -20,11 +20,6 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	return nil
 }
 
-// execer is a *sql.DB or a *sql.Tx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
 // insertUser fills in u's defaults, inserts it and returns its new id.
 func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
 	if err := store.PrepareUser(u, now()); err != nil {
