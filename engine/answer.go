@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -70,6 +71,15 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	return nil
 }
 
+// writeAt is how many encoded bytes a stream holds back while the
+// upstream's next events are already read: past it they are written (and
+// flushed once the decoder has no more), as net/http's own buffer of a
+// response would send them.
+const writeAt = 2 << 10
+
+// streamBuffers hold the encoded events of streams being relayed.
+var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2*writeAt); return &b }}
+
 // relayStream relays a stream event by event, flushing each as it comes;
 // first is the event openStream already read. Once the first byte is out,
 // an upstream failure (a break, an event past max_stream_event, a silence
@@ -87,13 +97,24 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
 
+	// Events are encoded into buf and written when the decoder holds no
+	// more of them (or buf grew past writeAt), one Write and one Flush for
+	// all that arrived together: Caddy's writer resets the connection's
+	// write deadline at every Write.
 	unflushed := true // the headers
-	buf := make([]byte, 0, 512)
+	pooled := streamBuffers.Get().(*[]byte)
+	buf := (*pooled)[:0]
+	defer func() {
+		if cap(buf) <= 64<<10 {
+			*pooled = buf[:0]
+			streamBuffers.Put(pooled)
+		}
+	}()
 	ev, err := first, error(nil)
 	for {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				buf = enc.Finish(buf[:0])
+				buf = enc.Finish(buf)
 				if _, werr := x.W.Write(buf); werr == nil {
 					_ = rc.Flush()
 				}
@@ -109,7 +130,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			}
 			e := f.Err
 			x.Status, x.ErrMsg = e.Status, e.Message
-			buf = enc.Error(buf[:0], e)
+			buf = enc.Error(buf, e) // after the events already encoded
 			if _, werr := x.W.Write(buf); werr == nil {
 				_ = rc.Flush()
 			}
@@ -123,16 +144,18 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			}
 		}
 		x.Observe(ev)
-		buf = enc.Encode(buf[:0], ev)
-		if len(buf) > 0 {
+		buf = enc.Encode(buf, ev)
+		pending := dec.Pending()
+		if len(buf) > 0 && (!pending || len(buf) >= writeAt) {
 			if _, err := x.W.Write(buf); err != nil {
 				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
+			buf = buf[:0]
 			unflushed = true
 		}
-		if unflushed && !dec.Pending() {
-			// nothing more is here yet: flush (else one flush for both)
+		if unflushed && !pending {
+			// nothing more is here yet: flush (else one flush for all)
 			if err := rc.Flush(); err != nil {
 				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
