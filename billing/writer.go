@@ -352,8 +352,10 @@ func (w *Writer) persist(batch []*store.UsageLog, segs []*segment) {
 	if !w.degraded {
 		err := w.commit(batch)
 		if err == nil {
-			w.slots.Add(-int64(len(batch)))
+			// the segments first: a caller that sees the queue empty
+			// finds every recorded row's segment released
 			w.inflight.recorded(segs)
+			w.slots.Add(-int64(len(batch)))
 			return
 		}
 		w.fail(err)
@@ -375,8 +377,8 @@ func (w *Writer) hold(batch []*store.UsageLog, segs []*segment) {
 		if err == nil {
 			w.held, w.heldSegs = nil, nil
 			w.stuck.Store(false)
-			w.slots.Add(-int64(len(rows)))
 			w.inflight.recorded(heldSegs)
+			w.slots.Add(-int64(len(rows)))
 			return
 		}
 		w.fail(err)
@@ -443,8 +445,8 @@ func (w *Writer) retry() {
 			w.fail(err)
 			return
 		}
-		w.slots.Add(-int64(len(w.held)))
 		w.inflight.recorded(w.heldSegs)
+		w.slots.Add(-int64(len(w.held)))
 		w.held, w.heldSegs = nil, nil
 		w.stuck.Store(false)
 	}
