@@ -39,6 +39,9 @@ type inflightLog struct {
 // reads little, large enough that rotation is rare.
 const segmentSize = 1 << 20
 
+// mapSegmentFile is mapSegment; a test makes it fail, as a full disk does.
+var mapSegmentFile = mapSegment
+
 // segment is one file of the inflight log. pending and sealed are guarded
 // by the log's mu.
 type segment struct {
@@ -120,7 +123,7 @@ func (l *inflightLog) rotate(need int) error {
 	l.next++
 	// where mapping fails (no room for the blocks, a file system without
 	// fallocate, not Linux) the segment is written with write(2)
-	m, _ := mapSegment(f, max(segmentSize, need))
+	m, _ := mapSegmentFile(f, max(segmentSize, need))
 	l.cur = &segment{f: f, m: m, path: path}
 	return nil
 }

@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -95,5 +96,33 @@ func TestRowKeysSortInOrder(t *testing.T) {
 			t.Fatalf("key %d = %q does not sort after %q", n, k, prev)
 		}
 		prev = k
+	}
+}
+
+// Where a segment cannot be mapped (no room for its blocks, a file system
+// without fallocate), rows are written with write(2) and read back alike.
+func TestInflightSegmentUnmappable(t *testing.T) {
+	mapSegmentFile = func(*os.File, int) ([]byte, error) { return nil, errors.New("no space left on device") }
+	defer func() { mapSegmentFile = mapSegment }()
+	journal := filepath.Join(t.TempDir(), "journal")
+	l := newInflightLog(journal, "run")
+	var seg *segment
+	for _, k := range []string{"a", "b"} {
+		s, err := l.append(&store.UsageLog{Key: k, UserID: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg = s
+	}
+	if seg.m != nil {
+		t.Fatal("the segment is mapped although mapping failed")
+	}
+	fi, err := os.Stat(seg.path)
+	if err != nil || fi.Size() != seg.size {
+		t.Fatalf("segment %v (%v), want %d bytes of rows and nothing after", fi, err, seg.size)
+	}
+	rows, bad, err := readRows(seg.path)
+	if err != nil || bad != 0 || len(rows) != 2 || rows[0].Key != "a" || rows[1].Key != "b" {
+		t.Fatalf("rows %v, bad %d, err %v", rows, bad, err)
 	}
 }
