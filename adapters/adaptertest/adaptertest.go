@@ -635,7 +635,13 @@ func (k *kit) passthroughStream(t *testing.T, in string) {
 		}
 	}
 	// the usage billed is the same whether the stream was translated
-	tevs, _ := goldentest.Drain(adapters.DecodeStream(k.self.Chat, &adapters.Request{Op: adapters.OpChat, Dialect: translated, Stream: true}, bytes.NewReader(stream)))
+	tevs, terr := goldentest.Drain(adapters.DecodeStream(k.self.Chat, &adapters.Request{Op: adapters.OpChat, Dialect: translated, Stream: true}, bytes.NewReader(stream)))
+	// and so is an upstream's error event, however its JSON is spaced
+	var pe, te *adapters.Error
+	errors.As(err, &pe)
+	if errors.As(terr, &te) && (pe == nil || pe.Status != te.Status || pe.Message != te.Message) {
+		t.Errorf("%s: passthrough ended with %v, translated with the upstream's error %v", in, err, terr)
+	}
 	var tusage *adapters.Usage
 	for _, ev := range tevs {
 		if ev.Usage != nil {
