@@ -47,7 +47,8 @@ func (f *FakeOpenAI) Cancelled() int {
 
 // Behavior is how a fake upstream answers; change it with Set. FakeAnthropic
 // and FakeGemini honour Reply, the token counts, NoUsage and FailStatus;
-// BreakAfter and ChunkDelay are FakeOpenAI's.
+// BreakAfter and SpacedJSON are FakeOpenAI's, ChunkDelay FakeOpenAI's and
+// FakeAnthropic's.
 type Behavior struct {
 	Reply            string        // assistant text without tools, streamed a word a chunk
 	PromptTokens     int64         // reported usage, cached tokens included
