@@ -36,7 +36,9 @@
 //
 // Besides the goldens Run checks passthrough (this family's client bodies,
 // answers and every stream frame go through its own provider byte for byte,
-// but the model), the refusal table the family supplies, and that every
+// but the model, with the same usage and upstream error as a translated
+// stream, and one of its streams written with spaces as Python's json.dumps
+// writes JSON), the refusal table the family supplies, and that every
 // golden in those directories was checked by some fixture.
 package adaptertest
 
@@ -591,16 +593,22 @@ func (k *kit) passthrough(t *testing.T) {
 		}
 	})
 	t.Run("streams", func(t *testing.T) {
-		n := 0
+		n, spaced := 0, false
 		for _, in := range k.fixtures(t, "stream", ".sse") {
 			if _, from := source(t, in, ".sse"); from != k.self.Name {
 				continue
 			}
 			n++
 			k.passthroughStream(t, in)
+			stream := goldentest.Read(t, in)
+			spaced = spaced || bytes.Contains(stream, []byte(`": `)) && bytes.Contains(stream, []byte(`, "`))
 		}
 		if n == 0 {
 			t.Fatalf("no stream/NAME.%s.sse fixture", k.self.Name)
+		}
+		// usage and errors must be found however the upstream spaces its JSON
+		if !spaced {
+			t.Errorf("no stream/NAME.%s.sse fixture written with spaces, as Python's json.dumps writes JSON", k.self.Name)
 		}
 	})
 }
