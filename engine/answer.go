@@ -88,9 +88,6 @@ var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2*writeAt);
 // finished answer.
 func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, dec *adapters.StreamDecoder, first *adapters.StreamEvent) error {
 	defer at.End()
-	// from here a client that leaves does not end the upstream at once:
-	// it is read on for its final usage (see drain)
-	at.Drain(e.Drain.Timeout)
 	enc := x.Dialect.NewStreamEncoder(x.Req)
 	rc := http.NewResponseController(x.W)
 	hdr := x.W.Header()

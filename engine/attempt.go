@@ -13,14 +13,14 @@ var (
 	ErrStreamIdle = errors.New("stream idle timeout")
 	ErrTimeout    = errors.New("upstream timeout")
 	// ErrDrainTimeout ends a stream read on after its client left (see
-	// Attempt.Drain) that did not end within the drain's time bound.
+	// NewStreamAttempt) that did not end within the drain's time bound.
 	ErrDrainTimeout = errors.New("drain timeout")
 )
 
 // Attempt is one try on one channel: its context ends with the client,
 // with the channel's whole-answer timeout (non-streamed requests), or
 // when a stream stays silent for longer than its idle timeout. A stream
-// being relayed may outlive its client for a bounded time (Drain).
+// may outlive its client for a bounded time (NewStreamAttempt).
 type Attempt struct {
 	// Ctx is the attempt's context, for the upstream request
 	Ctx    context.Context
@@ -39,7 +39,7 @@ type Attempt struct {
 	quiet  int
 
 	// a stream's context does not end with the client's by itself:
-	// gone does that, or arms the drain timer when Drain allowed one
+	// ClientGone does that, or arms the drain timer when one is allowed
 	stopGone func() bool
 	mu       sync.Mutex
 	drain    time.Duration // 0: none; the client's end ends the attempt
@@ -52,18 +52,32 @@ type Attempt struct {
 const idleChecks = 4
 
 // A stream's idle timer starts with its headers (response_header_timeout
-// bounds the wait for them); a non-streamed answer's timer at once.
+// bounds the wait for them); a non-streamed answer's timer at once. A
+// stream made here ends with its client (NewStreamAttempt may outlive it).
 func NewAttempt(parent context.Context, timeout, streamIdle time.Duration, stream bool) *Attempt {
 	if stream {
-		// detached from the client, whose leaving is watched instead
-		ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-		at := &Attempt{Ctx: ctx, cancel: cancel, idle: streamIdle}
-		at.stopGone = context.AfterFunc(parent, at.ClientGone)
-		return at
+		return NewStreamAttempt(parent, streamIdle, 0)
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	at := &Attempt{Ctx: ctx, cancel: cancel}
 	at.timer = time.AfterFunc(timeout, func() { cancel(ErrTimeout) })
+	return at
+}
+
+// NewStreamAttempt is a stream's attempt that may outlive its client by
+// drain (0: not at all), so that the usage its upstream reports only at
+// its end is still read: from the client's leaving its context lasts
+// drain more at most, then ends with ErrDrainTimeout; the stream's idle
+// timeout and response_header_timeout still apply. A client gone before
+// the attempt starts ends it at once.
+func NewStreamAttempt(parent context.Context, streamIdle, drain time.Duration) *Attempt {
+	// detached from the client, whose leaving is watched instead
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	at := &Attempt{Ctx: ctx, cancel: cancel, idle: streamIdle, drain: drain}
+	if parent.Err() != nil {
+		at.drain = 0
+	}
+	at.stopGone = context.AfterFunc(parent, at.ClientGone)
 	return at
 }
 
@@ -106,19 +120,6 @@ func (at *Attempt) Cause() error {
 		return nil
 	}
 	return context.Cause(at.Ctx)
-}
-
-// Drain lets a stream's upstream be read for up to d after its client
-// has gone (0: not at all), so that usage the upstream reports only at its
-// end is still known. From the client's leaving the attempt's context
-// lasts d more at most, then ends with ErrDrainTimeout; the stream's idle
-// timeout still applies. A client already gone ends it at once.
-func (at *Attempt) Drain(d time.Duration) {
-	at.mu.Lock()
-	defer at.mu.Unlock()
-	if !at.left {
-		at.drain = d
-	}
 }
 
 // ClientGone is the client's leaving, seen by the relay (a write that

@@ -53,7 +53,7 @@ func TestAttemptIdleOnlyWhenSilent(t *testing.T) {
 	}
 }
 
-// A stream attempt outlives its client only when the relay allowed a
+// A stream attempt outlives its client only when it was given a
 // drain, and then for the drain's time at most.
 func TestAttemptDrainsAfterClientGone(t *testing.T) {
 	client, leave := context.WithCancel(context.Background())
@@ -67,9 +67,8 @@ func TestAttemptDrainsAfterClientGone(t *testing.T) {
 	at.End()
 
 	client, leave = context.WithCancel(context.Background())
-	at = NewAttempt(client, time.Hour, time.Hour, true)
+	at = NewStreamAttempt(client, time.Hour, time.Second)
 	defer at.End()
-	at.Drain(time.Second)
 	leave()
 	at.ClientGone() // the relay seeing it too changes nothing
 	if at.Ctx.Err() != nil {
@@ -78,5 +77,14 @@ func TestAttemptDrainsAfterClientGone(t *testing.T) {
 	<-at.Ctx.Done()
 	if !errors.Is(at.Cause(), ErrDrainTimeout) {
 		t.Fatalf("a drain past its time: %v", at.Cause())
+	}
+
+	// a client gone before the attempt began gets no drain
+	at = NewStreamAttempt(client, time.Hour, time.Hour)
+	defer at.End()
+	select {
+	case <-at.Ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("an attempt for a client already gone was drained")
 	}
 }

@@ -267,3 +267,64 @@ func TestDrainStopsAtItsBounds(t *testing.T) {
 		})
 	}
 }
+
+// slowThinker answers a Gemini stream after thinking: nothing but its
+// headers until release closes, then the visible text and the final
+// usage (1,263 tokens of hidden thoughts) and the end. arrived closes when
+// the request is in.
+func slowThinker(t *testing.T) (srv *httptest.Server, arrived chan struct{}, release chan struct{}) {
+	arrived, release = make(chan struct{}), make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(arrived)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"The sky is blue\"}], \"role\": \"model\"}, \"index\": 0}], "+
+			"\"usageMetadata\": {\"promptTokenCount\": 500, \"candidatesTokenCount\": 4, \"totalTokenCount\": 1767, \"thoughtsTokenCount\": 1263}, \"modelVersion\": \"gemini-x\", \"responseId\": \"r-slow\"}\r\n\r\n")
+		fmt.Fprint(w, "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \".\"}], \"role\": \"model\"}, \"finishReason\": \"STOP\", \"index\": 0}], "+
+			"\"usageMetadata\": {\"promptTokenCount\": 500, \"candidatesTokenCount\": 5, \"totalTokenCount\": 1768, \"thoughtsTokenCount\": 1263}, \"modelVersion\": \"gemini-x\", \"responseId\": \"r-slow\"}\r\n\r\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, arrived, release
+}
+
+// TestClientGoneWhileGeminiThinksBillsItsAnswer: a client that gives up
+// while Gemini thinks, before its first chunk, is billed the answer the
+// upstream then finishes and reports, thoughts included (formerly the
+// upstream was hung up on and the request cost nothing).
+func TestClientGoneWhileGeminiThinksBillsItsAnswer(t *testing.T) {
+	up, arrived, release := slowThinker(t)
+	gw := gatewaytest.Start(t, reservationConfig().String(), gatewaytest.Vars{"UP": up.URL})
+	key := gw.AddUser("tim", 1_000_000_000)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", gw.URL+"/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+			strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"Why is the sky blue?"}]}]}`))
+		req.Header.Set("X-Goog-Api-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the client got an answer it gave up on")
+	}
+	close(release)
+	r := gw.WaitUsage("tim", 1)[0]
+	if r.Estimated || r.PromptTokens != 500 || r.CompletionTokens != 5+1263 || r.ReasoningTokens != 1263 || r.Cost != 500+2*(5+1263) {
+		t.Fatalf("row %+v; want the reported 500 + 1,268 tokens (1,263 of thoughts), costing %d", r, 500+2*(5+1263))
+	}
+	if _, used := gw.Quota("tim"); used != r.Cost {
+		t.Fatalf("used %d, row cost %d", used, r.Cost)
+	}
+}
