@@ -256,12 +256,22 @@ func (s *streamStep) head(data []byte) (adapters.StreamEnd, error) {
 		return adapters.StreamEndMarker, nil
 	}
 	// the search reads every chunk once; the member is parsed only on a hit
-	if adapters.NamesMember(data, errorKey, `{"[`) {
-		if v, found, err := adapters.TopLevelMember(data, "error"); err == nil && found && !bytes.Equal(v, []byte("null")) {
+	if adapters.NamesMember(data, errorKey, `{"`) {
+		if v, found, err := adapters.TopLevelMember(data, "error"); err == nil && found && !noError(v) {
 			return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
 		}
 	}
 	return adapters.StreamGoesOn, nil
+}
+
+// noError reports an error member that says there is none ("", {}), as
+// some servers write one in every chunk.
+func noError(v []byte) bool {
+	switch string(bytes.Join(bytes.Fields(v), nil)) {
+	case `""`, `{}`:
+		return true
+	}
+	return false
 }
 
 // Probe implements adapters.StreamStep. Only a chunk that names a usage
