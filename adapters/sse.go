@@ -26,6 +26,8 @@ type SSEReader struct {
 	ev    SSEEvent
 	// max bounds one event's frame in bytes; 0: unbounded.
 	max int
+	// read counts the body's bytes read as lines, keep-alives included
+	read int64
 }
 
 // ErrEventTooLarge is returned by SSEReader.Next for an event longer than
@@ -56,9 +58,12 @@ func (s *SSEReader) Release() {
 		return // an outsized stream: let its buffers go
 	}
 	s.br.Reset(nil)
-	s.frame, s.data, s.ev, s.max = s.frame[:0], s.data[:0], SSEEvent{}, 0
+	s.frame, s.data, s.ev, s.max, s.read = s.frame[:0], s.data[:0], SSEEvent{}, 0, 0
 	sseReaders.Put(s)
 }
+
+// BytesRead is how many bytes of the body Next has read so far.
+func (s *SSEReader) BytesRead() int64 { return s.read }
 
 // Buffered reports whether bytes of a next event have already arrived.
 func (s *SSEReader) Buffered() bool { return s.br.Buffered() > 0 }
@@ -74,6 +79,7 @@ func (s *SSEReader) Next() (*SSEEvent, error) {
 		hasData := false
 		for {
 			line, err := s.br.ReadSlice('\n')
+			s.read += int64(len(line))
 			if err == bufio.ErrBufferFull {
 				// a line longer than the buffer: gather it whole
 				buf := append([]byte(nil), line...)
@@ -82,6 +88,7 @@ func (s *SSEReader) Next() (*SSEEvent, error) {
 						return nil, ErrEventTooLarge
 					}
 					line, err = s.br.ReadSlice('\n')
+					s.read += int64(len(line))
 					buf = append(buf, line...)
 				}
 				line = buf

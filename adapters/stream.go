@@ -248,6 +248,9 @@ func (d *StreamDecoder) PartialText() string {
 	return string(text)
 }
 
+// BytesRead is how many bytes of the upstream's body the decoder has read.
+func (d *StreamDecoder) BytesRead() int64 { return d.sse.BytesRead() }
+
 // SetMaxEvent bounds one upstream event's size: past n bytes Next returns
 // ErrEventTooLarge rather than buffering on (a channel's max_stream_event).
 func (d *StreamDecoder) SetMaxEvent(n int) { d.sse.SetMaxEvent(n) }

@@ -58,6 +58,13 @@ type App struct {
 	MaxInflightUploads int64 `json:"max_inflight_uploads,omitempty"`
 	// MaxAttempts bounds how many channels one request tries. Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// StreamDrainTimeout is how long a stream's upstream is read on after
+	// its client has gone, for the usage it reports at its end (nothing is
+	// written); past it the stream is billed on what was known. Default
+	// 30s; negative: off, the upstream is hung up on with the client.
+	StreamDrainTimeout caddy.Duration `json:"stream_drain_timeout,omitempty"`
+	// StreamDrainMaxBytes bounds the bytes of such a drain. Default 4 MiB.
+	StreamDrainMaxBytes int64 `json:"stream_drain_max_bytes,omitempty"`
 	// DefaultMaxTokens is the completion allowance reserved for a request
 	// that sets no max_tokens. Default 1024.
 	DefaultMaxTokens int64 `json:"default_max_tokens,omitempty"`
@@ -272,6 +279,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxAttempts <= 0 {
 		a.MaxAttempts = 3
 	}
+	drain := engine.DrainBounds{Timeout: time.Duration(a.StreamDrainTimeout), MaxBytes: a.StreamDrainMaxBytes}
+	if drain.Timeout == 0 {
+		drain.Timeout = engine.DefaultDrainTimeout
+	}
+	drain.Timeout = max(drain.Timeout, 0)
+	if drain.MaxBytes <= 0 {
+		drain.MaxBytes = engine.DefaultDrainMaxBytes
+	}
 	if a.MaxUploadSize <= 0 {
 		a.MaxUploadSize = defaultMaxUploadSize
 	}
@@ -343,7 +358,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
-		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent)}
+		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
+		Drain: drain}
 	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
 		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
 	}

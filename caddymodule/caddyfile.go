@@ -40,6 +40,8 @@ func init() {
 //		max_fetched_bytes <size>
 //		image_fetch_ports <port>...
 //		max_attempts <n>
+//		stream_drain_timeout <duration>|off
+//		stream_drain_max_bytes <size>
 //		max_upload_size <size>
 //		max_inflight_uploads <size>
 //		default_max_tokens <n>
@@ -184,6 +186,28 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.MaxFetchedBytes = size
 			}
+		case "stream_drain_timeout":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			if d.Val() == "off" {
+				a.StreamDrainTimeout = -1
+				break
+			}
+			dur, err := caddy.ParseDuration(d.Val())
+			if err != nil || dur <= 0 {
+				return d.Errf("stream_drain_timeout: a positive duration or off, not %q", d.Val())
+			}
+			a.StreamDrainTimeout = caddy.Duration(dur)
+		case "stream_drain_max_bytes":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			size, err := parseSize(d.Val())
+			if err != nil || size <= 0 {
+				return d.Errf("stream_drain_max_bytes: a positive size, not %q", d.Val())
+			}
+			a.StreamDrainMaxBytes = size
 		case "max_attempts", "default_max_tokens", "max_elements", "max_fetched_images", "part_tokens":
 			name := d.Val()
 			if !d.NextArg() {

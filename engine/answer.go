@@ -111,6 +111,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 		}
 	}()
 	ev, err := first, error(nil)
+	drained := false // the client left and the upstream was read to its end
 	for {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -121,6 +122,8 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 				break
 			}
 			if x.R.Context().Err() != nil {
+				// the upstream's stream ended while the client was leaving
+				// (within the drain's bounds, or broken): nothing more to read
 				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
 				break
 			}
@@ -148,7 +151,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 		pending := dec.Pending()
 		if len(buf) > 0 && (!pending || len(buf) >= writeAt) {
 			if _, err := x.W.Write(buf); err != nil {
-				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
+				drained = e.drain(x, at, ch, dec)
 				break
 			}
 			buf = buf[:0]
@@ -157,7 +160,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 		if unflushed && !pending {
 			// nothing more is here yet: flush (else one flush for all)
 			if err := rc.Flush(); err != nil {
-				x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
+				drained = e.drain(x, at, ch, dec)
 				break
 			}
 			unflushed = false
@@ -166,7 +169,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	}
 	// a stream cut before its end is billed on what was generated: the
 	// text after the last usage the upstream reported counts too
-	x.Cut = x.Status != http.StatusOK
+	x.Cut = x.Status != http.StatusOK && !drained
 	if x.Cut && !x.Usage.Known() {
 		if u := dec.UsageSoFar(); u != nil {
 			x.Usage = *u
@@ -177,4 +180,56 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	}
 	dec.Release()
 	return nil
+}
+
+// DrainBounds bound how long and how far a stream's upstream is read after
+// its client has gone: the usage of OpenAI-style streams, and Anthropic's
+// and Gemini's final counts, come only at their end, and the upstream
+// bills its whole answer whether or not the client stayed. Zero Timeout:
+// no drain, the upstream is hung up on with the client.
+type DrainBounds struct {
+	Timeout  time.Duration
+	MaxBytes int64
+}
+
+// Defaults of DrainBounds.
+const (
+	DefaultDrainTimeout  = 30 * time.Second
+	DefaultDrainMaxBytes = 4 << 20
+)
+
+// drain reads the rest of a stream whose client has gone, writing nothing,
+// so that the usage it reports at its end is billed; it reports whether
+// the upstream's end came. It stops at the drain's bounds (the attempt's
+// context ends Timeout after the client left; MaxBytes of the body read
+// since), at a silence past the stream's idle timeout, or at an upstream
+// error: the stream is then billed as a cut one, on what was known.
+func (e *Engine) drain(x *Exchange, at *Attempt, ch *routing.Channel, dec *adapters.StreamDecoder) bool {
+	x.Status, x.ErrMsg = adapters.StatusClientClosed, "client disconnected"
+	at.ClientGone()
+	if e.Drain.Timeout <= 0 {
+		return false
+	}
+	start := dec.BytesRead()
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			ended := errors.Is(err, io.EOF)
+			if !ended {
+				if ce := e.Log.Check(zap.DebugLevel, "stopped reading a stream its client left"); ce != nil {
+					ce.Write(zap.String("channel", ch.Name), zap.Error(err), zap.NamedError("cause", at.Cause()),
+						zap.Int64("bytes", dec.BytesRead()-start))
+				}
+			}
+			return ended
+		}
+		at.Alive()
+		x.Observe(ev)
+		if dec.BytesRead()-start > e.Drain.MaxBytes {
+			if ce := e.Log.Check(zap.DebugLevel, "stopped reading a stream its client left"); ce != nil {
+				ce.Write(zap.String("channel", ch.Name), zap.Int64("max_bytes", e.Drain.MaxBytes))
+			}
+			return false
+		}
+	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -11,11 +12,15 @@ import (
 var (
 	ErrStreamIdle = errors.New("stream idle timeout")
 	ErrTimeout    = errors.New("upstream timeout")
+	// ErrDrainTimeout ends a stream read on after its client left (see
+	// NewStreamAttempt) that did not end within the drain's time bound.
+	ErrDrainTimeout = errors.New("drain timeout")
 )
 
 // Attempt is one try on one channel: its context ends with the client,
 // with the channel's whole-answer timeout (non-streamed requests), or
-// when a stream stays silent for longer than its idle timeout.
+// when a stream stays silent for longer than its idle timeout. A stream
+// may outlive its client for a bounded time (NewStreamAttempt).
 type Attempt struct {
 	// Ctx is the attempt's context, for the upstream request
 	Ctx    context.Context
@@ -32,6 +37,14 @@ type Attempt struct {
 	events atomic.Uint64
 	seen   uint64
 	quiet  int
+
+	// a stream's context does not end with the client's by itself:
+	// ClientGone does that, or arms the drain timer when one is allowed
+	stopGone func() bool
+	mu       sync.Mutex
+	drain    time.Duration // 0: none; the client's end ends the attempt
+	left     bool          // the client has gone
+	drainEnd *time.Timer
 }
 
 // idleChecks is how often per idle period a stream's timer looks for
@@ -39,15 +52,32 @@ type Attempt struct {
 const idleChecks = 4
 
 // A stream's idle timer starts with its headers (response_header_timeout
-// bounds the wait for them); a non-streamed answer's timer at once.
+// bounds the wait for them); a non-streamed answer's timer at once. A
+// stream made here ends with its client (NewStreamAttempt may outlive it).
 func NewAttempt(parent context.Context, timeout, streamIdle time.Duration, stream bool) *Attempt {
+	if stream {
+		return NewStreamAttempt(parent, streamIdle, 0)
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	at := &Attempt{Ctx: ctx, cancel: cancel}
-	if stream {
-		at.idle = streamIdle
-	} else {
-		at.timer = time.AfterFunc(timeout, func() { cancel(ErrTimeout) })
+	at.timer = time.AfterFunc(timeout, func() { cancel(ErrTimeout) })
+	return at
+}
+
+// NewStreamAttempt is a stream's attempt that may outlive its client by
+// drain (0: not at all), so that the usage its upstream reports only at
+// its end is still read: from the client's leaving its context lasts
+// drain more at most, then ends with ErrDrainTimeout; the stream's idle
+// timeout and response_header_timeout still apply. A client gone before
+// the attempt starts ends it at once.
+func NewStreamAttempt(parent context.Context, streamIdle, drain time.Duration) *Attempt {
+	// detached from the client, whose leaving is watched instead
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	at := &Attempt{Ctx: ctx, cancel: cancel, idle: streamIdle, drain: drain}
+	if parent.Err() != nil {
+		at.drain = 0
 	}
+	at.stopGone = context.AfterFunc(parent, at.ClientGone)
 	return at
 }
 
@@ -92,10 +122,36 @@ func (at *Attempt) Cause() error {
 	return context.Cause(at.Ctx)
 }
 
-// End stops the attempt's timer and cancels its context.
+// ClientGone is the client's leaving, seen by the relay (a write that
+// failed) or by the request's context, whichever comes first: the attempt
+// ends, or its drain starts. Calls after the first do nothing.
+func (at *Attempt) ClientGone() {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if at.left {
+		return
+	}
+	at.left = true
+	if at.drain <= 0 {
+		at.cancel(context.Canceled)
+		return
+	}
+	at.drainEnd = time.AfterFunc(at.drain, func() { at.cancel(ErrDrainTimeout) })
+}
+
+// End stops the attempt's timers and cancels its context.
 func (at *Attempt) End() {
 	if at.timer != nil {
 		at.timer.Stop()
+	}
+	if at.stopGone != nil {
+		at.stopGone()
+		at.mu.Lock()
+		if at.drainEnd != nil {
+			at.drainEnd.Stop()
+		}
+		at.left = true // a late ClientGone arms nothing
+		at.mu.Unlock()
 	}
 	at.cancel(context.Canceled)
 }

@@ -52,3 +52,39 @@ func TestAttemptIdleOnlyWhenSilent(t *testing.T) {
 		t.Fatalf("a silent stream: %v", at.Cause())
 	}
 }
+
+// A stream attempt outlives its client only when it was given a
+// drain, and then for the drain's time at most.
+func TestAttemptDrainsAfterClientGone(t *testing.T) {
+	client, leave := context.WithCancel(context.Background())
+	at := NewAttempt(client, time.Hour, time.Hour, true)
+	leave()
+	select {
+	case <-at.Ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stream without a drain outlived its client")
+	}
+	at.End()
+
+	client, leave = context.WithCancel(context.Background())
+	at = NewStreamAttempt(client, time.Hour, time.Second)
+	defer at.End()
+	leave()
+	at.ClientGone() // the relay seeing it too changes nothing
+	if at.Ctx.Err() != nil {
+		t.Fatalf("a draining stream ended with its client: %v", at.Cause())
+	}
+	<-at.Ctx.Done()
+	if !errors.Is(at.Cause(), ErrDrainTimeout) {
+		t.Fatalf("a drain past its time: %v", at.Cause())
+	}
+
+	// a client gone before the attempt began gets no drain
+	at = NewStreamAttempt(client, time.Hour, time.Hour)
+	defer at.End()
+	select {
+	case <-at.Ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("an attempt for a client already gone was drained")
+	}
+}

@@ -74,6 +74,8 @@ type Engine struct {
 	TraceContent int
 	// Affinity keeps conversations on one channel and key; nil: off
 	Affinity *routing.Affinity
+	// Drain bounds reading a stream on after its client has gone
+	Drain DrainBounds
 }
 
 // Run tries the plan's channels in order until one answers, and returns

@@ -9,9 +9,9 @@ import (
 
 // BilledUsage is what a relayed request is billed on: the upstream's
 // counts, or when it reported none, the local tokenizer's. A stream cut
-// before its end event (the client left, the upstream broke) reported at
-// most partial usage (Anthropic's message_start; of Gemini's partial
-// usageMetadata its decoder keeps only the prompt count), so it is billed
+// before its end event (the client left and the drain after it stopped at
+// a bound, the upstream broke) reported at most partial usage (Anthropic's
+// message_start, Gemini's counts so far), so it is billed
 // the larger of that usage, plus what was generated after it, and a local
 // count of everything generated, reasoning included.
 //

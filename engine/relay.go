@@ -94,7 +94,15 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 	b := e.Upstreams[ch.Name].Bounds
 	// media answers are timed whole, and only chat streams
 	stream := x.Req.Stream && x.Media == nil && x.Req.Op != adapters.OpRerank
-	ra.at = NewAttempt(x.R.Context(), b.Timeout, b.StreamIdle, stream)
+	if stream {
+		// the upstream may start on the request as soon as it has it, and
+		// bills its answer: a client that leaves (while a model thinks
+		// before its first event, or mid-stream) does not end it at once,
+		// it is read on for its usage within the drain's bounds
+		ra.at = NewStreamAttempt(x.R.Context(), b.StreamIdle, e.Drain.Timeout)
+	} else {
+		ra.at = NewAttempt(x.R.Context(), b.Timeout, b.StreamIdle, false)
+	}
 	ra.n++
 	resp, f := e.send(x, ra.at, ch, prov, build, ra.n)
 	if f == nil && stream {
@@ -164,6 +172,9 @@ func (e *Engine) openStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bou
 	resp.Body.Close()
 	dec.Release()
 	if x.R.Context().Err() != nil {
+		// the upstream took the request (its headers came): its prompt is
+		// billed, as when the client leaves while they are awaited
+		x.Channel = ch.Name
 		return nil, nil, ClientClosed()
 	}
 	return nil, nil, e.StreamFailure(ch, at, b.StreamIdle, b.MaxStreamEvent, err)

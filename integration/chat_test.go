@@ -323,8 +323,12 @@ func TestStreamBreaksAfterFirstByte(t *testing.T) {
 	}
 }
 
+// TestDisconnectMidStreamStillBills: with stream_drain_timeout off, a
+// client that leaves mid-stream ends the upstream's stream at once, and
+// the cut answer is billed by estimate (drain_test.go has the default,
+// which reads on for the upstream's final usage).
 func TestDisconnectMidStreamStillBills(t *testing.T) {
-	s := startOpenAI(t)
+	s := startOpenAIWith(t, openaiConfig().option("stream_drain_timeout off"))
 	key := s.gw.AddUser("hank", 1_000_000)
 	s.primary.Set(func(b *gatewaytest.Behavior) {
 		b.Reply = strings.Repeat("word ", 50)

@@ -80,7 +80,8 @@ func readThenLeave(t *testing.T, gw *gatewaytest.Gateway, path, key, body string
 func TestDisconnectBeforeUsageBillsReasoning(t *testing.T) {
 	words := strings.Fields(strings.Repeat("let me think about this carefully ", 8))
 	up := thinker(t, words)
-	gw := gatewaytest.Start(t, reservationConfig().String(), gatewaytest.Vars{"UP": up.URL})
+	// thinker never ends: the drain after the client left stops at its bound
+	gw := gatewaytest.Start(t, reservationConfig().option("stream_drain_timeout 200ms").String(), gatewaytest.Vars{"UP": up.URL})
 	key := gw.AddUser("dora", 1_000_000_000)
 	reasoning := tokenizer.Count("gpt-x", strings.Join(words, " ")+" ")
 
@@ -115,7 +116,8 @@ func TestDisconnectBeforeUsageBillsReasoning(t *testing.T) {
 func TestDisconnectMidThinkingBillsThoughts(t *testing.T) {
 	words := strings.Fields(strings.Repeat("let me think about this carefully ", 50))
 	up := thinker(t, words)
-	gw := gatewaytest.Start(t, reservationConfig().String(), gatewaytest.Vars{"UP": up.URL})
+	// thinker never ends: the drain after the client left stops at its bound
+	gw := gatewaytest.Start(t, reservationConfig().option("stream_drain_timeout 200ms").String(), gatewaytest.Vars{"UP": up.URL})
 	key := gw.AddUser("gert", 1_000_000_000)
 	// every thought but the last is surely relayed before the hang-up
 	thoughts := int64(tokenizer.Count("gemini-x", strings.Join(words[:len(words)-1], " ")+" "))

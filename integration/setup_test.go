@@ -45,13 +45,19 @@ type openaiSetup struct {
 
 func startOpenAI(t *testing.T) *openaiSetup {
 	t.Helper()
+	return startOpenAIWith(t, openaiConfig())
+}
+
+// startOpenAIWith is startOpenAI with a variant of openaiConfig.
+func startOpenAIWith(t *testing.T, cfg *caddyfile) *openaiSetup {
+	t.Helper()
 	t.Setenv("GATEWAY_TEST_UPSTREAM_KEY", "sk-up-1")
 	s := &openaiSetup{
 		primary: gatewaytest.NewFakeOpenAI(t, "sk-up-1"),
 		backup:  gatewaytest.NewFakeOpenAI(t, "sk-up-2"),
 	}
 	s.backup.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the backup" })
-	s.gw = gatewaytest.Start(t, openaiConfig().String(), gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
+	s.gw = gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP1": s.primary.URL, "UP2": s.backup.URL})
 	return s
 }
 

@@ -36,7 +36,9 @@
 //
 // Besides the goldens Run checks passthrough (this family's client bodies,
 // answers and every stream frame go through its own provider byte for byte,
-// but the model), the refusal table the family supplies, and that every
+// but the model, with the same usage and upstream error as a translated
+// stream, and one of its streams written with spaces as Python's json.dumps
+// writes JSON), the refusal table the family supplies, and that every
 // golden in those directories was checked by some fixture.
 package adaptertest
 
@@ -591,16 +593,22 @@ func (k *kit) passthrough(t *testing.T) {
 		}
 	})
 	t.Run("streams", func(t *testing.T) {
-		n := 0
+		n, spaced := 0, false
 		for _, in := range k.fixtures(t, "stream", ".sse") {
 			if _, from := source(t, in, ".sse"); from != k.self.Name {
 				continue
 			}
 			n++
 			k.passthroughStream(t, in)
+			stream := goldentest.Read(t, in)
+			spaced = spaced || bytes.Contains(stream, []byte(`": `)) && bytes.Contains(stream, []byte(`, "`))
 		}
 		if n == 0 {
 			t.Fatalf("no stream/NAME.%s.sse fixture", k.self.Name)
+		}
+		// usage and errors must be found however the upstream spaces its JSON
+		if !spaced {
+			t.Errorf("no stream/NAME.%s.sse fixture written with spaces, as Python's json.dumps writes JSON", k.self.Name)
 		}
 	})
 }
@@ -609,7 +617,8 @@ func (k *kit) passthroughStream(t *testing.T, in string) {
 	t.Helper()
 	stream := goldentest.Read(t, in)
 	req := &adapters.Request{Op: adapters.OpChat, Dialect: k.self.Name, Model: "client-model", Stream: true, IncludeUsage: true}
-	evs, err := goldentest.Drain(adapters.DecodeStream(k.self.Chat, req, bytes.NewReader(stream)))
+	pdec := adapters.DecodeStream(k.self.Chat, req, bytes.NewReader(stream))
+	evs, err := goldentest.Drain(pdec)
 	enc := k.self.Dialect.NewStreamEncoder(req)
 	var raw, out []byte
 	var usage *adapters.Usage
@@ -635,12 +644,26 @@ func (k *kit) passthroughStream(t *testing.T, in string) {
 		}
 	}
 	// the usage billed is the same whether the stream was translated
-	tevs, _ := goldentest.Drain(adapters.DecodeStream(k.self.Chat, &adapters.Request{Op: adapters.OpChat, Dialect: translated, Stream: true}, bytes.NewReader(stream)))
+	tdec := adapters.DecodeStream(k.self.Chat, &adapters.Request{Op: adapters.OpChat, Dialect: translated, Stream: true}, bytes.NewReader(stream))
+	tevs, terr := goldentest.Drain(tdec)
+	// and so is an upstream's error event, however its JSON is spaced
+	var pe, te *adapters.Error
+	errors.As(err, &pe)
+	if errors.As(terr, &te) && (pe == nil || pe.Status != te.Status || pe.Message != te.Message) {
+		t.Errorf("%s: passthrough ended with %v, translated with the upstream's error %v", in, err, terr)
+	}
 	var tusage *adapters.Usage
 	for _, ev := range tevs {
 		if ev.Usage != nil {
 			tusage = ev.Usage
 		}
+	}
+	// a stream cut before its usage is billed the usage known so far
+	if err != nil && usage == nil {
+		usage = pdec.UsageSoFar()
+	}
+	if terr != nil && tusage == nil {
+		tusage = tdec.UsageSoFar()
 	}
 	if (usage == nil) != (tusage == nil) || (usage != nil && *usage != *tusage) {
 		t.Errorf("%s: passthrough usage %+v, translated %+v", in, usage, tusage)

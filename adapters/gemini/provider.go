@@ -310,24 +310,28 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 		return nil, s.end(), nil
 	}
 	u := usageFromWire(h.UsageMetadata)
-	if !s.finished {
-		// the counts before the finish are not final (the thoughts so far
-		// are often missing): they are kept for UsageSoFar, and the chunks
-		// stay with the decoder, to be counted if the stream is cut
-		s.usage = &u
+	s.usage = &u
+	if !s.finished && u.CompletionTokens == 0 {
+		// while Gemini thinks its chunks count the prompt only, not the
+		// thoughts they carry: kept for UsageSoFar, and the chunks stay
+		// with the decoder, to be counted if the stream is cut
 		return nil, s.end(), nil
 	}
+	// the output so far (hidden thoughts included, which no chunk's text
+	// shows): a stream cut after it is billed at least that
 	return &u, s.end(), nil
 }
 
-// UsageSoFar implements adapters.UsageSoFar: of the usage a chunk before
-// the finish reported, only the prompt's counts are final; the output is
-// counted from the chunks seen.
+// UsageSoFar implements adapters.UsageSoFar: the usage the last chunk
+// reported. Before the finish it counts the output up to that chunk,
+// hidden thoughts included, or (while Gemini thinks) the prompt alone;
+// the relay bills the larger of it and its own count of the text relayed.
 func (s *streamStep) UsageSoFar() *adapters.Usage {
 	if s.usage == nil {
 		return nil
 	}
-	return &adapters.Usage{PromptTokens: s.usage.PromptTokens, CachedTokens: s.usage.CachedTokens}
+	u := *s.usage
+	return &u
 }
 
 func (s *streamStep) end() adapters.StreamEnd {

@@ -243,27 +243,42 @@ type streamStep struct {
 
 var (
 	doneMarker = []byte("[DONE]")
-	usageKey   = []byte(`"usage":{`)
-	errorKey   = []byte(`"error":`)
+	usageKey   = adapters.Key("usage")
+	errorKey   = adapters.Key("error")
 )
 
-// end and error are read the same way in both modes.
+// end and error are read the same way in both modes. An error chunk is
+// one with a top-level error member, wherever it stands and however the
+// JSON is spaced (`{"error":{...}}`, `{ "error": {...} }`, or after the
+// chunk's id as some compatible servers write it).
 func (s *streamStep) head(data []byte) (adapters.StreamEnd, error) {
-	if bytes.Equal(data, doneMarker) {
+	if bytes.Equal(bytes.TrimSpace(data), doneMarker) {
 		return adapters.StreamEndMarker, nil
 	}
-	// the prefix first: it is a few bytes, the search reads every chunk whole
-	if bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) && bytes.Contains(data, errorKey) {
-		return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
+	// the search reads every chunk once; the member is parsed only on a hit
+	if adapters.NamesMember(data, errorKey, `{"`) {
+		if v, found, err := adapters.TopLevelMember(data, "error"); err == nil && found && !noError(v) {
+			return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
+		}
 	}
 	return adapters.StreamGoesOn, nil
 }
 
-// Probe implements adapters.StreamStep. Only a chunk that names usage is
-// parsed.
+// noError reports an error member that says there is none ("", {}), as
+// some servers write one in every chunk.
+func noError(v []byte) bool {
+	switch string(bytes.Join(bytes.Fields(v), nil)) {
+	case `""`, `{}`:
+		return true
+	}
+	return false
+}
+
+// Probe implements adapters.StreamStep. Only a chunk that names a usage
+// object is parsed (most chunks carry none, or "usage":null).
 func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
 	end, err := s.head(ev.Data)
-	if err != nil || end != adapters.StreamGoesOn || !bytes.Contains(ev.Data, usageKey) {
+	if err != nil || end != adapters.StreamGoesOn || !adapters.NamesMember(ev.Data, usageKey, "{") {
 		return nil, end, err
 	}
 	u, valid := chunkUsage(ev.Data)

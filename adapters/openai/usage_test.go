@@ -1,9 +1,14 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
 // usageCases are usage objects and stream chunks in the shapes upstreams
@@ -164,4 +169,32 @@ func BenchmarkUsage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkProbe is the passthrough cost of a stream's chunks: the
+// usage fixture's, compact and spaced, per chunk.
+func BenchmarkProbe(b *testing.B) {
+	for _, name := range []string{"usage", "spaced_usage"} {
+		stream, err := os.ReadFile(filepath.Join("testdata", "stream", name+".openai.sse"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var events []*adapters.SSEEvent
+		for _, frame := range bytes.Split(bytes.TrimSpace(stream), []byte("\n\n")) {
+			data := bytes.TrimPrefix(frame, []byte("data: "))
+			events = append(events, &adapters.SSEEvent{Data: data, Raw: frame})
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				step := Adapter{}.NewStreamStep(&adapters.Request{Op: adapters.OpChat})
+				for _, ev := range events {
+					if _, _, err := step.Probe(ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/chunk")
+		})
+	}
 }

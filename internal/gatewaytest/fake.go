@@ -102,6 +102,28 @@ func startSSE(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// spaced rewrites compact JSON as Python's json.dumps and many
+// OpenAI-compatible servers write it: ", " between members and elements,
+// ": " after a key.
+func spaced(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		out = append(out, c)
+		switch {
+		case in && c == '\\' && i+1 < len(b):
+			i++
+			out = append(out, b[i])
+		case c == '"':
+			in = !in
+		case !in && (c == ',' || c == ':'):
+			out = append(out, ' ')
+		}
+	}
+	return out
+}
+
 // sse writes one event (event may be empty) and flushes it.
 func sse(w http.ResponseWriter, event string, v any) {
 	b, _ := json.Marshal(v)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FakeAnthropic is an upstream that speaks Anthropic's Messages API as its
@@ -182,10 +183,10 @@ func (f *FakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, 400, "invalid_request_error", "max_tokens: Field required")
 		return
 	}
-	f.answer(w, &cfg, &rec)
+	f.answer(w, r, &cfg, &rec)
 }
 
-func (f *FakeAnthropic) answer(w http.ResponseWriter, cfg *Behavior, rec *Recorded) {
+func (f *FakeAnthropic) answer(w http.ResponseWriter, r *http.Request, cfg *Behavior, rec *Recorded) {
 	text, calls := answer(cfg, rec)
 	stop := "end_turn"
 	content := []any{map[string]any{"type": "text", "text": text}}
@@ -213,6 +214,13 @@ func (f *FakeAnthropic) answer(w http.ResponseWriter, cfg *Behavior, rec *Record
 	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 	sse(w, "ping", map[string]any{"type": "ping"})
 	for _, word := range splitWords(text) {
+		if cfg.ChunkDelay > 0 {
+			select {
+			case <-time.After(cfg.ChunkDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": word}})
 	}
 	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})

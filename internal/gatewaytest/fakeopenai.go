@@ -47,7 +47,8 @@ func (f *FakeOpenAI) Cancelled() int {
 
 // Behavior is how a fake upstream answers; change it with Set. FakeAnthropic
 // and FakeGemini honour Reply, the token counts, NoUsage and FailStatus;
-// BreakAfter and ChunkDelay are FakeOpenAI's.
+// BreakAfter and SpacedJSON are FakeOpenAI's, ChunkDelay FakeOpenAI's and
+// FakeAnthropic's.
 type Behavior struct {
 	Reply            string        // assistant text without tools, streamed a word a chunk
 	PromptTokens     int64         // reported usage, cached tokens included
@@ -57,7 +58,10 @@ type Behavior struct {
 	FailStatus       int           // answer every request with this error status
 	NoUsage          bool          // report no usage at all
 	BreakAfter       int           // streams: drop the connection after this many chunks
-	ChunkDelay       time.Duration // streams: pause before each chunk
+	ChunkDelay       time.Duration // streams: pause before each chunk (FakeOpenAI, FakeAnthropic)
+	// SpacedJSON: FakeOpenAI writes its stream chunks as Python's
+	// json.dumps does ("usage": {"prompt_tokens": 12, ...})
+	SpacedJSON bool
 
 	// Faults, for the gateway's timeouts, limits and failover.
 	FailBody   string      // with FailStatus: this body instead of OpenAI's 5xx error
@@ -405,6 +409,9 @@ func (f *FakeOpenAI) stream(w http.ResponseWriter, r *http.Request, cfg *Behavio
 			chunk["usage"] = usage
 		}
 		b, _ := json.Marshal(chunk)
+		if cfg.SpacedJSON {
+			b = spaced(b)
+		}
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return false
 		}
