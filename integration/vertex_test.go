@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -282,5 +284,48 @@ func TestVertexBadServiceAccountRefused(t *testing.T) {
 	// the old config still serves
 	if err := s.chat(s.gw.AddUser("still", 10_000_000), vertexGemini); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Imagen on Vertex behind OpenAI's images shape: :predict at the model's
+// publisher path with the channel's token, billed per image; a Claude
+// channel has no images endpoint.
+func TestVertexImagen(t *testing.T) {
+	fake := gatewaytest.NewFakeVertex(t, vertexProject, vertexLocation)
+	saPath, email := fake.ServiceAccount(t, t.TempDir(), "images")
+	adapter := block("vertex", "project "+vertexProject, "location "+vertexLocation)
+	cfg := gatewayConfig().
+		channel("vx-imagen", adapter, "{{VERTEX}}", "{file.{{SA}}}", "imagen-4.0-generate-001").
+		channel("vx-claude", adapter, "{{VERTEX}}", "{file.{{SA}}}", vertexClaude).
+		price("imagen-4.0-generate-001", "image 0.04").
+		price(vertexClaude, "input 3", "output 15")
+	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"VERTEX": fake.BaseURL(), "SA": saPath})
+	key := gw.AddUser("imagen", 10_000_000)
+	c := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	ctx := context.Background()
+	res, err := c.Images.Generate(ctx, openai.ImageGenerateParams{Model: "imagen-4.0-generate-001", Prompt: "a red fox", N: openai.Int(2), Size: "1792x1024"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Data) != 2 {
+		t.Fatalf("answer %+v", res)
+	}
+	for i, d := range res.Data {
+		if png, _ := base64.StdEncoding.DecodeString(d.B64JSON); !bytes.Equal(png, gatewaytest.FakePNG(i)) {
+			t.Fatalf("image %d is not the upstream's", i)
+		}
+	}
+	calls := fake.Calls()
+	if len(calls) != 1 || calls[0].Identity != email ||
+		calls[0].Path != "/v1/projects/"+vertexProject+"/locations/"+vertexLocation+"/publishers/google/models/imagen-4.0-generate-001:predict" {
+		t.Fatalf("calls %+v", calls)
+	}
+	rows := gw.WaitUsage("imagen", 1)
+	if rows[0].Cost != 2*40_000 || rows[0].Status != 200 || rows[0].Channel != "vx-imagen" {
+		t.Errorf("usage row %+v", rows[0])
+	}
+	_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: vertexClaude, Prompt: "a red fox"})
+	if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "which has no image generations endpoint") {
+		t.Fatalf("an image from a Claude model: %v", err)
 	}
 }

@@ -23,11 +23,12 @@ import (
 //
 //	request/NAME.json   {"options": the module's JSON options, "dialect":
 //	                    the client's, "path": where it sent its body, "op":
-//	                    chat (default) or count_tokens, "model": the
+//	                    chat (default), count_tokens or image, "model": the
 //	                    upstream model, "body": the client's body}
 //	  NAME.golden         → the request the provider builds
 //	response/NAME.json  {"options", "model", "dialect": the client's ("" for
-//	                    one of another dialect), "body": the answer}
+//	                    one of another dialect), "op" (image: a media
+//	                    answer), "body": the answer}
 //	  NAME.golden         → the neutral answer, marked when relayed as it is
 //	stream/NAME.<publisher>.sse   a publisher's stream (a leading SSE
 //	                              comment may name its source)
@@ -135,6 +136,19 @@ func RunVertex(t *testing.T, s VertexSuite) {
 				dialect = translated
 			}
 			body := rawBody(f.Body)
+			if f.Op == adapters.OpImage {
+				mp, ok := p.(adapters.MediaProvider)
+				if !ok {
+					t.Fatalf("an image answer, and %s is no media provider", s.Name)
+				}
+				m, err := mp.DecodeMediaResponse(&adapters.Request{Op: adapters.OpImage, Dialect: "openai", Model: f.Model, Media: &adapters.MediaRequest{N: 1}}, body)
+				if err != nil {
+					t.Fatalf("DecodeMediaResponse: %v", err)
+				}
+				m.Created = 0 // the clock's, when the answer has no time
+				goldentest.Golden(t, golden, goldentest.Neutral(m))
+				return
+			}
 			resp, err := p.DecodeResponse(&adapters.Request{Op: adapters.OpChat, Dialect: dialect, Model: f.Model}, body)
 			if err != nil {
 				t.Fatalf("DecodeResponse: %v", err)
@@ -253,8 +267,11 @@ func checkPublisherRequest(t *testing.T, s *VertexSuite, f *vertexFixture, req *
 	switch publisher {
 	case "google":
 		want := map[bool]string{false: "generateContent", true: "streamGenerateContent"}[req.Stream]
-		if f.Op == adapters.OpCountTokens {
+		switch {
+		case f.Op == adapters.OpCountTokens:
 			want = "countTokens"
+		case f.Op == adapters.OpImage && strings.HasPrefix(model, "imagen-"):
+			want = "predict"
 		}
 		if method != want || (req.Stream && u.Query().Get("alt") != "sse") {
 			t.Errorf("method %s?%s, want %s", method, u.RawQuery, want)

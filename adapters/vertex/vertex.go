@@ -246,16 +246,20 @@ func (a *Adapter) WrapTransport(base http.RoundTripper) http.RoundTripper {
 // builds the body, which goes to Vertex's path for the model; the access
 // token is added by the transport, so no key is in the request built.
 func (a *Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
-	switch req.Op {
-	case adapters.OpChat, adapters.OpResponses, adapters.OpCountTokens:
+	publisher := a.publisherFor(up.Model)
+	switch {
+	case req.Op == adapters.OpChat, req.Op == adapters.OpResponses, req.Op == adapters.OpCountTokens:
+	case req.Op == adapters.OpImage && req.Media != nil && publisher == PublisherGoogle:
+		// Imagen's :predict and Gemini's image models, as Gemini's wire
+		// builds them
 	default:
-		return nil, adapters.Unsupported("channel %q (vertex) does not serve %s requests", up.Channel, req.Op)
+		return nil, adapters.Unsupported("channel %q (vertex, publisher %s) does not serve %s requests", up.Channel, publisher, req.Op)
 	}
 	if src := a.sources[up.Key]; src != nil {
 		ctx = context.WithValue(ctx, sourceKey{}, src)
 	}
 	wireUp := &adapters.Upstream{Channel: up.Channel, BaseURL: up.BaseURL, Model: up.Model}
-	if a.publisherFor(up.Model) == PublisherAnthropic {
+	if publisher == PublisherAnthropic {
 		return a.claudeRequest(ctx, wireUp, req)
 	}
 	return a.geminiRequest(ctx, wireUp, req)
@@ -391,6 +395,20 @@ func (a *Adapter) DecodeError(status int, body []byte) *adapters.Error {
 		e.Fault = adapters.FaultChannel
 	}
 	return e
+}
+
+// ServesMedia implements adapters.MediaProvider: image generations (and
+// Gemini image models' edits) on a channel of Google's models, as the
+// gemini family serves them.
+func (a *Adapter) ServesMedia(req *adapters.Request) bool {
+	return a.channelWire(req) == PublisherGoogle && a.gem.ServesMedia(req)
+}
+
+// DecodeMediaResponse implements adapters.MediaProvider: Imagen's
+// predictions and Gemini's image parts read as the gemini family reads
+// them.
+func (a *Adapter) DecodeMediaResponse(req *adapters.Request, body []byte) (*adapters.MediaResponse, error) {
+	return a.gem.DecodeMediaResponse(req, body)
 }
 
 // PricedFields implements adapters.PricedFields with the publisher's own.
