@@ -604,13 +604,22 @@ func (cc *ChannelConfig) adapterType() (string, error) {
 }
 
 // upstreamModels are the names the channel's upstream is asked for: its
-// models, and its model_map's targets.
+// models as model_map renames them, and model_map's other targets.
 func upstreamModels(cc *ChannelConfig) []string {
-	out := slices.Clone(cc.Models)
-	for _, m := range cc.ModelMap {
+	var out []string
+	add := func(m string) {
 		if !slices.Contains(out, m) {
 			out = append(out, m)
 		}
+	}
+	for _, m := range cc.Models {
+		if u, ok := cc.ModelMap[m]; ok {
+			m = u
+		}
+		add(m)
+	}
+	for _, u := range cc.ModelMap {
+		add(u)
 	}
 	return out
 }

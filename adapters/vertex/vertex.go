@@ -60,7 +60,8 @@ func init() {
 // Adapter is the Vertex AI provider.
 type Adapter struct {
 	// Project is the Google Cloud project id; default the service
-	// account's own project_id.
+	// account's own project_id. It and Location may be placeholders
+	// ({env.VERTEX_PROJECT}), empty ones meaning the default.
 	Project string `json:"project,omitempty"`
 	// Location is the region (us-east5, europe-west1, ...) or "global".
 	// Default global.
@@ -101,7 +102,10 @@ var locationName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 // Provision fills the defaults and checks the options. The project may
 // still be unset: the service account names one.
 func (a *Adapter) Provision(caddy.Context) error {
-	a.Location = cmp.Or(a.Location, DefaultLocation)
+	// {env.*} and {file.*} placeholders, read at each load
+	repl := caddy.NewReplacer()
+	a.Project = strings.TrimSpace(repl.ReplaceAll(a.Project, ""))
+	a.Location = cmp.Or(strings.TrimSpace(repl.ReplaceAll(a.Location, "")), DefaultLocation)
 	if !locationName.MatchString(a.Location) {
 		return fmt.Errorf("vertex adapter: location %q is not a Google Cloud location (us-central1, europe-west4, global)", a.Location)
 	}
