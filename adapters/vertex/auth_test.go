@@ -280,3 +280,34 @@ func TestTransportRefreshesOnceOn401(t *testing.T) {
 		t.Fatalf("calls %v: want one retry, not more", seen)
 	}
 }
+
+// TestTokenEndpointBounded: an endless answer and a silent token endpoint
+// are cut off (maxTokenAnswer, token_timeout), with errors that say so.
+func TestTokenEndpointBounded(t *testing.T) {
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"`)
+		chunk := strings.Repeat("a", 4096)
+		for range (maxTokenAnswer / 4096) + 8 {
+			fmt.Fprint(w, chunk)
+		}
+	}))
+	defer huge.Close()
+	sa, _ := parseServiceAccount(newTestAccount(t, huge.URL).file)
+	src := &tokenSource{sa: sa, client: huge.Client(), timeout: 5 * time.Second, now: time.Now}
+	if _, err := src.Token(context.Background()); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("a huge token answer: %v", err)
+	}
+
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer silent.Close()
+	defer close(release)
+	sa, _ = parseServiceAccount(newTestAccount(t, silent.URL).file)
+	src = &tokenSource{sa: sa, client: silent.Client(), timeout: 50 * time.Millisecond, now: time.Now}
+	if _, err := src.Token(context.Background()); err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Fatalf("a silent token endpoint: %v", err)
+	}
+}
