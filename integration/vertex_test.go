@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -327,5 +328,48 @@ func TestVertexImagen(t *testing.T) {
 	_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: vertexClaude, Prompt: "a red fox"})
 	if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "which has no image generations endpoint") {
 		t.Fatalf("an image from a Claude model: %v", err)
+	}
+}
+
+// A service account whose key Google no longer accepts (deleted in the
+// console: the assertion's signature fails) makes the channel fail with a
+// 502 to the client, and the log says why without the key.
+func TestVertexRefusedServiceAccount(t *testing.T) {
+	fake := gatewaytest.NewFakeVertex(t, vertexProject, vertexLocation)
+	dir := t.TempDir()
+	goodPath, _ := fake.ServiceAccount(t, dir, "kept")
+	otherPath, _ := fake.ServiceAccount(t, dir, "other")
+	var good, other map[string]string
+	for path, v := range map[string]*map[string]string{goodPath: &good, otherPath: &other} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good["private_key"] = other["private_key"] // the account's key, deleted and replaced
+	b, _ := json.Marshal(good)
+	stale := filepath.Join(dir, "stale.json")
+	if err := os.WriteFile(stale, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	adapter := block("vertex", "project "+vertexProject, "location "+vertexLocation)
+	cfg := gatewayConfig().
+		channel("vx-gemini", adapter, "{{VERTEX}}", "{file.{{SA}}}", vertexGemini).
+		price(vertexGemini, "input 0.30", "output 2.50")
+	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"VERTEX": fake.BaseURL(), "SA": stale})
+	s := &vertexSetup{gw: gw, fake: fake}
+	err := s.chat(gw.AddUser("stale", 10_000_000), vertexGemini)
+	if e := sdkError(t, err); e.StatusCode != 502 {
+		t.Fatalf("a refused service account: %v", err)
+	}
+	if len(fake.Calls()) != 0 || len(fake.Exchanges()) != 0 {
+		t.Fatalf("Vertex was called (%d) or a token issued (%d)", len(fake.Calls()), len(fake.Exchanges()))
+	}
+	logs := gw.Logs()
+	if !strings.Contains(logs, "invalid_grant: Invalid JWT Signature.") || strings.Contains(logs, "PRIVATE KEY") {
+		t.Fatalf("the log does not say why, or shows the key:\n%s", logs)
 	}
 }
