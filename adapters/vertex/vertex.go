@@ -63,8 +63,8 @@ type Adapter struct {
 	// account's own project_id. It and Location may be placeholders
 	// ({env.VERTEX_PROJECT}), empty ones meaning the default.
 	Project string `json:"project,omitempty"`
-	// Location is the region (us-east5, europe-west1, ...) or "global".
-	// Default global.
+	// Location is the region (us-east5, europe-west1, ...), a
+	// multi-region (us, eu) or "global". Default global.
 	Location string `json:"location,omitempty"`
 	// Publisher is whose models the channel serves: google or anthropic.
 	// Unset, a model named claude-* is Anthropic's and any other Google's,
@@ -164,13 +164,16 @@ func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // DefaultBaseURL implements adapters.BaseURLDefaulter: the location's
-// regional endpoint, or the global one.
+// regional endpoint, the global one, or a multi-region's (us, eu).
 func (a *Adapter) DefaultBaseURL() string {
-	loc := cmp.Or(a.Location, DefaultLocation)
-	if loc == "global" {
+	switch loc := cmp.Or(a.Location, DefaultLocation); loc {
+	case "global":
 		return "https://aiplatform.googleapis.com"
+	case "us", "eu":
+		return "https://aiplatform." + loc + ".rep.googleapis.com"
+	default:
+		return "https://" + loc + "-aiplatform.googleapis.com"
 	}
-	return "https://" + loc + "-aiplatform.googleapis.com"
 }
 
 // ProvisionChannel implements adapters.ChannelProvisioner: every key must

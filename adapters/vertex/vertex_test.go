@@ -25,6 +25,7 @@ func TestEndpointByLocation(t *testing.T) {
 		"":                            "https://aiplatform.googleapis.com",
 		"global":                      "https://aiplatform.googleapis.com",
 		"us-east5":                    "https://us-east5-aiplatform.googleapis.com",
+		"eu":                          "https://aiplatform.eu.rep.googleapis.com",
 		"{env.VERTEX_TEST_LOCATION}":  "https://europe-west4-aiplatform.googleapis.com",
 		"{env.VERTEX_UNSET_LOCATION}": "https://aiplatform.googleapis.com",
 	}
