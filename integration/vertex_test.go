@@ -12,8 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"google.golang.org/genai"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
@@ -371,5 +374,38 @@ func TestVertexRefusedServiceAccount(t *testing.T) {
 	logs := gw.Logs()
 	if !strings.Contains(logs, "invalid_grant: Invalid JWT Signature.") || strings.Contains(logs, "PRIVATE KEY") {
 		t.Fatalf("the log does not say why, or shows the key:\n%s", logs)
+	}
+}
+
+// Token counts are asked of Vertex for its own dialect's clients: Claude's
+// at count-tokens:rawPredict, Gemini's at :countTokens; counting is free.
+func TestVertexCountTokens(t *testing.T) {
+	s := startVertex(t)
+	key := s.gw.AddUser("count", 10_000_000)
+	ctx := context.Background()
+	ac := anthropic.NewClient(aoption.WithBaseURL(s.gw.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
+	n, err := ac.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: anthropic.Model(vertexClaude),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("how many tokens?"))}})
+	if err != nil || n.InputTokens != gatewaytest.CountTokens {
+		t.Fatalf("Claude's count: %v, %v", n, err)
+	}
+	gc, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: s.gw.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gc.Models.CountTokens(ctx, vertexGemini, []*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{{Text: "how many tokens?"}}}}, nil)
+	if err != nil || g.TotalTokens != gatewaytest.CountTokens {
+		t.Fatalf("Gemini's count: %v, %v", g, err)
+	}
+	prefix := "/v1/projects/" + vertexProject + "/locations/" + vertexLocation + "/publishers/"
+	var paths []string
+	for _, c := range s.fake.Calls() {
+		paths = append(paths, strings.TrimPrefix(c.Path, prefix))
+	}
+	if fmt.Sprint(paths) != "[anthropic/models/count-tokens:rawPredict google/models/"+vertexGemini+":countTokens]" {
+		t.Fatalf("calls %v", paths)
+	}
+	if _, used := s.gw.Quota("count"); used != 0 {
+		t.Errorf("counting cost %d units", used)
 	}
 }

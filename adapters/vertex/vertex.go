@@ -288,7 +288,42 @@ func (a *Adapter) geminiRequest(ctx context.Context, up *adapters.Upstream, req 
 	}
 	_, method, _ := strings.Cut(hr.URL.Path[strings.LastIndexByte(hr.URL.Path, '/')+1:], ":")
 	model := strings.TrimPrefix(up.Model, "models/")
+	if req.Op == adapters.OpCountTokens && hr.GetBody != nil {
+		body, err := readBody(hr)
+		if err != nil {
+			return nil, err
+		}
+		if body, err = vertexCount(body); err != nil {
+			return nil, err
+		}
+		withBody(hr, body)
+	}
 	return retarget(hr, a.modelPath(up.BaseURL, PublisherGoogle, model)+":"+method, hr.URL.RawQuery, up)
+}
+
+// vertexCount is a countTokens body as Vertex takes it: the Gemini API's
+// generateContentRequest form has its contents, instructions, tools and
+// generation config lifted to the top (Vertex's CountTokensRequest has
+// no such member) and its model left out (the path names it).
+func vertexCount(body []byte) ([]byte, error) {
+	inner, found, err := adapters.TopLevelMember(body, "generateContentRequest")
+	if err == nil && !found {
+		inner, found, err = adapters.TopLevelMember(body, "generate_content_request")
+	}
+	if err != nil || !found {
+		return body, nil //nolint:nilerr // not that form: as the client wrote it
+	}
+	return withoutMember(inner, "model")
+}
+
+// readBody reads a built request's body (bytes, resendable).
+func readBody(hr *http.Request) ([]byte, error) {
+	rc, err := hr.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
 }
 
 // claudeRequest is Anthropic's request as Vertex takes it: the body

@@ -308,6 +308,14 @@ func (f *FakeVertex) serveAPI(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(rest, ":")
 	switch publisher {
 	case "google":
+		raw, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		if method == "countTokens" && bytes.Contains(raw, []byte(`"generateContentRequest"`)) {
+			// Vertex's CountTokensRequest has no such member (the Gemini
+			// API's has), and Vertex refuses unknown members
+			geminiError(w, 400, `Invalid JSON payload received. Unknown name "generateContentRequest": Cannot find field.`)
+			return
+		}
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/v1beta/models/" + model + ":" + method
 		r2.Header.Del("Authorization")
