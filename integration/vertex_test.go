@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,16 +293,18 @@ func TestVertexBadServiceAccountRefused(t *testing.T) {
 }
 
 // Imagen on Vertex behind OpenAI's images shape: :predict at the model's
-// publisher path with the channel's token, billed per image; a Claude
-// channel has no images endpoint.
+// publisher path with the channel's token, billed per image; an edit on a
+// Gemini image model, billed by tokens; a Claude channel has no images
+// endpoint.
 func TestVertexImagen(t *testing.T) {
 	fake := gatewaytest.NewFakeVertex(t, vertexProject, vertexLocation)
 	saPath, email := fake.ServiceAccount(t, t.TempDir(), "images")
 	adapter := block("vertex", "project "+vertexProject, "location "+vertexLocation)
 	cfg := gatewayConfig().
-		channel("vx-imagen", adapter, "{{VERTEX}}", "{file.{{SA}}}", "imagen-4.0-generate-001").
+		channel("vx-imagen", adapter, "{{VERTEX}}", "{file.{{SA}}}", "imagen-4.0-generate-001 gemini-2.5-flash-image").
 		channel("vx-claude", adapter, "{{VERTEX}}", "{file.{{SA}}}", vertexClaude).
 		price("imagen-4.0-generate-001", "image 0.04").
+		price("gemini-2.5-flash-image", "input 0.30", "output 30").
 		price(vertexClaude, "input 3", "output 15")
 	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"VERTEX": fake.BaseURL(), "SA": saPath})
 	key := gw.AddUser("imagen", 10_000_000)
@@ -328,6 +331,29 @@ func TestVertexImagen(t *testing.T) {
 	if rows[0].Cost != 2*40_000 || rows[0].Status != 200 || rows[0].Channel != "vx-imagen" {
 		t.Errorf("usage row %+v", rows[0])
 	}
+
+	// an edit on a Gemini image model: the images streamed inline, byte for byte
+	a, b := randomBytes(12, 200<<10), randomBytes(13, 100<<10)
+	edit, err := c.Images.Edit(ctx, openai.ImageEditParams{Model: "gemini-2.5-flash-image", Prompt: "put them side by side",
+		Image: openai.ImageEditParamsImageUnion{OfFileArray: []io.Reader{openai.File(bytes.NewReader(a), "a.png", "image/png"), openai.File(bytes.NewReader(b), "b.jpg", "image/jpeg")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(edit.Data) != 1 || edit.Usage.OutputTokens != 1290 {
+		t.Fatalf("answer %+v", edit)
+	}
+	reqs := fake.Gemini.Requests()
+	last := reqs[len(reqs)-1]
+	if last.Prompt != "put them side by side" || len(last.Files) != 2 || last.Files[0].SHA256 != sha(a) || last.Files[1].SHA256 != sha(b) {
+		t.Fatalf("Gemini got %q %+v", last.Prompt, last.Files)
+	}
+	if calls := fake.Calls(); calls[len(calls)-1].Path != "/v1/projects/"+vertexProject+"/locations/"+vertexLocation+"/publishers/google/models/gemini-2.5-flash-image:generateContent" {
+		t.Fatalf("calls %+v", calls)
+	}
+	if rows := gw.WaitUsage("imagen", 2); rows[1].Cost != perMillion(9, 300_000, 1290, 30_000_000) {
+		t.Errorf("usage row %+v", rows[1])
+	}
+
 	_, err = c.Images.Generate(ctx, openai.ImageGenerateParams{Model: vertexClaude, Prompt: "a red fox"})
 	if e := sdkError(t, err); e.StatusCode != 400 || !strings.Contains(e.Message, "which has no image generations endpoint") {
 		t.Fatalf("an image from a Claude model: %v", err)
