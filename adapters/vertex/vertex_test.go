@@ -1,6 +1,7 @@
 package vertex
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -88,4 +89,33 @@ func TestWithoutMember(t *testing.T) {
 	if string(same) != `{"a":1}` {
 		t.Fatalf("a body without the member changed: %s", same)
 	}
+}
+
+// FuzzWithoutMember: whatever the body, a valid object comes back valid,
+// without the member and with every other one.
+func FuzzWithoutMember(f *testing.F) {
+	for _, s := range []string{`{"model":"m","a":1}`, `{"a":{"model":2},"model":"x","b":[1,"model"]}`, `{}`, `[]`, `{"model":1,"model":2}`, `{"m\u006fdel":3}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var before map[string]json.RawMessage
+		if json.Unmarshal(in, &before) != nil {
+			return
+		}
+		out, err := withoutMember(in, "model")
+		if err != nil {
+			t.Fatalf("a valid object refused: %v", err)
+		}
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("%s became invalid: %s", in, out)
+		}
+		if _, ok := after["model"]; ok {
+			t.Fatalf("%s kept its model: %s", in, out)
+		}
+		delete(before, "model")
+		if len(before) != len(after) {
+			t.Fatalf("%s lost members: %s", in, out)
+		}
+	})
 }
