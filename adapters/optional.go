@@ -1,5 +1,7 @@
 package adapters
 
+import "net/http"
+
 // Optional interfaces: each is asked of a dialect or a provider only where
 // some families have the thing and others truly do not.
 
@@ -39,4 +41,40 @@ type PricedFields interface {
 // default per image stands.
 type ImageTokens interface {
 	ImageTokens(model string) int64
+}
+
+// ChannelSettings is what a channel's configuration says of its upstream,
+// resolved at load (placeholders replaced, {file.*} read): its keys and
+// the model names the upstream knows (models and model_map targets).
+type ChannelSettings struct {
+	Name    string
+	BaseURL string
+	Keys    []string
+	Models  []string
+}
+
+// ChannelProvisioner is implemented by providers whose key is not sent as
+// it is (a cloud service account, exchanged for short-lived tokens) or
+// whose wire depends on the channel's models: the gateway calls it once
+// per channel at load, after Provision and before any request, and a
+// refusal fails the load with its message. A family whose key travels
+// as it is has nothing to check.
+type ChannelProvisioner interface {
+	ProvisionChannel(ch ChannelSettings) error
+}
+
+// BaseURLDefaulter is implemented by providers whose address follows from
+// their own options (a cloud region), so a channel may leave base_url
+// unset; it is called after Provision.
+type BaseURLDefaulter interface {
+	DefaultBaseURL() string
+}
+
+// TransportWrapper is implemented by providers that authenticate each
+// call themselves (a short-lived token fetched, cached and refreshed once
+// on a 401): the gateway sends the family's requests through the
+// returned RoundTripper, which wraps the channel's own (its dial and
+// header timeouts stay). A family whose key goes in NewRequest needs none.
+type TransportWrapper interface {
+	WrapTransport(base http.RoundTripper) http.RoundTripper
 }

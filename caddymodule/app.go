@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -534,6 +535,9 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 			}
 		}
 		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
+		if d, ok := prov.(adapters.BaseURLDefaulter); ok && base == "" {
+			base = strings.TrimRight(d.DefaultBaseURL(), "/")
+		}
 		if !local {
 			if len(keys) == 0 {
 				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ))
@@ -548,6 +552,12 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 		}
 		if len(cc.Models) == 0 && len(cc.ModelMap) == 0 {
 			return nil, fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
+		}
+		if cp, ok := prov.(adapters.ChannelProvisioner); ok {
+			err := cp.ProvisionChannel(adapters.ChannelSettings{Name: cc.Name, BaseURL: base, Keys: keys, Models: upstreamModels(cc)})
+			if err != nil {
+				return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
+			}
 		}
 		for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
 			if _, ok := a.prices[m]; !ok {
@@ -567,6 +577,11 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 			up.Client = &http.Client{Transport: t.Transport()}
 		} else {
 			up.Client = a.clientFor(up.Bounds)
+		}
+		if w, ok := prov.(adapters.TransportWrapper); ok {
+			c := *up.Client
+			c.Transport = w.WrapTransport(c.Transport)
+			up.Client = &c
 		}
 		upstreams[cc.Name] = up
 		chans = append(chans, &routing.Channel{
@@ -602,6 +617,27 @@ func (cc *ChannelConfig) adapterType() (string, error) {
 			cc.Name, head.Type, cc.Version, head.Type, cc.Version)
 	}
 	return head.Type, nil
+}
+
+// upstreamModels are the names the channel's upstream is asked for: its
+// models as model_map renames them, and model_map's other targets.
+func upstreamModels(cc *ChannelConfig) []string {
+	var out []string
+	add := func(m string) {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	for _, m := range cc.Models {
+		if u, ok := cc.ModelMap[m]; ok {
+			m = u
+		}
+		add(m)
+	}
+	for _, u := range cc.ModelMap {
+		add(u)
+	}
+	return out
 }
 
 func mapKeys(m map[string]string) []string {

@@ -37,11 +37,12 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "JINA", "KLING", "VIDU", "SEEDANCE", "MINIMAX"} {
 		t.Setenv(v+"_API_KEY", "")
 	}
+	t.Setenv("VERTEX_CREDENTIALS_FILE", "")
 	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
 	gw.DBPath = os.Getenv("GATEWAY_DB")
 
 	logs := gw.Logs()
-	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax"} {
+	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax", "vertex", "vertex-claude"} {
 		if !strings.Contains(logs, `"channel":"`+ch+`"`) || !strings.Contains(logs, "channel skipped") {
 			t.Fatalf("no warning for the keyless %s channel:\n%s", ch, logs)
 		}
@@ -123,6 +124,9 @@ func TestExampleKeysStayOutOfConfig(t *testing.T) {
 		halves = append(halves, a, b)
 		env = append(env, name+"="+value)
 	}
+	// Vertex's key is a service account file (the fake's, never called)
+	sa, _ := gatewaytest.NewFakeVertex(t, "example-project", "global").ServiceAccount(t, t.TempDir(), "example")
+	env = append(env, "VERTEX_CREDENTIALS_FILE="+sa)
 	// no channel may reach a real vendor
 	for _, m := range regexp.MustCompile(`\{\$([A-Z0-9_]+_BASE_URL)`).FindAllStringSubmatch(string(example), -1) {
 		env = append(env, m[1]+"=http://127.0.0.1:9")

@@ -15,5 +15,6 @@ import (
 	_ "github.com/caddy-model-gateway/gateway/adapters/minimax"
 	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
 	_ "github.com/caddy-model-gateway/gateway/adapters/seedance"
+	_ "github.com/caddy-model-gateway/gateway/adapters/vertex"
 	_ "github.com/caddy-model-gateway/gateway/adapters/vidu"
 )

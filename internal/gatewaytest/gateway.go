@@ -431,6 +431,18 @@ func (g *Gateway) TryReload(caddyfile string, vars Vars) (string, error) {
 	return string(out), err
 }
 
+// ForceReload runs `caddy reload --force` with the Caddyfile as it is:
+// what an operator runs after changing only a file a {file.*} placeholder
+// reads (Caddy does not reload a configuration whose text is unchanged).
+func (g *Gateway) ForceReload() {
+	g.t.Helper()
+	cmd := exec.Command(Binary(g.t), "reload", "--force", "--config", g.Config, "--adapter", "caddyfile", "--address", g.Admin)
+	cmd.Env = g.environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		g.t.Fatalf("caddy reload --force: %v\n%s", err, out)
+	}
+}
+
 // CLI runs `caddy gateway <args> --config <Caddyfile>` and returns stdout;
 // it fails the test if the command fails.
 func (g *Gateway) CLI(args ...string) string {
