@@ -16,11 +16,11 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 		return err
 	}
 	err = s.pool.QueryRow(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
-		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at, management)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
 		t.UserID, t.Name, t.KeyHash, t.KeyPrefix, t.Status, store.Millis(t.ExpiresAt),
 		t.QuotaLimit, t.UsedQuota, models, t.Limits.RPM, t.Limits.TPM, t.Limits.MaxParallel,
-		store.Millis(t.CreatedAt)).Scan(&t.ID)
+		store.Millis(t.CreatedAt), t.Management).Scan(&t.ID)
 	if err != nil {
 		return fmt.Errorf("create token for user %d: %w", t.UserID, sqlErr(err))
 	}

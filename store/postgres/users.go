@@ -2,17 +2,21 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/caddy-model-gateway/gateway/internal/usernames"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // CreateUser inserts u and sets its ID, and its CreatedAt if zero. An empty
 // Role becomes store.RoleUser and an empty Status "enabled". A taken
-// username or invite code is store.ErrConflict.
+// username, one a person would read as a taken one (usernames.Key), or a
+// taken invite code is store.ErrConflict.
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	id, err := insertUser(ctx, s.pool, u)
 	if err != nil {
@@ -30,11 +34,11 @@ func insertUser(ctx context.Context, q querier, u *store.User) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `INSERT INTO users (username, password_hash, role, status,
 		quota, used_quota, request_count, invite_code, invited_by, invitation_quota,
-		rpm, tpm, max_parallel, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+		rpm, tpm, max_parallel, created_at, name_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
 		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota,
-		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt)).Scan(&id)
+		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt), usernames.Key(u.Username)).Scan(&id)
 	if err != nil {
 		return 0, sqlErr(err)
 	}
@@ -199,6 +203,47 @@ func credit(ctx context.Context, tx pgx.Tx, userID, quota, amount int64) error {
 	}
 	if _, err := tx.Exec(ctx, `UPDATE users SET quota = quota + $1 WHERE id = $2`, amount, userID); err != nil {
 		return fmt.Errorf("credit user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// fillNameKeys gives every user without one their usernames.Key: users
+// made before the column existed. A user whose key another already has
+// (names such as "Root" and "root" taken side by side before) keeps none:
+// both go on signing in by their exact names, and the key taken already
+// refuses new look-alikes of either. Such rows are looked at again at each
+// start and written only when their key has become free, so an up-to-date
+// database opens without a write.
+func fillNameKeys(ctx context.Context, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT id, username FROM users WHERE name_key IS NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("users without a name key: %w", err)
+	}
+	type row struct {
+		id   int64
+		name string
+	}
+	missing, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.id, &x.name)
+	})
+	if err != nil {
+		return fmt.Errorf("users without a name key: %w", err)
+	}
+	for _, r := range missing {
+		key := usernames.Key(r.name)
+		var taken bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE name_key = $1)`, key).Scan(&taken); err != nil {
+			return fmt.Errorf("name key of user %d: %w", r.id, err)
+		}
+		if taken {
+			continue
+		}
+		// another instance starting, or a signup, may take the key first
+		_, err := pool.Exec(ctx, `UPDATE users SET name_key = $1 WHERE id = $2 AND name_key IS NULL`, key, r.id)
+		if err != nil && !errors.Is(sqlErr(err), store.ErrConflict) {
+			return fmt.Errorf("name key of user %d: %w", r.id, err)
+		}
 	}
 	return nil
 }

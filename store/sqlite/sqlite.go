@@ -64,6 +64,10 @@ func Open(dsn string) (store.Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: in-memory database: %w", err)
 		}
+		if err := fillNameKeys(context.Background(), db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: in-memory database: %w", err)
+		}
 		return &Store{w: db, r: db}, nil
 	}
 
@@ -83,6 +87,10 @@ func Open(dsn string) (store.Store, error) {
 	// Migrate before the readers open, so the file is already in WAL mode
 	// and has its schema when they first look.
 	if err := migrate(context.Background(), w, migrations); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", dsn, err)
+	}
+	if err := fillNameKeys(context.Background(), w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", dsn, err)
 	}

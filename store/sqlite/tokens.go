@@ -16,10 +16,11 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 		return err
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
-		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at, management)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.UserID, t.Name, t.KeyHash, t.KeyPrefix, t.Status, store.Millis(t.ExpiresAt),
-		t.QuotaLimit, t.UsedQuota, models, t.Limits.RPM, t.Limits.TPM, t.Limits.MaxParallel, store.Millis(t.CreatedAt))
+		t.QuotaLimit, t.UsedQuota, models, t.Limits.RPM, t.Limits.TPM, t.Limits.MaxParallel, store.Millis(t.CreatedAt),
+		boolInt(t.Management))
 	if err != nil {
 		return fmt.Errorf("create token for user %d: %w", t.UserID, sqlErr(err))
 	}

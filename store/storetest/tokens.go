@@ -29,6 +29,7 @@ func testTokenRoundTrip(t *testing.T, open Opener) {
 			Models:     []string{"gpt-4o", "claude-sonnet-4", "odd,name"},
 		}},
 		{"disabled", store.Token{KeyHash: "h3", Status: store.TokenDisabled}},
+		{"management", store.Token{KeyHash: "h4", Management: true, QuotaLimit: 7}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +71,7 @@ func testTokenRoundTrip(t *testing.T, open Opener) {
 	for _, tok := range list {
 		hashes = append(hashes, tok.KeyHash)
 	}
-	if !slices.Equal(hashes, []string{"h1", "h2", "h3"}) {
+	if !slices.Equal(hashes, []string{"h1", "h2", "h3", "h4"}) {
 		t.Fatalf("list = %v", hashes)
 	}
 	if list, err := s.ListTokens(ctx, u.ID+100); err != nil || list == nil || len(list) != 0 {
@@ -82,7 +83,8 @@ func tokensEqual(a, b *store.Token) bool {
 	return a.ID == b.ID && a.UserID == b.UserID && a.Name == b.Name && a.KeyHash == b.KeyHash &&
 		a.KeyPrefix == b.KeyPrefix && a.Status == b.Status && a.ExpiresAt.Equal(b.ExpiresAt) &&
 		a.ExpiresAt.IsZero() == b.ExpiresAt.IsZero() && a.QuotaLimit == b.QuotaLimit &&
-		a.UsedQuota == b.UsedQuota && slices.Equal(a.Models, b.Models) && a.CreatedAt.Equal(b.CreatedAt)
+		a.UsedQuota == b.UsedQuota && slices.Equal(a.Models, b.Models) && a.CreatedAt.Equal(b.CreatedAt) &&
+		a.Management == b.Management
 }
 
 func testTokenErrors(t *testing.T, open Opener) {
