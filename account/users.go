@@ -111,7 +111,7 @@ func CreateUser(ctx context.Context, st store.Store, actor *store.User, n NewUse
 // register creates a user who signed up on their own. A non-empty
 // inviteCode must be another user's invitation code; that user is owed
 // reward, paid into their invitation quota when the new user first pays.
-func register(ctx context.Context, st store.Store, username, password, inviteCode string, reward int64) (*store.User, error) {
+func register(ctx context.Context, st store.Store, username, password, inviteCode string, reward store.InvitationReward) (*store.User, error) {
 	u, err := prepareUser(username, password)
 	if err != nil {
 		return nil, err

@@ -296,12 +296,19 @@ func TestAccountRateLimits(t *testing.T) {
 	c2 := newClient(t, g)
 	c2.from = "10.0.0.2"
 	c2.login("target")
+	// and while someone fails at the name from elsewhere, its owner's one
+	// typo from their own address does not lock them out
+	typo := newClient(t, g)
+	typo.from = "10.0.5.1"
+	typo.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-targe"}).apiErr(t, 401, "invalid_credentials")
+	typo.login("target")
 	// but a guesser spread over many addresses is slowed: with the name's
-	// failures over the limit, each address that fails at it gets no
-	// second attempt, not even with the right password
+	// failures over the limit, each address that fails at it twice gets
+	// no third attempt, not even with the right password
 	for i := range 3 {
 		spread := newClient(t, g)
 		spread.from = fmt.Sprint("10.0.3.", i)
+		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 401, "invalid_credentials")
 		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 401, "invalid_credentials")
 		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 429, "rate_limited")
 		spread.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")
