@@ -54,8 +54,8 @@ func NewGate(st store.Store, c GateConfig) *Gate {
 	attempts, window := positiveOr(c.Attempts, 10), positiveOr(c.Window, time.Minute)
 	signups, signupWindow := positiveOr(c.Signups, 10), positiveOr(c.SignupWindow, time.Hour)
 	return &Gate{store: st,
-		attempts:         newAttemptLimiter(attempts, window, maxAttemptKeys),
-		signups:          newAttemptLimiter(signups, signupWindow, maxAttemptKeys),
+		attempts:     newAttemptLimiter(attempts, window, maxAttemptKeys),
+		signups:      newAttemptLimiter(signups, signupWindow, maxAttemptKeys),
 		registration: c.Registration,
 		invitationReward: store.InvitationReward{Amount: c.InvitationReward, MinPayment: c.InvitationMinPayment,
 			PlanCodes: c.InvitationPlanCodes},

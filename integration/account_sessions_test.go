@@ -84,10 +84,12 @@ func TestAccountLoginSessionAndLogout(t *testing.T) {
 	}
 	newClient(t, g).do(http.MethodGet, "/api/user/models", nil).apiErr(t, 401, "not_logged_in")
 
-	// a key works as well as the cookie
-	key := g.AddToken("alice")
+	// a management key works as well as the cookie; a plain key reaches
+	// the model endpoints only
 	bearer := newClient(t, g)
-	bearer.bearer = key
+	bearer.bearer = g.AddToken("alice")
+	bearer.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 403, "management_key_required")
+	bearer.bearer = g.AddToken("alice", "--management")
 	if got := bearer.self(); got.ID != u.ID {
 		t.Fatalf("self by key = %+v", got)
 	}
@@ -185,7 +187,7 @@ func TestAccountSessionsEnd(t *testing.T) {
 	// and with a key, for a device whose cookie is out of reach
 	here.login("pat")
 	keyed := newClient(t, g)
-	keyed.bearer = g.AddToken("pat")
+	keyed.bearer = g.AddToken("pat", "--management")
 	keyed.ok(http.MethodPost, "/api/user/logout_all", struct{}{})
 	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
 	newClient(t, g).do(http.MethodPost, "/api/user/logout_all", struct{}{}).apiErr(t, 401, "not_logged_in")
@@ -266,10 +268,11 @@ func TestAccountCSRF(t *testing.T) {
 	if a.status != 200 || tokens() != 2 {
 		t.Fatalf("same-origin request: %d %s", a.status, a.body)
 	}
-	// a key needs no Origin: it cannot be sent by another site's page
+	// a (management) key needs no Origin: it cannot be sent by another
+	// site's page
 	keyed := newClient(t, g)
 	keyed.origin = ""
-	keyed.bearer = g.AddToken("victim")
+	keyed.bearer = g.AddToken("victim", "--management")
 	keyed.ok(http.MethodPost, "/api/user/tokens", map[string]string{"name": "by-key"})
 }
 

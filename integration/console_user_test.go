@@ -68,9 +68,9 @@ func TestUserModelsAPI(t *testing.T) {
 		t.Fatalf("dall-e-3 priced %v", prices["dall-e-3"])
 	}
 
-	// a key limited to demo sees demo alone
+	// a (management) key limited to demo sees demo alone
 	var limited apiToken
-	c.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "only-demo", "models": []string{"demo"}}).decode(t, &limited)
+	c.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "only-demo", "models": []string{"demo"}, "management": true}).decode(t, &limited)
 	bearer := newClient(t, g)
 	bearer.bearer = limited.Key
 	bearer.ok(http.MethodGet, "/api/user/models", nil).decode(t, &models)
