@@ -39,7 +39,11 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := account.GateConfig{Registration: app.Registration, InvitationReward: app.InvitationReward}
+	cfg := account.GateConfig{Registration: app.Registration, InvitationReward: app.InvitationReward,
+		InvitationMinPayment: app.InvitationMinPayment, InvitationPlanCodes: app.InvitationPlanCodes}
+	if app.SSO != nil && app.SSO.OIDC != nil {
+		cfg.SSODomains = app.SSO.OIDC.AllowedDomains
+	}
 	if c := app.AccountRateLimit; c != nil {
 		cfg.Attempts, cfg.Window = c.Attempts, time.Duration(c.Window)
 	}

@@ -133,6 +133,48 @@ func TestAccountSessionSlides(t *testing.T) {
 	}
 }
 
+// TestAccountSessionEndsAfterItsMaximum: a session slides while it is
+// used, but never past its maximum lifetime from the login (30 days by
+// default, session_max_lifetime when set): a cookie used now and then
+// does not last forever.
+func TestAccountSessionEndsAfterItsMaximum(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	createUser(g, "keeper", 0, "user")
+	st := g.Store()
+	ctx := context.Background()
+	plant := func(id string, created, expires time.Time) {
+		t.Helper()
+		if err := st.CreateSession(ctx, &store.Session{IDHash: keys.Hash(id), UserID: g.User("keeper").ID,
+			CreatedAt: created, ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := 24 * time.Hour
+	// logged in 31 days ago and used every few days since: over
+	plant("session-slid-for-a-month-and-a-day-0000000001", time.Now().Add(-31*day), time.Now().Add(6*day))
+	newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-slid-for-a-month-and-a-day-0000000001").
+		apiErr(t, 401, "session_expired")
+	// logged in 29 days ago: it slides, to the 30th day and no further
+	created := time.Now().Add(-29 * day)
+	plant("session-slid-for-twenty-nine-days-00000000002", created, time.Now().Add(time.Hour))
+	if a := newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-slid-for-twenty-nine-days-00000000002"); a.status != 200 {
+		t.Fatalf("a 29-day-old session: %d %s", a.status, a.body)
+	}
+	sess, err := st.SessionByHash(ctx, keys.Hash("session-slid-for-twenty-nine-days-00000000002"))
+	if err != nil || sess.ExpiresAt.After(created.Add(30*day)) || sess.ExpiresAt.Before(created.Add(30*day-time.Minute)) {
+		t.Fatalf("slid to %v, %v; want the 30th day from the login, %v", sess.ExpiresAt, err, created.Add(30*day))
+	}
+
+	// a maximum of its own
+	g.Reload(accountConfig("on", 1000, 1000).option("session_max_lifetime 2h").String(), nil)
+	plant("session-made-three-hours-ago-0000000000000003", time.Now().Add(-3*time.Hour), time.Now().Add(6*day))
+	newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-made-three-hours-ago-0000000000000003").
+		apiErr(t, 401, "session_expired")
+	c := newClient(t, g)
+	c.login("keeper")
+	c.self()
+}
+
 // TestAccountSessionsEnd: a password change, through the API or the CLI,
 // ends every other session of the user (the API keeps the one that asked);
 // a role change ends the user's sessions; "log out everywhere" ends them
