@@ -289,8 +289,15 @@ func TestGateRegister(t *testing.T) {
 	if _, err := g.Register(ctx, "10.0.0.1", "newer", "long-enough", ""); code(err) != "rate_limited" {
 		t.Fatalf("a second signup from one network: %v", err)
 	}
-	// the invitation's reward is paid by the invitee's first payment
-	if _, err := account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{QuotaDelta: ptr[int64](1)}); err != nil {
+	// the invitation's reward is paid by the invitee's first payment of at
+	// least the reward
+	if _, err := account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{QuotaDelta: ptr[int64](6)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.UserByID(ctx, inviter.ID); got.InvitationQuota != 0 {
+		t.Fatalf("the inviter has %d after a payment smaller than the reward, want 0", got.InvitationQuota)
+	}
+	if _, err := account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{QuotaDelta: ptr[int64](7)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := st.UserByID(ctx, inviter.ID); got.InvitationQuota != 7 {
