@@ -170,7 +170,9 @@ func fileURI(dsn string) (string, error) {
 // readable by the gateway's user alone: the file holds redemption codes and
 // password and key hashes. SQLite gives its -wal, -shm and -journal files
 // the database file's permissions, so they are private too; left to itself
-// it would create all of them 0644. An existing file keeps its mode.
+// it would create all of them 0644. An existing file that others may read
+// or write (one made by an older gateway, or copied in) is made private
+// too, with its side files.
 func createPrivate(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("sqlite: create database directory: %w", err)
@@ -179,7 +181,24 @@ func createPrivate(path string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create database file: %w", err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		info, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: database file: %w", err)
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(p, perm&^0o077); err != nil {
+				return fmt.Errorf("sqlite: make %s private (it is %v): %w", filepath.Base(p), perm, err)
+			}
+		}
+	}
+	return nil
 }
 
 func withParams(uri, params string) string {
