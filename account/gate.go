@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-model-gateway/gateway/internal/usernames"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -175,7 +176,10 @@ func (g *Gate) Register(ctx context.Context, network, username, password, invite
 	if err := g.RegistrationOpen(); err != nil {
 		return nil, err
 	}
-	if err := CheckUsername(username); err != nil {
+	if err := CheckNewUsername(username); err != nil {
+		return nil, err
+	}
+	if err := g.checkSSOName(username); err != nil {
 		return nil, err
 	}
 	if err := g.Limit(network, "register", 0); err != nil {
@@ -210,4 +214,23 @@ func (g *Gate) Redeem(ctx context.Context, network string, userID int64, code st
 		return 0, err
 	}
 	return Redeem(ctx, g.store, userID, code)
+}
+
+// checkSSOName refuses a signup under an email address single sign-on
+// would give someone: whoever registered it first would block that
+// person's first sign-in (an account of that name that signs in with a
+// password is never taken over). The domain is compared as names are
+// (usernames.Key), so neither case nor look-alike letters get past.
+func (g *Gate) checkSSOName(username string) error {
+	at := strings.LastIndexByte(username, '@')
+	if len(g.ssoDomains) == 0 || at < 0 {
+		return nil
+	}
+	domain := usernames.Key(username[at+1:])
+	for _, d := range g.ssoDomains {
+		if d == "*" || usernames.Key(strings.TrimPrefix(d, "@")) == domain {
+			return invalidf("sso_username", "usernames at %s are for single sign-on: sign in with it instead of registering, or choose a name that is no such address", username[at+1:])
+		}
+	}
+	return nil
 }

@@ -192,6 +192,42 @@ func TestAccountInvitationMinimumPayment(t *testing.T) {
 	}
 }
 
+// TestAccountRegistrationRefusesLookalikes: with registration on beside
+// single sign-on, nobody registers an address of an SSO domain (which
+// would block that person's first sign-in), in any case; and no one takes
+// a name that reads as a taken one: "Root", "ROOT", "ｒｏｏｔ" and "rооt"
+// (Cyrillic о) beside root, by signup or by an administrator.
+func TestAccountRegistrationRefusesLookalikes(t *testing.T) {
+	t.Setenv(ssoSecretEnv, "oidc-client-secret-unused")
+	g := gatewaytest.Start(t, ssoConfig("https://idp.invalid").option("registration on").String(), nil)
+	register := func(name string) apiAnswer {
+		return newClient(t, g).do(http.MethodPost, "/api/user/register", map[string]string{"username": name, "password": "long-enough"})
+	}
+	for _, name := range []string{"alice@a.example", "Alice@A.Example", "bob@B.EXAMPLE", "dan@ａ.example"} { // the last fullwidth
+		if msg := register(name).apiErr(t, 400, "sso_username"); !strings.Contains(msg, "single sign-on") {
+			t.Errorf("%s refused with %q", name, msg)
+		}
+	}
+	newClient(t, g).ok(http.MethodPost, "/api/user/register", map[string]string{"username": "carol@elsewhere.example", "password": "long-enough"})
+
+	for _, name := range []string{"Root", "ROOT", "ｒｏｏｔ", "rооt", "rοοt"} { // fullwidth, Cyrillic о, Greek ο
+		register(name).apiErr(t, 400, "invalid_request")
+	}
+	if msg := register("rооt-admin").apiErr(t, 400, "invalid_request"); !strings.Contains(msg, "Latin and Cyrillic") {
+		t.Errorf("a mixed-script name refused with %q", msg)
+	}
+	newClient(t, g).ok(http.MethodPost, "/api/user/register", map[string]string{"username": "пётр", "password": "long-enough"})
+	register("ПЁТР").apiErr(t, 400, "invalid_request")
+	register("eve@а.example").apiErr(t, 400, "invalid_request") // a Cyrillic а: mixed, refused before its domain is looked at
+	rootPW := strings.TrimSpace(g.CLI("user", "passwd", "--username", "root"))
+	root := newClient(t, g)
+	root.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "root", "password": rootPW})
+	root.do(http.MethodPost, "/api/admin/users", map[string]any{"username": "Carol@Elsewhere.example", "password": "long-enough"}).apiErr(t, 400, "invalid_request")
+	if _, _, err := g.TryCLI("user", "add", "--username", "ROOT", "--password", "long-enough"); err == nil {
+		t.Fatal("the CLI added ROOT beside root")
+	}
+}
+
 type transferAnswer struct {
 	Transferred int64 `json:"transferred"`
 	Quota       int64 `json:"quota"`
