@@ -230,19 +230,68 @@ func fillNameKeys(ctx context.Context, pool *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("users without a name key: %w", err)
 	}
+	// the first user of each key (the oldest) is the one that may hold it
+	var ids []int64
+	var keys []string
+	seen := map[string]bool{}
 	for _, r := range missing {
-		key := usernames.Key(r.name)
-		var taken bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE name_key = $1)`, key).Scan(&taken); err != nil {
-			return fmt.Errorf("name key of user %d: %w", r.id, err)
+		if k := usernames.Key(r.name); !seen[k] {
+			seen[k] = true
+			ids, keys = append(ids, r.id), append(keys, k)
 		}
-		if taken {
-			continue
+	}
+	for start := 0; start < len(ids); start += nameKeyBatch {
+		end := min(start+nameKeyBatch, len(ids))
+		if err := fillNameKeyBatch(ctx, pool, ids[start:end], keys[start:end]); err != nil {
+			return err
 		}
-		// another instance starting, or a signup, may take the key first
-		_, err := pool.Exec(ctx, `UPDATE users SET name_key = $1 WHERE id = $2 AND name_key IS NULL`, key, r.id)
+	}
+	return nil
+}
+
+// nameKeyBatch is how many users one statement gives their name keys.
+const nameKeyBatch = 1000
+
+// fillNameKeyBatch gives each user of ids its key of keys, unless another
+// user holds that key already: in one statement, or user by user when a
+// signup took a key meanwhile.
+func fillNameKeyBatch(ctx context.Context, pool *pgxpool.Pool, ids []int64, keys []string) error {
+	rows, err := pool.Query(ctx, `SELECT name_key FROM users WHERE name_key = ANY($1)`, keys)
+	if err != nil {
+		return fmt.Errorf("taken name keys: %w", err)
+	}
+	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("taken name keys: %w", err)
+	}
+	held := make(map[string]bool, len(taken))
+	for _, k := range taken {
+		held[k] = true
+	}
+	var freeIDs []int64
+	var freeKeys []string
+	for i, k := range keys {
+		if !held[k] {
+			freeIDs, freeKeys = append(freeIDs, ids[i]), append(freeKeys, k)
+		}
+	}
+	if len(freeIDs) == 0 {
+		return nil // nothing to write: an up-to-date database opens without a write
+	}
+	const fill = `UPDATE users u SET name_key = v.k FROM unnest($1::bigint[], $2::text[]) AS v(id, k)
+		WHERE u.id = v.id AND u.name_key IS NULL`
+	_, err = pool.Exec(ctx, fill, freeIDs, freeKeys)
+	if err == nil || !errors.Is(sqlErr(err), store.ErrConflict) {
+		if err != nil {
+			return fmt.Errorf("name keys: %w", err)
+		}
+		return nil
+	}
+	// another instance starting, or a signup, took one of the keys first
+	for i := range freeIDs {
+		_, err := pool.Exec(ctx, fill, freeIDs[i:i+1], freeKeys[i:i+1])
 		if err != nil && !errors.Is(sqlErr(err), store.ErrConflict) {
-			return fmt.Errorf("name key of user %d: %w", r.id, err)
+			return fmt.Errorf("name key of user %d: %w", freeIDs[i], err)
 		}
 	}
 	return nil
