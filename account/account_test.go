@@ -178,14 +178,14 @@ func TestSessionsSlideAndEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, slid, err := sessions.User(ctx, fresh); err != nil || slid {
+	if _, slid, err := sessions.User(ctx, fresh); err != nil || !slid.IsZero() {
 		t.Fatalf("a fresh session: slid %v, %v", slid, err)
 	}
 	old := "an-old-session-id"
 	if err := st.CreateSession(ctx, &store.Session{IDHash: keys.Hash(old), UserID: u.ID, ExpiresAt: time.Now().Add(30 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, slid, err := sessions.User(ctx, old); err != nil || !slid {
+	if _, slid, err := sessions.User(ctx, old); err != nil || slid.IsZero() {
 		t.Fatalf("a half-spent session: slid %v, %v", slid, err)
 	}
 	if err := account.ChangePassword(ctx, st, u, "wrong", "new-password", fresh); code(err) != "invalid_request" {

@@ -73,28 +73,28 @@ func (s Sessions) Start(ctx context.Context, userID int64) (string, error) {
 // ErrSessionExpired. It slides the session's expiry forward once a
 // quarter of its lifetime has passed, so an active user stays logged in
 // without a write on every request, but never past Absolute from its
-// login; slid says so, for the caller to send the id again with its new
-// lifetime.
-func (s Sessions) User(ctx context.Context, id string) (u *store.User, slid bool, err error) {
+// login; slidTo is the new expiry when it slid (zero when not), for the
+// caller to send the id again with its new lifetime.
+func (s Sessions) User(ctx context.Context, id string) (u *store.User, slidTo time.Time, err error) {
 	h := keys.Hash(id)
 	sess, err := s.Store.SessionByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, ErrSessionExpired
+		return nil, time.Time{}, ErrSessionExpired
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, time.Time{}, err
 	}
 	end := sess.CreatedAt.Add(s.Absolute())
 	if !sess.CreatedAt.IsZero() && !time.Now().Before(end) {
 		_ = s.Store.DeleteSession(ctx, h)
-		return nil, false, ErrSessionExpired
+		return nil, time.Time{}, ErrSessionExpired
 	}
 	u, err = s.Store.UserByID(ctx, sess.UserID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserEnabled {
-		return nil, false, ErrSessionExpired
+		return nil, time.Time{}, ErrSessionExpired
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, time.Time{}, err
 	}
 	life := s.MaxAge()
 	if time.Until(sess.ExpiresAt) < life*3/4 {
@@ -102,11 +102,11 @@ func (s Sessions) User(ctx context.Context, id string) (u *store.User, slid bool
 		if !sess.CreatedAt.IsZero() && next.After(end) {
 			next = end
 		}
-		if next.After(sess.ExpiresAt) {
-			slid = s.Store.TouchSession(ctx, h, next) == nil
+		if next.After(sess.ExpiresAt) && s.Store.TouchSession(ctx, h, next) == nil {
+			slidTo = next
 		}
 	}
-	return u, slid, nil
+	return u, slidTo, nil
 }
 
 // End ends the session id; ending one already gone is no error.

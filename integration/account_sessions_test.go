@@ -157,8 +157,13 @@ func TestAccountSessionEndsAfterItsMaximum(t *testing.T) {
 	// logged in 29 days ago: it slides, to the 30th day and no further
 	created := time.Now().Add(-29 * day)
 	plant("session-slid-for-twenty-nine-days-00000000002", created, time.Now().Add(time.Hour))
-	if a := newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-slid-for-twenty-nine-days-00000000002"); a.status != 200 {
+	a := newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-slid-for-twenty-nine-days-00000000002")
+	if a.status != 200 {
 		t.Fatalf("a 29-day-old session: %d %s", a.status, a.body)
+	}
+	// and the cookie sent again says so
+	if cookies := (&http.Response{Header: a.header}).Cookies(); len(cookies) != 1 || cookies[0].MaxAge > int(day.Seconds()) || cookies[0].MaxAge < int((day - time.Minute).Seconds()) {
+		t.Fatalf("cookie after sliding to the maximum: %+v, want about a day", cookies)
 	}
 	sess, err := st.SessionByHash(ctx, keys.Hash("session-slid-for-twenty-nine-days-00000000002"))
 	if err != nil || sess.ExpiresAt.After(created.Add(30*day)) || sess.ExpiresAt.Before(created.Add(30*day-time.Minute)) {
