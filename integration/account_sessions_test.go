@@ -162,7 +162,7 @@ func TestAccountSessionEndsAfterItsMaximum(t *testing.T) {
 		t.Fatalf("a 29-day-old session: %d %s", a.status, a.body)
 	}
 	// and the cookie sent again says so
-	if cookies := (&http.Response{Header: a.header}).Cookies(); len(cookies) != 1 || cookies[0].MaxAge > int(day.Seconds()) || cookies[0].MaxAge < int((day - time.Minute).Seconds()) {
+	if cookies := (&http.Response{Header: a.header}).Cookies(); len(cookies) != 1 || cookies[0].MaxAge > int(day.Seconds()) || cookies[0].MaxAge < int((day-time.Minute).Seconds()) {
 		t.Fatalf("cookie after sliding to the maximum: %+v, want about a day", cookies)
 	}
 	sess, err := st.SessionByHash(ctx, keys.Hash("session-slid-for-twenty-nine-days-00000000002"))
