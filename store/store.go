@@ -417,6 +417,15 @@ type Store interface {
 
 	// Tokens.
 	CreateToken(ctx context.Context, t *Token) error // sets t.ID and t.CreatedAt
+	// CreateTokenFrom creates t (as CreateToken) and, in the same
+	// transaction, takes t.QuotaLimit from the quota limit of token
+	// parentID of the same user: a limited management key hands part of
+	// what it has left to a key it makes, so keys made under it cannot
+	// together spend more than it could. The parent keeps a limit of at
+	// least 1 and of its used quota (a limit of 0 would mean none);
+	// ErrInsufficientQuota when it has too little left, and nothing is
+	// made.
+	CreateTokenFrom(ctx context.Context, t *Token, parentID int64) error
 	TokenByHash(ctx context.Context, keyHash string) (*Token, error)
 	TokenByID(ctx context.Context, id int64) (*Token, error)
 	ListTokens(ctx context.Context, userID int64) ([]*Token, error)

@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		}},
 		{"Tokens", []test{
 			{"TokenRoundTrip", testTokenRoundTrip},
+			{"CreateTokenFrom", testCreateTokenFrom},
 			{"TokenErrors", testTokenErrors},
 			{"SetTokenStatus", testSetTokenStatus},
 			{"TokenQuotaLimitAndUse", testTokenQuotaLimitAndUse},
