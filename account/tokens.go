@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,6 +75,35 @@ func CreateToken(ctx context.Context, st store.Store, userID int64, spec TokenSp
 	return key, t, nil
 }
 
+// CreateTokenFrom is CreateToken for a key a limited management key makes:
+// the new key's quota limit is taken from parent's, in the same
+// transaction, so the keys it makes cannot together spend more than it
+// had left.
+func CreateTokenFrom(ctx context.Context, st store.Store, parent *store.Token, spec TokenSpec) (string, *store.Token, error) {
+	if err := spec.check(); err != nil {
+		return "", nil, err
+	}
+	if err := checkExpiry(spec.ExpiresAt); err != nil {
+		return "", nil, err
+	}
+	key, err := keys.Generate()
+	if err != nil {
+		return "", nil, err
+	}
+	t := &store.Token{UserID: parent.UserID, Name: spec.Name, KeyHash: keys.Hash(key), KeyPrefix: keys.DisplayPrefix(key),
+		QuotaLimit: spec.QuotaLimit, Models: spec.Models, ExpiresAt: spec.ExpiresAt, Limits: spec.Limits,
+		Management: spec.Management}
+	err = st.CreateTokenFrom(ctx, t, parent.ID)
+	if errors.Is(err, store.ErrInsufficientQuota) {
+		return "", nil, forbidden("key_too_wide", fmt.Sprintf("the management key you sent has too little quota left to give %d units "+
+			"(it keeps at least 1 unit of its own limit): ask for less, or sign in to the console to make a wider key", spec.QuotaLimit))
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return key, t, nil
+}
+
 // UpdateToken applies spec and status to a token userID owns;
 // store.ErrNotFound when there is no such token of theirs.
 func UpdateToken(ctx context.Context, st store.Store, userID, id int64, spec TokenSpec, status string) (*store.Token, error) {
@@ -138,9 +168,8 @@ func SpecOf(t *store.Token) TokenSpec {
 // wider than itself, so a key handed out with a quota, some models or an
 // expiry cannot mint an unlimited one or lift its own limits. used is
 // what the key spec describes has spent already (0 for a new key): a
-// limited key may give at most what it has left. A key's own quota is
-// its own, so keys made under a limited key each have their own share
-// of what it had left.
+// limited key may give at most what it has left (CreateTokenFrom then
+// takes it from its limit, so its keys together have no more).
 func KeyWithin(key *store.Token, spec TokenSpec, used int64) error {
 	wider := func(msg string, args ...any) error {
 		return forbidden("key_too_wide", fmt.Sprintf("the management key you sent "+msg+

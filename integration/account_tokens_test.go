@@ -319,14 +319,27 @@ func TestAccountKeysReachModelsOnly(t *testing.T) {
 	if s := chatOnce(t, g, child.Key, "hello"); s != 200 {
 		t.Fatalf("the child key on a model endpoint: %d", s)
 	}
+	// the child's limit came out of the management key's, so its keys
+	// together cannot spend more than it could: another 500000 is refused
+	var list struct{ Data []apiToken }
+	c.ok(http.MethodGet, "/api/user/tokens", nil).decode(t, &list)
+	for _, tok := range list.Data {
+		if tok.ID == mgmt.ID && tok.QuotaLimit != 500_000 {
+			t.Fatalf("the management key's limit after making a key of 500000: %d, want 500000", tok.QuotaLimit)
+		}
+	}
+	k.do(http.MethodPost, "/api/user/tokens", map[string]any{"name": "second", "quota_limit": 500_000,
+		"models": []string{"demo"}, "expires_at": soon}).apiErr(t, 403, "key_too_wide")
+	k.do(http.MethodPatch, fmt.Sprint("/api/user/tokens/", child.ID), map[string]any{"quota_limit": 600_000}).apiErr(t, 403, "key_too_wide")
+	k.ok(http.MethodDelete, fmt.Sprint("/api/user/tokens/", child.ID), nil)
 	// it cannot lift its own limits, only narrow them
 	self := fmt.Sprint("/api/user/tokens/", mgmt.ID)
-	for _, body := range []map[string]any{{"quota_limit": 0}, {"quota_limit": 5_000_000}, {"models": []string{}}, {"expires_at": ""}} {
+	for _, body := range []map[string]any{{"quota_limit": 0}, {"quota_limit": 500_001}, {"models": []string{}}, {"expires_at": ""}} {
 		k.do(http.MethodPatch, self, body).apiErr(t, 403, "key_too_wide")
 	}
 	var narrowed apiToken
-	k.ok(http.MethodPatch, self, map[string]any{"quota_limit": 900_000}).decode(t, &narrowed)
-	if narrowed.QuotaLimit != 900_000 {
+	k.ok(http.MethodPatch, self, map[string]any{"quota_limit": 400_000}).decode(t, &narrowed)
+	if narrowed.QuotaLimit != 400_000 {
 		t.Fatalf("narrowed %+v", narrowed)
 	}
 	// nor change or delete a wider key of its owner's
@@ -335,7 +348,6 @@ func TestAccountKeysReachModelsOnly(t *testing.T) {
 	widePath := fmt.Sprint("/api/user/tokens/", wide.ID)
 	k.do(http.MethodPatch, widePath, map[string]any{"name": "mine now"}).apiErr(t, 403, "key_too_wide")
 	k.do(http.MethodDelete, widePath, nil).apiErr(t, 403, "key_too_wide")
-	k.ok(http.MethodDelete, fmt.Sprint("/api/user/tokens/", child.ID), nil)
 	// whether a key is a management key is fixed when it is made
 	c.do(http.MethodPatch, widePath, map[string]any{"management": true}).apiErr(t, 400, "invalid_request")
 }

@@ -273,7 +273,20 @@ func (h *Handler) createToken(_ http.ResponseWriter, r *http.Request, c *caller)
 			return nil, err
 		}
 	}
-	key, t, err := account.CreateToken(r.Context(), h.store, c.user.ID, spec)
+	var (
+		key string
+		t   *store.Token
+		err error
+	)
+	if c.token != nil && c.token.QuotaLimit > 0 {
+		// what the new key may spend comes out of the limited key's limit
+		key, t, err = account.CreateTokenFrom(r.Context(), h.store, c.token, spec)
+		if err == nil {
+			h.keys.Forget(c.token.KeyHash)
+		}
+	} else {
+		key, t, err = account.CreateToken(r.Context(), h.store, c.user.ID, spec)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -317,6 +330,12 @@ func (h *Handler) updateToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	if c.token != nil {
 		if err := account.KeyWithin(c.token, spec, t.UsedQuota); err != nil {
 			return nil, err
+		}
+		// a limited key gave a key made from it part of its own limit: more
+		// is given by making another key, never by raising this one's
+		if c.token.QuotaLimit > 0 && t.ID != c.token.ID && spec.QuotaLimit > t.QuotaLimit {
+			return nil, &apiError{status: http.StatusForbidden, typ: errPermission, code: "key_too_wide",
+				msg: "a limited management key does not raise another key's quota_limit: make a new key, which takes its limit from yours"}
 		}
 	}
 	status := t.Status
