@@ -84,10 +84,13 @@ func TestRolesWhoMayDoWhat(t *testing.T) {
 		{"admin disables themself", upd(st, admin, admin.ID, account.UserChange{Status: ptr(store.UserDisabled)}), "not_allowed", false},
 		{"admin credits root", upd(st, admin, root.ID, account.UserChange{QuotaDelta: ptr[int64](5)}), "not_allowed", false},
 		{"root credits themself", upd(st, root, root.ID, account.UserChange{QuotaDelta: ptr[int64](5)}), "", true},
+		{"admin credits themself", upd(st, admin, admin.ID, account.UserChange{QuotaDelta: ptr[int64](5)}), "not_allowed", false},
+		{"admin debits themself", upd(st, admin, admin.ID, account.UserChange{QuotaDelta: ptr[int64](-1)}), "not_allowed", false},
 		{"admin promotes a user", upd(st, admin, user.ID, account.UserChange{Role: ptr(store.RoleAdmin)}), "role_not_allowed", false},
 		{"admin sets a bad status", upd(st, admin, user.ID, account.UserChange{Status: ptr("sleeping")}), "invalid_status", false},
 		{"admin sets negative limits", upd(st, admin, user.ID, account.UserChange{Limits: &account.LimitsChange{RPM: ptr[int64](-1)}}), "invalid_limits", false},
 		{"admin debits below zero", upd(st, admin, user.ID, account.UserChange{QuotaDelta: ptr[int64](-1)}), "invalid_quota", false},
+		{"admin credits a user", upd(st, admin, user.ID, account.UserChange{QuotaDelta: ptr[int64](5)}), "", true},
 		{"operator sets root's limits", upd(st, account.Operator, root.ID, account.UserChange{Limits: &account.LimitsChange{RPM: ptr[int64](3)}}), "", true},
 	} {
 		if c.isNil != (c.err == nil) || code(c.err) != c.code {
@@ -175,14 +178,14 @@ func TestSessionsSlideAndEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, slid, err := sessions.User(ctx, fresh); err != nil || slid {
+	if _, slid, err := sessions.User(ctx, fresh); err != nil || !slid.IsZero() {
 		t.Fatalf("a fresh session: slid %v, %v", slid, err)
 	}
 	old := "an-old-session-id"
 	if err := st.CreateSession(ctx, &store.Session{IDHash: keys.Hash(old), UserID: u.ID, ExpiresAt: time.Now().Add(30 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, slid, err := sessions.User(ctx, old); err != nil || !slid {
+	if _, slid, err := sessions.User(ctx, old); err != nil || slid.IsZero() {
 		t.Fatalf("a half-spent session: slid %v, %v", slid, err)
 	}
 	if err := account.ChangePassword(ctx, st, u, "wrong", "new-password", fresh); code(err) != "invalid_request" {
@@ -232,6 +235,25 @@ func TestGateLogin(t *testing.T) {
 			t.Fatalf("the right password from another address: %v", err)
 		}
 	}
+	// with the name's failures over the limit (from 10.0.0.1), one typo
+	// from a clean address does not refuse its next, right password
+	if _, err := g.LogIn(ctx, "10.0.0.4", "pat", "typo"); !errors.Is(err, account.ErrBadCredentials) {
+		t.Fatalf("a typo: %v", err)
+	}
+	if _, err := g.LogIn(ctx, "10.0.0.4", "pat", "password-pat"); err != nil {
+		t.Fatalf("the right password after one typo from a clean address: %v", err)
+	}
+	// but a second failure from an address while the name is under attack
+	// refuses it for the window: a spread-out guesser gets two guesses an
+	// address
+	for _, guess := range []string{"guess-1", "guess-2"} {
+		if _, err := g.LogIn(ctx, "10.0.0.5", "pat", guess); !errors.Is(err, account.ErrBadCredentials) {
+			t.Fatalf("a guess from a new address: %v", err)
+		}
+	}
+	if _, err := g.LogIn(ctx, "10.0.0.5", "pat", "password-pat"); code(err) != "rate_limited" {
+		t.Fatalf("a third attempt from an address that failed twice at a name under attack: %v", err)
+	}
 	if _, err := g.LogIn(ctx, "10.0.0.3", "no such\tname", "x"); code(err) != "invalid_request" {
 		t.Fatalf("an impossible name: %v", err)
 	}
@@ -267,8 +289,15 @@ func TestGateRegister(t *testing.T) {
 	if _, err := g.Register(ctx, "10.0.0.1", "newer", "long-enough", ""); code(err) != "rate_limited" {
 		t.Fatalf("a second signup from one network: %v", err)
 	}
-	// the invitation's reward is paid by the invitee's first payment
-	if _, err := account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{QuotaDelta: ptr[int64](1)}); err != nil {
+	// the invitation's reward is paid by the invitee's first payment of at
+	// least the reward
+	if _, err := account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{QuotaDelta: ptr[int64](6)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.UserByID(ctx, inviter.ID); got.InvitationQuota != 0 {
+		t.Fatalf("the inviter has %d after a payment smaller than the reward, want 0", got.InvitationQuota)
+	}
+	if _, err := account.UpdateUser(ctx, st, account.Operator, u.ID, account.UserChange{QuotaDelta: ptr[int64](7)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := st.UserByID(ctx, inviter.ID); got.InvitationQuota != 7 {

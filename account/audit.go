@@ -129,6 +129,9 @@ func AuditKey(t *store.Token) Fields {
 	if !t.ExpiresAt.IsZero() {
 		f["expires_at"] = t.ExpiresAt.UTC().Format(time.RFC3339)
 	}
+	if t.Management {
+		f["management"] = true
+	}
 	return f
 }
 

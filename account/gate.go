@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddy-model-gateway/gateway/internal/usernames"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -23,8 +24,16 @@ type GateConfig struct {
 	SignupWindow time.Duration
 	// Registration lets people create their own accounts.
 	Registration bool
-	// InvitationReward is what an inviter earns when an invitee first pays.
-	InvitationReward int64
+	// InvitationReward is what an inviter earns when an invitee first
+	// pays at least InvitationMinPayment (0: the reward itself), or
+	// redeems a plan code when InvitationPlanCodes is set.
+	InvitationReward     int64
+	InvitationMinPayment int64
+	InvitationPlanCodes  bool
+	// SSODomains are the email domains single sign-on signs in (allowed_domains,
+	// "*" for any): a password signup may not take a name in them, which
+	// would block that person's first sign-in.
+	SSODomains []string
 }
 
 // Gate admits the attempts someone could repeat to guess: logins,
@@ -37,7 +46,8 @@ type Gate struct {
 	// signing up is rare, so its limit is much lower.
 	signups          *attemptLimiter
 	registration     bool
-	invitationReward int64
+	invitationReward store.InvitationReward
+	ssoDomains       []string
 }
 
 // NewGate returns a Gate over st.
@@ -45,10 +55,12 @@ func NewGate(st store.Store, c GateConfig) *Gate {
 	attempts, window := positiveOr(c.Attempts, 10), positiveOr(c.Window, time.Minute)
 	signups, signupWindow := positiveOr(c.Signups, 10), positiveOr(c.SignupWindow, time.Hour)
 	return &Gate{store: st,
-		attempts:         newAttemptLimiter(attempts, window, maxAttemptKeys),
-		signups:          newAttemptLimiter(signups, signupWindow, maxAttemptKeys),
-		registration:     c.Registration,
-		invitationReward: c.InvitationReward}
+		attempts:     newAttemptLimiter(attempts, window, maxAttemptKeys),
+		signups:      newAttemptLimiter(signups, signupWindow, maxAttemptKeys),
+		registration: c.Registration,
+		invitationReward: store.InvitationReward{Amount: c.InvitationReward, MinPayment: c.InvitationMinPayment,
+			PlanCodes: c.InvitationPlanCodes},
+		ssoDomains: c.SSODomains}
 }
 
 // positiveOr is v, or def when v is unset (not positive).
@@ -96,14 +108,21 @@ func (g *Gate) Limit(network, action string, userID int64) error {
 	return nil
 }
 
+// attackedPairFailures is how many failures at a username an address may
+// make while the username's failures from everywhere are over the limit:
+// a person's one typo is not a lockout however hard someone else guesses
+// at their name, and a spread-out guesser gets this many guesses an
+// address and window.
+const attackedPairFailures = 2
+
 // LogIn checks a login from network. An address is limited on its own
 // failures, so nobody can lock a user out from elsewhere: failures at a
 // username from many addresses refuse further attempts only from
-// addresses that have themselves failed at it, which slows a spread-out
-// guesser to one guess per address and window and never refuses the
-// right password from an address that has not failed. The decision comes
-// before the password is checked, so a refusal says nothing about
-// whether the guess was right.
+// addresses that have themselves failed at it attackedPairFailures
+// times, which slows a spread-out guesser to that many guesses per
+// address and window and never refuses the right password after a single
+// failure from an address. The decision comes before the password is
+// checked, so a refusal says nothing about whether the guess was right.
 func (g *Gate) LogIn(ctx context.Context, network, username, password string) (*store.User, error) {
 	// before the name is kept anywhere: a name no user can have is refused
 	// as it is, however long
@@ -121,7 +140,7 @@ func (g *Gate) LogIn(ctx context.Context, network, username, password string) (*
 		g.attempts.undo(now, addr)
 		return nil, tooManyAttempts("login", pairWait)
 	}
-	if pairFailures > 0 {
+	if pairFailures >= min(attackedPairFailures, g.attempts.limit) {
 		if userFailures, _ := g.attempts.count(now, user); userFailures >= g.attempts.limit {
 			g.attempts.undo(now, addr)
 			return nil, tooManyAttempts("login", pairWait)
@@ -157,7 +176,10 @@ func (g *Gate) Register(ctx context.Context, network, username, password, invite
 	if err := g.RegistrationOpen(); err != nil {
 		return nil, err
 	}
-	if err := CheckUsername(username); err != nil {
+	if err := CheckNewUsername(username); err != nil {
+		return nil, err
+	}
+	if err := g.checkSSOName(username); err != nil {
 		return nil, err
 	}
 	if err := g.Limit(network, "register", 0); err != nil {
@@ -192,4 +214,23 @@ func (g *Gate) Redeem(ctx context.Context, network string, userID int64, code st
 		return 0, err
 	}
 	return Redeem(ctx, g.store, userID, code)
+}
+
+// checkSSOName refuses a signup under an email address single sign-on
+// would give someone: whoever registered it first would block that
+// person's first sign-in (an account of that name that signs in with a
+// password is never taken over). The domain is compared as names are
+// (usernames.Key), so neither case nor look-alike letters get past.
+func (g *Gate) checkSSOName(username string) error {
+	at := strings.LastIndexByte(username, '@')
+	if len(g.ssoDomains) == 0 || at < 0 {
+		return nil
+	}
+	domain := usernames.Key(username[at+1:])
+	for _, d := range g.ssoDomains {
+		if d == "*" || usernames.Key(strings.TrimPrefix(d, "@")) == domain {
+			return invalidf("sso_username", "usernames at %s are for single sign-on: sign in with it instead of registering, or choose a name that is no such address", username[at+1:])
+		}
+	}
+	return nil
 }

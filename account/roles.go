@@ -49,6 +49,10 @@ func mayChange(actor, target *store.User, c UserChange) error {
 	if target.ID == actor.ID && (c.Status != nil || c.Role != nil) {
 		return forbidden("not_allowed", "you cannot change your own role or status: ask another administrator")
 	}
+	// an administrator crediting themself would print money
+	if target.ID == actor.ID && c.QuotaDelta != nil && *c.QuotaDelta != 0 && actor.Role != store.RoleRoot {
+		return forbidden("not_allowed", "only root changes their own quota: ask root to change yours")
+	}
 	return nil
 }
 

@@ -14,6 +14,11 @@ import (
 // configuration names no lifetime.
 const DefaultSessionLifetime = 7 * 24 * time.Hour
 
+// DefaultSessionMaxLifetime is how long a web login lasts from the
+// moment it was made, however often it is used, when the configuration
+// names no maximum (nor a sliding lifetime longer than this).
+const DefaultSessionMaxLifetime = 30 * 24 * time.Hour
+
 // sessionIDLength is 43 base-62 characters: about 256 bits.
 const sessionIDLength = 43
 
@@ -27,6 +32,10 @@ var ErrSessionExpired = errors.New("the session has expired or was ended: log in
 type Sessions struct {
 	Store    store.Store
 	Lifetime time.Duration // 0: DefaultSessionLifetime
+	// MaxLifetime ends a session this long after its login, however often
+	// it slid: a stolen cookie used now and then does not last forever.
+	// 0: DefaultSessionMaxLifetime, or Lifetime when that is longer.
+	MaxLifetime time.Duration
 }
 
 // MaxAge is how long a new or slid session lasts.
@@ -37,13 +46,23 @@ func (s Sessions) MaxAge() time.Duration {
 	return DefaultSessionLifetime
 }
 
+// Absolute is how long a session lasts from its login at most.
+func (s Sessions) Absolute() time.Duration {
+	if s.MaxLifetime > 0 {
+		return s.MaxLifetime
+	}
+	return max(DefaultSessionMaxLifetime, s.MaxAge())
+}
+
 // Start stores a new session for userID and returns its id.
 func (s Sessions) Start(ctx context.Context, userID int64) (string, error) {
 	id, err := keys.Random("", sessionIDLength)
 	if err != nil {
 		return "", err
 	}
-	sess := &store.Session{IDHash: keys.Hash(id), UserID: userID, ExpiresAt: time.Now().Add(s.MaxAge())}
+	now := time.Now()
+	sess := &store.Session{IDHash: keys.Hash(id), UserID: userID, CreatedAt: now,
+		ExpiresAt: now.Add(min(s.MaxAge(), s.Absolute()))}
 	if err := s.Store.CreateSession(ctx, sess); err != nil {
 		return "", fmt.Errorf("starting a session: %w", err)
 	}
@@ -53,29 +72,41 @@ func (s Sessions) Start(ctx context.Context, userID int64) (string, error) {
 // User returns the enabled user session id belongs to, or
 // ErrSessionExpired. It slides the session's expiry forward once a
 // quarter of its lifetime has passed, so an active user stays logged in
-// without a write on every request; slid says so, for the caller to send
-// the id again with its new lifetime.
-func (s Sessions) User(ctx context.Context, id string) (u *store.User, slid bool, err error) {
+// without a write on every request, but never past Absolute from its
+// login; slidTo is the new expiry when it slid (zero when not), for the
+// caller to send the id again with its new lifetime.
+func (s Sessions) User(ctx context.Context, id string) (u *store.User, slidTo time.Time, err error) {
 	h := keys.Hash(id)
 	sess, err := s.Store.SessionByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, ErrSessionExpired
+		return nil, time.Time{}, ErrSessionExpired
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, time.Time{}, err
+	}
+	end := sess.CreatedAt.Add(s.Absolute())
+	if !sess.CreatedAt.IsZero() && !time.Now().Before(end) {
+		_ = s.Store.DeleteSession(ctx, h)
+		return nil, time.Time{}, ErrSessionExpired
 	}
 	u, err = s.Store.UserByID(ctx, sess.UserID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && u.Status != store.UserEnabled {
-		return nil, false, ErrSessionExpired
+		return nil, time.Time{}, ErrSessionExpired
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, time.Time{}, err
 	}
 	life := s.MaxAge()
 	if time.Until(sess.ExpiresAt) < life*3/4 {
-		slid = s.Store.TouchSession(ctx, h, time.Now().Add(life)) == nil
+		next := time.Now().Add(life)
+		if !sess.CreatedAt.IsZero() && next.After(end) {
+			next = end
+		}
+		if next.After(sess.ExpiresAt) && s.Store.TouchSession(ctx, h, next) == nil {
+			slidTo = next
+		}
 	}
-	return u, slid, nil
+	return u, slidTo, nil
 }
 
 // End ends the session id; ending one already gone is no error.

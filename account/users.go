@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/caddy-model-gateway/gateway/internal/usernames"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -63,6 +64,22 @@ func CheckUsername(name string) error {
 	return nil
 }
 
+// CheckNewUsername is CheckUsername for a name about to be taken, which
+// also may not mix alphabets whose letters pass for each other's ("rооt"
+// with a Cyrillic о), so no new name is a look-alike of another. Names
+// taken before this rule keep working (CheckUsername at login), and the
+// store refuses a name a person would read as a taken one
+// (usernames.Key: case, width and look-alike letters aside).
+func CheckNewUsername(name string) error {
+	if err := CheckUsername(name); err != nil {
+		return err
+	}
+	if a, b, ok := usernames.CheckScripts(name); !ok {
+		return inputErrorf("username mixes %s and %s letters, which could pass for another name: write it in one alphabet", a, b)
+	}
+	return nil
+}
+
 // CheckPassword refuses passwords too short to resist guessing.
 func CheckPassword(password string) error {
 	if len(password) < MinPassword {
@@ -111,7 +128,7 @@ func CreateUser(ctx context.Context, st store.Store, actor *store.User, n NewUse
 // register creates a user who signed up on their own. A non-empty
 // inviteCode must be another user's invitation code; that user is owed
 // reward, paid into their invitation quota when the new user first pays.
-func register(ctx context.Context, st store.Store, username, password, inviteCode string, reward int64) (*store.User, error) {
+func register(ctx context.Context, st store.Store, username, password, inviteCode string, reward store.InvitationReward) (*store.User, error) {
 	u, err := prepareUser(username, password)
 	if err != nil {
 		return nil, err
@@ -133,7 +150,7 @@ func register(ctx context.Context, st store.Store, username, password, inviteCod
 }
 
 func prepareUser(username, password string) (*store.User, error) {
-	if err := CheckUsername(username); err != nil {
+	if err := CheckNewUsername(username); err != nil {
 		return nil, err
 	}
 	if err := CheckPassword(password); err != nil {
@@ -152,7 +169,7 @@ func prepareUser(username, password string) (*store.User, error) {
 
 func nameTaken(err error, name string) error {
 	if errors.Is(err, store.ErrConflict) {
-		return inputErrorf("the username %q is taken: choose another", name)
+		return inputErrorf("the username %q is taken, or reads as a name taken (case, width and look-alike letters aside): choose another", name)
 	}
 	return err
 }

@@ -49,13 +49,16 @@ type TokenView struct {
 	// Limits are the key's rate limits (set by an administrator); a zero
 	// field means the user's or the gateway's default.
 	Limits store.Limits `json:"limits"`
-	Key    string       `json:"key,omitempty"` // only in the answer that creates it
+	// Management says the key reaches the account and admin API.
+	Management bool   `json:"management"`
+	Key        string `json:"key,omitempty"` // only in the answer that creates it
 }
 
 // ViewToken returns t as shown.
 func ViewToken(t *store.Token) TokenView {
 	v := TokenView{ID: t.ID, Name: t.Name, KeyPrefix: t.KeyPrefix, Status: t.Status, QuotaLimit: t.QuotaLimit,
-		UsedQuota: t.UsedQuota, Models: t.Models, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Limits: t.Limits}
+		UsedQuota: t.UsedQuota, Models: t.Models, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Limits: t.Limits,
+		Management: t.Management}
 	if v.Models == nil {
 		v.Models = []string{}
 	}

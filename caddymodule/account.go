@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/account/accountapi"
+	"github.com/caddy-model-gateway/gateway/internal/accesslog"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -22,7 +23,8 @@ func init() {
 // /api/admin/; other requests pass to the next handler. The API is
 // accountapi's; this wires it to the gateway app's database and settings.
 type Account struct {
-	api *accountapi.Handler
+	api       *accountapi.Handler
+	accessLog *zap.Logger // Caddy's http.log.access, see internal/accesslog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -39,7 +41,11 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := account.GateConfig{Registration: app.Registration, InvitationReward: app.InvitationReward}
+	cfg := account.GateConfig{Registration: app.Registration, InvitationReward: app.InvitationReward,
+		InvitationMinPayment: app.InvitationMinPayment, InvitationPlanCodes: app.InvitationPlanCodes}
+	if app.SSO != nil && app.SSO.OIDC != nil {
+		cfg.SSODomains = app.SSO.OIDC.AllowedDomains
+	}
 	if c := app.AccountRateLimit; c != nil {
 		cfg.Attempts, cfg.Window = c.Attempts, time.Duration(c.Window)
 	}
@@ -50,6 +56,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	h.accessLog = ctx.Logger(new(caddyhttp.App)).Named("log.access")
 	h.api = accountapi.New(accountapi.Config{
 		Store:         app.db.store,
 		Keys:          app.db.keys,
@@ -70,6 +77,25 @@ func (h *Account) Provision(ctx caddy.Context) error {
 func (h *Account) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if !accountapi.Handles(r.URL.Path) {
 		return next.ServeHTTP(w, r)
+	}
+	// Caddy's access log would show a sign-in's code and state: the line
+	// is written instead with the callback's request, and the redirect to
+	// the provider, as the log may show them, while the API reads and
+	// answers them as they are
+	if query, ok := accountapi.LoggableQuery(r); ok {
+		logged := r.Clone(r.Context())
+		logged.URL.RawQuery = query
+		logged.RequestURI = logged.URL.RequestURI()
+		var line *accesslog.Line
+		if w, line = accesslog.TakeOver(w, logged, h.accessLog, ""); line != nil {
+			defer line.Write()
+		}
+	} else if accountapi.StartsSignIn(r) {
+		var line *accesslog.Line
+		if w, line = accesslog.TakeOver(w, r, h.accessLog, ""); line != nil {
+			line.RedactResponseHeader("Location")
+			defer line.Write()
+		}
 	}
 	h.api.ServeHTTP(w, r)
 	return nil

@@ -30,7 +30,10 @@ type RateLimitConfig struct {
 //
 //	registration on|off
 //	invitation_reward <units>
+//	invitation_min_payment <units>
+//	invitation_plan_codes on|off
 //	session_lifetime <duration>
+//	session_max_lifetime <duration>
 //	account_rate_limit <attempts> <window>
 //	registration_rate_limit <signups> <window>
 func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
@@ -51,6 +54,20 @@ func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 			return d.Errf("invitation_reward must be a whole number of units, 0 or more, not %q", args[0])
 		}
 		a.InvitationReward = n
+	case "invitation_min_payment":
+		if len(args) != 1 {
+			return d.Errf("invitation_min_payment takes one number of quota units (1000000 = 1 USD)")
+		}
+		n, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil || n < 0 {
+			return d.Errf("invitation_min_payment must be a whole number of units, 0 or more, not %q", args[0])
+		}
+		a.InvitationMinPayment = n
+	case "invitation_plan_codes":
+		if len(args) != 1 || args[0] != "on" && args[0] != "off" {
+			return d.Errf("invitation_plan_codes takes 'on' or 'off'")
+		}
+		a.InvitationPlanCodes = args[0] == "on"
 	case "session_lifetime":
 		if len(args) != 1 {
 			return d.Errf("session_lifetime takes one duration, e.g. 168h or 7d")
@@ -60,6 +77,15 @@ func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 			return d.Errf("session_lifetime must be a positive duration such as 168h or 7d, not %q", args[0])
 		}
 		a.SessionLifetime = caddy.Duration(dur)
+	case "session_max_lifetime":
+		if len(args) != 1 {
+			return d.Errf("session_max_lifetime takes one duration, e.g. 720h or 30d")
+		}
+		dur, err := caddy.ParseDuration(args[0])
+		if err != nil || dur <= 0 {
+			return d.Errf("session_max_lifetime must be a positive duration such as 720h or 30d, not %q", args[0])
+		}
+		a.SessionMaxLifetime = caddy.Duration(dur)
 	case "account_rate_limit", "registration_rate_limit":
 		what := "attempts"
 		if opt == "registration_rate_limit" {

@@ -109,11 +109,19 @@ type App struct {
 	// console. Off by default: an administrator creates users.
 	Registration bool `json:"registration,omitempty"`
 	// InvitationReward is the invitation quota (units) an inviter earns
-	// for each user who registers with their invitation code.
-	InvitationReward int64 `json:"invitation_reward,omitempty"`
+	// for each user who registers with their invitation code, once that
+	// user pays at least InvitationMinPayment units (0: the reward itself)
+	// at once, or redeems a plan code when InvitationPlanCodes is on.
+	InvitationReward     int64 `json:"invitation_reward,omitempty"`
+	InvitationMinPayment int64 `json:"invitation_min_payment,omitempty"`
+	InvitationPlanCodes  bool  `json:"invitation_plan_codes,omitempty"`
 	// SessionLifetime is how long a web login lasts unused; each use slides
 	// it forward. Default 7 days.
 	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+	// SessionMaxLifetime ends a web login this long after it was made,
+	// however often it is used. Default 30 days (or SessionLifetime when
+	// that is longer).
+	SessionMaxLifetime caddy.Duration `json:"session_max_lifetime,omitempty"`
 	// AccountRateLimit bounds login, registration and redemption attempts
 	// per client address and per user. Default 10 a minute.
 	AccountRateLimit *RateLimitConfig `json:"account_rate_limit,omitempty"`

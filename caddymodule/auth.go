@@ -122,8 +122,10 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		d.StripCredentials(r)
 	}
 	if r.URL.RawQuery != query {
-		// the access log line shows the query as stripped, as the URL does
+		// the access log line shows the query as stripped, as the URL does,
+		// and so does a server span Caddy named from the request's URI
 		r.RequestURI = r.URL.RequestURI()
+		tracing.StripSpanName(r.Context(), key, query, r.URL.RawQuery)
 	}
 	if accesslog.Footprint(r) != footprint {
 		// Caddy's access log copied the request before it was stripped

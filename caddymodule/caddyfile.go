@@ -47,7 +47,10 @@ func init() {
 //		default_max_tokens <n>
 //		registration on|off
 //		invitation_reward <units>
+//		invitation_min_payment <units>
+//		invitation_plan_codes on|off
 //		session_lifetime <duration>
+//		session_max_lifetime <duration>
 //		account_rate_limit <attempts> <window>
 //		sso oidc { ... }              (sso_caddyfile.go)
 //		metrics {
@@ -229,7 +232,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.DefaultMaxTokens = int64(n)
 			}
-		case "registration", "invitation_reward", "session_lifetime", "account_rate_limit", "registration_rate_limit":
+		case "registration", "invitation_reward", "invitation_min_payment", "invitation_plan_codes",
+			"session_lifetime", "session_max_lifetime", "account_rate_limit", "registration_rate_limit":
 			if err := a.parseAccountOption(d); err != nil {
 				return err
 			}

@@ -337,7 +337,7 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"user", "show", "--name", "ann"}, "unknown flag: --name (see 'caddy gateway user show --help')"},
 		{[]string{"user", "show"}, "--username is required: caddy gateway user show --username <name>"},
 		{[]string{"user", "show", "--username", ""}, "--username is required"},
-		{[]string{"user", "add", "--username", "ann"}, "--password is required"},
+		{[]string{"user", "add", "--username", "ann", "--password", ""}, "--password is empty"},
 		{[]string{"user", "passwd"}, "--username is required"},
 		{[]string{"user", "set", "--rpm", "5"}, "--username is required"},
 		{[]string{"user", "enable"}, "--username is required"},

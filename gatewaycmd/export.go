@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-model-gateway/gateway/internal/spreadsheet"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -101,10 +102,13 @@ func exportUsage(ctx context.Context, st store.Store, since time.Time, format st
 				}
 				continue
 			}
-			if err := cw.Write([]string{i64(r.ID), r.CreatedAt.UTC().Format(time.RFC3339Nano), r.RequestID, r.UpstreamRequestID,
-				i64(r.UserID), i64(r.TokenID), r.Model, r.Channel, r.Endpoint, i64(r.PromptTokens), i64(r.CompletionTokens),
+			// text a client or an upstream chose goes through Cell, so a
+			// spreadsheet shows it rather than runs it
+			txt := spreadsheet.Cell
+			if err := cw.Write([]string{i64(r.ID), r.CreatedAt.UTC().Format(time.RFC3339Nano), txt(r.RequestID), txt(r.UpstreamRequestID),
+				i64(r.UserID), i64(r.TokenID), txt(r.Model), txt(r.Channel), txt(r.Endpoint), i64(r.PromptTokens), i64(r.CompletionTokens),
 				i64(r.CachedTokens), i64(r.ReasoningTokens), i64(r.Cost), strconv.Itoa(r.Status),
-				strconv.FormatBool(r.Estimated), strconv.FormatBool(r.Stream), i64(r.LatencyMS), i64(r.TTFBMS), r.Error, r.Windows, r.Plan}); err != nil {
+				strconv.FormatBool(r.Estimated), strconv.FormatBool(r.Stream), i64(r.LatencyMS), i64(r.TTFBMS), txt(r.Error), txt(r.Windows), txt(r.Plan)}); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 	_ "github.com/caddy-model-gateway/gateway/store/sqlite"
@@ -39,7 +40,14 @@ func run(t *testing.T, e Env, args ...string) (string, error) {
 // stderr; the root stands for Caddy's, which the gateway command is under.
 func runWithStderr(t *testing.T, e Env, args ...string) (string, string, error) {
 	t.Helper()
+	return runWithStdin(t, e, "", args...)
+}
+
+// runWithStdin is runWithStderr with stdin.
+func runWithStdin(t *testing.T, e Env, stdin string, args ...string) (string, string, error) {
+	t.Helper()
 	root := &cobra.Command{Use: "caddy", SilenceUsage: true, SilenceErrors: true}
+	root.SetIn(strings.NewReader(stdin))
 	gateway := &cobra.Command{Use: "gateway"}
 	root.AddCommand(gateway)
 	AddCommands(gateway, e)
@@ -114,6 +122,51 @@ func TestUsersAndKeys(t *testing.T) {
 	}
 	if _, err := run(t, e, "token", "add", "--username", "nobody"); err == nil || !strings.Contains(err.Error(), "caddy gateway user add") {
 		t.Errorf("a key for an unknown user: %v, want told how to create the user", err)
+	}
+}
+
+// TestUserAddPassword: user add reads the password from stdin, or makes
+// and prints a random one, so it need not sit on the command line where
+// anyone can list it; user passwd the same.
+func TestUserAddPassword(t *testing.T) {
+	e := testEnv(t)
+	ctx := context.Background()
+	if _, _, err := runWithStdin(t, e, "secret-from-stdin\n", "user", "add", "--username", "ann", "--password-stdin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := account.NewGate(open(t, e), account.GateConfig{}).LogIn(ctx, "192.0.2.1", "ann", "secret-from-stdin"); err != nil {
+		t.Fatalf("the password read from stdin: %v", err)
+	}
+	var made struct {
+		Username, Password string
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, e, "user", "add", "--username", "bo")), &made); err != nil || made.Username != "bo" || len(made.Password) != 20 {
+		t.Fatalf("user add without a password printed %+v, %v; want a generated 20-character password", made, err)
+	}
+	if _, err := account.NewGate(open(t, e), account.GateConfig{}).LogIn(ctx, "192.0.2.1", "bo", made.Password); err != nil {
+		t.Fatalf("the generated password: %v", err)
+	}
+	if out := mustRun(t, e, "user", "add", "--username", "cy", "--password", "password-cy"); strings.Contains(out, "password-cy") {
+		t.Fatalf("user add printed a password it was given: %s", out)
+	}
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"user", "add", "--username", "di", "--password-stdin"}, "read no password"},
+		{"x\n", []string{"user", "add", "--username", "di", "--password-stdin", "--password", "y"}, "not both"},
+		{"short\n", []string{"user", "add", "--username", "di", "--password-stdin"}, "at least 8"},
+	} {
+		if _, _, err := runWithStdin(t, e, c.stdin, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v with %q on stdin: %v, want %q", c.args, c.stdin, err, c.want)
+		}
+	}
+	if _, _, err := runWithStdin(t, e, "changed-on-stdin\r\n", "user", "passwd", "--username", "ann", "--password-stdin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := account.NewGate(open(t, e), account.GateConfig{}).LogIn(ctx, "192.0.2.1", "ann", "changed-on-stdin"); err != nil {
+		t.Fatalf("the password passwd read from stdin: %v", err)
 	}
 }
 

@@ -15,9 +15,12 @@ import (
 
 func (e Env) tokenAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h] [--rpm N] [--tpm N] [--max-parallel N]",
+		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h] [--rpm N] [--tpm N] [--max-parallel N] [--management]",
 		Short: "Creates an API key and prints it, alone, on stdout",
-		Long:  "Creates an API key for a user. The key is printed once and stored only as a hash.",
+		Long: `Creates an API key for a user. The key is printed once and stored only as a hash.
+A key reaches the model and task endpoints; with --management it also reaches
+the account API (and, for an administrator, the admin API) as its owner's
+login does.`,
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			username, _ := cmd.Flags().GetString("username")
 			name, _ := cmd.Flags().GetString("name")
@@ -32,6 +35,7 @@ func (e Env) tokenAddCommand() *cobra.Command {
 				return fmt.Errorf("reading user %q: %w", username, err)
 			}
 			spec := account.TokenSpec{Name: name, QuotaLimit: quota, Models: strings.Split(models, ",")}
+			spec.Management, _ = cmd.Flags().GetBool("management")
 			if expires != "" {
 				d, err := e.ParseDuration(expires)
 				if err != nil || d <= 0 {
@@ -56,6 +60,7 @@ func (e Env) tokenAddCommand() *cobra.Command {
 	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
 	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
+	c.Flags().Bool("management", false, "a management key: it reaches the account and admin API as its owner's login does")
 	limitFlags(c)
 	required(c, "username")
 	return c

@@ -1,9 +1,11 @@
 package gatewaycmd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,14 +46,19 @@ func changeUser(ctx context.Context, cmd *cobra.Command, st store.Store, c accou
 
 func (e Env) userAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --username <name> --password <password> [--role user|admin|root] [--quota <units>] [--rpm N] [--tpm N] [--max-parallel N]",
-		Short: "Creates a user",
-		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+		Use:   "add --username <name> [--password-stdin] [--role user|admin|root] [--quota <units>] [--rpm N] [--tpm N] [--max-parallel N]",
+		Short: "Creates a user (with a random password, printed, unless one is read from stdin)",
+		Long: `Creates a user. The password is read from the first line of stdin with
+--password-stdin; without it a random one is made and printed once, as
+"password" in the JSON. --password <password> still works, but puts the
+password where every user of the machine can read it (ps, the shell's
+history).`,
+		RunE: e.withPassword(func(ctx context.Context, cmd *cobra.Command, st store.Store, password string, generated bool) error {
 			var n account.NewUser
 			n.Username, _ = cmd.Flags().GetString("username")
-			n.Password, _ = cmd.Flags().GetString("password")
 			n.Role, _ = cmd.Flags().GetString("role")
 			n.Quota, _ = cmd.Flags().GetInt64("quota")
+			n.Password = password
 			var err error
 			if n.Limits, err = newLimits(cmd); err != nil {
 				return err
@@ -61,16 +68,79 @@ func (e Env) userAddCommand() *cobra.Command {
 				return err
 			}
 			audit(ctx, cmd, st, account.AuditUserCreate, account.UserTarget(u.ID), nil, account.AuditUser(u))
+			if generated {
+				return printJSON(cmd, struct {
+					userView
+					Password string `json:"password"`
+				}{viewUser(u), password})
+			}
 			return printJSON(cmd, viewUser(u))
 		}),
 	}
 	c.Flags().String("username", "", "user name")
-	c.Flags().String("password", "", "password (8 characters or more)")
+	passwordFlags(c)
 	c.Flags().String("role", store.RoleUser, "user, admin or root")
 	c.Flags().Int64("quota", 0, "starting quota in units (1,000,000 = 1 USD)")
 	limitFlags(c)
-	required(c, "username", "password")
+	required(c, "username")
 	return c
+}
+
+// passwordFlags are the ways to give a command a password: on stdin, or
+// (seen by anyone who lists processes) as an argument.
+func passwordFlags(c *cobra.Command) {
+	c.Flags().Bool("password-stdin", false, "read the password from the first line of stdin")
+	c.Flags().String("password", "", "the password (8 characters or more); others on the machine can read it: prefer --password-stdin")
+}
+
+// withPassword is withStore for a command that takes a password: the
+// password flags are read, and stdin with them, before the database is
+// opened, so a mistake in them opens nothing.
+func (e Env) withPassword(run func(ctx context.Context, cmd *cobra.Command, st store.Store, password string, generated bool) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := checkRequired(cmd); err != nil {
+			return err
+		}
+		password, generated, err := passwordFrom(cmd)
+		if err != nil {
+			return err
+		}
+		return e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
+			return run(ctx, cmd, st, password, generated)
+		})(cmd, args)
+	}
+}
+
+// maxPasswordLine bounds what --password-stdin reads: a password is far
+// shorter, and a file piped by mistake is not read whole.
+const maxPasswordLine = 4096
+
+// passwordFrom is the password the flags give, or a random one
+// (generated) when they give none.
+func passwordFrom(cmd *cobra.Command) (password string, generated bool, err error) {
+	fromStdin, _ := cmd.Flags().GetBool("password-stdin")
+	password, _ = cmd.Flags().GetString("password")
+	switch {
+	case fromStdin && cmd.Flags().Changed("password"):
+		return "", false, errors.New("give --password-stdin or --password, not both")
+	case fromStdin:
+		line, err := bufio.NewReader(io.LimitReader(cmd.InOrStdin(), maxPasswordLine)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", false, fmt.Errorf("reading the password from stdin: %w", err)
+		}
+		password = strings.TrimRight(line, "\r\n")
+		if password == "" {
+			return "", false, errors.New("--password-stdin read no password: write it on stdin's first line")
+		}
+		return password, false, nil
+	case cmd.Flags().Changed("password"):
+		if password == "" {
+			return "", false, errors.New("--password is empty: leave it out for a random password")
+		}
+		return password, false, nil
+	}
+	password, err = keys.Random("", 20)
+	return password, true, err
 }
 
 // maxListLimit bounds one page of a listing.
@@ -135,19 +205,12 @@ func (e Env) userShowCommand() *cobra.Command {
 
 func (e Env) userPasswdCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "passwd --username <name> [--password <password>]",
-		Short: "Sets a user's password (a random one, printed, if none is given) and ends their sessions",
-		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
-			password, _ := cmd.Flags().GetString("password")
+		Use:   "passwd --username <name> [--password-stdin]",
+		Short: "Sets a user's password (read from stdin, or a random one, printed) and ends their sessions",
+		RunE: e.withPassword(func(ctx context.Context, cmd *cobra.Command, st store.Store, password string, generated bool) error {
 			u, err := userNamed(ctx, cmd, st)
 			if err != nil {
 				return err
-			}
-			generated := password == ""
-			if generated {
-				if password, err = keys.Random("", 20); err != nil {
-					return err
-				}
 			}
 			if err := account.SetPassword(ctx, st, u.ID, password, ""); err != nil {
 				return err
@@ -161,7 +224,7 @@ func (e Env) userPasswdCommand() *cobra.Command {
 		}),
 	}
 	c.Flags().String("username", "", "user name")
-	c.Flags().String("password", "", "new password (8 characters or more)")
+	passwordFlags(c)
 	required(c, "username")
 	return c
 }

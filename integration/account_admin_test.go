@@ -60,6 +60,14 @@ func TestAccountAdmin(t *testing.T) {
 	admin.do(http.MethodPatch, fmt.Sprint("/api/admin/users/", admin.self().ID), map[string]any{"status": "disabled"}).apiErr(t, 403, "not_allowed")
 	admin.do(http.MethodPatch, "/api/admin/users/1", map[string]any{"quota_delta": 5}).apiErr(t, 403, "not_allowed")
 	admin.do(http.MethodPatch, "/api/admin/users/99999", map[string]any{"quota_delta": 5}).apiErr(t, 404, "not_found")
+	// an administrator's own balance is root's to change, not theirs
+	adminPath := fmt.Sprint("/api/admin/users/", admin.self().ID)
+	admin.do(http.MethodPatch, adminPath, map[string]any{"quota_delta": 1_000_000}).apiErr(t, 403, "not_allowed")
+	if q := admin.self().Quota; q != 0 {
+		t.Fatalf("an administrator credited themself: quota %d", q)
+	}
+	root.ok(http.MethodPatch, adminPath, map[string]any{"quota_delta": 5})
+	root.ok(http.MethodPatch, "/api/admin/users/1", map[string]any{"quota_delta": 5})
 
 	// disabling logs the user out and keeps them out
 	admin.ok(http.MethodPatch, workerPath, map[string]any{"status": "disabled"})
@@ -258,6 +266,33 @@ func TestAccountDatabaseFilesPrivate(t *testing.T) {
 		}
 		if perm := info.Mode().Perm(); perm != 0o600 {
 			t.Errorf("%s is %v, want -rw-------", name, perm)
+		}
+	}
+}
+
+// TestAccountDatabaseFilesMadePrivate: a database an older gateway left
+// readable by everyone (0644, with its WAL) is made private when the
+// gateway opens it.
+func TestAccountDatabaseFilesMadePrivate(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "gateway.db")
+	g := gatewaytest.Start(t, accountConfig("off", 1000, 1000).withDatabase(db).String(), nil)
+	loggedIn(t, g, "owner", 0, "user")
+	g.Kill() // the WAL and its index stay behind, as after a crash
+	for _, name := range []string{"gateway.db", "gateway.db-wal", "gateway.db-shm"} {
+		if err := os.Chmod(filepath.Join(dir, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Restart()
+	newClient(t, g).login("owner")
+	for _, name := range []string{"gateway.db", "gateway.db-wal", "gateway.db-shm"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s is %v after the gateway opened it, want -rw-------", name, perm)
 		}
 	}
 }

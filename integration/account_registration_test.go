@@ -31,7 +31,14 @@ func TestAccountRegisterWithInvitation(t *testing.T) {
 	if got := inviter.self(); got.AffQuota != 0 {
 		t.Fatalf("inviter's aff_quota = %d after a signup alone, want 0", got.AffQuota)
 	}
+	// a code worth a unit is no payment that earns the inviter $0.25: the
+	// reward is owed on a payment of at least the reward
 	c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 1)[0]})
+	c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 249_999)[0]})
+	if got := inviter.self(); got.AffQuota != 0 {
+		t.Fatalf("inviter's aff_quota = %d after the invitee paid 1 and 249999 units, want 0", got.AffQuota)
+	}
+	c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 250_000)[0]})
 	if got := inviter.self(); got.AffQuota != 250_000 {
 		t.Fatalf("inviter's aff_quota = %d after the invitee paid, want 250000", got.AffQuota)
 	}
@@ -95,7 +102,7 @@ func TestAccountRegistrationRateLimit(t *testing.T) {
 func inviterWith(t *testing.T, g *gatewaytest.Gateway, name string, n int) *client {
 	c := loggedIn(t, g, name, 0, "user")
 	code := c.self().AffCode
-	payments := makeCodes(t, g, n, 1)
+	payments := makeCodes(t, g, n, 250_000)
 	for i := range n {
 		guest := newClient(t, g)
 		creds := map[string]string{"username": fmt.Sprintf("%s-guest%d", name, i), "password": "long-enough"}
@@ -128,7 +135,7 @@ func TestAccountInvitationRewardOnFirstPayment(t *testing.T) {
 	inviter.do(http.MethodPost, "/api/user/aff_transfer", struct{}{}).apiErr(t, 400, "invalid_request")
 
 	// four codes redeemed at once by one invitee: one reward
-	codes := makeCodes(t, g, 4, 1_000)
+	codes := makeCodes(t, g, 4, 250_000)
 	var wg sync.WaitGroup
 	for _, c := range codes {
 		wg.Add(1)
@@ -145,13 +152,17 @@ func TestAccountInvitationRewardOnFirstPayment(t *testing.T) {
 	}
 	// a refused code is no payment
 	guests[1].do(http.MethodPost, "/api/user/topup", map[string]string{"key": codes[0]}).apiErr(t, 400, "invalid_redemption_code")
-	// an administrator's credit is a payment
+	// an administrator's credit is a payment, once it is the reward's worth
 	guestID := guests[1].self().ID
 	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 10})
+	if got := inviter.self(); got.AffQuota != 250_000 {
+		t.Fatalf("after an administrator's credit of 10 units the inviter has %d, want 250000", got.AffQuota)
+	}
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 250_000})
 	if got := inviter.self(); got.AffQuota != 500_000 {
 		t.Fatalf("after an administrator's credit the inviter has %d, want 500000", got.AffQuota)
 	}
-	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 10})
+	admin.ok(http.MethodPatch, fmt.Sprint("/api/admin/users/", guestID), map[string]any{"quota_delta": 250_000})
 	if got := inviter.self(); got.AffQuota != 500_000 {
 		t.Fatalf("a second credit paid again: %d", got.AffQuota)
 	}
@@ -159,6 +170,61 @@ func TestAccountInvitationRewardOnFirstPayment(t *testing.T) {
 	inviter.ok(http.MethodPost, "/api/user/aff_transfer", struct{}{}).decode(t, &tr)
 	if tr != (transferAnswer{Transferred: 500_000, Quota: 500_000, AffQuota: 0}) {
 		t.Fatalf("transfer = %+v", tr)
+	}
+}
+
+// TestAccountInvitationMinimumPayment: invitation_min_payment sets the
+// payment that pays the reward, below or above the reward itself.
+func TestAccountInvitationMinimumPayment(t *testing.T) {
+	g := gatewaytest.Start(t, accountConfig("on", 1000, 1000).option("invitation_min_payment 1000000").String(), nil)
+	inviter := loggedIn(t, g, "host", 0, "user")
+	guest := newClient(t, g)
+	creds := map[string]string{"username": "guest", "password": "long-enough"}
+	guest.ok(http.MethodPost, "/api/user/register", map[string]string{"username": "guest", "password": "long-enough", "aff_code": inviter.self().AffCode})
+	guest.ok(http.MethodPost, "/api/user/login", creds)
+	guest.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 999_999)[0]})
+	if got := inviter.self(); got.AffQuota != 0 {
+		t.Fatalf("a payment under invitation_min_payment paid %d", got.AffQuota)
+	}
+	guest.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": makeCodes(t, g, 1, 1_000_000)[0]})
+	if got := inviter.self(); got.AffQuota != 250_000 {
+		t.Fatalf("a payment of invitation_min_payment paid %d, want 250000", got.AffQuota)
+	}
+}
+
+// TestAccountRegistrationRefusesLookalikes: with registration on beside
+// single sign-on, nobody registers an address of an SSO domain (which
+// would block that person's first sign-in), in any case; and no one takes
+// a name that reads as a taken one: "Root", "ROOT", "ｒｏｏｔ" and "rооt"
+// (Cyrillic о) beside root, by signup or by an administrator.
+func TestAccountRegistrationRefusesLookalikes(t *testing.T) {
+	t.Setenv(ssoSecretEnv, "oidc-client-secret-unused")
+	g := gatewaytest.Start(t, ssoConfig("https://idp.invalid").option("registration on").String(), nil)
+	register := func(name string) apiAnswer {
+		return newClient(t, g).do(http.MethodPost, "/api/user/register", map[string]string{"username": name, "password": "long-enough"})
+	}
+	for _, name := range []string{"alice@a.example", "Alice@A.Example", "bob@B.EXAMPLE", "dan@ａ.example"} { // the last fullwidth
+		if msg := register(name).apiErr(t, 400, "sso_username"); !strings.Contains(msg, "single sign-on") {
+			t.Errorf("%s refused with %q", name, msg)
+		}
+	}
+	newClient(t, g).ok(http.MethodPost, "/api/user/register", map[string]string{"username": "carol@elsewhere.example", "password": "long-enough"})
+
+	for _, name := range []string{"Root", "ROOT", "ｒｏｏｔ", "rооt", "rοοt"} { // fullwidth, Cyrillic о, Greek ο
+		register(name).apiErr(t, 400, "invalid_request")
+	}
+	if msg := register("rооt-admin").apiErr(t, 400, "invalid_request"); !strings.Contains(msg, "Latin and Cyrillic") {
+		t.Errorf("a mixed-script name refused with %q", msg)
+	}
+	newClient(t, g).ok(http.MethodPost, "/api/user/register", map[string]string{"username": "пётр", "password": "long-enough"})
+	register("ПЁТР").apiErr(t, 400, "invalid_request")
+	register("eve@а.example").apiErr(t, 400, "invalid_request") // a Cyrillic а: mixed, refused before its domain is looked at
+	rootPW := strings.TrimSpace(g.CLI("user", "passwd", "--username", "root"))
+	root := newClient(t, g)
+	root.ok(http.MethodPost, "/api/user/login", map[string]string{"username": "root", "password": rootPW})
+	root.do(http.MethodPost, "/api/admin/users", map[string]any{"username": "Carol@Elsewhere.example", "password": "long-enough"}).apiErr(t, 400, "invalid_request")
+	if _, _, err := g.TryCLI("user", "add", "--username", "ROOT", "--password", "long-enough"); err == nil {
+		t.Fatal("the CLI added ROOT beside root")
 	}
 }
 

@@ -84,10 +84,12 @@ func TestAccountLoginSessionAndLogout(t *testing.T) {
 	}
 	newClient(t, g).do(http.MethodGet, "/api/user/models", nil).apiErr(t, 401, "not_logged_in")
 
-	// a key works as well as the cookie
-	key := g.AddToken("alice")
+	// a management key works as well as the cookie; a plain key reaches
+	// the model endpoints only
 	bearer := newClient(t, g)
-	bearer.bearer = key
+	bearer.bearer = g.AddToken("alice")
+	bearer.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 403, "management_key_required")
+	bearer.bearer = g.AddToken("alice", "--management")
 	if got := bearer.self(); got.ID != u.ID {
 		t.Fatalf("self by key = %+v", got)
 	}
@@ -129,6 +131,53 @@ func TestAccountSessionSlides(t *testing.T) {
 	if a.status != 200 || a.header.Get("Set-Cookie") != "" {
 		t.Fatalf("a fresh session was rewritten: %d %q", a.status, a.header.Get("Set-Cookie"))
 	}
+}
+
+// TestAccountSessionEndsAfterItsMaximum: a session slides while it is
+// used, but never past its maximum lifetime from the login (30 days by
+// default, session_max_lifetime when set): a cookie used now and then
+// does not last forever.
+func TestAccountSessionEndsAfterItsMaximum(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	createUser(g, "keeper", 0, "user")
+	st := g.Store()
+	ctx := context.Background()
+	plant := func(id string, created, expires time.Time) {
+		t.Helper()
+		if err := st.CreateSession(ctx, &store.Session{IDHash: keys.Hash(id), UserID: g.User("keeper").ID,
+			CreatedAt: created, ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := 24 * time.Hour
+	// logged in 31 days ago and used every few days since: over
+	plant("session-slid-for-a-month-and-a-day-0000000001", time.Now().Add(-31*day), time.Now().Add(6*day))
+	newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-slid-for-a-month-and-a-day-0000000001").
+		apiErr(t, 401, "session_expired")
+	// logged in 29 days ago: it slides, to the 30th day and no further
+	created := time.Now().Add(-29 * day)
+	plant("session-slid-for-twenty-nine-days-00000000002", created, time.Now().Add(time.Hour))
+	a := newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-slid-for-twenty-nine-days-00000000002")
+	if a.status != 200 {
+		t.Fatalf("a 29-day-old session: %d %s", a.status, a.body)
+	}
+	// and the cookie sent again says so
+	if cookies := (&http.Response{Header: a.header}).Cookies(); len(cookies) != 1 || cookies[0].MaxAge > int(day.Seconds()) || cookies[0].MaxAge < int((day-time.Minute).Seconds()) {
+		t.Fatalf("cookie after sliding to the maximum: %+v, want about a day", cookies)
+	}
+	sess, err := st.SessionByHash(ctx, keys.Hash("session-slid-for-twenty-nine-days-00000000002"))
+	if err != nil || sess.ExpiresAt.After(created.Add(30*day)) || sess.ExpiresAt.Before(created.Add(30*day-time.Minute)) {
+		t.Fatalf("slid to %v, %v; want the 30th day from the login, %v", sess.ExpiresAt, err, created.Add(30*day))
+	}
+
+	// a maximum of its own
+	g.Reload(accountConfig("on", 1000, 1000).option("session_max_lifetime 2h").String(), nil)
+	plant("session-made-three-hours-ago-0000000000000003", time.Now().Add(-3*time.Hour), time.Now().Add(6*day))
+	newClient(t, g).do(http.MethodGet, "/api/user/self", nil, "Cookie", "gateway_session=session-made-three-hours-ago-0000000000000003").
+		apiErr(t, 401, "session_expired")
+	c := newClient(t, g)
+	c.login("keeper")
+	c.self()
 }
 
 // TestAccountSessionsEnd: a password change, through the API or the CLI,
@@ -185,7 +234,7 @@ func TestAccountSessionsEnd(t *testing.T) {
 	// and with a key, for a device whose cookie is out of reach
 	here.login("pat")
 	keyed := newClient(t, g)
-	keyed.bearer = g.AddToken("pat")
+	keyed.bearer = g.AddToken("pat", "--management")
 	keyed.ok(http.MethodPost, "/api/user/logout_all", struct{}{})
 	here.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
 	newClient(t, g).do(http.MethodPost, "/api/user/logout_all", struct{}{}).apiErr(t, 401, "not_logged_in")
@@ -266,10 +315,11 @@ func TestAccountCSRF(t *testing.T) {
 	if a.status != 200 || tokens() != 2 {
 		t.Fatalf("same-origin request: %d %s", a.status, a.body)
 	}
-	// a key needs no Origin: it cannot be sent by another site's page
+	// a (management) key needs no Origin: it cannot be sent by another
+	// site's page
 	keyed := newClient(t, g)
 	keyed.origin = ""
-	keyed.bearer = g.AddToken("victim")
+	keyed.bearer = g.AddToken("victim", "--management")
 	keyed.ok(http.MethodPost, "/api/user/tokens", map[string]string{"name": "by-key"})
 }
 
@@ -296,12 +346,19 @@ func TestAccountRateLimits(t *testing.T) {
 	c2 := newClient(t, g)
 	c2.from = "10.0.0.2"
 	c2.login("target")
+	// and while someone fails at the name from elsewhere, its owner's one
+	// typo from their own address does not lock them out
+	typo := newClient(t, g)
+	typo.from = "10.0.5.1"
+	typo.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-targe"}).apiErr(t, 401, "invalid_credentials")
+	typo.login("target")
 	// but a guesser spread over many addresses is slowed: with the name's
-	// failures over the limit, each address that fails at it gets no
-	// second attempt, not even with the right password
+	// failures over the limit, each address that fails at it twice gets
+	// no third attempt, not even with the right password
 	for i := range 3 {
 		spread := newClient(t, g)
 		spread.from = fmt.Sprint("10.0.3.", i)
+		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 401, "invalid_credentials")
 		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 401, "invalid_credentials")
 		spread.do(http.MethodPost, "/api/user/login", wrong).apiErr(t, 429, "rate_limited")
 		spread.do(http.MethodPost, "/api/user/login", map[string]string{"username": "target", "password": "password-target"}).apiErr(t, 429, "rate_limited")

@@ -23,6 +23,7 @@ type apiToken struct {
 	Models     []string `json:"models"`
 	ExpiresAt  string   `json:"expires_at"`
 	Key        string   `json:"key"`
+	Management bool     `json:"management"`
 	Limits     struct {
 		RPM         int64 `json:"rpm"`
 		TPM         int64 `json:"tpm"`
@@ -247,4 +248,106 @@ func TestAccountCrossUserAccess(t *testing.T) {
 	if len(list.Data) != 1 || list.Data[0].Name != "alices" || list.Data[0].Status != "enabled" {
 		t.Fatalf("alice's tokens after mallory's attempts: %+v", list.Data)
 	}
+}
+
+// TestAccountKeysReachModelsOnly: a key reaches the model endpoints, not
+// the account or admin API, an administrator's neither; a management key,
+// made by a signed-in user, does, and makes or changes no key wider than
+// itself: a key handed out with a quota, a model list and an expiry
+// cannot mint an unlimited key or lift its own limits.
+func TestAccountKeysReachModelsOnly(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	c := loggedIn(t, g, "owner", 10_000_000, "user")
+	plain := newClient(t, g)
+	plain.bearer = g.AddToken("owner")
+	if s := chatOnce(t, g, plain.bearer, "hello"); s != 200 {
+		t.Fatalf("a plain key on a model endpoint: %d", s)
+	}
+	for _, ep := range []struct {
+		method, path string
+		body         any
+	}{{"GET", "/api/user/self", nil}, {"GET", "/api/user/tokens", nil}, {"POST", "/api/user/tokens", map[string]any{}},
+		{"PATCH", "/api/user/tokens/1", map[string]any{"quota_limit": 0}}, {"POST", "/api/user/topup", map[string]any{"key": "x"}},
+		{"POST", "/api/user/aff_transfer", map[string]any{}}, {"GET", "/api/user/usage", nil}} {
+		plain.do(ep.method, ep.path, ep.body).apiErr(t, 403, "management_key_required")
+	}
+	admin := loggedIn(t, g, "boss", 0, "admin")
+	adminKey := newClient(t, g)
+	adminKey.bearer = g.AddToken("boss")
+	adminKey.do(http.MethodGet, "/api/admin/users", nil).apiErr(t, 403, "management_key_required")
+	// the administrator's own management key, made while signed in, does
+	var adminMgmt apiToken
+	admin.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "ops", "management": true}).decode(t, &adminMgmt)
+	adminKey.bearer = adminMgmt.Key
+	adminKey.ok(http.MethodGet, "/api/admin/users", nil)
+
+	// a limited management key, made by the signed-in owner
+	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	var mgmt apiToken
+	c.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "script", "management": true, "quota_limit": 1_000_000,
+		"models": []string{"demo"}, "expires_at": expires.Format(time.RFC3339)}).decode(t, &mgmt)
+	if !mgmt.Management {
+		t.Fatalf("created %+v", mgmt)
+	}
+	k := newClient(t, g)
+	k.origin = ""
+	k.bearer = mgmt.Key
+	if u := k.self(); u.Username != "owner" {
+		t.Fatalf("self by the management key: %+v", u)
+	}
+	soon := expires.Add(-time.Minute).Format(time.RFC3339)
+	for name, body := range map[string]map[string]any{
+		"unlimited":      {"name": "wide"},
+		"more quota":     {"quota_limit": 2_000_000, "models": []string{"demo"}, "expires_at": soon},
+		"every model":    {"quota_limit": 1_000, "expires_at": soon},
+		"no expiry":      {"quota_limit": 1_000, "models": []string{"demo"}},
+		"later expiry":   {"quota_limit": 1_000, "models": []string{"demo"}, "expires_at": expires.Add(time.Hour).Format(time.RFC3339)},
+		"management key": {"quota_limit": 1_000, "models": []string{"demo"}, "expires_at": soon, "management": true},
+	} {
+		if a := k.do(http.MethodPost, "/api/user/tokens", body); a.status != 403 {
+			t.Errorf("%s: %d %s, want 403", name, a.status, a.body)
+		} else {
+			a.apiErr(t, 403, "key_too_wide")
+		}
+	}
+	var child apiToken
+	k.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "child", "quota_limit": 500_000,
+		"models": []string{"demo"}, "expires_at": soon}).decode(t, &child)
+	if child.Management || child.QuotaLimit != 500_000 {
+		t.Fatalf("child %+v", child)
+	}
+	if s := chatOnce(t, g, child.Key, "hello"); s != 200 {
+		t.Fatalf("the child key on a model endpoint: %d", s)
+	}
+	// the child's limit came out of the management key's, so its keys
+	// together cannot spend more than it could: another 500000 is refused
+	var list struct{ Data []apiToken }
+	c.ok(http.MethodGet, "/api/user/tokens", nil).decode(t, &list)
+	for _, tok := range list.Data {
+		if tok.ID == mgmt.ID && tok.QuotaLimit != 500_000 {
+			t.Fatalf("the management key's limit after making a key of 500000: %d, want 500000", tok.QuotaLimit)
+		}
+	}
+	k.do(http.MethodPost, "/api/user/tokens", map[string]any{"name": "second", "quota_limit": 500_000,
+		"models": []string{"demo"}, "expires_at": soon}).apiErr(t, 403, "key_too_wide")
+	k.do(http.MethodPatch, fmt.Sprint("/api/user/tokens/", child.ID), map[string]any{"quota_limit": 600_000}).apiErr(t, 403, "key_too_wide")
+	k.ok(http.MethodDelete, fmt.Sprint("/api/user/tokens/", child.ID), nil)
+	// it cannot lift its own limits, only narrow them
+	self := fmt.Sprint("/api/user/tokens/", mgmt.ID)
+	for _, body := range []map[string]any{{"quota_limit": 0}, {"quota_limit": 500_001}, {"models": []string{}}, {"expires_at": ""}} {
+		k.do(http.MethodPatch, self, body).apiErr(t, 403, "key_too_wide")
+	}
+	var narrowed apiToken
+	k.ok(http.MethodPatch, self, map[string]any{"quota_limit": 400_000}).decode(t, &narrowed)
+	if narrowed.QuotaLimit != 400_000 {
+		t.Fatalf("narrowed %+v", narrowed)
+	}
+	// nor change or delete a wider key of its owner's
+	var wide apiToken
+	c.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "wide"}).decode(t, &wide)
+	widePath := fmt.Sprint("/api/user/tokens/", wide.ID)
+	k.do(http.MethodPatch, widePath, map[string]any{"name": "mine now"}).apiErr(t, 403, "key_too_wide")
+	k.do(http.MethodDelete, widePath, nil).apiErr(t, 403, "key_too_wide")
+	// whether a key is a management key is fixed when it is made
+	c.do(http.MethodPatch, widePath, map[string]any{"management": true}).apiErr(t, 400, "invalid_request")
 }

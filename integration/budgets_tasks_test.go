@@ -43,7 +43,8 @@ func TestBudgetPlanPaysForTasks(t *testing.T) {
 	s.cfg.option(block("plan video", "weekly 1.5", "models sora-2")).
 		withSite(append([]string{"@account path /api/user/*", block("route @account", "gateway_account")}, tasksSite...)...)
 	s.gw.Reload(s.cfg.String(), s.vars)
-	key := s.gw.AddUser("sub", 0)
+	// a management key: windowSpent reads /api/user/self with it
+	key := s.gw.AddUser("sub", 0, "--management")
 	s.gw.CLI("user", "plan", "--username", "sub", "--plan", "video", "--days", "30")
 	uid := userID(t, s.gw, "sub")
 	weekly := "plan:video/user:" + uid + "/weekly"
@@ -100,7 +101,7 @@ func TestBudgetPlanPaysForTasks(t *testing.T) {
 	}
 
 	// a balance-paid task with a daily window of the user's own
-	payer := s.gw.AddUser("payer", 5_000_000)
+	payer := s.gw.AddUser("payer", 5_000_000, "--management")
 	s.gw.CLI("user", "budget", "--username", "payer", "--daily", "2")
 	daily := "user:" + userID(t, s.gw, "payer") + "/daily"
 	sub = submitTask(t, s.gw, payer, `{"model":"sora-2","prompt":"paid"}`)

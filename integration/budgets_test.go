@@ -198,7 +198,7 @@ func TestBudgetWindowsUnderConcurrentStreams(t *testing.T) {
 // windows; the CSV export carries the rows' window ids.
 func TestBudgetKeyWindowInEachDialect(t *testing.T) {
 	gw, _ := startBudgets(t)
-	key := gw.AddUser("keyed", 100_000_000)
+	key := gw.AddUser("keyed", 100_000_000, "--management") // it reads /api/user/self too
 	toks, err := gw.Store().ListTokens(context.Background(), gw.User("keyed").ID)
 	if err != nil || len(toks) != 1 {
 		t.Fatalf("tokens %v, %v", toks, err)
@@ -320,7 +320,7 @@ func TestBudgetPlans(t *testing.T) {
 	// a plan bought with a code: a user without balance redeems it with
 	// their key and is on the plan at once, for 30 days
 	code := strings.TrimSpace(gw.CLI("redeem", "add", "--plan", "pro", "--days", "30"))
-	buyer := gw.AddUser("buyer", 0)
+	buyer := gw.AddUser("buyer", 0, "--management") // it redeems the code too
 	if err := streamOnce(context.Background(), gw, buyer, "coder-1"); err == nil {
 		t.Fatal("a user without balance or plan was served")
 	}
@@ -464,7 +464,7 @@ func TestBudgetConsoleShowsWindows(t *testing.T) {
 // API takes a defined group in a key's models and refuses an undefined one.
 func TestBudgetModelGroupsLimitKeys(t *testing.T) {
 	gw, _ := startBudgets(t)
-	key := gw.AddUser("grouped", 100_000_000, "--models", "group:coding")
+	key := gw.AddUser("grouped", 100_000_000, "--models", "group:coding", "--management")
 	if err := streamOnce(context.Background(), gw, key, "coder-1"); err != nil {
 		t.Fatal(err)
 	}

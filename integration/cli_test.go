@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +204,34 @@ func TestCLIRecoveryCommandWorksAsPrinted(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "pass --config") {
 		t.Errorf("the recovery command where there is no config: %v\n%s", err, out)
+	}
+}
+
+// TestCSVExportsShowTextAsText: text a client chose (a request id such as
+// "=1+1") and an administrator's batch name reach the CSV exports with a
+// leading apostrophe, so a spreadsheet shows them rather than runs them
+// as formulas.
+func TestCSVExportsShowTextAsText(t *testing.T) {
+	g := startAccounts(t, "off", 1000)
+	key := g.AddUser("sheet", 10_000_000)
+	body := []byte(`{"model":"demo","messages":[{"role":"user","content":"hi"}]}`)
+	if resp, b := g.Do(http.MethodPost, "/v1/chat/completions", key, body, http.Header{"X-Request-Id": {"=1+1"}}); resp.StatusCode != 200 {
+		t.Fatalf("chat: %d %s", resp.StatusCode, b)
+	}
+	g.WaitUsage("sheet", 1)
+	recs, err := csv.NewReader(strings.NewReader(g.CLI("usage", "export", "--format", "csv"))).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("export: %q, %v", recs, err)
+	}
+	if id := recs[1][slices.Index(recs[0], "request_id")]; id != "'=1+1" {
+		t.Fatalf("the request id exported as %q, want '=1+1", id)
+	}
+
+	admin := loggedIn(t, g, "boss", 0, "admin")
+	admin.ok(http.MethodPost, "/api/admin/codes", map[string]any{"name": "@SUM(A1)", "count": 1, "quota": 1})
+	a := admin.ok(http.MethodGet, "/api/admin/codes/export", nil)
+	codes, err := csv.NewReader(bytes.NewReader(a.body)).ReadAll()
+	if err != nil || len(codes) != 2 || codes[1][1] != "'@SUM(A1)" {
+		t.Fatalf("codes export: %q, %v; want the batch name as '@SUM(A1)", codes, err)
 	}
 }

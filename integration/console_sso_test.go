@@ -1,9 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -167,4 +171,58 @@ func TestSSOWithoutProviderConfigured(t *testing.T) {
 	b := startBrowser(t, g)
 	b.open("/", `!document.getElementById('login-card').hidden`)
 	b.waitFor(`document.getElementById('sso').hidden`)
+}
+
+// TestSSOCallbackKeptOutOfAccessLog: a site's plain access log shows the
+// sign-in callback without the provider's code and state, which a log
+// reader could otherwise race the browser to exchange.
+func TestSSOCallbackKeptOutOfAccessLog(t *testing.T) {
+	const secret = "oidc-client-secret-0c41e9d2"
+	gatewaytest.Secret(secret)
+	t.Setenv(ssoSecretEnv, secret)
+	op := oidctest.Start(t, "gateway-console", secret, oidctest.Identity{Subject: "liv-sub", Email: "liv@a.example", EmailVerified: true})
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	cfg := ssoConfig(op.URL).withSite(
+		block("log", "output file {{LOG}}", "format json"),
+		"@account path /api/user/* /api/admin/*",
+		block("route @account", "gateway_account"))
+	g := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"LOG": logFile})
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	client := &http.Client{Jar: jar, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		// a browser sends another site at most its origin, and keeps a
+		// navigation's first referrer across redirects
+		r.Header.Del("Referer")
+		for _, p := range []string{"code", "state"} {
+			if v := r.URL.Query().Get(p); v != "" {
+				secrets = append(secrets, v)
+			}
+		}
+		return nil
+	}}
+	resp, err := client.Get(g.URL + "/api/user/oidc/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(secrets) != 3 { // the state to the provider, then the code and the state back
+		t.Fatalf("saw %d codes and states in the redirects, want 3", len(secrets))
+	}
+	if g.User("liv@a.example") == nil {
+		t.Fatal("the sign-in made no user")
+	}
+	var logs []byte
+	eventually(t, "the callback's access log line", func() bool {
+		logs, _ = os.ReadFile(logFile)
+		return bytes.Contains(logs, []byte(`"uri":"/api/user/oidc/callback"`)) && bytes.Contains(logs, []byte(`"uri":"/api/user/oidc/login"`))
+	})
+	for _, s := range secrets {
+		if bytes.Contains(logs, []byte(s)) {
+			t.Fatalf("the access log holds the sign-in's code or state %.8s...\n%s", s, logs)
+		}
+	}
 }

@@ -68,9 +68,9 @@ func TestUserModelsAPI(t *testing.T) {
 		t.Fatalf("dall-e-3 priced %v", prices["dall-e-3"])
 	}
 
-	// a key limited to demo sees demo alone
+	// a (management) key limited to demo sees demo alone
 	var limited apiToken
-	c.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "only-demo", "models": []string{"demo"}}).decode(t, &limited)
+	c.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "only-demo", "models": []string{"demo"}, "management": true}).decode(t, &limited)
 	bearer := newClient(t, g)
 	bearer.bearer = limited.Key
 	bearer.ok(http.MethodGet, "/api/user/models", nil).decode(t, &models)
@@ -188,6 +188,24 @@ func TestConsoleModelsAndKeys(t *testing.T) {
 	if list.Data[0].ExpiresAt != got.ExpiresAt || list.Data[0].QuotaLimit != 2_000_000 {
 		t.Fatalf("a rename changed the key: %+v", list.Data[0])
 	}
+	if list.Data[0].Management {
+		t.Fatal("a key made without the box ticked is a management key")
+	}
+
+	// a management key: the box ticked, the row marked, and the key
+	// reaches the account API where the first one is refused
+	scripted := newClient(t, g)
+	scripted.bearer = key
+	scripted.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 403, "management_key_required")
+	b.do(chromedp.SendKeys(chromedp.ID("token-name"), "ops"),
+		chromedp.Click(chromedp.ID("token-management")),
+		chromedp.Click(chromedp.ID("token-submit")))
+	b.waitFor(`document.getElementById('new-key-name').textContent === 'ops'`)
+	scripted.bearer = b.text("new-key-value")
+	if u := scripted.self(); u.Username != "kim" {
+		t.Fatalf("self with the management key: %+v", u)
+	}
+	b.waitFor(`[...document.querySelectorAll('#tokens tr')].some((r) => r.textContent.includes('ops (management)'))`)
 }
 
 // TestConsolePasswordAndUsage: the password changed on the page; usage

@@ -22,6 +22,8 @@ var sqliteOnly = map[string]string{
 		"TestPostgresDownMidRun stops the server instead",
 	"TestAccountDatabaseFilesPrivate": "it checks the modes of SQLite's database and WAL files; " +
 		"a PostgreSQL database's files are the server's",
+	"TestAccountDatabaseFilesMadePrivate": "it checks that SQLite's database and WAL files an older gateway left 0644 are made private; " +
+		"a PostgreSQL database's files are the server's",
 	"TestHealthWhenTheStoreRefusesWrites": "it holds SQLite's write lock from a connection of its own; " +
 		"a PostgreSQL server that goes down is TestPostgresDownMidRun's",
 	"TestReloadChangesDatabaseUnderLoad": "it copies the SQLite file (VACUUM INTO) to have a second database to reload to",

@@ -654,3 +654,25 @@ func (s *tracingSetup) client(key string) *openai.Client {
 	c := openai.NewClient(option.WithBaseURL(s.gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	return &c
 }
+
+// TestTraceSpanNamedFromURIHoldsNoKey: a site that names its server span
+// after the request's URI (`tracing { span {http.request.uri} }`) gets the
+// URI as stripped: a Gemini client's ?key= is in no span, nor its name.
+func TestTraceSpanNamedFromURIHoldsNoKey(t *testing.T) {
+	s := startTracing(t)
+	s.cfg = s.cfg.withSite(block("tracing", "span {http.request.uri}"), logToStderr,
+		block("route /v1beta/*", "gateway_auth", "gateway_relay"))
+	s.gw.Reload(s.cfg.String(), s.vars)
+	key := s.gw.AddUser("uri", 50_000_000)
+	body := []byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	resp, b := s.gw.Do(http.MethodPost, "/v1beta/models/gpt-4o-mini:generateContent?alt=json&key="+key, "", body, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("generateContent: %d %s", resp.StatusCode, b)
+	}
+	row := s.gw.WaitUsage("uri", 1)[0]
+	server, _ := s.otlp.waitTrace(t, row.TraceID, 1)
+	if server.Name != "/v1beta/models/gpt-4o-mini:generateContent?alt=json" {
+		t.Errorf("the server span is named %q, want the URI as stripped", server.Name)
+	}
+	s.noSecrets(t, key)
+}

@@ -171,3 +171,16 @@ func CheckUserChange(userID int64, c UserChange) error {
 	}
 	return nil
 }
+
+// RewardMinimum is the least payment that pays r: its MinPayment, or the
+// reward itself when that is 0, so a code worth a unit cannot turn into
+// half a dollar for the inviter.
+func RewardMinimum(r InvitationReward) (int64, error) {
+	if r.Amount < 0 || r.MinPayment < 0 {
+		return 0, fmt.Errorf("invitation reward %d with minimum payment %d: neither may be negative", r.Amount, r.MinPayment)
+	}
+	if r.MinPayment == 0 {
+		return r.Amount, nil
+	}
+	return r.MinPayment, nil
+}

@@ -81,7 +81,7 @@ func ScanUser(sc RowScanner) (*User, error) {
 
 // TokenColumns are the tokens columns ScanToken reads, in its order.
 const TokenColumns = `id, user_id, name, key_hash, key_prefix, status, expires_at,
-	quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at`
+	quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at, management`
 
 // ScanToken reads a row of TokenColumns.
 func ScanToken(sc RowScanner) (*Token, error) {
@@ -91,7 +91,8 @@ func ScanToken(sc RowScanner) (*Token, error) {
 		models               string
 	)
 	err := sc.Scan(&t.ID, &t.UserID, &t.Name, &t.KeyHash, &t.KeyPrefix, &t.Status, &expiresAt,
-		&t.QuotaLimit, &t.UsedQuota, &models, &t.Limits.RPM, &t.Limits.TPM, &t.Limits.MaxParallel, &createdAt)
+		&t.QuotaLimit, &t.UsedQuota, &models, &t.Limits.RPM, &t.Limits.TPM, &t.Limits.MaxParallel, &createdAt,
+		&t.Management)
 	if err != nil {
 		return nil, err
 	}

@@ -90,8 +90,22 @@ type Token struct {
 	// Models is the allow-list; empty means every model.
 	Models []string `json:"models"`
 	// Limits are the key's own rate limits.
-	Limits    Limits    `json:"limits"`
-	CreatedAt time.Time `json:"created_at"`
+	Limits Limits `json:"limits"`
+	// Management says the key reaches the account and admin API as its
+	// owner's login does; other keys reach the model and task endpoints
+	// only. Set when the key is made, never changed.
+	Management bool      `json:"management"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// InvitationReward is what an invitee's signup owes their inviter, and
+// what pays it: the first payment (a code redeemed, an administrator's
+// credit) of at least MinPayment units (0: Amount itself), or a plan
+// code when PlanCodes says so.
+type InvitationReward struct {
+	Amount     int64
+	MinPayment int64
+	PlanCodes  bool
 }
 
 // Redemption code statuses.
@@ -383,9 +397,11 @@ type Store interface {
 	// RegisterUser creates u (as CreateUser) and, when u.InvitedBy is not
 	// zero, records reward as owed to the inviter, in one transaction. The
 	// reward is paid into the inviter's invitation quota by u's first
-	// payment (Redeem or CreditQuota), in that payment's transaction,
-	// exactly once: a signup alone never mints quota.
-	RegisterUser(ctx context.Context, u *User, reward int64) error
+	// payment that reward's rule accepts (Redeem, CreditQuota or a credit
+	// through UpdateUser), in that payment's transaction, exactly once: a
+	// signup alone never mints quota, nor does a payment smaller than the
+	// reward's minimum.
+	RegisterUser(ctx context.Context, u *User, reward InvitationReward) error
 	// CreditQuota adds a payment (an administrator's credit, amount > 0)
 	// to a user's balance and pays any invitation reward their signup owes,
 	// in one transaction.
@@ -401,6 +417,15 @@ type Store interface {
 
 	// Tokens.
 	CreateToken(ctx context.Context, t *Token) error // sets t.ID and t.CreatedAt
+	// CreateTokenFrom creates t (as CreateToken) and, in the same
+	// transaction, takes t.QuotaLimit from the quota limit of token
+	// parentID of the same user: a limited management key hands part of
+	// what it has left to a key it makes, so keys made under it cannot
+	// together spend more than it could. The parent keeps a limit of at
+	// least 1 and of its used quota (a limit of 0 would mean none);
+	// ErrInsufficientQuota when it has too little left, and nothing is
+	// made.
+	CreateTokenFrom(ctx context.Context, t *Token, parentID int64) error
 	TokenByHash(ctx context.Context, keyHash string) (*Token, error)
 	TokenByID(ctx context.Context, id int64) (*Token, error)
 	ListTokens(ctx context.Context, userID int64) ([]*Token, error)

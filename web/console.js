@@ -217,6 +217,7 @@ function onCreateToken(ev) {
     if (picked.length) body.models = picked;
     const days = $('token-days').value;
     if (days) body.expires_at = new Date(Date.now() + Number(days) * 86400000).toISOString().replace(/\.\d+Z$/, 'Z');
+    if ($('token-management').checked) body.management = true;
     const created = await api('POST', '/api/user/tokens', body);
     $('token-form').reset();
     $('new-key-name').textContent = created.name;
@@ -259,7 +260,7 @@ function tokenRow(tok) {
       });
     } }, t('keys.delete'));
   return el('tr', { 'data-token-id': tok.id },
-    el('td', {}, tok.name),
+    el('td', {}, tok.name, tok.management ? el('span', { class: 'muted' }, ' (' + t('keys.managementTag') + ')') : null),
     el('td', {}, el('code', {}, tok.key_prefix + '…')),
     el('td', {}, statusText(tok.status)),
     el('td', { class: 'num' }, usd(tok.used_quota)),

@@ -107,6 +107,17 @@ func (h *Handler) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return nil, err
 	}
+	if c.token != nil {
+		// an administrator's management key lifts no key's limits above
+		// its own, its own included
+		want := account.SpecOf(old)
+		if want.Limits, err = in.Limits.Apply(old.Limits); err != nil {
+			return nil, err
+		}
+		if err := account.KeyWithin(&store.Token{Limits: c.token.Limits, Management: true}, want, old.UsedQuota); err != nil {
+			return nil, err
+		}
+	}
 	t, err := account.SetKeyLimits(r.Context(), h.store, c.user, id, *in.Limits)
 	if err != nil {
 		return nil, err

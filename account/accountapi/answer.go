@@ -46,11 +46,13 @@ func badRequest(code, format string, args ...any) *apiError {
 
 var (
 	errNeedLogin = &apiError{status: http.StatusUnauthorized, typ: errAuthentication, code: "not_logged_in",
-		msg: "log in first (POST /api/user/login), or send a gateway key as 'Authorization: Bearer sk-...'"}
+		msg: "log in first (POST /api/user/login), or send a management key as 'Authorization: Bearer sk-...'"}
+	errNotManagementKey = &apiError{status: http.StatusForbidden, typ: errPermission, code: "management_key_required",
+		msg: "this API key reaches the model and task endpoints only: sign in (POST /api/user/login), or send a management key, which a signed-in user makes with {\"management\": true} (POST /api/user/tokens)"}
 	errNotAdmin = &apiError{status: http.StatusForbidden, typ: errPermission, code: "admin_only",
 		msg: "this needs an administrator's account"}
 	errCrossSite = &apiError{status: http.StatusForbidden, typ: errPermission, code: "cross_origin",
-		msg: "requests that change an account with the session cookie must come from the gateway's own pages with 'Content-Type: application/json'; other clients send 'Authorization: Bearer sk-...'"}
+		msg: "requests that change an account with the session cookie must come from the gateway's own pages with 'Content-Type: application/json'; other clients send a management key as 'Authorization: Bearer sk-...'"}
 	errBadCredentials = &apiError{status: http.StatusUnauthorized, typ: errAuthentication, code: "invalid_credentials",
 		msg: "wrong username or password"}
 )

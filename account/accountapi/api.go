@@ -182,7 +182,8 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, error)
 // caller is who an account request acts for.
 type caller struct {
 	user *store.User
-	// token is the key the caller sent; nil for a login session.
+	// token is the management key the caller sent; nil for a login
+	// session. No key it makes or changes may be wider than it.
 	token *store.Token
 }
 
@@ -240,12 +241,23 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*caller,
 		if e := CheckIdentity(id); e != nil {
 			return nil, &apiError{status: e.Status, typ: e.Type, code: e.Code, msg: e.Message}
 		}
-		// the cached user may be seconds old; account answers show balances
+		// a key is for the model endpoints; only one a signed-in user made
+		// as a management key speaks for its owner here, or any key handed
+		// to a script would be a full account credential
+		if !id.Token.Management {
+			return nil, errNotManagementKey
+		}
+		// the cached user and key may be seconds old; account answers show
+		// balances, and a key's quota left bounds the keys it makes
 		u, err := h.store.UserByID(r.Context(), id.User.ID)
 		if err != nil {
 			return nil, err
 		}
-		return &caller{user: u, token: id.Token}, nil
+		t, err := h.store.TokenByID(r.Context(), id.Token.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &caller{user: u, token: t}, nil
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if _, ok := h.sessions.cookie(r); ok && (!sameOrigin(r) || !jsonBody(r)) {

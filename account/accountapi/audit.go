@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/internal/spreadsheet"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -90,7 +91,9 @@ func (h *Handler) exportCodes(w http.ResponseWriter, r *http.Request, c *caller)
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"id", "name", "code", "quota", "usd", "status", "used_by", "created_at", "redeemed_at", "expires_at"})
 	for _, code := range codes {
-		_ = cw.Write([]string{strconv.FormatInt(code.ID, 10), code.Name, code.Code, strconv.FormatInt(code.Quota, 10),
+		// a batch's name is an administrator's text: a spreadsheet shows it
+		// rather than runs it
+		_ = cw.Write([]string{strconv.FormatInt(code.ID, 10), spreadsheet.Cell(code.Name), spreadsheet.Cell(code.Code), strconv.FormatInt(code.Quota, 10),
 			dollars(code.Quota), code.Status, strconv.FormatInt(code.UsedBy, 10), rfc3339(code.CreatedAt),
 			rfc3339(code.RedeemedAt), rfc3339(code.ExpiresAt)})
 	}

@@ -99,12 +99,12 @@ func (s *Sessions) user(w http.ResponseWriter, r *http.Request) (*store.User, er
 	if !ok {
 		return nil, errNoSession
 	}
-	u, slid, err := s.Logins.User(r.Context(), c.Value)
+	u, slidTo, err := s.Logins.User(r.Context(), c.Value)
 	if err != nil {
 		return nil, err
 	}
-	if slid {
-		s.setCookie(w, r, c.Value, s.Logins.MaxAge())
+	if !slidTo.IsZero() {
+		s.setCookie(w, r, c.Value, time.Until(slidTo))
 	}
 	return u, nil
 }

@@ -126,3 +126,25 @@ func (h *Handler) callbackURL(r *http.Request) string {
 	}
 	return scheme + "://" + host + oidcCallbackPath
 }
+
+// StartsSignIn reports whether r begins a single sign-on, whose answer
+// sends the browser to the provider with the sign-in's state in the
+// address: a log shows that Location redacted.
+func StartsSignIn(r *http.Request) bool { return r.URL.Path == oidcLoginPath }
+
+// LoggableQuery is r's query as a log may show it: the sign-in callback's
+// authorization code and state, which the provider sends in the query,
+// taken out (a code is one exchange away from a session). ok is false
+// when r has nothing to take out, and the query may be logged as it is.
+func LoggableQuery(r *http.Request) (query string, ok bool) {
+	if r.URL.Path != oidcCallbackPath || r.URL.RawQuery == "" {
+		return "", false
+	}
+	q := r.URL.Query()
+	if !q.Has("code") && !q.Has("state") {
+		return "", false
+	}
+	q.Del("code")
+	q.Del("state")
+	return q.Encode(), true
+}

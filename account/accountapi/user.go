@@ -214,6 +214,9 @@ type tokenInput struct {
 	// ExpiresAt is RFC 3339; "" means never.
 	ExpiresAt *string `json:"expires_at"`
 	Status    *string `json:"status"`
+	// Management makes a management key (new keys only, and only with the
+	// session: a key never makes one).
+	Management *bool `json:"management"`
 }
 
 func (in *tokenInput) apply(spec *account.TokenSpec) error {
@@ -256,7 +259,34 @@ func (h *Handler) createToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	if err := in.apply(&spec); err != nil {
 		return nil, err
 	}
-	key, t, err := account.CreateToken(r.Context(), h.store, c.user.ID, spec)
+	if in.Management != nil {
+		spec.Management = *in.Management
+	}
+	if c.token != nil {
+		if spec.Management {
+			return nil, &apiError{status: http.StatusForbidden, typ: errPermission, code: "key_too_wide",
+				msg: "a management key is made by a signed-in user, never with a key: sign in to the console to make one"}
+		}
+		// a key made with a key keeps its rate limits too
+		spec.Limits = c.token.Limits
+		if err := account.KeyWithin(c.token, spec, 0); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		key string
+		t   *store.Token
+		err error
+	)
+	if c.token != nil && c.token.QuotaLimit > 0 {
+		// what the new key may spend comes out of the limited key's limit
+		key, t, err = account.CreateTokenFrom(r.Context(), h.store, c.token, spec)
+		if err == nil {
+			h.keys.Forget(c.token.KeyHash)
+		}
+	} else {
+		key, t, err = account.CreateToken(r.Context(), h.store, c.user.ID, spec)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -278,15 +308,35 @@ func (h *Handler) updateToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
+	if in.Management != nil && *in.Management != t.Management {
+		return nil, badRequest("invalid_request", "whether a key is a management key is set when it is made: make a new key instead")
+	}
+	if c.token != nil {
+		// a key changes only keys no wider than itself (itself included)
+		if err := account.KeyWithin(c.token, account.SpecOf(t), t.UsedQuota); err != nil {
+			return nil, err
+		}
+	}
 	// only a changed list is checked: a key may keep a model since removed
 	if in.Models != nil && !slices.Equal(*in.Models, t.Models) {
 		if err := h.checkModels(*in.Models); err != nil {
 			return nil, err
 		}
 	}
-	spec := account.TokenSpec{Name: t.Name, QuotaLimit: t.QuotaLimit, Models: t.Models, ExpiresAt: t.ExpiresAt}
+	spec := account.SpecOf(t)
 	if err := in.apply(&spec); err != nil {
 		return nil, err
+	}
+	if c.token != nil {
+		if err := account.KeyWithin(c.token, spec, t.UsedQuota); err != nil {
+			return nil, err
+		}
+		// a limited key gave a key made from it part of its own limit: more
+		// is given by making another key, never by raising this one's
+		if c.token.QuotaLimit > 0 && t.ID != c.token.ID && spec.QuotaLimit > t.QuotaLimit {
+			return nil, &apiError{status: http.StatusForbidden, typ: errPermission, code: "key_too_wide",
+				msg: "a limited management key does not raise another key's quota_limit: make a new key, which takes its limit from yours"}
+		}
 	}
 	status := t.Status
 	if in.Status != nil {
@@ -304,6 +354,15 @@ func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c *caller)
 	id, err := pathID(r)
 	if err != nil {
 		return nil, err
+	}
+	if c.token != nil {
+		t, err := account.OwnToken(r.Context(), h.store, c.user.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := account.KeyWithin(c.token, account.SpecOf(t), t.UsedQuota); err != nil {
+			return nil, err
+		}
 	}
 	t, err := account.DeleteToken(r.Context(), h.store, c.user.ID, id)
 	if err != nil {

@@ -377,7 +377,12 @@ func (p *Provider) create(ctx context.Context, email, mark, role string) (*store
 	u := &store.User{Username: email, PasswordHash: mark, Role: cmp.Or(role, store.RoleUser), InviteCode: invite}
 	err = p.store.CreateUser(ctx, u)
 	if errors.Is(err, store.ErrConflict) {
-		return p.store.UserByName(ctx, email)
+		existing, err := p.store.UserByName(ctx, email)
+		if errors.Is(err, store.ErrNotFound) {
+			// another name that reads the same ("Alice@corp.example")
+			return nil, fail(NameTaken, "an account whose name reads as %q exists already (it signs in with a password, or came from another provider)", email)
+		}
+		return existing, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating %q on first sign-in: %w", email, err)

@@ -47,6 +47,15 @@ type Line struct {
 	rec       caddyhttp.ResponseRecorder
 	body      *countingBody
 	start     time.Time
+	// redacted are response headers whose values the line hides
+	redacted []string
+}
+
+// RedactResponseHeader hides the values of the response header name in
+// the line, as Caddy hides Set-Cookie: for an answer that must carry a
+// secret to the client (a redirect with one in its address).
+func (l *Line) RedactResponseHeader(name string) {
+	l.redacted = append(l.redacted, http.CanonicalHeaderKey(name))
 }
 
 // TakeOver arranges for the access log line of r, whose credentials are
@@ -118,7 +127,7 @@ func (l *Line) fields(status int) []zapcore.Field {
 		zap.Duration("duration", time.Since(l.start)),
 		zap.Int("size", l.rec.Size()),
 		zap.Int("status", status),
-		zap.Object("resp_headers", caddyhttp.LoggableHTTPHeader{Header: l.rec.Header(), ShouldLogCredentials: creds}),
+		zap.Object("resp_headers", caddyhttp.LoggableHTTPHeader{Header: l.responseHeader(), ShouldLogCredentials: creds}),
 	}
 	// the fields Caddy's tracing adds to its own line
 	if tid, ok := caddyhttp.GetVar(ctx, "trace_id").(string); ok {
@@ -133,6 +142,21 @@ func (l *Line) fields(status int) []zapcore.Field {
 			zap.Any("gateway_token_id", caddyhttp.GetVar(ctx, "gateway.token_id")))
 	}
 	return fields
+}
+
+// responseHeader is the response's header as the line shows it.
+func (l *Line) responseHeader() http.Header {
+	h := l.rec.Header()
+	if len(l.redacted) == 0 {
+		return h
+	}
+	h = h.Clone()
+	for _, name := range l.redacted {
+		if vs := h[name]; len(vs) > 0 {
+			h[name] = []string{"REDACTED"}
+		}
+	}
+	return h
 }
 
 // logsHost is Caddy's server's choice of whether to log a request to host.

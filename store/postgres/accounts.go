@@ -18,12 +18,13 @@ const defaultListLimit = 100
 // records reward as owed to the inviter, paid by the invitee's first
 // payment (Redeem, CreditQuota). An inviter that does not exist is
 // store.ErrNotFound and nothing is created.
-func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) error {
-	if reward < 0 {
-		return fmt.Errorf("register user: negative reward %d", reward)
+func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward store.InvitationReward) error {
+	minPayment, err := store.RewardMinimum(reward)
+	if err != nil {
+		return fmt.Errorf("register user: %w", err)
 	}
 	var id int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if u.InvitedBy != 0 {
 			var one int
 			err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1`, u.InvitedBy).Scan(&one)
@@ -35,8 +36,10 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 		if id, err = insertUser(ctx, tx, u); err != nil {
 			return err
 		}
-		if u.InvitedBy != 0 && reward > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE users SET invitation_reward_owed = $1 WHERE id = $2`, reward, id); err != nil {
+		if u.InvitedBy != 0 && reward.Amount > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE users SET invitation_reward_owed = $1,
+				invitation_reward_min = $2, invitation_reward_plans = $3 WHERE id = $4`,
+				reward.Amount, minPayment, reward.PlanCodes, id); err != nil {
 				return fmt.Errorf("record the invitation reward: %w", err)
 			}
 		}
@@ -50,13 +53,17 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 }
 
 // payInvitationReward pays what userID's signup owes their inviter, if
-// anything, inside a payment's transaction. The caller has locked the user
-// and the inviter (lockPayer), so of payments racing on any number of
+// anything and if this payment (payment units, or a plan code) is one the
+// reward's rule accepts, inside the payment's transaction; a smaller
+// payment leaves the reward owed to a later one. The caller has locked the
+// user and the inviter (lockPayer), so of payments racing on any number of
 // instances the first zeroes the debt and the others find none.
-func payInvitationReward(ctx context.Context, tx pgx.Tx, userID int64) error {
+func payInvitationReward(ctx context.Context, tx pgx.Tx, userID, payment int64, plan bool) error {
 	var inviter, owed int64
 	err := tx.QueryRow(ctx, `SELECT invited_by, invitation_reward_owed FROM users
-		WHERE id = $1 AND invitation_reward_owed > 0`, userID).Scan(&inviter, &owed)
+		WHERE id = $1 AND invitation_reward_owed > 0
+		AND ($2 >= invitation_reward_min OR ($3 AND invitation_reward_plans))`,
+		userID, payment, plan).Scan(&inviter, &owed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -88,7 +95,7 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 		if err := credit(ctx, tx, userID, quota, amount); err != nil {
 			return err
 		}
-		return payInvitationReward(ctx, tx, userID)
+		return payInvitationReward(ctx, tx, userID, amount, false)
 	})
 }
 
@@ -166,7 +173,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange
 				return err
 			}
 			if c.QuotaDelta > 0 {
-				if err := payInvitationReward(ctx, tx, userID); err != nil {
+				if err := payInvitationReward(ctx, tx, userID, c.QuotaDelta, false); err != nil {
 					return err
 				}
 			}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -71,5 +72,56 @@ func TestMigrateFailedStepLeavesNothing(t *testing.T) {
 	var rows int
 	if err := pool.QueryRow(ctx, `SELECT COUNT(*) FROM ok`).Scan(&rows); err != nil || rows != 1 {
 		t.Fatalf("rows in ok = %d, %v; want 1", rows, err)
+	}
+}
+
+// TestNameKeysFilledForExistingUsers: users made before name keys get
+// theirs when the database is opened; names that already share a key
+// keep working, and new look-alikes of any of them are refused.
+func TestNameKeysFilledForExistingUsers(t *testing.T) {
+	ctx := context.Background()
+	dsn := testCluster.Database(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := store.LoadMigrations(migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, m := range all {
+		if m.Version < 30 {
+			old[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+		}
+	}
+	if err := migrate(ctx, pool, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"root", "Root", "alice"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO users (username, password_hash, created_at) VALUES ($1, 'x', 1)`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool.Close()
+
+	s, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var keyed int
+	if err := s.(*Store).pool.QueryRow(ctx, `SELECT COUNT(*) FROM users WHERE name_key IS NOT NULL`).Scan(&keyed); err != nil || keyed != 2 {
+		t.Fatalf("users with a name key: %d, %v; want 2 (root and alice; Root shares root's)", keyed, err)
+	}
+	for _, name := range []string{"root", "Root", "alice"} {
+		if _, err := s.UserByName(ctx, name); err != nil {
+			t.Fatalf("%s after the upgrade: %v", name, err)
+		}
+	}
+	for _, name := range []string{"ROOT", "rооt", "Alice"} {
+		if err := s.CreateUser(ctx, &store.User{Username: name}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a new %q beside the old names: %v, want ErrConflict", name, err)
+		}
 	}
 }

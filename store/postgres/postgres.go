@@ -67,6 +67,10 @@ func Open(dsn string) (store.Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
+	if err := fillNameKeys(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
 	return &Store{pool: pool}, nil
 }
 

@@ -93,7 +93,7 @@ func (s *Store) Redeem(ctx context.Context, code string, userID int64) (int64, e
 		if err := grantPlan(ctx, tx, userID, plan, days, ts); err != nil {
 			return err
 		}
-		return payInvitationReward(ctx, tx, userID)
+		return payInvitationReward(ctx, tx, userID, quota, plan != "")
 	})
 	if err != nil {
 		return 0, fmt.Errorf("redeem: %w", err)

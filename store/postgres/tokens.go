@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -11,16 +13,44 @@ import (
 // empty Status becomes store.TokenEnabled. A key hash already stored is
 // store.ErrConflict; a UserID with no user is store.ErrNotFound.
 func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
+	return insertToken(ctx, s.pool, t)
+}
+
+// CreateTokenFrom creates t and takes its quota limit from token
+// parentID's, in one transaction; store.ErrInsufficientQuota when the
+// parent has too little left. The conditional UPDATE locks the parent's
+// row, so two keys made from it at once on any instances cannot both
+// take its last units.
+func (s *Store) CreateTokenFrom(ctx context.Context, t *store.Token, parentID int64) error {
+	if t.QuotaLimit <= 0 {
+		return fmt.Errorf("create token from token %d: a positive quota limit is required, not %d", parentID, t.QuotaLimit)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE tokens SET quota_limit = quota_limit - $1
+			WHERE id = $2 AND user_id = $3 AND quota_limit > 0
+			AND quota_limit - $1 >= used_quota AND quota_limit - $1 >= 1`, t.QuotaLimit, parentID, t.UserID)
+		if err != nil {
+			return fmt.Errorf("take %d from the limit of token %d: %w", t.QuotaLimit, parentID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("token %d has less than %d left to give: %w", parentID, t.QuotaLimit, store.ErrInsufficientQuota)
+		}
+		return insertToken(ctx, tx, t)
+	})
+}
+
+// insertToken inserts t, setting its ID and its defaults.
+func insertToken(ctx context.Context, q querier, t *store.Token) error {
 	models, err := store.PrepareToken(t, now())
 	if err != nil {
 		return err
 	}
-	err = s.pool.QueryRow(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
-		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+	err = q.QueryRow(ctx, `INSERT INTO tokens (user_id, name, key_hash, key_prefix,
+		status, expires_at, quota_limit, used_quota, models, rpm, tpm, max_parallel, created_at, management)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
 		t.UserID, t.Name, t.KeyHash, t.KeyPrefix, t.Status, store.Millis(t.ExpiresAt),
 		t.QuotaLimit, t.UsedQuota, models, t.Limits.RPM, t.Limits.TPM, t.Limits.MaxParallel,
-		store.Millis(t.CreatedAt)).Scan(&t.ID)
+		store.Millis(t.CreatedAt), t.Management).Scan(&t.ID)
 	if err != nil {
 		return fmt.Errorf("create token for user %d: %w", t.UserID, sqlErr(err))
 	}

@@ -2,17 +2,21 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/caddy-model-gateway/gateway/internal/usernames"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // CreateUser inserts u and sets its ID, and its CreatedAt if zero. An empty
 // Role becomes store.RoleUser and an empty Status "enabled". A taken
-// username or invite code is store.ErrConflict.
+// username, one a person would read as a taken one (usernames.Key), or a
+// taken invite code is store.ErrConflict.
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	id, err := insertUser(ctx, s.pool, u)
 	if err != nil {
@@ -30,11 +34,11 @@ func insertUser(ctx context.Context, q querier, u *store.User) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `INSERT INTO users (username, password_hash, role, status,
 		quota, used_quota, request_count, invite_code, invited_by, invitation_quota,
-		rpm, tpm, max_parallel, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+		rpm, tpm, max_parallel, created_at, name_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
 		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota,
-		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt)).Scan(&id)
+		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt), usernames.Key(u.Username)).Scan(&id)
 	if err != nil {
 		return 0, sqlErr(err)
 	}
@@ -199,6 +203,96 @@ func credit(ctx context.Context, tx pgx.Tx, userID, quota, amount int64) error {
 	}
 	if _, err := tx.Exec(ctx, `UPDATE users SET quota = quota + $1 WHERE id = $2`, amount, userID); err != nil {
 		return fmt.Errorf("credit user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// fillNameKeys gives every user without one their usernames.Key: users
+// made before the column existed. A user whose key another already has
+// (names such as "Root" and "root" taken side by side before) keeps none:
+// both go on signing in by their exact names, and the key taken already
+// refuses new look-alikes of either. Such rows are looked at again at each
+// start and written only when their key has become free, so an up-to-date
+// database opens without a write.
+func fillNameKeys(ctx context.Context, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT id, username FROM users WHERE name_key IS NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("users without a name key: %w", err)
+	}
+	type row struct {
+		id   int64
+		name string
+	}
+	missing, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.id, &x.name)
+	})
+	if err != nil {
+		return fmt.Errorf("users without a name key: %w", err)
+	}
+	// the first user of each key (the oldest) is the one that may hold it
+	var ids []int64
+	var keys []string
+	seen := map[string]bool{}
+	for _, r := range missing {
+		if k := usernames.Key(r.name); !seen[k] {
+			seen[k] = true
+			ids, keys = append(ids, r.id), append(keys, k)
+		}
+	}
+	for start := 0; start < len(ids); start += nameKeyBatch {
+		end := min(start+nameKeyBatch, len(ids))
+		if err := fillNameKeyBatch(ctx, pool, ids[start:end], keys[start:end]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nameKeyBatch is how many users one statement gives their name keys.
+const nameKeyBatch = 1000
+
+// fillNameKeyBatch gives each user of ids its key of keys, unless another
+// user holds that key already: in one statement, or user by user when a
+// signup took a key meanwhile.
+func fillNameKeyBatch(ctx context.Context, pool *pgxpool.Pool, ids []int64, keys []string) error {
+	rows, err := pool.Query(ctx, `SELECT name_key FROM users WHERE name_key = ANY($1)`, keys)
+	if err != nil {
+		return fmt.Errorf("taken name keys: %w", err)
+	}
+	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("taken name keys: %w", err)
+	}
+	held := make(map[string]bool, len(taken))
+	for _, k := range taken {
+		held[k] = true
+	}
+	var freeIDs []int64
+	var freeKeys []string
+	for i, k := range keys {
+		if !held[k] {
+			freeIDs, freeKeys = append(freeIDs, ids[i]), append(freeKeys, k)
+		}
+	}
+	if len(freeIDs) == 0 {
+		return nil // nothing to write: an up-to-date database opens without a write
+	}
+	const fill = `UPDATE users u SET name_key = v.k FROM unnest($1::bigint[], $2::text[]) AS v(id, k)
+		WHERE u.id = v.id AND u.name_key IS NULL`
+	_, err = pool.Exec(ctx, fill, freeIDs, freeKeys)
+	if err == nil || !errors.Is(sqlErr(err), store.ErrConflict) {
+		if err != nil {
+			return fmt.Errorf("name keys: %w", err)
+		}
+		return nil
+	}
+	// another instance starting, or a signup, took one of the keys first
+	for i := range freeIDs {
+		_, err := pool.Exec(ctx, fill, freeIDs[i:i+1], freeKeys[i:i+1])
+		if err != nil && !errors.Is(sqlErr(err), store.ErrConflict) {
+			return fmt.Errorf("name key of user %d: %w", freeIDs[i], err)
+		}
 	}
 	return nil
 }

@@ -16,12 +16,13 @@ const defaultListLimit = 100
 // records reward as owed to the inviter, paid by the invitee's first
 // payment (Redeem, CreditQuota). An inviter that does not exist is
 // store.ErrNotFound and nothing is created.
-func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) error {
-	if reward < 0 {
-		return fmt.Errorf("register user: negative reward %d", reward)
+func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward store.InvitationReward) error {
+	minPayment, err := store.RewardMinimum(reward)
+	if err != nil {
+		return fmt.Errorf("register user: %w", err)
 	}
 	var id int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if u.InvitedBy != 0 {
 			var one int
 			err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, u.InvitedBy).Scan(&one)
@@ -33,8 +34,10 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 		if id, err = insertUser(ctx, tx, u); err != nil {
 			return err
 		}
-		if u.InvitedBy != 0 && reward > 0 {
-			if _, err := tx.ExecContext(ctx, `UPDATE users SET invitation_reward_owed = ? WHERE id = ?`, reward, id); err != nil {
+		if u.InvitedBy != 0 && reward.Amount > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE users SET invitation_reward_owed = ?,
+				invitation_reward_min = ?, invitation_reward_plans = ? WHERE id = ?`,
+				reward.Amount, minPayment, boolInt(reward.PlanCodes), id); err != nil {
 				return fmt.Errorf("record the invitation reward: %w", err)
 			}
 		}
@@ -48,13 +51,17 @@ func (s *Store) RegisterUser(ctx context.Context, u *store.User, reward int64) e
 }
 
 // payInvitationReward pays what userID's signup owes their inviter, if
-// anything, inside a payment's transaction: the owed amount is zeroed in
-// the statement that reads it, so it is paid once however many payments
-// race (the writer's transactions hold the write lock from BEGIN).
-func payInvitationReward(ctx context.Context, tx *sql.Tx, userID int64) error {
+// anything and if this payment (payment units, or a plan code) is one the
+// reward's rule accepts, inside the payment's transaction: the owed amount
+// is zeroed in the statement that reads it, so it is paid once however
+// many payments race (the writer's transactions hold the write lock from
+// BEGIN). A smaller payment leaves the reward owed to a later one.
+func payInvitationReward(ctx context.Context, tx *sql.Tx, userID, payment int64, plan bool) error {
 	var inviter, owed int64
 	err := tx.QueryRowContext(ctx, `SELECT invited_by, invitation_reward_owed FROM users
-		WHERE id = ? AND invitation_reward_owed > 0`, userID).Scan(&inviter, &owed)
+		WHERE id = ? AND invitation_reward_owed > 0
+		AND (? >= invitation_reward_min OR (? = 1 AND invitation_reward_plans = 1))`,
+		userID, payment, boolInt(plan)).Scan(&inviter, &owed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -82,7 +89,7 @@ func (s *Store) CreditQuota(ctx context.Context, userID int64, amount int64) err
 		if err := credit(ctx, tx, userID, amount); err != nil {
 			return err
 		}
-		return payInvitationReward(ctx, tx, userID)
+		return payInvitationReward(ctx, tx, userID, amount, false)
 	})
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 	"testing/fstest"
@@ -78,6 +79,58 @@ func TestEmbeddedMigrationsInOrder(t *testing.T) {
 	for i := 1; i < len(ms); i++ {
 		if ms[i].Version <= ms[i-1].Version {
 			t.Fatalf("out of order: %s after %s", ms[i].Name, ms[i-1].Name)
+		}
+	}
+}
+
+// TestNameKeysFilledForExistingUsers: users made before name keys get
+// theirs when the database is opened; names that already share a key
+// keep working, and new look-alikes of any of them are refused.
+func TestNameKeysFilledForExistingUsers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", path+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := store.LoadMigrations(migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, m := range all {
+		if m.Version < 30 {
+			old[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+		}
+	}
+	if err := migrate(ctx, db, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"root", "Root", "alice"} {
+		if _, err := db.Exec(`INSERT INTO users (username, password_hash, created_at) VALUES (?, 'x', 1)`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	raw := s.(*Store).r
+	var keyed int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM users WHERE name_key IS NOT NULL`).Scan(&keyed); err != nil || keyed != 2 {
+		t.Fatalf("users with a name key: %d, %v; want 2 (root and alice; Root shares root's)", keyed, err)
+	}
+	for _, name := range []string{"root", "Root", "alice"} {
+		if _, err := s.UserByName(ctx, name); err != nil {
+			t.Fatalf("%s after the upgrade: %v", name, err)
+		}
+	}
+	for _, name := range []string{"ROOT", "rооt", "Alice"} {
+		if err := s.CreateUser(ctx, &store.User{Username: name}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a new %q beside the old names: %v, want ErrConflict", name, err)
 		}
 	}
 }

@@ -64,6 +64,10 @@ func Open(dsn string) (store.Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: in-memory database: %w", err)
 		}
+		if err := fillNameKeys(context.Background(), db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: in-memory database: %w", err)
+		}
 		return &Store{w: db, r: db}, nil
 	}
 
@@ -83,6 +87,10 @@ func Open(dsn string) (store.Store, error) {
 	// Migrate before the readers open, so the file is already in WAL mode
 	// and has its schema when they first look.
 	if err := migrate(context.Background(), w, migrations); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", dsn, err)
+	}
+	if err := fillNameKeys(context.Background(), w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", dsn, err)
 	}
@@ -162,7 +170,9 @@ func fileURI(dsn string) (string, error) {
 // readable by the gateway's user alone: the file holds redemption codes and
 // password and key hashes. SQLite gives its -wal, -shm and -journal files
 // the database file's permissions, so they are private too; left to itself
-// it would create all of them 0644. An existing file keeps its mode.
+// it would create all of them 0644. An existing file that others may read
+// or write (one made by an older gateway, or copied in) is made private
+// too, with its side files.
 func createPrivate(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("sqlite: create database directory: %w", err)
@@ -171,7 +181,24 @@ func createPrivate(path string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create database file: %w", err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		info, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: database file: %w", err)
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(p, perm&^0o077); err != nil {
+				return fmt.Errorf("sqlite: make %s private (it is %v): %w", filepath.Base(p), perm, err)
+			}
+		}
+	}
+	return nil
 }
 
 func withParams(uri, params string) string {

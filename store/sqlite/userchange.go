@@ -49,7 +49,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID int64, c store.UserChange
 				return fmt.Errorf("add %d to the quota: the balance would overflow", c.QuotaDelta)
 			}
 			if c.QuotaDelta > 0 {
-				if err := payInvitationReward(ctx, tx, userID); err != nil {
+				if err := payInvitationReward(ctx, tx, userID, c.QuotaDelta, false); err != nil {
 					return err
 				}
 			}

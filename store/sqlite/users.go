@@ -3,14 +3,17 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
+	"github.com/caddy-model-gateway/gateway/internal/usernames"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // CreateUser inserts u and sets its ID, and its CreatedAt if zero. An empty
 // Role becomes store.RoleUser and an empty Status "enabled". A taken
-// username or invite code is store.ErrConflict.
+// username, one a person would read as a taken one (usernames.Key), or a
+// taken invite code is store.ErrConflict.
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	id, err := insertUser(ctx, s.w, u)
 	if err != nil {
@@ -27,11 +30,11 @@ func insertUser(ctx context.Context, ex execer, u *store.User) (int64, error) {
 	}
 	res, err := ex.ExecContext(ctx, `INSERT INTO users (username, password_hash, role, status,
 		quota, used_quota, request_count, invite_code, invited_by, invitation_quota,
-		rpm, tpm, max_parallel, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		rpm, tpm, max_parallel, created_at, name_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.Username, u.PasswordHash, u.Role, u.Status, u.Quota, u.UsedQuota, u.RequestCount,
 		nullString(u.InviteCode), u.InvitedBy, u.InvitationQuota,
-		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt))
+		u.Limits.RPM, u.Limits.TPM, u.Limits.MaxParallel, store.Millis(u.CreatedAt), usernames.Key(u.Username))
 	if err != nil {
 		return 0, sqlErr(err)
 	}
@@ -155,4 +158,49 @@ func (s *Store) TransferInvitationQuota(ctx context.Context, userID int64, amoun
 		}
 		return fmt.Errorf("transfer %d from invitation quota %d: %w", amount, have, store.ErrInsufficientQuota)
 	})
+}
+
+// fillNameKeys gives every user without one their usernames.Key: users
+// made before the column existed. A user whose key another already has
+// (names such as "Root" and "root" taken side by side before) keeps none:
+// both go on signing in by their exact names, and the key taken already
+// refuses new look-alikes of either. Such rows are looked at again at each
+// open, and written only when their key has become free.
+func fillNameKeys(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT id, username FROM users WHERE name_key IS NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("users without a name key: %w", err)
+	}
+	type row struct {
+		id   int64
+		name string
+	}
+	var missing []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.name); err != nil {
+			rows.Close()
+			return fmt.Errorf("users without a name key: %w", err)
+		}
+		missing = append(missing, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("users without a name key: %w", err)
+	}
+	for _, r := range missing {
+		key := usernames.Key(r.name)
+		var taken bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE name_key = ?)`, key).Scan(&taken); err != nil {
+			return fmt.Errorf("name key of user %d: %w", r.id, err)
+		}
+		if taken {
+			continue
+		}
+		_, err := db.ExecContext(ctx, `UPDATE users SET name_key = ? WHERE id = ? AND name_key IS NULL`, key, r.id)
+		if err != nil && !errors.Is(sqlErr(err), store.ErrConflict) {
+			return fmt.Errorf("name key of user %d: %w", r.id, err)
+		}
+	}
+	return nil
 }

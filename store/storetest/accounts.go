@@ -18,7 +18,7 @@ func testRegisterUserRewardsInviterOnFirstPayment(t *testing.T, open Opener) {
 	s := open(t)
 	inviter := mustUser(t, s, "inviter", 0)
 	u := &store.User{Username: "new", InvitedBy: inviter.ID, InviteCode: "NEWCODE"}
-	if err := s.RegisterUser(ctx, u, 250); err != nil {
+	if err := s.RegisterUser(ctx, u, store.InvitationReward{Amount: 250}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 0 {
@@ -28,11 +28,11 @@ func testRegisterUserRewardsInviterOnFirstPayment(t *testing.T, open Opener) {
 		t.Fatalf("registered user = %+v", got)
 	}
 	// a taken name records nothing
-	err := s.RegisterUser(ctx, &store.User{Username: "new", InvitedBy: inviter.ID}, 250)
+	err := s.RegisterUser(ctx, &store.User{Username: "new", InvitedBy: inviter.ID}, store.InvitationReward{Amount: 250})
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	if err := s.RegisterUser(ctx, &store.User{Username: "orphan", InvitedBy: 999}, 1); !isNotFound(err) {
+	if err := s.RegisterUser(ctx, &store.User{Username: "orphan", InvitedBy: 999}, store.InvitationReward{Amount: 1}); !isNotFound(err) {
 		t.Fatalf("missing inviter: %v", err)
 	}
 	if _, err := s.UserByName(ctx, "orphan"); !isNotFound(err) {
@@ -63,7 +63,7 @@ func testRegisterUserRewardsInviterOnFirstPayment(t *testing.T, open Opener) {
 
 	// an administrator's credit is a first payment too; a refused code is not
 	credited := &store.User{Username: "credited", InvitedBy: inviter.ID, InviteCode: "CREDITED"}
-	if err := s.RegisterUser(ctx, credited, 100); err != nil {
+	if err := s.RegisterUser(ctx, credited, store.InvitationReward{Amount: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Redeem(ctx, "C1", credited.ID); !isNotFound(err) {
@@ -72,7 +72,7 @@ func testRegisterUserRewardsInviterOnFirstPayment(t *testing.T, open Opener) {
 	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 250 {
 		t.Fatalf("a refused redemption paid the reward: %d", got.InvitationQuota)
 	}
-	if err := s.CreditQuota(ctx, credited.ID, 1); err != nil {
+	if err := s.CreditQuota(ctx, credited.ID, 100); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustGetUser(t, s, inviter.ID); got.InvitationQuota != 350 {
@@ -83,6 +83,82 @@ func testRegisterUserRewardsInviterOnFirstPayment(t *testing.T, open Opener) {
 	}
 	if err := s.CreditQuota(ctx, u.ID, -1); err == nil {
 		t.Fatal("a negative credit was accepted")
+	}
+}
+
+// testInvitationRewardNeedsAPayment: a reward is paid by a payment of at
+// least its minimum (the reward itself unless set), never by a smaller one
+// nor by a plan code unless the reward says so; a smaller payment leaves
+// it owed to the next that qualifies.
+func testInvitationRewardNeedsAPayment(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	inviter := mustUser(t, s, "inviter", 0)
+	invitee := func(name string, r store.InvitationReward) *store.User {
+		t.Helper()
+		u := &store.User{Username: name, InvitedBy: inviter.ID, InviteCode: "INV-" + name}
+		if err := s.RegisterUser(ctx, u, r); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	paid := func(want int64, after string) {
+		t.Helper()
+		if got := mustGetUser(t, s, inviter.ID).InvitationQuota; got != want {
+			t.Fatalf("after %s the inviter has %d, want %d", after, got, want)
+		}
+	}
+	if err := s.CreateRedemptionCodes(ctx, []*store.RedemptionCode{
+		{Code: "ONE", Quota: 1}, {Code: "PLAN", Plan: "pro", PlanDays: 30}, {Code: "FULL", Quota: 500000},
+		{Code: "PLAN2", Plan: "pro", PlanDays: 30}, {Code: "SMALL", Quota: 99}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// the default minimum is the reward
+	a := invitee("a", store.InvitationReward{Amount: 500000})
+	for _, code := range []string{"ONE", "PLAN"} {
+		if _, err := s.Redeem(ctx, code, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		paid(0, "a code of 1 unit and a plan code")
+	}
+	if err := s.CreditQuota(ctx, a.ID, 499999); err != nil {
+		t.Fatal(err)
+	}
+	paid(0, "a credit a unit short")
+	if _, err := s.Redeem(ctx, "FULL", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	paid(500000, "a code worth the reward")
+
+	// a minimum of its own, and plan codes counted when configured
+	b := invitee("b", store.InvitationReward{Amount: 250, MinPayment: 100, PlanCodes: true})
+	if _, err := s.Redeem(ctx, "SMALL", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	paid(500000, "99 units against a minimum of 100")
+	if _, err := s.Redeem(ctx, "PLAN2", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	paid(500250, "a plan code the reward counts")
+	if err := s.CreditQuota(ctx, b.ID, 1000); err != nil {
+		t.Fatal(err)
+	}
+	paid(500250, "a second payment")
+
+	// an administrator's credit through UpdateUser follows the same rule
+	c := invitee("c", store.InvitationReward{Amount: 300})
+	if _, err := s.UpdateUser(ctx, c.ID, store.UserChange{QuotaDelta: 299}); err != nil {
+		t.Fatal(err)
+	}
+	paid(500250, "an administrator's credit below the reward")
+	if _, err := s.UpdateUser(ctx, c.ID, store.UserChange{QuotaDelta: 300}); err != nil {
+		t.Fatal(err)
+	}
+	paid(500550, "an administrator's credit of the reward")
+
+	if err := s.RegisterUser(ctx, &store.User{Username: "d", InvitedBy: inviter.ID}, store.InvitationReward{Amount: 1, MinPayment: -1}); err == nil {
+		t.Fatal("a negative minimum payment was accepted")
 	}
 }
 

@@ -71,7 +71,8 @@ func testInstancesInvitationRewardOnce(t *testing.T, open InstancesOpener) {
 	s := stores[0]
 	inviter := mustUser(t, s, "inviter", 0)
 	u := &store.User{Username: "invitee", InvitedBy: inviter.ID}
-	if err := s.RegisterUser(ctx, u, 250); err != nil {
+	// any payment pays it, so each racer's could
+	if err := s.RegisterUser(ctx, u, store.InvitationReward{Amount: 250, MinPayment: 1}); err != nil {
 		t.Fatal(err)
 	}
 	const payments = 12
@@ -291,7 +292,7 @@ func testInstancesMixedMoneyWrites(t *testing.T, open InstancesOpener) {
 	const start = 10_000_000
 	inviter := mustUser(t, s, "inviter", start)
 	u := &store.User{Username: "invitee", Quota: start, InvitedBy: inviter.ID}
-	if err := s.RegisterUser(ctx, u, 50); err != nil {
+	if err := s.RegisterUser(ctx, u, store.InvitationReward{Amount: 50}); err != nil {
 		t.Fatal(err)
 	}
 	users := []*store.User{inviter, u}

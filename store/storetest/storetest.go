@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		}},
 		{"Accounts", []test{
 			{"RegisterUserRewardsInviterOnFirstPayment", testRegisterUserRewardsInviterOnFirstPayment},
+			{"InvitationRewardNeedsAPayment", testInvitationRewardNeedsAPayment},
 			{"ListUsersPagesAndAdminChanges", testListUsersPagesAndAdminChanges},
 			{"UpdateAndDeleteTokenOnlyByOwner", testUpdateAndDeleteTokenOnlyByOwner},
 			{"RedeemRefusesDisabledAndExpiredCodes", testRedeemRefusesDisabledAndExpiredCodes},
@@ -61,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		}},
 		{"Tokens", []test{
 			{"TokenRoundTrip", testTokenRoundTrip},
+			{"CreateTokenFrom", testCreateTokenFrom},
 			{"TokenErrors", testTokenErrors},
 			{"SetTokenStatus", testSetTokenStatus},
 			{"TokenQuotaLimitAndUse", testTokenQuotaLimitAndUse},

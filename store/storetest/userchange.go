@@ -17,7 +17,7 @@ func testUpdateUserAppliesEveryFieldAtOnce(t *testing.T, open Opener) {
 	s := open(t)
 	inviter := mustUser(t, s, "inviter", 0)
 	u := &store.User{Username: "new", InvitedBy: inviter.ID, InviteCode: "NEWCODE"}
-	if err := s.RegisterUser(ctx, u, 250); err != nil {
+	if err := s.RegisterUser(ctx, u, store.InvitationReward{Amount: 250}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreateSession(ctx, &store.Session{IDHash: "s1", UserID: u.ID, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {

@@ -87,6 +87,10 @@ func testCreateUserConflicts(t *testing.T, open Opener) {
 	tests := map[string]*store.User{
 		"same username":    {Username: "a"},
 		"same invite code": {Username: "d", InviteCode: "CODE"},
+		// names a person reads as a taken one (usernames.Key)
+		"other case":    {Username: "A"},
+		"look-alike":    {Username: "а"}, // Cyrillic а
+		"compatibility": {Username: "ａ"}, // fullwidth a
 	}
 	for name, u := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -440,7 +440,8 @@ func (s *setup) createUserToken(caddyfile, username string) (string, error) {
 	if _, err := gatewayCLI(s, caddyfile, "user", "add", "--username", username, "--password", "benchbench", "--quota", "1000000000000"); err != nil {
 		return "", fmt.Errorf("creating the user %s: %w", username, err)
 	}
-	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", username)
+	// a management key: the budgets check reads /api/user/self with it
+	out, err := gatewayCLI(s, caddyfile, "token", "add", "--username", username, "--management")
 	if err != nil {
 		return "", fmt.Errorf("creating the key of %s: %w", username, err)
 	}
