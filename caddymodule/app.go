@@ -513,11 +513,15 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 		_, local := prov.(adapters.Transporter)
 		var keys []string
 		for _, k := range cc.Keys {
-			if k = strings.TrimSpace(repl.ReplaceAll(k, "")); k != "" {
+			// a key pair joined from two empty variables ("{env.A}:{env.B}") is no key
+			if k = strings.TrimSpace(repl.ReplaceAll(k, "")); strings.Trim(k, ":") != "" {
 				keys = append(keys, k)
 			}
 		}
 		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
+		if d, ok := prov.(adapters.BaseURLDefaulter); ok && base == "" {
+			base = d.DefaultBaseURL()
+		}
 		if !local {
 			if len(keys) == 0 {
 				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ))
