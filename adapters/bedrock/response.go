@@ -1,7 +1,9 @@
 package bedrock
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,7 +19,7 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("upstream answered invalid JSON: %w", err)
 	}
-	resp := &adapters.Response{Usage: usageFromWire(w.Usage), StopReason: stopReason(w.StopReason)}
+	resp := &adapters.Response{ID: answerID(body), Usage: usageFromWire(w.Usage), StopReason: stopReason(w.StopReason)}
 	resp.Message.Role = adapters.RoleAssistant
 	if m := w.Output.Message; m != nil {
 		for _, b := range m.Content {
@@ -47,6 +49,14 @@ func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Res
 		}
 	}
 	return resp, nil
+}
+
+// answerID names an answer Bedrock gave no id: from its bytes, which
+// differ from answer to answer (stream frames carry random padding), so a
+// client that keys on ids sees distinct ones and a fixture the same one.
+func answerID(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "bedrock-" + hex.EncodeToString(sum[:12])
 }
 
 // usageFromWire reads Converse's TokenUsage: inputTokens are the prompt

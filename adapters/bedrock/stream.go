@@ -158,7 +158,7 @@ func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEven
 	i := p.ContentBlockIndex
 	switch ev.Name {
 	case "messageStart":
-		return append(out, &adapters.StreamEvent{Type: adapters.EventStart}), adapters.StreamGoesOn, nil
+		return append(out, &adapters.StreamEvent{Type: adapters.EventStart, ID: answerID(ev.Raw)}), adapters.StreamGoesOn, nil
 	case "contentBlockStart":
 		if p.Start != nil && p.Start.ToolUse != nil {
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventToolCallStart, Index: i,
