@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,12 +17,35 @@ import (
 // service is the SigV4 signing name of Bedrock Runtime.
 const service = "bedrock"
 
-// signer signs requests with SigV4. The SDK's signer keeps the derived
-// signing keys of the day, so a channel's requests do not each run the
-// four HMACs of the key derivation.
-type signer struct{ v4 *v4.Signer }
+// signer signs requests with SigV4, one SDK signer per key: the SDK's
+// signer keeps the day's derived signing key by access key id alone, so
+// a key whose secret changed under the same id (or two keys alternating)
+// must not share one. Each keeps its derived key, so a channel's requests
+// do not each run the four HMACs of the derivation.
+type signer struct {
+	mu sync.Mutex
+	by map[string]*v4.Signer
+}
 
-func newSigner() *signer { return &signer{v4: v4.NewSigner()} }
+// maxSigners bounds the signers one channel keeps (its keys are few; a
+// channel whose keys change on every reload starts afresh).
+const maxSigners = 64
+
+func newSigner() *signer { return &signer{by: map[string]*v4.Signer{}} }
+
+func (s *signer) forKey(key string) *v4.Signer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.by[key]
+	if !ok {
+		if len(s.by) >= maxSigners {
+			clear(s.by)
+		}
+		v = v4.NewSigner()
+		s.by[key] = v
+	}
+	return v
+}
 
 // fallbackSigner serves an adapter used without Provision (a test's zero value).
 var fallbackSigner = newSigner()
@@ -64,7 +88,7 @@ func (a Adapter) authorize(ctx context.Context, hr *http.Request, key string, bo
 		s = fallbackSigner
 	}
 	sum := sha256.Sum256(body)
-	if err := s.v4.SignHTTP(ctx, creds, hr, hex.EncodeToString(sum[:]), service, a.region(), time.Now()); err != nil {
+	if err := s.forKey(key).SignHTTP(ctx, creds, hr, hex.EncodeToString(sum[:]), service, a.region(), time.Now()); err != nil {
 		return fmt.Errorf("signing the bedrock request: %w", err)
 	}
 	return nil
