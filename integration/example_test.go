@@ -37,11 +37,15 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "JINA", "KLING", "VIDU", "SEEDANCE", "MINIMAX"} {
 		t.Setenv(v+"_API_KEY", "")
 	}
+	// Bedrock's key joins three variables: empty, they make no key
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
+		t.Setenv(v, "")
+	}
 	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
 	gw.DBPath = os.Getenv("GATEWAY_DB")
 
 	logs := gw.Logs()
-	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax"} {
+	for _, ch := range []string{"openai", "anthropic", "gemini", "bedrock", "kling", "vidu", "seedance", "minimax"} {
 		if !strings.Contains(logs, `"channel":"`+ch+`"`) || !strings.Contains(logs, "channel skipped") {
 			t.Fatalf("no warning for the keyless %s channel:\n%s", ch, logs)
 		}
