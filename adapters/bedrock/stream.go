@@ -46,6 +46,7 @@ type frameReader struct {
 	frame   []byte
 	payload []byte
 	dec     *eventstream.Decoder
+	rd      bytes.Reader // over frame, for dec
 	ev      adapters.SSEEvent
 	max     int
 }
@@ -105,7 +106,8 @@ func (r *frameReader) Next() (*adapters.SSEEvent, error) {
 		}
 		return nil, err
 	}
-	m, err := r.dec.Decode(bytes.NewReader(r.frame), r.payload[:0])
+	r.rd.Reset(r.frame)
+	m, err := r.dec.Decode(&r.rd, r.payload[:0])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadFrame, err)
 	}
