@@ -324,3 +324,54 @@ func TestBedrockCredentials(t *testing.T) {
 		t.Error("a credential reached the logs")
 	}
 }
+
+// TestBedrockEmbeddings: OpenAI's SDK embeds through Bedrock's
+// InvokeModel with Titan Text Embeddings (dimensions carried, Titan's
+// token count billed) and Cohere Embed (several inputs in order, counted
+// locally as Cohere reports no count), as floats and as base64.
+func TestBedrockEmbeddings(t *testing.T) {
+	s := startBedrock(t, bedrockConfig().
+		channel("br-embed", block("bedrock", "region "+bedrockRegion), "{{BR}}", bedrockAPIKey, "amazon.titan-embed-text-v2:0 cohere.embed-english-v3").
+		price("amazon.titan-embed-text-v2:0", "input 0.02").
+		price("cohere.embed-english-v3", "input 0.10"))
+	key := s.gw.AddUser("emb", 10_000_000)
+	oc := openai.NewClient(option.WithBaseURL(s.gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	ctx := context.Background()
+
+	titan, err := oc.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "amazon.titan-embed-text-v2:0", Dimensions: openai.Int(256),
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("What are the different services that you offer?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(titan.Data) != 1 || len(titan.Data[0].Embedding) != 256 || titan.Data[0].Embedding[0] != 1 || titan.Usage.PromptTokens != fakePrompt {
+		t.Errorf("titan: %d vectors, usage %+v", len(titan.Data), titan.Usage)
+	}
+	cohere, err := oc.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "cohere.embed-english-v3",
+		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatBase64,
+		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"first text", "second text"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cohere.Data) != 2 || len(cohere.Data[1].Embedding) != 1024 || cohere.Data[0].Embedding[0] != 1 || cohere.Data[1].Embedding[0] != 2 {
+		t.Errorf("cohere: %+v", cohere.Data)
+	}
+	// several inputs to Titan: refused before Bedrock is asked, at no cost
+	_, err = oc.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "amazon.titan-embed-text-v2:0",
+		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"a", "b"}}})
+	if e := apiError(t, err, 400, ""); !strings.Contains(e.Message, "one text per request") {
+		t.Errorf("titan with two inputs: %q", e.Message)
+	}
+	rows := s.gw.WaitUsage("emb", 2)
+	// Titan: 35 tokens at 0.02/M = 0.7 -> 1 unit, its own count
+	if r := rows[0]; r.Channel != "br-embed" || r.PromptTokens != fakePrompt || r.Estimated || r.Cost != 1 {
+		t.Errorf("titan row %+v", r)
+	}
+	if r := rows[1]; r.Channel != "br-embed" || r.PromptTokens == 0 || !r.Estimated || r.Cost != 1 {
+		t.Errorf("cohere row %+v", r)
+	}
+	for _, r := range rows[2:] {
+		if r.Cost != 0 {
+			t.Errorf("a refused request was charged: %+v", r)
+		}
+	}
+}

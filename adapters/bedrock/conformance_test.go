@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 			{Name: "audio part", Dialect: "openai", Body: `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}]}`, Status: 400, Message: "cannot be sent to a Bedrock channel"},
 			{Name: "seed", Dialect: "openai", Body: `{"model":"m","seed":7,"messages":[{"role":"user","content":"hi"}]}`, Status: 400, Message: "'seed' cannot be sent to a Bedrock channel"},
 			{Name: "hosted tool", Dialect: "anthropic", Body: `{"model":"m","max_tokens":10,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"hi"}]}`, Status: 400, Message: "web_search"},
-			{Name: "embeddings", Dialect: "openai", Op: "embedding", Body: `{"model":"amazon.titan-embed-text-v2:0","input":"hi"}`, Status: 400, Message: "does not serve embedding requests"},
+			{Name: "embeddings", Dialect: "openai", Op: "embedding", Body: `{"model":"amazon.titan-embed-text-v2:0","input":"hi"}`, Status: 400, Message: "is not an embedding model this gateway can call"},
 		},
 	})
 }

@@ -15,8 +15,11 @@ import (
 // NewRequest implements adapters.ChatProvider: a conversation becomes a
 // Converse (or ConverseStream) call to the model's path, signed last.
 func (a Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapters.Request) (*http.Request, error) {
+	if req.Op == adapters.OpEmbedding {
+		return a.newEmbedRequest(ctx, up, req)
+	}
 	if !req.Op.Conversation() {
-		return nil, adapters.Unsupported("channel %q (bedrock) does not serve %s requests: it serves chat through Bedrock's Converse API", up.Channel, req.Op)
+		return nil, adapters.Unsupported("channel %q (bedrock) does not serve %s requests: it serves chat through Bedrock's Converse API and embeddings", up.Channel, req.Op)
 	}
 	if req.Chat == nil {
 		return nil, adapters.Unsupported("%s requests cannot be translated to channel type bedrock", req.Op)

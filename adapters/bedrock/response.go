@@ -15,6 +15,9 @@ import (
 // DecodeResponse implements adapters.ChatProvider: a Converse answer in
 // neutral form.
 func (Adapter) DecodeResponse(req *adapters.Request, body []byte) (*adapters.Response, error) {
+	if req.Op == adapters.OpEmbedding {
+		return decodeEmbeddings(req, body)
+	}
 	var w converseResponse
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("upstream answered invalid JSON: %w", err)

@@ -217,6 +217,10 @@ func (f *FakeBedrock) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/model/")
 	model, op, _ := strings.Cut(rest, "/")
+	if ok && r.Method == http.MethodPost && op == "invoke" && cfg.FailStatus == 0 {
+		f.invoke(w, model, raw, &cfg)
+		return
+	}
 	if !ok || r.Method != http.MethodPost || (op != "converse" && op != "converse-stream") {
 		bedrockError(w, 404, "UnknownOperationException", "Unknown operation")
 		return
@@ -427,4 +431,51 @@ func (s *eventWriter) frame(kind, typ string, payload map[string]any) {
 	_ = s.enc.Encode(&buf, m)
 	_, _ = s.w.Write(buf.Bytes())
 	s.w.(http.Flusher).Flush()
+}
+
+// invoke answers InvokeModel for the embedding models it knows, in their
+// own bodies: Titan Text Embeddings (one inputText; a vector of
+// "dimensions", default 1024, and inputTextTokenCount = the prompt
+// tokens) and Cohere Embed (texts; 1024 floats each, no token count).
+// Vector i's first value is i+1, so a test sees the order kept.
+func (f *FakeBedrock) invoke(w http.ResponseWriter, model string, raw []byte, cfg *Behavior) {
+	vector := func(i, n int) []float32 {
+		v := make([]float32, n)
+		v[0] = float32(i + 1)
+		return v
+	}
+	switch {
+	case strings.HasPrefix(model, "amazon.titan-embed-text"):
+		var req struct {
+			InputText  *string `json:"inputText"`
+			Dimensions *int    `json:"dimensions"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil || req.InputText == nil {
+			bedrockError(w, 400, "", "Malformed input request: #: required key [inputText] not found, please reformat your input and try again.")
+			return
+		}
+		n := 1024
+		if req.Dimensions != nil {
+			n = *req.Dimensions
+		}
+		w.Header().Set("X-Amzn-Requestid", fmt.Sprintf("fake-bedrock-%d", fakeRequestIDs.Add(1)))
+		writeJSONStatus(w, 200, map[string]any{"embedding": vector(0, n), "inputTextTokenCount": cfg.PromptTokens})
+	case strings.HasPrefix(model, "cohere.embed-"):
+		var req struct {
+			Texts     []string `json:"texts"`
+			InputType string   `json:"input_type"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil || len(req.Texts) == 0 || req.InputType == "" {
+			bedrockError(w, 400, "", "Malformed input request: #: required key [input_type] not found, please reformat your input and try again.")
+			return
+		}
+		out := make([][]float32, len(req.Texts))
+		for i := range out {
+			out[i] = vector(i, 1024)
+		}
+		w.Header().Set("X-Amzn-Requestid", fmt.Sprintf("fake-bedrock-%d", fakeRequestIDs.Add(1)))
+		writeJSONStatus(w, 200, map[string]any{"embeddings": out, "id": "fake-embed-1", "response_type": "embeddings_floats", "texts": req.Texts})
+	default:
+		bedrockError(w, 400, "", "The provided model identifier is invalid.")
+	}
 }
