@@ -80,7 +80,7 @@ func TestBedrockDialects(t *testing.T) {
 	s := startBedrock(t, bedrockConfig())
 	models := []struct {
 		asked, upstream, channel, auth string
-		cost                            int64
+		cost                           int64
 	}{
 		{bedrockClaudeN, bedrockClaude, "br-claude", "AWS4-HMAC-SHA256 Credential=" + bedrockAKID + "/", 73},
 		{bedrockNova, bedrockNova, "br-nova", "Bearer " + bedrockAPIKey, 5},
@@ -232,7 +232,9 @@ func TestBedrockFailover(t *testing.T) {
 	params := openai.ChatCompletionNewParams{Model: bedrockClaudeN, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}}
 
-	s.fake.SetBedrock(func(b *gatewaytest.BedrockBehavior) { b.StreamException, b.ExceptionAfter = "serviceUnavailableException", 0 })
+	s.fake.SetBedrock(func(b *gatewaytest.BedrockBehavior) {
+		b.StreamException, b.ExceptionAfter = "serviceUnavailableException", 0
+	})
 	st := oc.Chat.Completions.NewStreaming(ctx, params)
 	var text strings.Builder
 	for st.Next() {
