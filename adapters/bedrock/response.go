@@ -96,19 +96,18 @@ func stopReason(s string) adapters.StopReason {
 // exceptions (their names as in x-amzn-errortype, and camel-cased as an
 // event stream's :exception-type), for errors that arrive in a stream.
 var errorStatus = map[string]int{
-	"ValidationException":           http.StatusBadRequest,
-	"AccessDeniedException":         http.StatusForbidden,
-	"UnrecognizedClientException":   http.StatusForbidden,
-	"InvalidSignatureException":     http.StatusForbidden,
-	"ResourceNotFoundException":     http.StatusNotFound,
-	"ModelTimeoutException":         http.StatusRequestTimeout,
-	"ModelErrorException":           http.StatusFailedDependency,
-	"ModelNotReadyException":        http.StatusTooManyRequests,
-	"ThrottlingException":           http.StatusTooManyRequests,
-	"ServiceQuotaExceededException": http.StatusBadRequest,
-	"ServiceUnavailableException":   http.StatusServiceUnavailable,
-	"InternalServerException":       http.StatusInternalServerError,
-	"ModelStreamErrorException":     http.StatusFailedDependency,
+	"ValidationException":         http.StatusBadRequest,
+	"AccessDeniedException":       http.StatusForbidden,
+	"UnrecognizedClientException": http.StatusForbidden,
+	"InvalidSignatureException":   http.StatusForbidden,
+	"ResourceNotFoundException":   http.StatusNotFound,
+	"ModelTimeoutException":       http.StatusRequestTimeout,
+	"ModelErrorException":         http.StatusFailedDependency,
+	"ModelNotReadyException":      http.StatusTooManyRequests,
+	"ThrottlingException":         http.StatusTooManyRequests,
+	"ServiceUnavailableException": http.StatusServiceUnavailable,
+	"InternalServerException":     http.StatusInternalServerError,
+	"ModelStreamErrorException":   http.StatusFailedDependency,
 }
 
 // DecodeError implements adapters.Provider. Bedrock writes
@@ -132,8 +131,6 @@ func (Adapter) DecodeError(status int, body []byte) *adapters.Error {
 		// ModelErrorException: the model failed on the request; another
 		// channel may not
 		e.Status, e.Type = http.StatusBadGateway, adapters.ErrAPI
-	case status == http.StatusBadRequest && strings.Contains(w.Type, "ServiceQuotaExceeded"):
-		e.Fault = adapters.FaultChannel
 	}
 	return e
 }

@@ -158,9 +158,8 @@ type blockDelta struct {
 	} `json:"reasoningContent"`
 }
 
+// errorBody is Bedrock's error body; the exception's name travels in the
+// x-amzn-errortype header, and its status says enough to classify it.
 type errorBody struct {
 	Message string `json:"message"`
-	// Type is set by some front ends (__type); Bedrock Runtime itself names
-	// the error in the x-amzn-errortype header.
-	Type string `json:"__type"`
 }
