@@ -305,6 +305,9 @@ type Response struct {
 	ContentType string
 	// Rerank is a rerank answer's ranking, best first (OpRerank).
 	Rerank []RerankResult
+	// Embeddings are an embedding answer's vectors, one per input in
+	// order, from an upstream of another shape (OpEmbedding).
+	Embeddings [][]float32
 }
 
 // EventType says which fields of a StreamEvent are set.

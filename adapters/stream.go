@@ -65,7 +65,34 @@ type UsageSoFar interface {
 // the client speaks the upstream's own dialect.
 func DecodeStream(p ChatProvider, req *Request, body io.Reader) *StreamDecoder {
 	wire := p.WireDialect()
+	if f, ok := p.(FrameReader); ok {
+		return &StreamDecoder{sse: f.NewEventReader(body), step: p.NewStreamStep(req), passthrough: req.Dialect == wire, dialect: wire}
+	}
 	return NewStreamDecoder(body, p.NewStreamStep(req), req.Dialect == wire, wire)
+}
+
+// FrameReader is implemented by a chat provider whose streams are not
+// text/event-stream (Bedrock's binary event-stream framing): it turns the
+// body into the events the one loop consumes, each with its type in Name
+// and its JSON payload in Data, so the step and everything after it are
+// the same as for SSE. An SSE vendor has nothing to supply.
+type FrameReader interface {
+	NewEventReader(body io.Reader) EventReader
+}
+
+// EventReader yields one stream's events (SSEReader is the SSE one). Next
+// returns io.EOF at the end of the body; an event and its slices are valid
+// until the next call. SetMaxEvent bounds one frame (ErrEventTooLarge past
+// it, before it is buffered whole); Buffered reports whether bytes of a
+// next event have arrived; Release gives the buffers back.
+type EventReader interface {
+	Next() (*SSEEvent, error)
+	SetMaxEvent(n int)
+	Buffered() bool
+	// BytesRead is how many bytes of the body have been read, which bounds
+	// the drain of a stream whose client left.
+	BytesRead() int64
+	Release()
 }
 
 // NewStreamDecoder reads a text/event-stream body with a vendor's step.
@@ -95,7 +122,7 @@ func (d *StreamDecoder) Watch(step StreamStep, fn func(*StreamEvent)) {
 // error event (then an *Error). Its events and their Raw frames are valid
 // until the next call to Next; Release gives its buffers back.
 type StreamDecoder struct {
-	sse         *SSEReader
+	sse         EventReader
 	step        StreamStep
 	passthrough bool
 	dialect     string

@@ -538,7 +538,8 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 		_, local := prov.(adapters.Transporter)
 		var keys []string
 		for _, k := range cc.Keys {
-			if k = strings.TrimSpace(repl.ReplaceAll(k, "")); k != "" {
+			// a key pair joined from two empty variables ("{env.A}:{env.B}") is no key
+			if k = strings.TrimSpace(repl.ReplaceAll(k, "")); strings.Trim(k, ":") != "" {
 				keys = append(keys, k)
 			}
 		}

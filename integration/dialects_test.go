@@ -14,6 +14,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"google.golang.org/genai"
@@ -71,6 +72,19 @@ var families = []upstreamFamily{
 		check: func(t *testing.T, _ string, second gatewaytest.Recorded) {
 			if second.Path != "/openai/deployments/azure-test/chat/completions" || second.Header.Get("Authorization") != "" {
 				t.Errorf("the Azure upstream got %s with Authorization %q", second.Path, second.Header.Get("Authorization"))
+			}
+		},
+	},
+	{
+		typ: "bedrock", channel: "br", model: "amazon.nova-lite-v1:0", key: "ABSK-br-up",
+		start: func(t testing.TB, key string) gatewaytest.Fake {
+			return gatewaytest.NewFakeBedrock(t, "us-east-1", aws.Credentials{}, key)
+		},
+		// 30*0.06 + 5*0.015 + 12*0.24 = 4.755
+		price: []string{"input 0.06", "output 0.24", "cached_input 0.015"}, cost: 5,
+		check: func(t *testing.T, _ string, second gatewaytest.Recorded) {
+			if second.Path != "/model/amazon.nova-lite-v1:0/converse" && second.Path != "/model/amazon.nova-lite-v1:0/converse-stream" {
+				t.Errorf("the Bedrock upstream got %s", second.Path)
 			}
 		},
 	},

@@ -38,11 +38,15 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 		t.Setenv(v+"_API_KEY", "")
 	}
 	t.Setenv("VERTEX_CREDENTIALS_FILE", "")
+	// Bedrock's key joins three variables: empty, they make no key
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
+		t.Setenv(v, "")
+	}
 	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
 	gw.DBPath = os.Getenv("GATEWAY_DB")
 
 	logs := gw.Logs()
-	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax", "vertex", "vertex-claude"} {
+	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax", "bedrock", "vertex", "vertex-claude"} {
 		if !strings.Contains(logs, `"channel":"`+ch+`"`) || !strings.Contains(logs, "channel skipped") {
 			t.Fatalf("no warning for the keyless %s channel:\n%s", ch, logs)
 		}

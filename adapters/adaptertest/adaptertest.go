@@ -168,6 +168,10 @@ type kit struct {
 	all      []Family
 	checked  map[string]bool // golden paths some check produced
 	requests map[string][]*http.Request
+	// a provider kit's stream fixtures: their extension and how they
+	// become the upstream's bytes (RunProvider)
+	streamExt  string
+	streamWire func(testing.TB, []byte) []byte
 }
 
 func family(t testing.TB, name string) Family {
@@ -498,15 +502,16 @@ type streamEnd struct {
 
 // Upstream streams → neutral events → each target dialect's stream.
 func (k *kit) stream(t *testing.T) {
-	for _, in := range k.fixtures(t, "stream", ".sse") {
-		name, from := source(t, in, ".sse")
-		stem := strings.TrimSuffix(in, ".sse")
+	ext := k.streamExtension()
+	for _, in := range k.fixtures(t, "stream", ext) {
+		name, from := source(t, in, ext)
+		stem := strings.TrimSuffix(in, ext)
 		t.Run(name+"."+from, func(t *testing.T) {
 			p := k.find(t, from)
 			if p.Chat == nil {
 				t.Fatalf("%s is no chat provider", from)
 			}
-			stream := goldentest.Read(t, in)
+			stream := k.streamFixture(t, in)
 			req := &adapters.Request{Op: adapters.OpChat, Dialect: decodingDialect(from, k.self.Name), Model: "client-model", Stream: true}
 			evs, err := goldentest.Drain(adapters.DecodeStream(p.Chat, req, bytes.NewReader(stream)))
 			end := streamEnd{Events: evs, End: "EOF"}

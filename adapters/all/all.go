@@ -7,6 +7,7 @@ package all
 import (
 	_ "github.com/caddy-model-gateway/gateway/adapters/anthropic"
 	_ "github.com/caddy-model-gateway/gateway/adapters/azure"
+	_ "github.com/caddy-model-gateway/gateway/adapters/bedrock"
 	_ "github.com/caddy-model-gateway/gateway/adapters/cohere"
 	_ "github.com/caddy-model-gateway/gateway/adapters/demo"
 	_ "github.com/caddy-model-gateway/gateway/adapters/gemini"

@@ -1,7 +1,10 @@
 package openai
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +22,9 @@ func (Adapter) EncodeResponse(req *adapters.Request, resp *adapters.Response) ([
 	}
 	if req.Op == adapters.OpResponses {
 		return EncodeResponsesAnswer(req, resp)
+	}
+	if req.Op == adapters.OpEmbedding && resp.Embeddings != nil {
+		return encodeEmbeddings(req, resp)
 	}
 	if req.Op != adapters.OpChat {
 		return nil, adapters.Unsupported("this endpoint cannot be answered by a channel of another family")
@@ -285,4 +291,36 @@ func (s *streamEncoder) Finish(dst []byte) []byte {
 // APIError, where a stream that just ends would look like a normal finish.
 func (s *streamEncoder) Error(dst []byte, e *adapters.Error) []byte {
 	return adapters.AppendSSE(dst, "", encodeError(e))
+}
+
+// encodeEmbeddings renders vectors another family answered as OpenAI's
+// embedding list, base64 (little-endian float32) when the client asked.
+func encodeEmbeddings(req *adapters.Request, resp *adapters.Response) ([]byte, error) {
+	type item struct {
+		Object    string `json:"object"`
+		Index     int    `json:"index"`
+		Embedding any    `json:"embedding"`
+	}
+	out := struct {
+		Object string `json:"object"`
+		Data   []item `json:"data"`
+		Model  string `json:"model"`
+		Usage  struct {
+			PromptTokens int64 `json:"prompt_tokens"`
+			TotalTokens  int64 `json:"total_tokens"`
+		} `json:"usage"`
+	}{Object: "list", Data: make([]item, len(resp.Embeddings)), Model: req.Model}
+	base64Out := req.Embedding != nil && req.Embedding.EncodingFormat == "base64"
+	for i, v := range resp.Embeddings {
+		out.Data[i] = item{Object: "embedding", Index: i, Embedding: v}
+		if base64Out {
+			b := make([]byte, 4*len(v))
+			for j, f := range v {
+				binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(f))
+			}
+			out.Data[i].Embedding = base64.StdEncoding.EncodeToString(b)
+		}
+	}
+	out.Usage.PromptTokens, out.Usage.TotalTokens = resp.Usage.PromptTokens, resp.Usage.PromptTokens
+	return json.Marshal(out)
 }

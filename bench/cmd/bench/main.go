@@ -304,9 +304,14 @@ func run(ctx context.Context, o *options) (int, error) {
 	if err := b.runAll(ctx); err != nil {
 		return 1, err
 	}
+	logf("measuring the families' own work per request (BenchmarkFamilies)")
+	if b.report.Families, err = runFamilies(ctx, root, o.quick); err != nil {
+		return 1, err
+	}
 	b.report.Finished = time.Now()
 	b.report.buildFigures(o)
 	b.report.printTable(os.Stdout)
+	printFamilies(os.Stdout, b.report.Families)
 	dir := o.out
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)

@@ -35,6 +35,8 @@ type report struct {
 	Database *dbWrites    `json:"database_writes,omitempty"`
 	// the spending-windows targets' windows after the run (budgets.go)
 	WindowChecks map[string]*windowsCheck `json:"window_checks,omitempty"`
+	// each family's own work per request (families.go)
+	Families map[string]*familyFigure `json:"families,omitempty"`
 
 	pg bool // gateway_pg is a target: the table has its columns
 }

@@ -138,3 +138,23 @@ func TestProcStat(t *testing.T) {
 	}
 	t.Fatal("no CPU time showed in /proc within 10s")
 }
+
+// TestFamiliesLine: the families' benchmark lines are read by name, the
+// GOMAXPROCS suffix dropped, and printed as ratios to OpenAI's path.
+func TestFamiliesLine(t *testing.T) {
+	figs := parseFamilies(strings.NewReader(`goos: linux
+BenchmarkFamilies/request/openai-2         	    5000	     20000 ns/op	    2528 B/op	      28 allocs/op
+BenchmarkFamilies/request/bedrock-sigv4-2  	    5000	     50000 ns/op	    6530 B/op	      76 allocs/op
+BenchmarkFamilies/stream/openai-translated-2          	    5000	    400000 ns/op	  11.74 MB/s	   21273 B/op	     383 allocs/op
+BenchmarkFamilies/stream/bedrock-2                    	    5000	    200000 ns/op	  17.52 MB/s	   50359 B/op	    1108 allocs/op
+PASS
+`))
+	if f := figs["stream/bedrock"]; f == nil || f.NsPerOp != 200000 || f.AllocsPerOp != 1108 || f.BytesPerOp != 50359 {
+		t.Fatalf("stream/bedrock = %+v", f)
+	}
+	var out strings.Builder
+	printFamilies(&out, figs)
+	if !strings.Contains(out.String(), "(2.50x OpenAI's)") || !strings.Contains(out.String(), "(0.50x OpenAI translated") {
+		t.Errorf("report:\n%s", out.String())
+	}
+}
