@@ -57,6 +57,12 @@ type RealtimeSession interface {
 	// the client leaves mid-response, so that the upstream ends it and
 	// reports what it used.
 	Cancel(responseID string) []byte
+	// Settled is closed once the session's state (what it transcribes,
+	// its input audio format) is the upstream's: its session is created
+	// and every session.update relayed is answered, accepted or refused.
+	// A client event whose cost depends on that state waits for it
+	// (RealtimeClientEvent.AwaitState).
+	Settled() <-chan struct{}
 }
 
 // RealtimeClientEvent is what a client event means for billing.
@@ -66,6 +72,12 @@ type RealtimeClientEvent struct {
 	// TranscribedMillis is the input audio the event carries that the
 	// upstream will transcribe, in milliseconds.
 	TranscribedMillis int64
+	// AwaitState: what the event costs depends on the session's state as
+	// the upstream accepted it, which awaits the answer to a
+	// session.update. Nothing else is set: the caller waits for Settled,
+	// then reads the event again. A client's own session.update never
+	// changes what is billed until the upstream accepts it.
+	AwaitState bool
 }
 
 // RealtimeServerEvent is what a server event means for billing.

@@ -74,6 +74,7 @@ type RealtimeSession struct {
 	ticket  billing.Ticket
 	last    atomic.Int64 // unix nanoseconds of the last message either way
 	closing sync.Once
+	ended   chan struct{} // closed once the session ends
 	// clientGone: the client cannot be written to
 	clientGone atomic.Bool
 
@@ -103,7 +104,7 @@ type RealtimeSession struct {
 // NewRealtimeSession starts the session of x, a Realtime request
 // (x.Req.Model the model); its Finish writes x's row.
 func (e *Engine) NewRealtimeSession(x *Exchange) *RealtimeSession {
-	return &RealtimeSession{e: e, first: x, active: map[string]*Exchange{}, doneCh: make(chan struct{}, 1)}
+	return &RealtimeSession{e: e, first: x, active: map[string]*Exchange{}, doneCh: make(chan struct{}, 1), ended: make(chan struct{})}
 }
 
 // Open admits the session (its rate limits held for the whole session, its
@@ -194,6 +195,7 @@ func (s *RealtimeSession) Relay(client *websocket.Conn, dialect adapters.Realtim
 // end closes both sockets once, each with its own code and reason.
 func (s *RealtimeSession) end(clientCode websocket.StatusCode, clientReason string, upCode websocket.StatusCode, upReason string) {
 	s.closing.Do(func() {
+		close(s.ended)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); closeConn(s.client, clientCode, clientReason) }()
@@ -254,6 +256,16 @@ func (s *RealtimeSession) pumpToUpstream() {
 		s.last.Store(time.Now().UnixNano())
 		if typ == websocket.MessageText {
 			out, ev, e := s.sess.ClientEvent(msg)
+			for e == nil && ev.AwaitState {
+				// priced on the state the upstream accepts, which its
+				// answer to a session.update under way says
+				select {
+				case <-s.sess.Settled():
+				case <-s.ended:
+					return
+				}
+				out, ev, e = s.sess.ClientEvent(msg)
+			}
 			if e == nil && ev.CreatesResponse {
 				e = s.askResponse()
 			}

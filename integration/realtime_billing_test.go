@@ -274,3 +274,77 @@ func TestRealtimeReservationFollowsTheConversation(t *testing.T) {
 		t.Errorf("used %d, want %d", used, turn)
 	}
 }
+
+// What transcription costs follows the session's state as the upstream
+// accepted it, never a client's session.update the upstream refused: an
+// update that would turn transcription off, or change the audio's rate,
+// and that the upstream refuses (an unsupported format, an unknown
+// transcription model) leaves the audio billed as the upstream transcribes
+// it. The client pipelines its events without waiting for the answers.
+func TestRealtimeRefusedUpdateKeepsBilling(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	key := s.gw.AddUser("rory", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c) // session.created
+	// transcription on, accepted: 10 s
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(10)+`"}`)
+	// off, with a format the upstream does not take: refused, 20 s more
+	// are transcribed
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":null,"format":{"type":"audio/flac"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(20)+`"}`)
+	// PCM at ten times the rate: refused, so the next 30 s stay 30 s
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":240000}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(30)+`"}`)
+	// off with an unknown transcription model: refused as well
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-9"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(10)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	var refusals int
+	for _, typ := range readUntil(t, c, "conversation.item.input_audio_transcription.completed") {
+		if typ == "error" {
+			refusals++
+		}
+	}
+	if refusals != 3 {
+		t.Fatalf("the upstream refused %d updates, want 3", refusals)
+	}
+	// then turned off for real: what follows is not billed
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":null}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(5)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	readUntil(t, c, "input_audio_buffer.committed")
+	c.Close(websocket.StatusNormalClosure, "")
+	// 70 s at 100 units a second, in two rows (a minute a block)
+	rows := s.gw.WaitUsage("rory", 2)
+	var cost int64
+	for _, r := range rows {
+		cost += r.Cost
+	}
+	if cost != 7000 {
+		t.Errorf("rows %+v: %d units, want 7000 (70 s transcribed)", rows, cost)
+	}
+	if _, used := s.gw.Quota("rory"); used != 7000 {
+		t.Errorf("used %d, want 7000", used)
+	}
+}
+
+// An accepted change of format changes what a second of audio is: G.711
+// is 8000 bytes a second.
+func TestRealtimeAcceptedFormatBilled(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	key := s.gw.AddUser("gita", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"},"format":{"type":"audio/pcmu"}}}}}`)
+	// 48000 bytes: 6 s of G.711
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(1)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	readUntil(t, c, "conversation.item.input_audio_transcription.completed")
+	c.Close(websocket.StatusNormalClosure, "")
+	if rows := s.gw.WaitUsage("gita", 1); rows[0].Cost != 600 {
+		t.Errorf("row %+v, want 600 units (6 s)", rows[0])
+	}
+}

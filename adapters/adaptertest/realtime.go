@@ -49,6 +49,7 @@ import (
 // event is a 4xx *adapters.Error whose error event carries its message;
 // usage is whole (cached and audio tokens within their totals); a setup
 // answer comes once, after a setup event; a cancel names its response;
+// an event that awaits the session's state comes while it is unsettled;
 // the dialect's subprotocols carry no key; the fixtures reach a capped
 // event, a refusal, a response started and one done with usage, and the
 // setup answered both ways; every golden is checked by some fixture.
@@ -296,6 +297,16 @@ func (k *realtimeKit) clientEvent(t *testing.T, out *strings.Builder, s adapters
 			}
 			fmt.Fprintf(out, "  → the client gets %s\n", reply)
 		}
+		return
+	}
+	if cost.AwaitState {
+		select {
+		case <-s.Settled():
+			t.Errorf("an event awaits the session's state, which is settled")
+		default:
+		}
+		k.reached["awaits state"] = true
+		out.WriteString("  → waits for the upstream's state\n")
 		return
 	}
 	if bytes.Equal(relayed, event) {

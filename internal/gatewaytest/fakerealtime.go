@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,8 +133,21 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		c.CloseNow()
 	}()
 	s := &fakeSession{c: c, beta: beta, reply: cfg.Reply, delay: cfg.ChunkDelay}
-	s.session = map[string]any{"id": "sess_fake1", "object": "realtime.session", "model": model,
-		"modalities": []string{"text", "audio"}, "voice": "alloy", "instructions": "", "turn_detection": nil}
+	s.session = map[string]any{"id": "sess_fake1", "object": "realtime.session", "model": model, "instructions": ""}
+	if beta {
+		s.session["modalities"] = []any{"text", "audio"}
+		s.session["voice"] = "alloy"
+		s.session["turn_detection"] = nil
+		s.session["input_audio_format"] = "pcm16"
+		s.session["input_audio_transcription"] = nil
+	} else {
+		s.session["type"] = "realtime"
+		s.session["output_modalities"] = []any{"audio"}
+		s.session["audio"] = map[string]any{
+			"input":  map[string]any{"format": map[string]any{"type": "audio/pcm", "rate": 24000.0}, "transcription": nil, "turn_detection": nil},
+			"output": map[string]any{"format": map[string]any{"type": "audio/pcm", "rate": 24000.0}, "voice": "alloy"},
+		}
+	}
 	s.session[s.capKey()] = "inf"
 	ctx := context.Background()
 	s.send(ctx, map[string]any{"type": "session.created", "session": s.session})
@@ -163,11 +177,19 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		f.rt.mu.Unlock()
 		switch typ {
 		case "session.update":
-			if upd, ok := ev["session"].(map[string]any); ok {
-				for k, v := range upd {
-					s.session[k] = v
-				}
+			upd, ok := ev["session"].(map[string]any)
+			if !ok {
+				s.fail(ctx, eventID, "missing_required_parameter", "Missing required parameter: 'session'.")
+				continue
 			}
+			if code, msg := s.refuseUpdate(upd); code != "" {
+				// refused whole: nothing of it applies
+				s.fail(ctx, eventID, code, msg)
+				continue
+			}
+			s.mu.Lock()
+			merge(s.session, upd)
+			s.mu.Unlock()
 			s.send(ctx, map[string]any{"type": "session.updated", "session": s.session})
 		case "conversation.item.create":
 			item, _ := ev["item"].(map[string]any)
@@ -201,6 +223,59 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		default:
 			s.fail(ctx, eventID, "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'session.update', 'input_audio_buffer.append', 'input_audio_buffer.commit', 'conversation.item.create', 'response.create' and 'response.cancel'.", typ))
 		}
+	}
+}
+
+// Transcription models and input formats OpenAI's reference lists; an
+// update naming another is refused.
+var (
+	fakeTranscriptionModels = []string{"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"}
+	fakeBetaFormats         = []string{"pcm16", "g711_ulaw", "g711_alaw"}
+	fakeFormats             = []string{"audio/pcm", "audio/pcmu", "audio/pcma"}
+)
+
+// refuseUpdate is the error code and message refusing a session.update,
+// "" for one the fake accepts.
+func (s *fakeSession) refuseUpdate(upd map[string]any) (string, string) {
+	transcription, format := upd["input_audio_transcription"], upd["input_audio_format"]
+	if audio, ok := upd["audio"].(map[string]any); ok && !s.beta {
+		in, _ := audio["input"].(map[string]any)
+		transcription, format = in["transcription"], in["format"]
+	}
+	if t, ok := transcription.(map[string]any); ok {
+		if m, _ := t["model"].(string); !slices.Contains(fakeTranscriptionModels, m) {
+			return "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'whisper-1', 'gpt-4o-transcribe', and 'gpt-4o-mini-transcribe'.", m)
+		}
+	}
+	switch f := format.(type) {
+	case nil:
+	case string:
+		if !s.beta || !slices.Contains(fakeBetaFormats, f) {
+			return "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'pcm16', 'g711_ulaw', and 'g711_alaw'.", f)
+		}
+	case map[string]any:
+		typ, _ := f["type"].(string)
+		rate, hasRate := f["rate"].(float64)
+		if s.beta || !slices.Contains(fakeFormats, typ) || (typ == "audio/pcm" && hasRate && rate != 24000) {
+			return "invalid_value", fmt.Sprintf("Invalid value: '%v'. Supported formats are: audio/pcm at 24000 Hz, audio/pcmu and audio/pcma.", f)
+		}
+	default:
+		return "invalid_type", "Invalid type for 'session.audio.input.format'."
+	}
+	return "", ""
+}
+
+// merge applies a session.update to the session: objects member by
+// member, any other value replaced.
+func merge(dst, upd map[string]any) {
+	for k, v := range upd {
+		sub, ok := v.(map[string]any)
+		cur, isMap := dst[k].(map[string]any)
+		if ok && isMap {
+			merge(cur, sub)
+			continue
+		}
+		dst[k] = v
 	}
 }
 
@@ -249,8 +324,8 @@ func (s *fakeSession) input(key string) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.beta {
-		if key == "transcription" {
-			key = "input_audio_transcription"
+		if key == "transcription" || key == "format" {
+			key = "input_audio_" + key
 		}
 		return s.session[key]
 	}
@@ -280,9 +355,24 @@ func (s *fakeSession) commit(ctx context.Context, audio string) {
 	if t, _ := s.input("transcription").(map[string]any); t == nil {
 		return
 	}
-	seconds := float64(len(audio)) * 3 / 4 / 48000
+	seconds := float64(len(audio)) * 3 / 4 / float64(s.bytesPerSecond())
 	s.send(ctx, map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": item, "content_index": 0,
 		"transcript": "Hello.", "usage": map[string]any{"type": "duration", "seconds": seconds}})
+}
+
+// bytesPerSecond is the session's input audio rate.
+func (s *fakeSession) bytesPerSecond() int {
+	switch f := s.input("format").(type) {
+	case string:
+		if strings.HasPrefix(f, "g711") {
+			return 8000
+		}
+	case map[string]any:
+		if f["type"] != "audio/pcm" {
+			return 8000
+		}
+	}
+	return 48000
 }
 
 // fakeSession is one socket's state. A response plays in its own
