@@ -1,6 +1,10 @@
 package adapters
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
 
 // Realtime sessions (OpRealtime) are WebSocket connections the gateway
 // relays frame by frame. It reads the client's events before relaying them,
@@ -116,4 +120,27 @@ type RealtimeDialect interface {
 	// sent before the gateway ends a session or in place of an event it
 	// refused.
 	RealtimeError(e *Error) []byte
+}
+
+// ClientSecretDialect is implemented by dialects whose browsers open
+// realtime sessions with a short-lived client secret the gateway mints
+// (OpRealtimeClientSecret), so that a page never holds a key.
+type ClientSecretDialect interface {
+	// DecodeClientSecret reads a request for a secret; a refusal is a 400
+	// in the dialect.
+	DecodeClientSecret(body []byte) (*ClientSecretRequest, *Error)
+	// ClientSecret is the answer carrying a minted secret.
+	ClientSecret(value string, expiresAt time.Time, req *ClientSecretRequest) []byte
+}
+
+// ClientSecretRequest is a client's request for a client secret.
+type ClientSecretRequest struct {
+	// TTL is the lifetime asked for; 0 for the gateway's default.
+	TTL time.Duration
+	// Model is the session's model, when the request names one: the
+	// secret opens that model only.
+	Model string
+	// Session is the session configuration the client sent (a JSON
+	// object), answered back.
+	Session json.RawMessage
 }
