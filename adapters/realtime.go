@@ -76,6 +76,18 @@ type RealtimeClientEvent struct {
 	// TranscribedMillis is the input audio the event carries that the
 	// upstream will transcribe, in milliseconds.
 	TranscribedMillis int64
+	// Adds is the most the event adds to what the next response reads of
+	// the conversation: items, input audio, the session's instructions and
+	// tools.
+	Adds RealtimeInput
+	// Reads, for a response.create, is the most the response reads besides
+	// the conversation: its own instructions and tools, and its input
+	// items when it names them (OwnInput: then it reads those instead of
+	// the conversation). References counts the items of the session its
+	// input names by id, whose size the caller knows.
+	Reads      RealtimeInput
+	OwnInput   bool
+	References int
 	// AwaitState: what the event costs depends on the session's state as
 	// the upstream accepted it, which awaits the answer to a
 	// session.update. Nothing else is set: the caller waits for Settled,
@@ -84,9 +96,19 @@ type RealtimeClientEvent struct {
 	AwaitState bool
 }
 
+// RealtimeInput bounds the tokens content is read as, text and audio
+// apart: never fewer than the upstream counts.
+type RealtimeInput struct {
+	Text, Audio int64
+}
+
 // RealtimeServerEvent is what a server event means for billing.
 type RealtimeServerEvent struct {
 	Kind RealtimeEventKind
+	// InConversation: a RealtimeResponseStarted response reads the
+	// session's default conversation (rather than input of its own), so
+	// its usage covers what was added to it before it started.
+	InConversation bool
 	// ResponseID names the response a RealtimeResponseStarted or
 	// RealtimeResponseDone event is about.
 	ResponseID string

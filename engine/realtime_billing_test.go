@@ -47,20 +47,20 @@ func TestRealtimeReservationsFollowResponses(t *testing.T) {
 		t.Fatalf("after admission %d reserved, want one response's %d", got, one)
 	}
 	// the first response.create finds the admission's reservation waiting
-	if e := s.askResponse(); e != nil {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
 		t.Fatal(e)
 	}
 	if got := reserved(s); got != one {
 		t.Fatalf("a covered response.create reserved again: %d", got)
 	}
 	// a second one, while the first has not started, reserves its own
-	if e := s.askResponse(); e != nil {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
 		t.Fatal(e)
 	}
 	if got := reserved(s); got != 2*one {
 		t.Fatalf("two response.create hold %d, want %d", got, 2*one)
 	}
-	if !s.started("r1") || !s.started("r2") {
+	if !s.started("r1", true) || !s.started("r2", true) {
 		t.Fatal("a started response found no reservation")
 	}
 	// both took a waiting reservation, and the next one is reserved
@@ -100,13 +100,13 @@ func TestRealtimeQuotaRunsOut(t *testing.T) {
 	price := &billing.Price{Input: 1_000_000, Output: 2_000_000, MaxOutput: 100}
 	probe := (&Engine{DefaultMaxTokens: 4096}).RealtimeReservation(price, 0)
 	s, _ := realtimeSession(t, probe+probe/2, price)
-	if e := s.askResponse(); e != nil {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
 		t.Fatal(e)
 	}
-	if e := s.askResponse(); e == nil || e.Code != "insufficient_quota" {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e == nil || e.Code != "insufficient_quota" {
 		t.Fatalf("a second response.create the quota cannot cover: %v", e)
 	}
-	s.started("r1")
+	s.started("r1", true)
 	e := s.settleResponse("r1", adapters.Usage{PromptTokens: 100, CompletionTokens: 100, AudioPromptTokens: 100, AudioCompletionTokens: 100})
 	if e == nil || e.Code != "insufficient_quota" || e.Status != 429 {
 		t.Fatalf("after the quota ran out: %v, want insufficient_quota", e)

@@ -87,6 +87,14 @@ type RealtimeSession struct {
 	// context is the conversation's size as the last response.done
 	// reported it (its tokens in and out), which the next response reads
 	context int64
+	// added bounds what the client added to the conversation since the
+	// responses that read it started (items, audio, instructions), which
+	// the next response reads beyond context; readAt holds, for each
+	// response under way that reads the conversation, what was added when
+	// it started (its usage covers that). seen bounds all the session's
+	// content, which an item_reference may name.
+	added, seen adapters.RealtimeInput
+	readAt      map[string]adapters.RealtimeInput
 	// active are the responses under way, by id; doneCh is told when one
 	// ends
 	active map[string]*Exchange
@@ -104,7 +112,8 @@ type RealtimeSession struct {
 // NewRealtimeSession starts the session of x, a Realtime request
 // (x.Req.Model the model); its Finish writes x's row.
 func (e *Engine) NewRealtimeSession(x *Exchange) *RealtimeSession {
-	return &RealtimeSession{e: e, first: x, active: map[string]*Exchange{}, doneCh: make(chan struct{}, 1), ended: make(chan struct{})}
+	return &RealtimeSession{e: e, first: x, active: map[string]*Exchange{}, readAt: map[string]adapters.RealtimeInput{},
+		doneCh: make(chan struct{}, 1), ended: make(chan struct{})}
 }
 
 // Open admits the session (its rate limits held for the whole session, its
@@ -267,7 +276,9 @@ func (s *RealtimeSession) pumpToUpstream() {
 				out, ev, e = s.sess.ClientEvent(msg)
 			}
 			if e == nil && ev.CreatesResponse {
-				e = s.askResponse()
+				e = s.askResponse(ev)
+			} else if e == nil && (ev.Adds.Text > 0 || ev.Adds.Audio > 0) {
+				e = s.addInput(ev.Adds)
 			}
 			if e != nil {
 				// refused: the event is not relayed, the session goes on
@@ -331,7 +342,7 @@ func (s *RealtimeSession) pumpToClient() {
 			s.end(closeUpstream, "the upstream refused the session's limits", websocket.StatusNormalClosure, "")
 			return
 		case adapters.RealtimeResponseStarted:
-			if !s.started(ev.ResponseID) {
+			if !s.started(ev.ResponseID, ev.InConversation) {
 				// nothing covers it: cancelled at once, billed on its end
 				_ = s.up.Write(ctx, websocket.MessageText, s.sess.Cancel(ev.ResponseID))
 			}

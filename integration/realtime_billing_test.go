@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -346,5 +347,77 @@ func TestRealtimeAcceptedFormatBilled(t *testing.T) {
 	c.Close(websocket.StatusNormalClosure, "")
 	if rows := s.gw.WaitUsage("gita", 1); rows[0].Cost != 600 {
 		t.Errorf("row %+v, want 600 units (6 s)", rows[0])
+	}
+}
+
+// A response's reservation covers the input it reads: the items added to
+// the conversation since the last response, the session's items an
+// out-of-band response names by item_reference, and the input it carries
+// itself. Two responses asked for at once on a $1.00 account, each
+// reading about 12000 tokens at $50 a million (617000 units each), cannot
+// both run: the second is refused before it reaches the upstream, and the
+// account never goes below zero.
+func TestRealtimeReservationCoversInput(t *testing.T) {
+	const dear = "gpt-realtime-dear"
+	// 12000 text tokens in at 50, 50 text and 200 audio out:
+	// 12000*50 + 50*20 + 200*80 = 617000 units
+	const turn = 617000
+	text := strings.Repeat("All work and no play. ", 14000/22)
+	for name, second := range map[string]string{
+		// the item the first response reads, named by reference
+		"item_reference": `{"type":"response.create","response":{"conversation":"none","input":[{"type":"item_reference","id":"item_fake1"}]}}`,
+		// the same text, carried by the response itself
+		"input": `{"type":"response.create","response":{"conversation":"none","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"` + text + `"}]}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")
+			fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake"; b.ChunkDelay = 50 * time.Millisecond })
+			fake.SetRealtimeUsage(gatewaytest.RealtimeUsage{InputText: 12000, OutputText: 50, OutputAudio: 200})
+			cfg := gatewayConfig().withServers("protocols h1 h2").
+				channel("oai", "openai", "{{OPENAI}}", "sk-rt-upstream", dear).
+				price(dear, "input 50", "output 20", "audio_input 40", "audio_output 80", "max_output 1000")
+			s := &realtimeSetup{fake: fake, vars: gatewaytest.Vars{"OPENAI": fake.BaseURL()}, cfg: cfg}
+			s.gw = gatewaytest.Start(t, cfg.String(), s.vars)
+			key := s.gw.AddUser("dora", 1_000_000)
+			c := s.dialModel(t, key, dear)
+			defer c.CloseNow()
+			readEvent(t, c)
+			sendEvent(t, c, `{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"`+text+`"}]}}`)
+			if ev := readEvent(t, c); ev.Type != "conversation.item.created" {
+				t.Fatalf("got %s", ev.Raw)
+			}
+			sendEvent(t, c, `{"type":"response.create"}`)
+			sendEvent(t, c, second)
+			done, refused := 0, 0
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for {
+				_, msg, err := c.Read(ctx)
+				if err != nil {
+					break // the session ends once no response is affordable
+				}
+				var ev event
+				_ = json.Unmarshal(msg, &ev)
+				switch {
+				case ev.Type == "response.done":
+					done++
+				case ev.Type == "error" && ev.Error != nil && strings.Contains(ev.Error.Message, "alongside those under way"):
+					refused++
+				}
+			}
+			if done != 1 || refused != 1 {
+				t.Errorf("%d responses done, %d refused; want 1 and 1", done, refused)
+			}
+			if n := strings.Count(strings.Join(fake.RealtimeEvents(), " "), "response.create"); n != 1 {
+				t.Errorf("the upstream received %d response.create, want 1", n)
+			}
+			rows := s.gw.WaitUsage("dora", 1)
+			if rows[0].Cost != turn {
+				t.Errorf("row %+v, want %d", rows[0], turn)
+			}
+			if quota, used := s.gw.Quota("dora"); used != turn || quota < 0 {
+				t.Errorf("quota %d, used %d: want %d used and nothing owed", quota, used, turn)
+			}
+		})
 	}
 }

@@ -246,45 +246,126 @@ func (s *realtimeSession) ClientEvent(event []byte) ([]byte, adapters.RealtimeCl
 		if !ok {
 			return event, adapters.RealtimeClientEvent{AwaitState: true}, nil
 		}
-		if !state.transcribing {
-			break
-		}
 		var w struct {
 			Audio string `json:"audio"`
 		}
 		_ = json.Unmarshal(event, &w)
-		return event, adapters.RealtimeClientEvent{TranscribedMillis: state.millis(w.Audio)}, nil
+		ms := state.millis(w.Audio)
+		ev := adapters.RealtimeClientEvent{Adds: adapters.RealtimeInput{Audio: audioTokens(ms)}}
+		if state.transcribing {
+			ev.TranscribedMillis = ms
+		}
+		return event, ev, nil
 	case "conversation.item.create":
 		state, ok := s.current()
 		if !ok {
 			return event, adapters.RealtimeClientEvent{AwaitState: true}, nil
 		}
-		if !state.transcribing {
-			break
-		}
 		var w struct {
-			Item struct {
-				Content []struct {
-					Type  string `json:"type"`
-					Audio string `json:"audio"`
-				} `json:"content"`
-			} `json:"item"`
+			Item json.RawMessage `json:"item"`
 		}
 		_ = json.Unmarshal(event, &w)
-		var ms int64
-		for _, c := range w.Item.Content {
-			if c.Type == "input_audio" {
-				ms += state.millis(c.Audio)
-			}
+		in, ms := state.itemInput(w.Item)
+		ev := adapters.RealtimeClientEvent{Adds: in}
+		if state.transcribing {
+			ev.TranscribedMillis = ms
 		}
-		return event, adapters.RealtimeClientEvent{TranscribedMillis: ms}, nil
+		return event, ev, nil
 	case "session.update":
 		out, err := s.sessionUpdate(event)
-		return out, adapters.RealtimeClientEvent{}, err
+		var w struct {
+			Session struct {
+				Instructions json.RawMessage `json:"instructions"`
+				Tools        json.RawMessage `json:"tools"`
+			} `json:"session"`
+		}
+		_ = json.Unmarshal(event, &w)
+		// what every response reads again, counted once: the next
+		// response's usage then holds it
+		ev := adapters.RealtimeClientEvent{Adds: adapters.RealtimeInput{Text: int64(len(w.Session.Instructions) + len(w.Session.Tools))}}
+		return out, ev, err
 	case "response.create":
-		return s.capResponse(event), adapters.RealtimeClientEvent{CreatesResponse: true}, nil
+		return s.capResponse(event), s.responseInput(event), nil
 	}
 	return event, adapters.RealtimeClientEvent{}, nil
+}
+
+// audioTokensPerSecond bounds the tokens a second of input audio is read
+// as: OpenAI counts about 10.
+const audioTokensPerSecond = 20
+
+// audioTokens bounds the tokens millis of input audio are read as.
+func audioTokens(millis int64) int64 {
+	return (millis*audioTokensPerSecond + 999) / 1000
+}
+
+// itemInput bounds the tokens a conversation item is read as: its audio
+// by its length, everything else a token a byte (no tokenizer makes more
+// tokens than bytes); and the milliseconds of input audio it carries.
+func (st realtimeState) itemInput(item json.RawMessage) (adapters.RealtimeInput, int64) {
+	var w struct {
+		Content []struct {
+			Type  string `json:"type"`
+			Audio string `json:"audio"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(item, &w)
+	in := adapters.RealtimeInput{Text: int64(len(item))}
+	var inputMillis int64
+	for _, c := range w.Content {
+		if c.Audio == "" {
+			continue
+		}
+		ms := st.millis(c.Audio)
+		in.Text -= int64(len(c.Audio))
+		in.Audio += audioTokens(ms)
+		if c.Type == "input_audio" {
+			inputMillis += ms
+		}
+	}
+	in.Text = max(in.Text, 0)
+	return in, inputMillis
+}
+
+// responseInput is what a response.create's response reads besides the
+// conversation: its instructions and tools, and its input items (each an
+// item_reference, or an item read as itemInput reads it).
+func (s *realtimeSession) responseInput(event []byte) adapters.RealtimeClientEvent {
+	ev := adapters.RealtimeClientEvent{CreatesResponse: true}
+	var w struct {
+		Response struct {
+			Instructions json.RawMessage   `json:"instructions"`
+			Tools        json.RawMessage   `json:"tools"`
+			Input        []json.RawMessage `json:"input"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(event, &w) != nil {
+		return ev
+	}
+	r := w.Response
+	ev.Reads.Text = int64(len(r.Instructions) + len(r.Tools))
+	if r.Input == nil {
+		return ev
+	}
+	ev.OwnInput = true
+	state, settled := s.current()
+	if !settled {
+		state.bytesPerSecond = g711BytesPerSecond // the longest a byte of audio can last
+	}
+	for _, item := range r.Input {
+		var head struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(item, &head)
+		if head.Type == "item_reference" {
+			ev.References++
+			continue
+		}
+		in, _ := state.itemInput(item)
+		ev.Reads.Text += in.Text
+		ev.Reads.Audio += in.Audio
+	}
+	return ev
 }
 
 // current is the upstream's state, false while it awaits an answer.
@@ -465,8 +546,9 @@ func (s *realtimeSession) capped(obj []byte, missing string) ([]byte, bool) {
 type realtimeServerHead struct {
 	Type     string `json:"type"`
 	Response struct {
-		ID    string `json:"id"`
-		Usage *struct {
+		ID             string `json:"id"`
+		ConversationID string `json:"conversation_id"`
+		Usage          *struct {
 			InputTokens       int64 `json:"input_tokens"`
 			OutputTokens      int64 `json:"output_tokens"`
 			InputTokenDetails struct {
@@ -518,7 +600,10 @@ func (s *realtimeSession) ServerEvent(event []byte) adapters.RealtimeServerEvent
 		}
 		return adapters.RealtimeServerEvent{}
 	case "response.created":
-		return adapters.RealtimeServerEvent{Kind: adapters.RealtimeResponseStarted, ResponseID: w.Response.ID}
+		// GA names the conversation a response joins; null for one that
+		// runs apart ("conversation": "none")
+		return adapters.RealtimeServerEvent{Kind: adapters.RealtimeResponseStarted, ResponseID: w.Response.ID,
+			InConversation: w.Response.ConversationID != ""}
 	case "response.done":
 	default:
 		return adapters.RealtimeServerEvent{}

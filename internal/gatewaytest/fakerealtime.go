@@ -293,7 +293,11 @@ func (s *fakeSession) startResponse(ctx context.Context, f *FakeOpenAI, eventID 
 	f.rt.caps = append(f.rt.caps, limit)
 	f.rt.mu.Unlock()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.respond(ctx, id, usage, limit, cancel) }()
+	var conversation any // GA names the conversation a response joins, null for none
+	if inBand {
+		conversation = "conv_fake1"
+	}
+	go func() { defer s.wg.Done(); s.respond(ctx, id, conversation, usage, limit, cancel) }()
 }
 
 // capKey names the output cap in the interface the session speaks.
@@ -472,7 +476,7 @@ func (s *fakeSession) fail(ctx context.Context, eventID, code, msg string) {
 // respond plays one text response: created, a delta a word, done; a
 // cancelled one ends early, done with status "cancelled" and its usage.
 // Output past the cap is not written: status "incomplete".
-func (s *fakeSession) respond(ctx context.Context, id string, u RealtimeUsage, limit int64, cancel chan struct{}) {
+func (s *fakeSession) respond(ctx context.Context, id string, conversation any, u RealtimeUsage, limit int64, cancel chan struct{}) {
 	s.mu.Lock()
 	s.items++
 	item := fmt.Sprintf("item_fake%d", s.items)
@@ -482,7 +486,7 @@ func (s *fakeSession) respond(ctx context.Context, id string, u RealtimeUsage, l
 		delta, textDone = "response.text.delta", "response.text.done"
 	}
 	s.send(ctx, map[string]any{"type": "response.created", "response": map[string]any{
-		"id": id, "object": "realtime.response", "status": "in_progress", "status_details": nil, "output": []any{}, "usage": nil}})
+		"id": id, "object": "realtime.response", "conversation_id": conversation, "status": "in_progress", "status_details": nil, "output": []any{}, "usage": nil}})
 	status := "completed"
 	var details any
 words:
@@ -512,7 +516,7 @@ words:
 		s.send(ctx, map[string]any{"type": textDone, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "text": s.reply})
 	}
 	s.send(ctx, map[string]any{"type": "response.done", "response": map[string]any{
-		"id": id, "object": "realtime.response", "status": status, "status_details": details,
+		"id": id, "object": "realtime.response", "conversation_id": conversation, "status": status, "status_details": details,
 		"output": []any{map[string]any{"id": item, "object": "realtime.item", "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "text", "text": s.reply}}}},
 		"usage": map[string]any{
