@@ -371,7 +371,10 @@ func TestRealtimeReservationCoversInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")
-			fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake"; b.ChunkDelay = 50 * time.Millisecond })
+			fake.Set(func(b *gatewaytest.Behavior) {
+				b.Reply = "Hello from the realtime fake"
+				b.ChunkDelay = 50 * time.Millisecond
+			})
 			fake.SetRealtimeUsage(gatewaytest.RealtimeUsage{InputText: 12000, OutputText: 50, OutputAudio: 200})
 			cfg := gatewayConfig().withServers("protocols h1 h2").
 				channel("oai", "openai", "{{OPENAI}}", "sk-rt-upstream", dear).
