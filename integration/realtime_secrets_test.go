@@ -29,7 +29,7 @@ func TestRealtimeClientSecrets(t *testing.T) {
 	s.vars = gatewaytest.Vars{"OPENAI": s.fake.BaseURL(), "CLAUDE": claude.BaseURL()}
 	// secrets live at most a minute here (a reload to a second shows one
 	// expire)
-	s.cfg = realtimeConfig("h1 h2").option("client_secret_max_ttl 1m")
+	s.cfg = realtimeConfig("h1 h2").option("client_secret_max_ttl 1m").withSite(logToStderr, relayRoute)
 	s.gw = gatewaytest.Start(t, s.cfg.String(), s.vars)
 	key := s.gw.AddUser("erin", 10_000_000)
 
@@ -151,7 +151,10 @@ func TestRealtimeClientSecrets(t *testing.T) {
 		t.Errorf("a lifetime out of bounds: %v", err)
 	}
 
-	logs := s.gw.Logs()
+	// the access log has the requests that carried them, not the secrets
+	logs := waitLog(t, s.gw.Logs, `"uri":"/v1/realtime?model=`+realtimeModel)
+	waitLog(t, s.gw.Logs, `"uri":"/v1/realtime/client_secrets"`)
+	logs = s.gw.Logs()
 	for _, sec := range []string{secret, short.Value} {
 		if strings.Contains(logs, sec) || strings.Contains(logs, strings.TrimPrefix(sec, "ek_")) {
 			t.Errorf("a client secret reached the logs")
