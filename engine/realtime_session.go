@@ -22,13 +22,19 @@ import (
 // messages, one per direction, each in order; close codes and reasons
 // cross in both directions.
 //
-// Every cost a session can cause is reserved before it is relayed. Each
+// Every cost a session can cause is reserved before it is relayed, on
+// the session's state as the upstream reports it (a client's
+// session.update counts once the upstream accepts it: input audio sent
+// after one waits for its answer, within response_header_timeout). Each
 // response holds a reservation of its own while it runs (several may run
 // at once: out-of-band responses, or one the upstream's turn detection
 // starts): the session always holds one for the next response, a client's
 // response.create beyond that reserves before it is relayed (or is
-// refused with an error event), and the adapter caps every response's
-// output at what was reserved, the session's default included (Setup).
+// refused with an error event), each for what it reads (the conversation
+// and what was added to it since, or its own input) and writes, the
+// waiting ones raised as items and audio are added; and the adapter caps
+// every response's output at what was reserved, the session's default
+// included (Setup).
 // Each response.done settles its response's reservation and is a usage
 // row. Input audio the upstream transcribes is reserved a block of
 // transcriptionBlock at a time, before the audio is relayed, and billed
@@ -268,9 +274,7 @@ func (s *RealtimeSession) pumpToUpstream() {
 			for e == nil && ev.AwaitState {
 				// priced on the state the upstream accepts, which its
 				// answer to a session.update under way says
-				select {
-				case <-s.sess.Settled():
-				case <-s.ended:
+				if !s.awaitState() {
 					return
 				}
 				out, ev, e = s.sess.ClientEvent(msg)
@@ -304,6 +308,29 @@ func (s *RealtimeSession) pumpToUpstream() {
 			return
 		}
 	}
+}
+
+// awaitState waits for the upstream's answer to the session.updates under
+// way, within the channel's response_header_timeout: an upstream that does
+// not answer ends the session, as one that does not answer a request.
+// False when the session ended.
+func (s *RealtimeSession) awaitState() bool {
+	wait := s.bounds.ResponseHeader
+	if wait <= 0 {
+		wait = time.Minute
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.sess.Settled():
+		return true
+	case <-s.ended:
+	case <-t.C:
+		s.mark(http.StatusGatewayTimeout, "the upstream did not answer a session.update within "+wait.String())
+		s.cancelResponses(context.Background())
+		s.end(closeUpstream, "the upstream did not answer a session.update", websocket.StatusNormalClosure, "")
+	}
+	return false
 }
 
 // pumpToClient copies the upstream's messages to the client, in order,

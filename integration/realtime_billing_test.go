@@ -424,3 +424,35 @@ func TestRealtimeReservationCoversInput(t *testing.T) {
 		})
 	}
 }
+
+// Input audio sent after a session.update waits for the upstream's answer;
+// an upstream that never answers ends the session after the channel's
+// response_header_timeout (1011), and the audio never reaches it.
+func TestRealtimeUnansweredUpdate(t *testing.T) {
+	s := startRealtimeWith(t, "h1 h2", "response_header_timeout 1s")
+	s.fake.SetRealtimeSilentUpdates(true)
+	key := s.gw.AddUser("sid", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c) // session.created
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(1)+`"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		_, _, err := c.Read(ctx)
+		if err == nil {
+			continue
+		}
+		if websocket.CloseStatus(err) != websocket.StatusInternalError {
+			t.Fatalf("the session ended with %v, want 1011", err)
+		}
+		break
+	}
+	if got := s.fake.RealtimeEvents(); slices.Contains(got, "input_audio_buffer.append") {
+		t.Errorf("the upstream received %v: the audio went unpriced", got)
+	}
+	if rows := s.gw.WaitUsage("sid", 1); rows[0].Cost != 0 || rows[0].Status != http.StatusGatewayTimeout {
+		t.Errorf("row %+v", rows[0])
+	}
+}

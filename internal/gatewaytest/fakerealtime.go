@@ -18,7 +18,10 @@ import (
 // FakeOpenAI's Realtime API, as OpenAI's reference describes it: GET
 // /v1/realtime?model=... upgraded to a WebSocket with the key as a Bearer
 // token (401 before the upgrade otherwise); session.created on connect;
-// session.update answered by session.updated, conversation.item.create by
+// session.update answered by session.updated with the whole session as it
+// then is (objects merged member by member), or refused whole by an error
+// event naming it (an input format or a transcription model the reference
+// does not list), conversation.item.create by
 // conversation.item.created, input_audio_buffer.commit by
 // input_audio_buffer.committed, and response.create by response.created,
 // the reply's text deltas a word each, and response.done with the usage
@@ -34,7 +37,8 @@ import (
 // conversation.item.input_audio_transcription.completed with its
 // duration. A client event it does not know gets an error event. The beta
 // interface's event names are used when the socket was opened with
-// OpenAI-Beta: realtime=v1.
+// OpenAI-Beta: realtime=v1. A response names the conversation it joins
+// (conversation_id, null for an out-of-band one).
 
 // RealtimeUsage is what the fake's response.done reports. Input totals
 // include their cached tokens, as OpenAI counts them.
@@ -55,6 +59,16 @@ type realtimeState struct {
 	caps     []int64  // each response's output cap, -1 for "inf"
 	closes   []RealtimeClose
 	sessions map[*websocket.Conn]bool
+	// silent: session.update is never answered (a fault)
+	silent bool
+}
+
+// SetRealtimeSilentUpdates makes the fake leave every session.update
+// unanswered (neither session.updated nor an error), as a stuck upstream.
+func (f *FakeOpenAI) SetRealtimeSilentUpdates(silent bool) {
+	f.rt.mu.Lock()
+	defer f.rt.mu.Unlock()
+	f.rt.silent = silent
 }
 
 // SetRealtimeUsage sets what each response.done reports.
@@ -173,10 +187,13 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		eventID, _ := ev["event_id"].(string)
 		f.rt.mu.Lock()
 		f.rt.events = append(f.rt.events, typ)
-		usage := f.rt.usage
+		usage, silent := f.rt.usage, f.rt.silent
 		f.rt.mu.Unlock()
 		switch typ {
 		case "session.update":
+			if silent {
+				continue
+			}
 			upd, ok := ev["session"].(map[string]any)
 			if !ok {
 				s.fail(ctx, eventID, "missing_required_parameter", "Missing required parameter: 'session'.")
