@@ -148,3 +148,54 @@ func TestRealtimeTranscriptionBlocks(t *testing.T) {
 		t.Fatalf("available %d, want %d charged for 61 s of audio", avail, want)
 	}
 }
+
+// What the client adds to the conversation raises the reservation waiting
+// for the next response before it is relayed (refused when the quota
+// cannot cover it); a response that read the conversation takes what was
+// added before it started off the count once its usage reports it; an
+// out-of-band response reserves for its own input, an item_reference for
+// the whole session.
+func TestRealtimeReservationsFollowInput(t *testing.T) {
+	audioIn, audioOut := int64(4_000_000), int64(8_000_000)
+	price := &billing.Price{Input: 1_000_000, Output: 2_000_000, AudioInput: &audioIn, AudioOutput: &audioOut, MaxOutput: 100}
+	s, _ := realtimeSession(t, 1_000_000_000, price)
+	floor := s.e.RealtimeReservation(price, 0)
+	big := adapters.RealtimeInput{Text: 5000}
+	if e := s.addInput(big); e != nil {
+		t.Fatal(e)
+	}
+	want := s.e.RealtimeInputReservation(price, 0, big)
+	if want <= floor || s.pending[0].Amount != want {
+		t.Fatalf("after 5000 text tokens the waiting reservation is %d, want %d (floor %d)", s.pending[0].Amount, want, floor)
+	}
+	// an out-of-band response naming the session's items reserves for them
+	ref := adapters.RealtimeClientEvent{CreatesResponse: true, OwnInput: true, References: 1}
+	if got := s.responseNeed(ref); got != want {
+		t.Errorf("an item_reference reserves %d, want the session's %d", got, want)
+	}
+	own := adapters.RealtimeClientEvent{CreatesResponse: true, OwnInput: true, Reads: adapters.RealtimeInput{Audio: 10}}
+	if got := s.responseNeed(own); got != floor {
+		t.Errorf("an out-of-band response with 10 audio tokens of its own reserves %d, want the floor %d", got, floor)
+	}
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
+		t.Fatal(e)
+	}
+	s.started("r1", true)
+	s.addInput(adapters.RealtimeInput{Audio: 7}) // after it started: the next one reads it
+	if e := s.settleResponse("r1", adapters.Usage{PromptTokens: 5000, CompletionTokens: 10}); e != nil {
+		t.Fatal(e)
+	}
+	if s.added != (adapters.RealtimeInput{Audio: 7}) || s.seen != (adapters.RealtimeInput{Text: 5000, Audio: 17}) {
+		t.Errorf("added %+v seen %+v", s.added, s.seen)
+	}
+	// a quota that cannot cover what an event adds refuses it
+	poor, _ := realtimeSession(t, floor+floor/2, price)
+	if e := poor.addInput(big); e == nil || e.Code != "insufficient_quota" {
+		t.Fatalf("5000 tokens the quota cannot cover: %v", e)
+	}
+	if poor.added != (adapters.RealtimeInput{}) {
+		t.Errorf("a refused event was counted: %+v", poor.added)
+	}
+	s.Finish()
+	poor.Finish()
+}
