@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -159,5 +160,41 @@ func TestRealtimeClientSecrets(t *testing.T) {
 		if strings.Contains(logs, sec) || strings.Contains(logs, strings.TrimPrefix(sec, "ek_")) {
 			t.Errorf("a client secret reached the logs")
 		}
+	}
+}
+
+// Several instances on one PostgreSQL: a secret minted on one opens a
+// session on another, billed to its key, and disabling the key on one
+// refuses its secret on every other at once (a secret's key is read with
+// it, not cached).
+func TestInstancesShareClientSecrets(t *testing.T) {
+	fake := gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")
+	fake.Set(func(b *gatewaytest.Behavior) { b.Reply = "Hello from the realtime fake" })
+	fake.SetRealtimeUsage(realtimeTurn)
+	claude := gatewaytest.NewFakeAnthropic(t, "claude-rt-upstream")
+	gws := gatewaytest.StartInstances(t, 2, realtimeConfig("h1 h2").String(), gatewaytest.Vars{"OPENAI": fake.BaseURL(), "CLAUDE": claude.BaseURL()})
+	key := gws[0].AddUser("ines", 10_000_000)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(gws[0].URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	minted, err := client.Realtime.ClientSecrets.New(ctx, realtime.ClientSecretNewParams{})
+	if err != nil {
+		t.Fatalf("mint: %v", err)
+	}
+	s := &realtimeSetup{gw: gws[1], fake: fake}
+	c := s.dialModel(t, minted.Value, realtimeModel)
+	readEvent(t, c)
+	exchangeTurn(t, c, false)
+	c.Close(websocket.StatusNormalClosure, "")
+	if rows := gws[1].WaitUsage("ines", 1); rows[0].Cost != realtimeTurnCost {
+		t.Errorf("row %+v", rows[0])
+	}
+	ines, _ := gws[0].Store().UserByName(ctx, "ines")
+	tokens, err := gws[0].Store().ListTokens(ctx, ines.ID)
+	if err != nil || len(tokens) != 1 {
+		t.Fatalf("tokens %v %v", tokens, err)
+	}
+	gws[0].CLI("token", "disable", "--id", fmt.Sprint(tokens[0].ID))
+	if _, resp, err := s.dial(t, minted.Value, nil); err == nil || resp == nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		t.Errorf("the secret of a disabled key: %v %v", resp, err)
 	}
 }
