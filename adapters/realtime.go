@@ -61,6 +61,10 @@ type RealtimeSession interface {
 	// the client leaves mid-response, so that the upstream ends it and
 	// reports what it used.
 	Cancel(responseID string) []byte
+	// Configure is the client event that applies a session configuration
+	// (a client secret's, a JSON object) to the session; the caller reads
+	// it as ClientEvent reads a client's, before relaying it.
+	Configure(session json.RawMessage) []byte
 	// Settled is closed once the session's state (what it transcribes,
 	// its input audio format) is the upstream's: its session is created
 	// and every session.update relayed is answered, accepted or refused.

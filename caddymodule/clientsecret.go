@@ -105,7 +105,7 @@ func (h *Relay) serveClientSecret(w http.ResponseWriter, r *http.Request, rt rou
 			return writeError(w, rt.dialect, adapters.BadRequest("the model %s has no Realtime endpoint: mint secrets for a Realtime model", m))
 		}
 	}
-	secret, cs, err := keys.MintClientSecret(r.Context(), h.app.db.store, id, req.Model, h.app.clientSecretTTL(req.TTL))
+	secret, cs, err := keys.MintClientSecret(r.Context(), h.app.db.store, id, req.Model, string(req.Session), h.app.clientSecretTTL(req.TTL))
 	if err != nil {
 		h.log.Error("minting a Realtime client secret", zap.Int64("token_id", id.Token.ID), zap.Error(err))
 		return writeError(w, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot mint client secrets right now; try again shortly"))

@@ -55,6 +55,9 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if h.app.channels.Has(model) && len(h.engine.RealtimePlan(model)) == 0 {
 		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
+	if cs != nil && cs.Session != "" {
+		s.Configure([]byte(cs.Session)) // the session the secret was minted for
+	}
 	if e := s.Open(); e != nil {
 		return x.Fail(e)
 	}

@@ -77,6 +77,9 @@ type RealtimeSession struct {
 	sess   adapters.RealtimeSession
 	// dialect is the client's, for error events
 	dialect adapters.RealtimeDialect
+	// config is the session configuration the session starts with (a
+	// client secret's), nil for none
+	config  []byte
 	ticket  billing.Ticket
 	last    atomic.Int64 // unix nanoseconds of the last message either way
 	closing sync.Once
@@ -122,6 +125,11 @@ func (e *Engine) NewRealtimeSession(x *Exchange) *RealtimeSession {
 		doneCh: make(chan struct{}, 1), ended: make(chan struct{})}
 }
 
+// Configure sets the session configuration (a JSON object) the session
+// starts with: Open sends it upstream after the session's limits, within
+// them, as if the client had sent it first.
+func (s *RealtimeSession) Configure(config []byte) { s.config = config }
+
 // Open admits the session (its rate limits held for the whole session, its
 // first response reserved), opens the upstream socket and sends the
 // session's limits to it.
@@ -147,6 +155,17 @@ func (s *RealtimeSession) Open() *adapters.Error {
 	if setup := s.sess.Setup(); setup != nil {
 		// before any client event, so that the upstream applies it first
 		if err := up.Write(x.R.Context(), websocket.MessageText, setup); err != nil {
+			up.CloseNow()
+			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name)
+		}
+	}
+	if s.config != nil {
+		out, _, e := s.sess.ClientEvent(s.sess.Configure(s.config))
+		if e != nil {
+			up.CloseNow()
+			return e
+		}
+		if err := up.Write(x.R.Context(), websocket.MessageText, out); err != nil {
 			up.CloseNow()
 			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name)
 		}

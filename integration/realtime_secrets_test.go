@@ -68,18 +68,26 @@ func TestRealtimeClientSecrets(t *testing.T) {
 		}
 		return websocket.Dial(ctx, u, opts)
 	}
+	// configured as the secret's session says
+	configured := func(c *websocket.Conn) {
+		t.Helper()
+		readEvent(t, c) // session.created
+		if ev := readEvent(t, c); ev.Type != "session.updated" || !strings.Contains(string(ev.Raw), "Be brief.") {
+			t.Fatalf("got %s, want the secret's session applied", ev.Raw)
+		}
+	}
 	c, _, err := dialSecret(&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + secret}}}, "")
 	if err != nil {
 		t.Fatalf("dial with the secret: %v", err)
 	}
-	readEvent(t, c)
+	configured(c)
 	exchangeTurn(t, c, false)
 	c.Close(websocket.StatusNormalClosure, "")
 	c, _, err = dialSecret(&websocket.DialOptions{Subprotocols: []string{"realtime", "openai-insecure-api-key." + secret}}, realtimeModel)
 	if err != nil {
 		t.Fatalf("dial with the secret as a subprotocol: %v", err)
 	}
-	readEvent(t, c)
+	configured(c)
 	exchangeTurn(t, c, false)
 	c.Close(websocket.StatusNormalClosure, "")
 	// billed to the key that minted it

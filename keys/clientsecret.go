@@ -31,14 +31,15 @@ func IsClientSecret(credential string) bool {
 }
 
 // MintClientSecret stores a new client secret for the identity's token,
-// living ttl, limited to model when it is not "", and returns it. The
-// secret itself is returned once and never stored.
-func MintClientSecret(ctx context.Context, st store.ClientSecretStore, id *Identity, model string, ttl time.Duration) (string, *store.ClientSecret, error) {
+// living ttl, limited to model when it is not "", its sessions starting
+// with the session configuration (a JSON object, or ""), and returns it.
+// The secret itself is returned once and never stored.
+func MintClientSecret(ctx context.Context, st store.ClientSecretStore, id *Identity, model, session string, ttl time.Duration) (string, *store.ClientSecret, error) {
 	secret, err := Random(ClientSecretPrefix, clientSecretLength)
 	if err != nil {
 		return "", nil, fmt.Errorf("mint client secret: %w", err)
 	}
-	cs := &store.ClientSecret{IDHash: Hash(secret), TokenID: id.Token.ID, Model: model, ExpiresAt: time.Now().Add(ttl)}
+	cs := &store.ClientSecret{IDHash: Hash(secret), TokenID: id.Token.ID, Model: model, Session: session, ExpiresAt: time.Now().Add(ttl)}
 	if err := st.CreateClientSecret(ctx, cs); err != nil {
 		return "", nil, err
 	}

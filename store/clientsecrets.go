@@ -16,7 +16,10 @@ type ClientSecret struct {
 	IDHash  string
 	TokenID int64
 	// Model, when set, is the only model the secret opens.
-	Model     string
+	Model string
+	// Session is the session configuration (a JSON object) a session the
+	// secret opens starts with; "" for none.
+	Session   string
 	ExpiresAt time.Time
 	CreatedAt time.Time
 }
@@ -51,7 +54,7 @@ func PrepareClientSecret(cs *ClientSecret, now time.Time) error {
 
 // ClientSecretColumns are the client_secrets columns ScanClientSecret
 // reads, in its order.
-const ClientSecretColumns = `id_hash, token_id, model, expires_at, created_at`
+const ClientSecretColumns = `id_hash, token_id, model, session, expires_at, created_at`
 
 // ScanClientSecret reads a row of ClientSecretColumns.
 func ScanClientSecret(sc RowScanner) (*ClientSecret, error) {
@@ -59,7 +62,7 @@ func ScanClientSecret(sc RowScanner) (*ClientSecret, error) {
 		cs                   ClientSecret
 		expiresAt, createdAt *int64
 	)
-	if err := sc.Scan(&cs.IDHash, &cs.TokenID, &cs.Model, &expiresAt, &createdAt); err != nil {
+	if err := sc.Scan(&cs.IDHash, &cs.TokenID, &cs.Model, &cs.Session, &expiresAt, &createdAt); err != nil {
 		return nil, err
 	}
 	cs.ExpiresAt = FromMillis(expiresAt)

@@ -202,6 +202,28 @@ func (s *realtimeSession) Setup() []byte {
 	return b
 }
 
+// configEventID marks the session.update that applies a client secret's
+// configuration.
+const configEventID = "event_gateway_client_secret"
+
+// Configure implements adapters.RealtimeSession: a session.update with the
+// configuration, less what names the session rather than configures it
+// (its model is the socket's).
+func (s *realtimeSession) Configure(session json.RawMessage) []byte {
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(session, &cfg) != nil {
+		cfg = map[string]json.RawMessage{}
+	}
+	for _, k := range []string{"model", "object", "id", "expires_at", "client_secret"} {
+		delete(cfg, k)
+	}
+	if !s.beta {
+		cfg["type"] = json.RawMessage(`"realtime"`)
+	}
+	b, _ := json.Marshal(map[string]any{"type": "session.update", "event_id": configEventID, "session": cfg})
+	return b
+}
+
 // Settled implements adapters.RealtimeSession.
 func (s *realtimeSession) Settled() <-chan struct{} {
 	s.mu.Lock()

@@ -22,7 +22,7 @@ func (s *Store) CreateClientSecret(ctx context.Context, cs *store.ClientSecret) 
 			return fmt.Errorf("create client secret: delete expired: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO client_secrets (`+store.ClientSecretColumns+`)
-			VALUES ($1, $2, $3, $4, $5)`, cs.IDHash, cs.TokenID, cs.Model, store.Millis(cs.ExpiresAt), store.Millis(cs.CreatedAt)); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6)`, cs.IDHash, cs.TokenID, cs.Model, cs.Session, store.Millis(cs.ExpiresAt), store.Millis(cs.CreatedAt)); err != nil {
 			return fmt.Errorf("create client secret for token %d: %w", cs.TokenID, sqlErr(err))
 		}
 		return nil

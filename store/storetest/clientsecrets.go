@@ -18,7 +18,7 @@ func testClientSecrets(t *testing.T, open Opener) {
 	s := open(t)
 	u := mustUser(t, s, "cs", 0)
 	tok := mustToken(t, s, u.ID, "cs-key")
-	live := &store.ClientSecret{IDHash: "live", TokenID: tok.ID, Model: "gpt-realtime", ExpiresAt: time.Now().Add(10 * time.Minute)}
+	live := &store.ClientSecret{IDHash: "live", TokenID: tok.ID, Model: "gpt-realtime", Session: `{"instructions":"Be brief."}`, ExpiresAt: time.Now().Add(10 * time.Minute)}
 	if err := s.CreateClientSecret(ctx, live); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func testClientSecrets(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.IDHash != "live" || got.TokenID != tok.ID || got.Model != "gpt-realtime" || !got.ExpiresAt.Equal(ms(live.ExpiresAt)) ||
+	if got.IDHash != "live" || got.TokenID != tok.ID || got.Model != "gpt-realtime" || got.Session != live.Session || !got.ExpiresAt.Equal(ms(live.ExpiresAt)) ||
 		!got.CreatedAt.Equal(ms(live.CreatedAt)) || got.ExpiresAt.Location() != time.UTC {
 		t.Fatalf("got %+v, want %+v", *got, *live)
 	}

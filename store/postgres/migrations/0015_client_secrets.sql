@@ -6,6 +6,7 @@ CREATE TABLE client_secrets (
 	id_hash    TEXT PRIMARY KEY,
 	token_id   BIGINT NOT NULL,
 	model      TEXT NOT NULL DEFAULT '',
+	session    TEXT NOT NULL DEFAULT '',
 	expires_at BIGINT NOT NULL,
 	created_at BIGINT NOT NULL
 );
