@@ -46,17 +46,17 @@ func (s *RealtimeSession) nextNeed() int64 {
 // with mu held.
 func (s *RealtimeSession) responseNeed(ev adapters.RealtimeClientEvent) int64 {
 	if !ev.OwnInput {
-		return s.e.RealtimeInputReservation(s.first.Price, s.context, addInput(s.added, ev.Reads))
+		return s.e.RealtimeInputReservation(s.first.Price, s.context, sumInput(s.added, ev.Reads))
 	}
 	in := ev.Reads
 	if ev.References > 0 {
-		in = addInput(in, s.seen)
+		in = sumInput(in, s.seen)
 	}
 	return s.e.RealtimeInputReservation(s.first.Price, 0, in)
 }
 
-// addInput is a+b.
-func addInput(a, b adapters.RealtimeInput) adapters.RealtimeInput {
+// sumInput is a+b.
+func sumInput(a, b adapters.RealtimeInput) adapters.RealtimeInput {
 	return adapters.RealtimeInput{Text: a.Text + b.Text, Audio: a.Audio + b.Audio}
 }
 
@@ -85,13 +85,13 @@ func (s *RealtimeSession) raisePending(amount int64) bool {
 func (s *RealtimeSession) addInput(in adapters.RealtimeInput) *adapters.Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	added := addInput(s.added, in)
+	added := sumInput(s.added, in)
 	amount := s.e.RealtimeInputReservation(s.first.Price, s.context, added)
 	if !s.raisePending(amount) {
 		return QuotaError("your quota does not cover a Realtime response reading this conversation with what this event adds (it would reserve up to " +
 			FormatUnits(amount) + "), so the gateway did not relay it: top up your account, or start a shorter conversation")
 	}
-	s.added, s.seen = added, addInput(s.seen, in)
+	s.added, s.seen = added, sumInput(s.seen, in)
 	return nil
 }
 
