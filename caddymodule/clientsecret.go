@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -105,6 +106,14 @@ func (h *Relay) serveClientSecret(w http.ResponseWriter, r *http.Request, rt rou
 			return writeError(w, rt.dialect, adapters.BadRequest("the model %s has no Realtime endpoint: mint secrets for a Realtime model", m))
 		}
 	}
+	// a mint is a request: it counts toward the key's rpm, which with the
+	// secrets' lifetime bounds how many live at once
+	now := time.Now()
+	ad, err := h.engine.Gate.Admit(now, billing.Ask{User: id.User, Token: id.Token, Rate: billing.RateInSession})
+	if err != nil {
+		return writeError(w, rt.dialect, engine.AdmissionError(err, w.Header(), ""))
+	}
+	ad.Ticket.Done(now, 0)
 	secret, cs, err := keys.MintClientSecret(r.Context(), h.app.db.store, id, req.Model, string(req.Session), h.app.clientSecretTTL(req.TTL))
 	if err != nil {
 		h.log.Error("minting a Realtime client secret", zap.Int64("token_id", id.Token.ID), zap.Error(err))

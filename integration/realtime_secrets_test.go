@@ -133,6 +133,31 @@ func TestRealtimeClientSecrets(t *testing.T) {
 		t.Errorf("an unknown secret: %v %v", resp, err)
 	}
 
+	// minting counts toward the key's rpm
+	capped := s.gw.AddUser("rpm", 10_000_000)
+	s.gw.CLI("user", "set", "--username", "rpm", "--rpm", "1")
+	cappedClient := openai.NewClient(option.WithBaseURL(s.gw.URL+"/v1/"), option.WithAPIKey(capped), option.WithMaxRetries(0))
+	if _, err := cappedClient.Realtime.ClientSecrets.New(ctx, realtime.ClientSecretNewParams{}); err != nil {
+		t.Fatalf("mint within 1 rpm: %v", err)
+	}
+	if _, err := cappedClient.Realtime.ClientSecrets.New(ctx, realtime.ClientSecretNewParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a second mint within the minute at 1 rpm: %v", err)
+	}
+	// a secret whose session turns on transcription the model has no
+	// price for opens nothing: the socket is refused
+	untranscribed, err := client.Realtime.ClientSecrets.New(ctx, realtime.ClientSecretNewParams{
+		Session: realtime.ClientSecretNewParamsSessionUnion{OfRealtime: &realtime.RealtimeSessionCreateRequestParam{
+			Model: "gpt-realtime-untranscribed",
+			Audio: realtime.RealtimeAudioConfigParam{Input: realtime.RealtimeAudioConfigInputParam{
+				Transcription: realtime.AudioTranscriptionParam{Model: "whisper-1"}}}}},
+	})
+	if err != nil {
+		t.Fatalf("mint: %v", err)
+	}
+	if _, resp, err := dialSecret(&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + untranscribed.Value}}}, ""); err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a secret turning on unpriced transcription: %v %v", resp, err)
+	}
+
 	// a secret dies at its expiry: with secrets held to a second, one
 	// opens nothing after its end (one try: each refusal counts toward
 	// the address's failed authentications)
@@ -164,7 +189,7 @@ func TestRealtimeClientSecrets(t *testing.T) {
 	logs := waitLog(t, s.gw.Logs, `"uri":"/v1/realtime?model=`+realtimeModel)
 	waitLog(t, s.gw.Logs, `"uri":"/v1/realtime/client_secrets"`)
 	logs = s.gw.Logs()
-	for _, sec := range []string{secret, short.Value} {
+	for _, sec := range []string{secret, short.Value, untranscribed.Value} {
 		if strings.Contains(logs, sec) || strings.Contains(logs, strings.TrimPrefix(sec, "ek_")) {
 			t.Errorf("a client secret reached the logs")
 		}
