@@ -495,7 +495,8 @@ func (s *realtimeSession) awaitAnswer(event []byte) ([]byte, *adapters.Error) {
 	if json.Unmarshal(event, &head) != nil {
 		return event, nil // no JSON object: the upstream's error names no event
 	}
-	if head.EventID == "" {
+	if head.EventID == "" || head.EventID == setupEventID {
+		// (the setup's id is the gateway's: its answer ends the session)
 		s.updates++
 		head.EventID = "event_gateway_update_" + strconv.Itoa(s.updates)
 		out, err := adapters.SetFields(event, adapters.Field{Key: "event_id", Value: head.EventID})

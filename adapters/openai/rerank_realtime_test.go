@@ -103,6 +103,8 @@ func TestRealtimeCaps(t *testing.T) {
 		{"beta over", beta, `{"type":"response.create","response":{"max_response_output_tokens":5000}}`, `{"type":"response.create","response":{"max_response_output_tokens":1000}}`, true},
 		{"beta session inf", beta, `{"type":"session.update","session":{"max_response_output_tokens":"inf","voice":"alloy"}}`, `{"type":"session.update","session":{"max_response_output_tokens":1000,"voice":"alloy"},"event_id":"event_gateway_update_1"}`, false},
 		{"session untouched", ga, `{"type":"session.update","event_id":"e1","session":{"instructions":"hi"}}`, `{"type":"session.update","event_id":"e1","session":{"instructions":"hi"}}`, false},
+		// the gateway's own setup id is not the client's to take
+		{"session setup id", ga, `{"type":"session.update","event_id":"event_gateway_limits","session":{"instructions":"hi"}}`, `{"type":"session.update","event_id":"event_gateway_update_1","session":{"instructions":"hi"}}`, false},
 		// an update is named, so that the upstream's refusal is told apart
 		{"session named", ga, `{"type":"session.update","session":{"instructions":"hi"}}`, `{"type":"session.update","session":{"instructions":"hi"},"event_id":"event_gateway_update_1"}`, false},
 	} {
