@@ -44,6 +44,9 @@ const (
 	// OpRealtime is a WebSocket session (OpenAI's Realtime API): the
 	// gateway upgrades it and relays frames both ways (RealtimeProvider).
 	OpRealtime Operation = "realtime"
+	// OpRealtimeClientSecret mints a short-lived secret a browser opens
+	// Realtime sessions with (ClientSecretDialect).
+	OpRealtimeClientSecret Operation = "realtime_client_secret"
 	// OpUnknown is a path under a dialect's prefix that it does not serve:
 	// the relay answers 404 in that dialect.
 	OpUnknown Operation = "unknown"

@@ -1,6 +1,10 @@
 package adapters
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
 
 // Realtime sessions (OpRealtime) are WebSocket connections the gateway
 // relays frame by frame. It reads the client's events before relaying them,
@@ -57,6 +61,16 @@ type RealtimeSession interface {
 	// the client leaves mid-response, so that the upstream ends it and
 	// reports what it used.
 	Cancel(responseID string) []byte
+	// Configure is the client event that applies a session configuration
+	// (a client secret's, a JSON object) to the session; the caller reads
+	// it as ClientEvent reads a client's, before relaying it.
+	Configure(session json.RawMessage) []byte
+	// Settled is closed once the session's state (what it transcribes,
+	// its input audio format) is the upstream's: its session is created
+	// and every session.update relayed is answered, accepted or refused.
+	// A client event whose cost depends on that state waits for it
+	// (RealtimeClientEvent.AwaitState).
+	Settled() <-chan struct{}
 }
 
 // RealtimeClientEvent is what a client event means for billing.
@@ -66,11 +80,39 @@ type RealtimeClientEvent struct {
 	// TranscribedMillis is the input audio the event carries that the
 	// upstream will transcribe, in milliseconds.
 	TranscribedMillis int64
+	// Adds is the most the event adds to what the next response reads of
+	// the conversation: items, input audio, the session's instructions and
+	// tools.
+	Adds RealtimeInput
+	// Reads, for a response.create, is the most the response reads besides
+	// the conversation: its own instructions and tools, and its input
+	// items when it names them (OwnInput: then it reads those instead of
+	// the conversation). References counts the items of the session its
+	// input names by id, whose size the caller knows.
+	Reads      RealtimeInput
+	OwnInput   bool
+	References int
+	// AwaitState: what the event costs depends on the session's state as
+	// the upstream accepted it, which awaits the answer to a
+	// session.update. Nothing else is set: the caller waits for Settled,
+	// then reads the event again. A client's own session.update never
+	// changes what is billed until the upstream accepts it.
+	AwaitState bool
+}
+
+// RealtimeInput bounds the tokens content is read as, text and audio
+// apart: never fewer than the upstream counts.
+type RealtimeInput struct {
+	Text, Audio int64
 }
 
 // RealtimeServerEvent is what a server event means for billing.
 type RealtimeServerEvent struct {
 	Kind RealtimeEventKind
+	// InConversation: a RealtimeResponseStarted response reads the
+	// session's default conversation (rather than input of its own), so
+	// its usage covers what was added to it before it started.
+	InConversation bool
 	// ResponseID names the response a RealtimeResponseStarted or
 	// RealtimeResponseDone event is about.
 	ResponseID string
@@ -104,4 +146,27 @@ type RealtimeDialect interface {
 	// sent before the gateway ends a session or in place of an event it
 	// refused.
 	RealtimeError(e *Error) []byte
+}
+
+// ClientSecretDialect is implemented by dialects whose browsers open
+// realtime sessions with a short-lived client secret the gateway mints
+// (OpRealtimeClientSecret), so that a page never holds a key.
+type ClientSecretDialect interface {
+	// DecodeClientSecret reads a request for a secret; a refusal is a 400
+	// in the dialect.
+	DecodeClientSecret(body []byte) (*ClientSecretRequest, *Error)
+	// ClientSecret is the answer carrying a minted secret.
+	ClientSecret(value string, expiresAt time.Time, req *ClientSecretRequest) []byte
+}
+
+// ClientSecretRequest is a client's request for a client secret.
+type ClientSecretRequest struct {
+	// TTL is the lifetime asked for; 0 for the gateway's default.
+	TTL time.Duration
+	// Model is the session's model, when the request names one: the
+	// secret opens that model only.
+	Model string
+	// Session is the session configuration the client sent (a JSON
+	// object), answered back.
+	Session json.RawMessage
 }

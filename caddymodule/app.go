@@ -48,6 +48,10 @@ type App struct {
 	// lives unrenewed: a killed instance's slices come back after it.
 	// Default twelve token_cache_ttl (renewals); at least three.
 	LeaseTTL caddy.Duration `json:"lease_ttl,omitempty"`
+	// ClientSecretMaxTTL is the longest a Realtime client secret lives,
+	// whatever its request asks (default 2h; a secret lives 10m unless it
+	// asks otherwise).
+	ClientSecretMaxTTL caddy.Duration `json:"client_secret_max_ttl,omitempty"`
 	// MaxRequestBody bounds a client's request body. Default 32 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 	// MaxUploadSize bounds a multipart upload (image edits,

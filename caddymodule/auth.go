@@ -151,7 +151,21 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
 			Message: "too many requests with an invalid API key came from your address: wait a minute, then retry with a valid key"})
 	}
-	id, err := h.app.db.keys.Lookup(r.Context(), key)
+	var id *keys.Identity
+	var err error
+	if keys.IsClientSecret(key) {
+		var e *adapters.Error
+		if r, id, e, err = h.lookupClientSecret(r, rt, key); e != nil {
+			return refuse(w, r, rt.dialect, e)
+		}
+		if errors.Is(err, keys.ErrUnknownKey) {
+			h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
+			return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_client_secret",
+				Message: "the client secret is not valid or has expired: mint a new one with POST /v1/realtime/client_secrets"})
+		}
+	} else {
+		id, err = h.app.db.keys.Lookup(r.Context(), key)
+	}
 	if errors.Is(err, keys.ErrUnknownKey) {
 		h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
 		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",

@@ -51,6 +51,7 @@ func init() {
 //		invitation_plan_codes on|off
 //		session_lifetime <duration>
 //		session_max_lifetime <duration>
+//		client_secret_max_ttl <duration>  (Realtime client secrets; default 2h)
 //		account_rate_limit <attempts> <window>
 //		sso oidc { ... }              (sso_caddyfile.go)
 //		metrics {
@@ -154,7 +155,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("database takes a driver and a data source, e.g. 'database sqlite ./data/gateway.db' or 'database postgres {env.GATEWAY_DB}'")
 			}
 			a.Database = &DatabaseConfig{Driver: args[0], DSN: args[1]}
-		case "token_cache_ttl", "lease_ttl":
+		case "token_cache_ttl", "lease_ttl", "client_secret_max_ttl":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -164,8 +165,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("%s: %v", name, err)
 			}
 			target := &a.TokenCacheTTL
-			if name == "lease_ttl" {
+			switch name {
+			case "lease_ttl":
 				target = &a.LeaseTTL
+			case "client_secret_max_ttl":
+				target = &a.ClientSecretMaxTTL
 			}
 			*target = caddy.Duration(dur)
 		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size", "max_inflight_uploads":

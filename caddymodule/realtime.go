@@ -23,6 +23,10 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	db.enter()
 	defer db.leave()
 	model := r.URL.Query().Get("model")
+	cs := clientSecretFrom(r.Context())
+	if cs != nil && cs.Model != "" && model == "" {
+		model = cs.Model // the model the secret was minted for
+	}
 	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), RequestID: requestIDOf(r),
 		Req: &adapters.Request{Op: adapters.OpRealtime, Dialect: rt.dialect.Name(), Model: model, Stream: true}}
 	s := h.engine.NewRealtimeSession(x)
@@ -44,8 +48,15 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 		x.Req.Model = ""
 		return x.Fail(e)
 	}
+	if cs != nil && cs.Model != "" && model != cs.Model {
+		return x.Fail(&adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
+			Message: "this client secret was minted for the model " + cs.Model + ": open /v1/realtime?model=" + cs.Model + ", or mint a secret for " + model})
+	}
 	if h.app.channels.Has(model) && len(h.engine.RealtimePlan(model)) == 0 {
 		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
+	}
+	if cs != nil && cs.Session != "" {
+		s.Configure([]byte(cs.Session)) // the session the secret was minted for
 	}
 	if e := s.Open(); e != nil {
 		return x.Fail(e)

@@ -70,6 +70,8 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	case adapters.OpChat, adapters.OpCompletion, adapters.OpEmbedding, adapters.OpCountTokens, adapters.OpResponses, adapters.OpRerank:
 	case adapters.OpRealtime:
 		return h.serveRealtime(w, r, rt, id)
+	case adapters.OpRealtimeClientSecret:
+		return h.serveClientSecret(w, r, rt, id)
 	case adapters.OpImage, adapters.OpSpeech, adapters.OpTranscription:
 		return h.serveMedia(w, r, rt, id)
 	case adapters.OpUpgrade:

@@ -108,3 +108,14 @@ func (e *Engine) RealtimeReservation(price *billing.Price, context int64) int64 
 	in := max(n, context)
 	return price.Cost(adapters.Usage{PromptTokens: in, AudioPromptTokens: in, CompletionTokens: n, AudioCompletionTokens: n})
 }
+
+// RealtimeInputReservation is what a Realtime response that reads context
+// tokens of conversation (priced as audio, the dearest) and in besides
+// may cost: never less than RealtimeReservation's floor, its output cap
+// read as audio.
+func (e *Engine) RealtimeInputReservation(price *billing.Price, context int64, in adapters.RealtimeInput) int64 {
+	n := e.RealtimeOutput(price)
+	read := context + in.Text + in.Audio
+	cost := price.Cost(adapters.Usage{PromptTokens: read, AudioPromptTokens: context + in.Audio, CompletionTokens: n, AudioCompletionTokens: n})
+	return max(cost, e.RealtimeReservation(price, 0))
+}

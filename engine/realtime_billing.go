@@ -26,17 +26,79 @@ func (s *RealtimeSession) activeIDs() []string {
 	return ids
 }
 
-// reserveResponse reserves one response's worth.
-func (s *RealtimeSession) reserveResponse() (billing.Hold, int64, bool) {
+// reserve holds amount for a response.
+func (s *RealtimeSession) reserve(amount int64) (billing.Hold, bool) {
 	x := s.first
-	amount := s.e.RealtimeReservation(x.Price, s.context)
 	ad, err := s.e.Gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount)})
-	return ad.Hold, amount, err == nil
+	return ad.Hold, err == nil
+}
+
+// nextNeed is what the next response that reads the conversation may
+// cost: the conversation so far and what was added since. Called with mu
+// held.
+func (s *RealtimeSession) nextNeed() int64 {
+	return s.e.RealtimeInputReservation(s.first.Price, s.context, s.added)
+}
+
+// responseNeed is what the response a response.create asks for may cost:
+// its own input (an item_reference may name any of the session's
+// content) or the conversation, and its instructions and tools. Called
+// with mu held.
+func (s *RealtimeSession) responseNeed(ev adapters.RealtimeClientEvent) int64 {
+	if !ev.OwnInput {
+		return s.e.RealtimeInputReservation(s.first.Price, s.context, sumInput(s.added, ev.Reads))
+	}
+	in := ev.Reads
+	if ev.References > 0 {
+		in = sumInput(in, s.seen)
+	}
+	return s.e.RealtimeInputReservation(s.first.Price, 0, in)
+}
+
+// sumInput is a+b.
+func sumInput(a, b adapters.RealtimeInput) adapters.RealtimeInput {
+	return adapters.RealtimeInput{Text: a.Text + b.Text, Audio: a.Audio + b.Audio}
+}
+
+// raisePending raises every reservation waiting for a response to amount:
+// the responses take them in the order they start, which need not be the
+// order they were asked for, so each covers the largest. Called with mu
+// held.
+func (s *RealtimeSession) raisePending(amount int64) bool {
+	x := s.first
+	for i, h := range s.pending {
+		if h.Amount >= amount {
+			continue
+		}
+		more, err := s.e.Gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount - h.Amount)})
+		if err != nil {
+			return false
+		}
+		s.pending[i].Amount += more.Hold.Amount
+	}
+	return true
+}
+
+// addInput reserves for what a client event adds to the conversation,
+// before it is relayed: the responses waiting read it. Refused, the event
+// is not relayed.
+func (s *RealtimeSession) addInput(in adapters.RealtimeInput) *adapters.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	added := sumInput(s.added, in)
+	amount := s.e.RealtimeInputReservation(s.first.Price, s.context, added)
+	if !s.raisePending(amount) {
+		return QuotaError("your quota does not cover a Realtime response reading this conversation with what this event adds (it would reserve up to " +
+			FormatUnits(amount) + "), so the gateway did not relay it: top up your account, or start a shorter conversation")
+	}
+	s.added, s.seen = added, sumInput(s.seen, in)
+	return nil
 }
 
 // askResponse reserves for a client's response.create before it is
-// relayed, unless a reservation is already waiting for it.
-func (s *RealtimeSession) askResponse() *adapters.Error {
+// relayed, what it reads included, unless a reservation is already
+// waiting for it.
+func (s *RealtimeSession) askResponse(ev adapters.RealtimeClientEvent) *adapters.Error {
 	// a response.create is a request: it counts toward the key's rpm and
 	// waits for its tpm, as any other would (the session holds max_parallel)
 	x, now := s.first, time.Now()
@@ -47,36 +109,45 @@ func (s *RealtimeSession) askResponse() *adapters.Error {
 	ad.Ticket.Done(now, 0) // its tokens count when it ends, on the session's ticket
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	amount := max(s.responseNeed(ev), s.nextNeed())
+	refused := QuotaError("your quota does not cover another Realtime response alongside those under way (this one reserves up to " +
+		FormatUnits(amount) + ", for what it reads and writes), so the gateway did not relay this response.create: wait for a response to finish, or top up your account")
 	if len(s.pending) <= s.asked {
-		hold, amount, ok := s.reserveResponse()
+		hold, ok := s.reserve(amount)
 		if !ok {
-			return QuotaError("your quota does not cover another Realtime response alongside those under way (each reserves up to " +
-				FormatUnits(amount) + "), so the gateway did not relay this response.create: wait for a response to finish, or top up your account")
+			return refused
 		}
 		s.pending = append(s.pending, hold)
+	}
+	if !s.raisePending(amount) {
+		return refused
 	}
 	s.asked++
 	return nil
 }
 
 // started gives a response that began upstream a waiting reservation, and
-// reserves the next response's; false when nothing covers it.
-func (s *RealtimeSession) started(id string) bool {
+// reserves the next response's; false when nothing covers it. One that
+// reads the conversation notes what had been added to it.
+func (s *RealtimeSession) started(id string, inConversation bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	x := s.newRow()
 	s.active[id] = x
+	if inConversation {
+		s.readAt[id] = s.added
+	}
 	s.asked = max(s.asked-1, 0)
 	covered := len(s.pending) > 0
 	if covered {
 		x.Hold, s.pending = s.pending[0], s.pending[1:]
-	} else if hold, _, ok := s.reserveResponse(); ok {
+	} else if hold, ok := s.reserve(s.nextNeed()); ok {
 		x.Hold, covered = hold, true
 	}
 	if len(s.pending) == 0 {
 		// a response the upstream starts by itself finds this one; if the
 		// quota does not cover it now, the next response.done says so
-		if hold, _, ok := s.reserveResponse(); ok {
+		if hold, ok := s.reserve(s.nextNeed()); ok {
 			s.pending = append(s.pending, hold)
 		}
 	}
@@ -116,6 +187,12 @@ func (s *RealtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 		x = s.newRow() // a response whose start was not seen
 	}
 	delete(s.active, id)
+	if at, ok := s.readAt[id]; ok {
+		// its usage holds what had been added when it started
+		delete(s.readAt, id)
+		s.added = adapters.RealtimeInput{Text: max(s.added.Text-at.Text, 0), Audio: max(s.added.Audio-at.Audio, 0)}
+	}
+	s.seen.Audio += u.CompletionTokens // its output may be named by an item_reference
 	x.Usage = u
 	s.ticket.Used(time.Now(), u.PromptTokens+u.CompletionTokens)
 	s.bill(x)
@@ -130,7 +207,8 @@ func (s *RealtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 	if len(s.pending) > 0 {
 		return nil
 	}
-	hold, amount, ok := s.reserveResponse()
+	amount := s.nextNeed()
+	hold, ok := s.reserve(amount)
 	if !ok {
 		return QuotaError("your quota does not cover another Realtime response (each reserves up to " + FormatUnits(amount) +
 			"), so the gateway ended the session: top up your account and reconnect")
@@ -143,19 +221,11 @@ func (s *RealtimeSession) settleResponse(id string, u adapters.Usage) *adapters.
 // what the conversation has grown to, so a long conversation's input is
 // reserved before it is read again. Called with mu held.
 func (s *RealtimeSession) topUpPending() *adapters.Error {
-	x := s.first
-	amount := s.e.RealtimeReservation(x.Price, s.context)
-	for i, h := range s.pending {
-		if h.Amount >= amount {
-			continue
-		}
-		more, err := s.e.Gate.Admit(time.Now(), billing.Ask{User: x.ID.User, Token: x.ID.Token, Rate: billing.RateNone, Reserve: billing.Reserve(amount - h.Amount)})
-		if err != nil {
-			return QuotaError("your quota does not cover the next Realtime response of this conversation (it reads the " +
-				strconv.FormatInt(s.context, 10) + " tokens so far again, and reserves up to " + FormatUnits(amount) +
-				"), so the gateway ended the session: top up your account and reconnect, or start a shorter conversation")
-		}
-		s.pending[i].Amount += more.Hold.Amount
+	amount := s.nextNeed()
+	if !s.raisePending(amount) {
+		return QuotaError("your quota does not cover the next Realtime response of this conversation (it reads the " +
+			strconv.FormatInt(s.context+s.added.Text+s.added.Audio, 10) + " tokens so far again, and reserves up to " + FormatUnits(amount) +
+			"), so the gateway ended the session: top up your account and reconnect, or start a shorter conversation")
 	}
 	return nil
 }

@@ -47,20 +47,20 @@ func TestRealtimeReservationsFollowResponses(t *testing.T) {
 		t.Fatalf("after admission %d reserved, want one response's %d", got, one)
 	}
 	// the first response.create finds the admission's reservation waiting
-	if e := s.askResponse(); e != nil {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
 		t.Fatal(e)
 	}
 	if got := reserved(s); got != one {
 		t.Fatalf("a covered response.create reserved again: %d", got)
 	}
 	// a second one, while the first has not started, reserves its own
-	if e := s.askResponse(); e != nil {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
 		t.Fatal(e)
 	}
 	if got := reserved(s); got != 2*one {
 		t.Fatalf("two response.create hold %d, want %d", got, 2*one)
 	}
-	if !s.started("r1") || !s.started("r2") {
+	if !s.started("r1", true) || !s.started("r2", true) {
 		t.Fatal("a started response found no reservation")
 	}
 	// both took a waiting reservation, and the next one is reserved
@@ -100,13 +100,13 @@ func TestRealtimeQuotaRunsOut(t *testing.T) {
 	price := &billing.Price{Input: 1_000_000, Output: 2_000_000, MaxOutput: 100}
 	probe := (&Engine{DefaultMaxTokens: 4096}).RealtimeReservation(price, 0)
 	s, _ := realtimeSession(t, probe+probe/2, price)
-	if e := s.askResponse(); e != nil {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
 		t.Fatal(e)
 	}
-	if e := s.askResponse(); e == nil || e.Code != "insufficient_quota" {
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e == nil || e.Code != "insufficient_quota" {
 		t.Fatalf("a second response.create the quota cannot cover: %v", e)
 	}
-	s.started("r1")
+	s.started("r1", true)
 	e := s.settleResponse("r1", adapters.Usage{PromptTokens: 100, CompletionTokens: 100, AudioPromptTokens: 100, AudioCompletionTokens: 100})
 	if e == nil || e.Code != "insufficient_quota" || e.Status != 429 {
 		t.Fatalf("after the quota ran out: %v, want insufficient_quota", e)
@@ -147,4 +147,55 @@ func TestRealtimeTranscriptionBlocks(t *testing.T) {
 	if avail, _ := s.e.Gate.Ledger.Available(1); avail != 1_000_000_000-want {
 		t.Fatalf("available %d, want %d charged for 61 s of audio", avail, want)
 	}
+}
+
+// What the client adds to the conversation raises the reservation waiting
+// for the next response before it is relayed (refused when the quota
+// cannot cover it); a response that read the conversation takes what was
+// added before it started off the count once its usage reports it; an
+// out-of-band response reserves for its own input, an item_reference for
+// the whole session.
+func TestRealtimeReservationsFollowInput(t *testing.T) {
+	audioIn, audioOut := int64(4_000_000), int64(8_000_000)
+	price := &billing.Price{Input: 1_000_000, Output: 2_000_000, AudioInput: &audioIn, AudioOutput: &audioOut, MaxOutput: 100}
+	s, _ := realtimeSession(t, 1_000_000_000, price)
+	floor := s.e.RealtimeReservation(price, 0)
+	big := adapters.RealtimeInput{Text: 5000}
+	if e := s.addInput(big); e != nil {
+		t.Fatal(e)
+	}
+	want := s.e.RealtimeInputReservation(price, 0, big)
+	if want <= floor || s.pending[0].Amount != want {
+		t.Fatalf("after 5000 text tokens the waiting reservation is %d, want %d (floor %d)", s.pending[0].Amount, want, floor)
+	}
+	// an out-of-band response naming the session's items reserves for them
+	ref := adapters.RealtimeClientEvent{CreatesResponse: true, OwnInput: true, References: 1}
+	if got := s.responseNeed(ref); got != want {
+		t.Errorf("an item_reference reserves %d, want the session's %d", got, want)
+	}
+	own := adapters.RealtimeClientEvent{CreatesResponse: true, OwnInput: true, Reads: adapters.RealtimeInput{Audio: 10}}
+	if got := s.responseNeed(own); got != floor {
+		t.Errorf("an out-of-band response with 10 audio tokens of its own reserves %d, want the floor %d", got, floor)
+	}
+	if e := s.askResponse(adapters.RealtimeClientEvent{CreatesResponse: true}); e != nil {
+		t.Fatal(e)
+	}
+	s.started("r1", true)
+	s.addInput(adapters.RealtimeInput{Audio: 7}) // after it started: the next one reads it
+	if e := s.settleResponse("r1", adapters.Usage{PromptTokens: 5000, CompletionTokens: 10}); e != nil {
+		t.Fatal(e)
+	}
+	if s.added != (adapters.RealtimeInput{Audio: 7}) || s.seen != (adapters.RealtimeInput{Text: 5000, Audio: 17}) {
+		t.Errorf("added %+v seen %+v", s.added, s.seen)
+	}
+	// a quota that cannot cover what an event adds refuses it
+	poor, _ := realtimeSession(t, floor+floor/2, price)
+	if e := poor.addInput(big); e == nil || e.Code != "insufficient_quota" {
+		t.Fatalf("5000 tokens the quota cannot cover: %v", e)
+	}
+	if poor.added != (adapters.RealtimeInput{}) {
+		t.Errorf("a refused event was counted: %+v", poor.added)
+	}
+	s.Finish()
+	poor.Finish()
 }

@@ -22,13 +22,19 @@ import (
 // messages, one per direction, each in order; close codes and reasons
 // cross in both directions.
 //
-// Every cost a session can cause is reserved before it is relayed. Each
+// Every cost a session can cause is reserved before it is relayed, on
+// the session's state as the upstream reports it (a client's
+// session.update counts once the upstream accepts it: input audio sent
+// after one waits for its answer, within response_header_timeout). Each
 // response holds a reservation of its own while it runs (several may run
 // at once: out-of-band responses, or one the upstream's turn detection
 // starts): the session always holds one for the next response, a client's
 // response.create beyond that reserves before it is relayed (or is
-// refused with an error event), and the adapter caps every response's
-// output at what was reserved, the session's default included (Setup).
+// refused with an error event), each for what it reads (the conversation
+// and what was added to it since, or its own input) and writes, the
+// waiting ones raised as items and audio are added; and the adapter caps
+// every response's output at what was reserved, the session's default
+// included (Setup).
 // Each response.done settles its response's reservation and is a usage
 // row. Input audio the upstream transcribes is reserved a block of
 // transcriptionBlock at a time, before the audio is relayed, and billed
@@ -71,9 +77,13 @@ type RealtimeSession struct {
 	sess   adapters.RealtimeSession
 	// dialect is the client's, for error events
 	dialect adapters.RealtimeDialect
+	// config is the session configuration the session starts with (a
+	// client secret's), nil for none
+	config  []byte
 	ticket  billing.Ticket
 	last    atomic.Int64 // unix nanoseconds of the last message either way
 	closing sync.Once
+	ended   chan struct{} // closed once the session ends
 	// clientGone: the client cannot be written to
 	clientGone atomic.Bool
 
@@ -86,6 +96,14 @@ type RealtimeSession struct {
 	// context is the conversation's size as the last response.done
 	// reported it (its tokens in and out), which the next response reads
 	context int64
+	// added bounds what the client added to the conversation since the
+	// responses that read it started (items, audio, instructions), which
+	// the next response reads beyond context; readAt holds, for each
+	// response under way that reads the conversation, what was added when
+	// it started (its usage covers that). seen bounds all the session's
+	// content, which an item_reference may name.
+	added, seen adapters.RealtimeInput
+	readAt      map[string]adapters.RealtimeInput
 	// active are the responses under way, by id; doneCh is told when one
 	// ends
 	active map[string]*Exchange
@@ -103,8 +121,14 @@ type RealtimeSession struct {
 // NewRealtimeSession starts the session of x, a Realtime request
 // (x.Req.Model the model); its Finish writes x's row.
 func (e *Engine) NewRealtimeSession(x *Exchange) *RealtimeSession {
-	return &RealtimeSession{e: e, first: x, active: map[string]*Exchange{}, doneCh: make(chan struct{}, 1)}
+	return &RealtimeSession{e: e, first: x, active: map[string]*Exchange{}, readAt: map[string]adapters.RealtimeInput{},
+		doneCh: make(chan struct{}, 1), ended: make(chan struct{})}
 }
+
+// Configure sets the session configuration (a JSON object) the session
+// starts with: Open sends it upstream after the session's limits, within
+// them, as if the client had sent it first.
+func (s *RealtimeSession) Configure(config []byte) { s.config = config }
 
 // Open admits the session (its rate limits held for the whole session, its
 // first response reserved), opens the upstream socket and sends the
@@ -131,6 +155,17 @@ func (s *RealtimeSession) Open() *adapters.Error {
 	if setup := s.sess.Setup(); setup != nil {
 		// before any client event, so that the upstream applies it first
 		if err := up.Write(x.R.Context(), websocket.MessageText, setup); err != nil {
+			up.CloseNow()
+			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name)
+		}
+	}
+	if s.config != nil {
+		out, _, e := s.sess.ClientEvent(s.sess.Configure(s.config))
+		if e != nil {
+			up.CloseNow()
+			return e
+		}
+		if err := up.Write(x.R.Context(), websocket.MessageText, out); err != nil {
 			up.CloseNow()
 			return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream channel %q could not open a Realtime session", ch.Name)
 		}
@@ -194,6 +229,7 @@ func (s *RealtimeSession) Relay(client *websocket.Conn, dialect adapters.Realtim
 // end closes both sockets once, each with its own code and reason.
 func (s *RealtimeSession) end(clientCode websocket.StatusCode, clientReason string, upCode websocket.StatusCode, upReason string) {
 	s.closing.Do(func() {
+		close(s.ended)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); closeConn(s.client, clientCode, clientReason) }()
@@ -254,8 +290,18 @@ func (s *RealtimeSession) pumpToUpstream() {
 		s.last.Store(time.Now().UnixNano())
 		if typ == websocket.MessageText {
 			out, ev, e := s.sess.ClientEvent(msg)
+			for e == nil && ev.AwaitState {
+				// priced on the state the upstream accepts, which its
+				// answer to a session.update under way says
+				if !s.awaitState() {
+					return
+				}
+				out, ev, e = s.sess.ClientEvent(msg)
+			}
 			if e == nil && ev.CreatesResponse {
-				e = s.askResponse()
+				e = s.askResponse(ev)
+			} else if e == nil && (ev.Adds.Text > 0 || ev.Adds.Audio > 0) {
+				e = s.addInput(ev.Adds)
 			}
 			if e != nil {
 				// refused: the event is not relayed, the session goes on
@@ -281,6 +327,29 @@ func (s *RealtimeSession) pumpToUpstream() {
 			return
 		}
 	}
+}
+
+// awaitState waits for the upstream's answer to the session.updates under
+// way, within the channel's response_header_timeout: an upstream that does
+// not answer ends the session, as one that does not answer a request.
+// False when the session ended.
+func (s *RealtimeSession) awaitState() bool {
+	wait := s.bounds.ResponseHeader
+	if wait <= 0 {
+		wait = time.Minute
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.sess.Settled():
+		return true
+	case <-s.ended:
+	case <-t.C:
+		s.mark(http.StatusGatewayTimeout, "the upstream did not answer a session.update within "+wait.String())
+		s.cancelResponses(context.Background())
+		s.end(closeUpstream, "the upstream did not answer a session.update", websocket.StatusNormalClosure, "")
+	}
+	return false
 }
 
 // pumpToClient copies the upstream's messages to the client, in order,
@@ -319,7 +388,7 @@ func (s *RealtimeSession) pumpToClient() {
 			s.end(closeUpstream, "the upstream refused the session's limits", websocket.StatusNormalClosure, "")
 			return
 		case adapters.RealtimeResponseStarted:
-			if !s.started(ev.ResponseID) {
+			if !s.started(ev.ResponseID, ev.InConversation) {
 				// nothing covers it: cancelled at once, billed on its end
 				_ = s.up.Write(ctx, websocket.MessageText, s.sess.Cancel(ev.ResponseID))
 			}

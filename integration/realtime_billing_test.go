@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -272,5 +273,186 @@ func TestRealtimeReservationFollowsTheConversation(t *testing.T) {
 	}
 	if _, used := s.gw.Quota("cora"); used != turn {
 		t.Errorf("used %d, want %d", used, turn)
+	}
+}
+
+// What transcription costs follows the session's state as the upstream
+// accepted it, never a client's session.update the upstream refused: an
+// update that would turn transcription off, or change the audio's rate,
+// and that the upstream refuses (an unsupported format, an unknown
+// transcription model) leaves the audio billed as the upstream transcribes
+// it. The client pipelines its events without waiting for the answers.
+func TestRealtimeRefusedUpdateKeepsBilling(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	key := s.gw.AddUser("rory", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c) // session.created
+	// transcription on, accepted: 10 s
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(10)+`"}`)
+	// off, with a format the upstream does not take: refused, 20 s more
+	// are transcribed
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":null,"format":{"type":"audio/flac"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(20)+`"}`)
+	// PCM at ten times the rate: refused, so the next 30 s stay 30 s
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":240000}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(30)+`"}`)
+	// off with an unknown transcription model: refused as well
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-9"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(10)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	var refusals int
+	for _, typ := range readUntil(t, c, "conversation.item.input_audio_transcription.completed") {
+		if typ == "error" {
+			refusals++
+		}
+	}
+	if refusals != 3 {
+		t.Fatalf("the upstream refused %d updates, want 3", refusals)
+	}
+	// then turned off for real: what follows is not billed
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":null}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(5)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	readUntil(t, c, "input_audio_buffer.committed")
+	c.Close(websocket.StatusNormalClosure, "")
+	// 70 s at 100 units a second, in two rows (a minute a block)
+	rows := s.gw.WaitUsage("rory", 2)
+	var cost int64
+	for _, r := range rows {
+		cost += r.Cost
+	}
+	if cost != 7000 {
+		t.Errorf("rows %+v: %d units, want 7000 (70 s transcribed)", rows, cost)
+	}
+	if _, used := s.gw.Quota("rory"); used != 7000 {
+		t.Errorf("used %d, want 7000", used)
+	}
+}
+
+// An accepted change of format changes what a second of audio is: G.711
+// is 8000 bytes a second.
+func TestRealtimeAcceptedFormatBilled(t *testing.T) {
+	s := startRealtime(t, "h1 h2")
+	key := s.gw.AddUser("gita", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c)
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"},"format":{"type":"audio/pcmu"}}}}}`)
+	// 48000 bytes: 6 s of G.711
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(1)+`"}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.commit"}`)
+	readUntil(t, c, "conversation.item.input_audio_transcription.completed")
+	c.Close(websocket.StatusNormalClosure, "")
+	if rows := s.gw.WaitUsage("gita", 1); rows[0].Cost != 600 {
+		t.Errorf("row %+v, want 600 units (6 s)", rows[0])
+	}
+}
+
+// A response's reservation covers the input it reads: the items added to
+// the conversation since the last response, the session's items an
+// out-of-band response names by item_reference, and the input it carries
+// itself. Two responses asked for at once on a $1.00 account, each
+// reading about 12000 tokens at $50 a million (617000 units each), cannot
+// both run: the second is refused before it reaches the upstream, and the
+// account never goes below zero.
+func TestRealtimeReservationCoversInput(t *testing.T) {
+	const dear = "gpt-realtime-dear"
+	// 12000 text tokens in at 50, 50 text and 200 audio out:
+	// 12000*50 + 50*20 + 200*80 = 617000 units
+	const turn = 617000
+	text := strings.Repeat("All work and no play. ", 14000/22)
+	for name, second := range map[string]string{
+		// the item the first response reads, named by reference
+		"item_reference": `{"type":"response.create","response":{"conversation":"none","input":[{"type":"item_reference","id":"item_fake1"}]}}`,
+		// the same text, carried by the response itself
+		"input": `{"type":"response.create","response":{"conversation":"none","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"` + text + `"}]}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := gatewaytest.NewFakeOpenAI(t, "sk-rt-upstream")
+			fake.Set(func(b *gatewaytest.Behavior) {
+				b.Reply = "Hello from the realtime fake"
+				b.ChunkDelay = 50 * time.Millisecond
+			})
+			fake.SetRealtimeUsage(gatewaytest.RealtimeUsage{InputText: 12000, OutputText: 50, OutputAudio: 200})
+			cfg := gatewayConfig().withServers("protocols h1 h2").
+				channel("oai", "openai", "{{OPENAI}}", "sk-rt-upstream", dear).
+				price(dear, "input 50", "output 20", "audio_input 40", "audio_output 80", "max_output 1000")
+			s := &realtimeSetup{fake: fake, vars: gatewaytest.Vars{"OPENAI": fake.BaseURL()}, cfg: cfg}
+			s.gw = gatewaytest.Start(t, cfg.String(), s.vars)
+			key := s.gw.AddUser("dora", 1_000_000)
+			c := s.dialModel(t, key, dear)
+			defer c.CloseNow()
+			readEvent(t, c)
+			sendEvent(t, c, `{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"`+text+`"}]}}`)
+			if ev := readEvent(t, c); ev.Type != "conversation.item.created" {
+				t.Fatalf("got %s", ev.Raw)
+			}
+			sendEvent(t, c, `{"type":"response.create"}`)
+			sendEvent(t, c, second)
+			done, refused := 0, 0
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for {
+				_, msg, err := c.Read(ctx)
+				if err != nil {
+					break // the session ends once no response is affordable
+				}
+				var ev event
+				_ = json.Unmarshal(msg, &ev)
+				switch {
+				case ev.Type == "response.done":
+					done++
+				case ev.Type == "error" && ev.Error != nil && strings.Contains(ev.Error.Message, "alongside those under way"):
+					refused++
+				}
+			}
+			if done != 1 || refused != 1 {
+				t.Errorf("%d responses done, %d refused; want 1 and 1", done, refused)
+			}
+			if n := strings.Count(strings.Join(fake.RealtimeEvents(), " "), "response.create"); n != 1 {
+				t.Errorf("the upstream received %d response.create, want 1", n)
+			}
+			rows := s.gw.WaitUsage("dora", 1)
+			if rows[0].Cost != turn {
+				t.Errorf("row %+v, want %d", rows[0], turn)
+			}
+			if quota, used := s.gw.Quota("dora"); used != turn || quota < 0 {
+				t.Errorf("quota %d, used %d: want %d used and nothing owed", quota, used, turn)
+			}
+		})
+	}
+}
+
+// Input audio sent after a session.update waits for the upstream's answer;
+// an upstream that never answers ends the session after the channel's
+// response_header_timeout (1011), and the audio never reaches it.
+func TestRealtimeUnansweredUpdate(t *testing.T) {
+	s := startRealtimeWith(t, "h1 h2", "response_header_timeout 1s")
+	s.fake.SetRealtimeSilentUpdates(true)
+	key := s.gw.AddUser("sid", 10_000_000)
+	c := s.dialModel(t, key, realtimeModel)
+	defer c.CloseNow()
+	readEvent(t, c) // session.created
+	sendEvent(t, c, `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`)
+	sendEvent(t, c, `{"type":"input_audio_buffer.append","audio":"`+pcm(1)+`"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		_, _, err := c.Read(ctx)
+		if err == nil {
+			continue
+		}
+		if websocket.CloseStatus(err) != websocket.StatusInternalError {
+			t.Fatalf("the session ended with %v, want 1011", err)
+		}
+		break
+	}
+	if got := s.fake.RealtimeEvents(); slices.Contains(got, "input_audio_buffer.append") {
+		t.Errorf("the upstream received %v: the audio went unpriced", got)
+	}
+	if rows := s.gw.WaitUsage("sid", 1); rows[0].Cost != 0 || rows[0].Status != http.StatusGatewayTimeout {
+		t.Errorf("row %+v", rows[0])
 	}
 }

@@ -377,7 +377,8 @@ type RateShare struct {
 
 // Store is everything the gateway persists.
 type Store interface {
-	BudgetStore // spending windows (budgets.go)
+	BudgetStore       // spending windows (budgets.go)
+	ClientSecretStore // Realtime client secrets (clientsecrets.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

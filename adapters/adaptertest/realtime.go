@@ -49,6 +49,7 @@ import (
 // event is a 4xx *adapters.Error whose error event carries its message;
 // usage is whole (cached and audio tokens within their totals); a setup
 // answer comes once, after a setup event; a cancel names its response;
+// an event that awaits the session's state comes while it is unsettled;
 // the dialect's subprotocols carry no key; the fixtures reach a capped
 // event, a refusal, a response started and one done with usage, and the
 // setup answered both ways; every golden is checked by some fixture.
@@ -298,6 +299,16 @@ func (k *realtimeKit) clientEvent(t *testing.T, out *strings.Builder, s adapters
 		}
 		return
 	}
+	if cost.AwaitState {
+		select {
+		case <-s.Settled():
+			t.Errorf("an event awaits the session's state, which is settled")
+		default:
+		}
+		k.reached["awaits state"] = true
+		out.WriteString("  → waits for the upstream's state\n")
+		return
+	}
 	if bytes.Equal(relayed, event) {
 		out.WriteString("  → relayed as it is\n")
 	} else {
@@ -308,8 +319,18 @@ func (k *realtimeKit) clientEvent(t *testing.T, out *strings.Builder, s adapters
 	if cost.TranscribedMillis < 0 || (cost.TranscribedMillis > 0 && !limits.Transcription) {
 		t.Errorf("%d ms of audio transcribed, with transcription allowed: %v", cost.TranscribedMillis, limits.Transcription)
 	}
+	if cost.Adds.Text < 0 || cost.Adds.Audio < 0 || cost.Reads.Text < 0 || cost.Reads.Audio < 0 || cost.References < 0 {
+		t.Errorf("a negative bound of what is read: %+v", cost)
+	}
 	if cost.CreatesResponse {
 		out.WriteString("  creates a response\n")
+		if cost.OwnInput || cost.Reads != (adapters.RealtimeInput{}) {
+			fmt.Fprintf(out, "  reads up to %d text and %d audio tokens besides, own input %v, %d references\n",
+				cost.Reads.Text, cost.Reads.Audio, cost.OwnInput, cost.References)
+		}
+	}
+	if cost.Adds != (adapters.RealtimeInput{}) {
+		fmt.Fprintf(out, "  adds up to %d text and %d audio tokens to the conversation\n", cost.Adds.Text, cost.Adds.Audio)
 	}
 	if cost.TranscribedMillis > 0 {
 		k.reached["transcribed"] = true
@@ -328,7 +349,7 @@ func (k *realtimeKit) serverEvent(t *testing.T, out *strings.Builder, s adapters
 		out.WriteString("  → other\n")
 	case adapters.RealtimeResponseStarted:
 		k.reached["started"] = true
-		fmt.Fprintf(out, "  → response %s started\n", ev.ResponseID)
+		fmt.Fprintf(out, "  → response %s started, in the conversation %v\n", ev.ResponseID, ev.InConversation)
 	case adapters.RealtimeResponseDone:
 		u := ev.Usage
 		if u.Known() {

@@ -74,6 +74,8 @@ func (Adapter) Route(r *http.Request) (adapters.Operation, bool) {
 		return adapters.OpRerank, true
 	case post && p == "/v1/responses":
 		return adapters.OpResponses, true
+	case post && p == clientSecretsPath:
+		return adapters.OpRealtimeClientSecret, true
 	case p == realtimePath && (r.Method == http.MethodGet || r.Method == http.MethodConnect):
 		// a WebSocket: an HTTP/1.1 upgrade, or HTTP/2's extended CONNECT
 		return adapters.OpRealtime, true
@@ -123,16 +125,17 @@ func (*Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards.
 var (
-	_ adapters.Dialect          = (*Adapter)(nil)
-	_ adapters.Provider         = (*Adapter)(nil)
-	_ adapters.ChatProvider     = (*Adapter)(nil)
-	_ adapters.RerankProvider   = (*Adapter)(nil)
-	_ adapters.Fallback         = (*Adapter)(nil)
-	_ adapters.RealtimeProvider = (*Adapter)(nil)
-	_ adapters.RealtimeDialect  = (*Adapter)(nil)
-	_ adapters.StreamStep       = (*streamStep)(nil)
-	_ adapters.StreamEncoder    = (*streamEncoder)(nil)
-	_ adapters.StreamEncoder    = (*responsesEncoder)(nil)
-	_ caddyfile.Unmarshaler     = (*Adapter)(nil)
-	_ caddy.Module              = (*Adapter)(nil)
+	_ adapters.Dialect             = (*Adapter)(nil)
+	_ adapters.Provider            = (*Adapter)(nil)
+	_ adapters.ChatProvider        = (*Adapter)(nil)
+	_ adapters.RerankProvider      = (*Adapter)(nil)
+	_ adapters.Fallback            = (*Adapter)(nil)
+	_ adapters.RealtimeProvider    = (*Adapter)(nil)
+	_ adapters.RealtimeDialect     = (*Adapter)(nil)
+	_ adapters.ClientSecretDialect = (*Adapter)(nil)
+	_ adapters.StreamStep          = (*streamStep)(nil)
+	_ adapters.StreamEncoder       = (*streamEncoder)(nil)
+	_ adapters.StreamEncoder       = (*responsesEncoder)(nil)
+	_ caddyfile.Unmarshaler        = (*Adapter)(nil)
+	_ caddy.Module                 = (*Adapter)(nil)
 )

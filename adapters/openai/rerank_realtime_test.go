@@ -101,8 +101,12 @@ func TestRealtimeCaps(t *testing.T) {
 		// the beta's response.create names its cap max_output_tokens too
 		{"beta bare response", beta, `{"type":"response.create","response":{"voice":"alloy"}}`, `{"type":"response.create","response":{"voice":"alloy","max_output_tokens":1000}}`, true},
 		{"beta over", beta, `{"type":"response.create","response":{"max_response_output_tokens":5000}}`, `{"type":"response.create","response":{"max_response_output_tokens":1000}}`, true},
-		{"beta session inf", beta, `{"type":"session.update","session":{"max_response_output_tokens":"inf","voice":"alloy"}}`, `{"type":"session.update","session":{"max_response_output_tokens":1000,"voice":"alloy"}}`, false},
-		{"session untouched", ga, `{"type":"session.update","session":{"instructions":"hi"}}`, `{"type":"session.update","session":{"instructions":"hi"}}`, false},
+		{"beta session inf", beta, `{"type":"session.update","session":{"max_response_output_tokens":"inf","voice":"alloy"}}`, `{"type":"session.update","session":{"max_response_output_tokens":1000,"voice":"alloy"},"event_id":"event_gateway_update_1"}`, false},
+		{"session untouched", ga, `{"type":"session.update","event_id":"e1","session":{"instructions":"hi"}}`, `{"type":"session.update","event_id":"e1","session":{"instructions":"hi"}}`, false},
+		// the gateway's own setup id is not the client's to take
+		{"session setup id", ga, `{"type":"session.update","event_id":"event_gateway_limits","session":{"instructions":"hi"}}`, `{"type":"session.update","event_id":"event_gateway_update_1","session":{"instructions":"hi"}}`, false},
+		// an update is named, so that the upstream's refusal is told apart
+		{"session named", ga, `{"type":"session.update","session":{"instructions":"hi"}}`, `{"type":"session.update","session":{"instructions":"hi"},"event_id":"event_gateway_update_1"}`, false},
 	} {
 		s := Adapter{}.RealtimeSession(c.r, adapters.RealtimeLimits{MaxOutputTokens: 1000})
 		if c.in == "" {
@@ -119,7 +123,9 @@ func TestRealtimeCaps(t *testing.T) {
 }
 
 // Transcription is refused without a price, and with one the audio it
-// will transcribe is measured in the session's input format.
+// will transcribe is measured in the session's input format, as the
+// upstream accepted it: audio after an update waits for its answer, and
+// an update the upstream refuses changes nothing.
 func TestRealtimeTranscription(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/v1/realtime?model=m", nil)
 	on := `{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":{"model":"whisper-1"}}}}}`
@@ -129,20 +135,46 @@ func TestRealtimeTranscription(t *testing.T) {
 	}
 	s = Adapter{}.RealtimeSession(r, adapters.RealtimeLimits{MaxOutputTokens: 1000, Transcription: true})
 	second := `{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(make([]byte, 48000)) + `"}`
-	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 0 {
+	if _, ev, _ := s.ClientEvent([]byte(second)); !ev.AwaitState {
+		t.Errorf("audio before session.created: %+v", ev)
+	}
+	s.ServerEvent([]byte(`{"type":"session.created","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"transcription":null}}}}`))
+	select {
+	case <-s.Settled():
+	default:
+		t.Fatal("not settled after session.created")
+	}
+	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 0 || ev.AwaitState {
 		t.Errorf("audio before transcription: %+v", ev)
 	}
+	updated := func(session string) { s.ServerEvent([]byte(`{"type":"session.updated","session":` + session + `}`)) }
 	if _, _, err := s.ClientEvent([]byte(on)); err != nil {
 		t.Fatal(err)
 	}
+	if _, ev, _ := s.ClientEvent([]byte(second)); !ev.AwaitState {
+		t.Errorf("audio after an unanswered update: %+v", ev)
+	}
+	updated(`{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"transcription":{"model":"whisper-1"}}}}`)
 	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 1000 {
 		t.Errorf("a second of 24 kHz PCM: %+v", ev)
 	}
-	s.ClientEvent([]byte(`{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcmu"}}}}}`))
+	// refused: the client named it, the upstream's error names it back
+	s.ClientEvent([]byte(`{"type":"session.update","event_id":"ev_off","session":{"type":"realtime","audio":{"input":{"transcription":null,"format":{"type":"audio/flac"}}}}}`))
+	s.ServerEvent([]byte(`{"type":"error","error":{"type":"invalid_request_error","code":"invalid_value","message":"no","event_id":"ev_off"}}`))
+	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 1000 {
+		t.Errorf("after a refused update: %+v", ev)
+	}
+	// the gateway names an update the client did not
+	out, _, _ := s.ClientEvent([]byte(`{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcmu"}}}}}`))
+	if !strings.Contains(string(out), `"event_id":"event_gateway_update_2"`) {
+		t.Errorf("relayed %s", out)
+	}
+	updated(`{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcmu"},"transcription":{"model":"whisper-1"}}}}`)
 	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 6000 {
 		t.Errorf("48000 bytes of G.711: %+v", ev)
 	}
 	s.ClientEvent([]byte(`{"type":"session.update","session":{"type":"realtime","audio":{"input":{"transcription":null}}}}`))
+	updated(`{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcmu"},"transcription":null}}}`)
 	if _, ev, _ := s.ClientEvent([]byte(second)); ev.TranscribedMillis != 0 {
 		t.Errorf("audio after transcription: %+v", ev)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,10 @@ import (
 // FakeOpenAI's Realtime API, as OpenAI's reference describes it: GET
 // /v1/realtime?model=... upgraded to a WebSocket with the key as a Bearer
 // token (401 before the upgrade otherwise); session.created on connect;
-// session.update answered by session.updated, conversation.item.create by
+// session.update answered by session.updated with the whole session as it
+// then is (objects merged member by member), or refused whole by an error
+// event naming it (an input format or a transcription model the reference
+// does not list), conversation.item.create by
 // conversation.item.created, input_audio_buffer.commit by
 // input_audio_buffer.committed, and response.create by response.created,
 // the reply's text deltas a word each, and response.done with the usage
@@ -33,7 +37,8 @@ import (
 // conversation.item.input_audio_transcription.completed with its
 // duration. A client event it does not know gets an error event. The beta
 // interface's event names are used when the socket was opened with
-// OpenAI-Beta: realtime=v1.
+// OpenAI-Beta: realtime=v1. A response names the conversation it joins
+// (conversation_id, null for an out-of-band one).
 
 // RealtimeUsage is what the fake's response.done reports. Input totals
 // include their cached tokens, as OpenAI counts them.
@@ -54,6 +59,16 @@ type realtimeState struct {
 	caps     []int64  // each response's output cap, -1 for "inf"
 	closes   []RealtimeClose
 	sessions map[*websocket.Conn]bool
+	// silent: session.update is never answered (a fault)
+	silent bool
+}
+
+// SetRealtimeSilentUpdates makes the fake leave every session.update
+// unanswered (neither session.updated nor an error), as a stuck upstream.
+func (f *FakeOpenAI) SetRealtimeSilentUpdates(silent bool) {
+	f.rt.mu.Lock()
+	defer f.rt.mu.Unlock()
+	f.rt.silent = silent
 }
 
 // SetRealtimeUsage sets what each response.done reports.
@@ -132,8 +147,21 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		c.CloseNow()
 	}()
 	s := &fakeSession{c: c, beta: beta, reply: cfg.Reply, delay: cfg.ChunkDelay}
-	s.session = map[string]any{"id": "sess_fake1", "object": "realtime.session", "model": model,
-		"modalities": []string{"text", "audio"}, "voice": "alloy", "instructions": "", "turn_detection": nil}
+	s.session = map[string]any{"id": "sess_fake1", "object": "realtime.session", "model": model, "instructions": ""}
+	if beta {
+		s.session["modalities"] = []any{"text", "audio"}
+		s.session["voice"] = "alloy"
+		s.session["turn_detection"] = nil
+		s.session["input_audio_format"] = "pcm16"
+		s.session["input_audio_transcription"] = nil
+	} else {
+		s.session["type"] = "realtime"
+		s.session["output_modalities"] = []any{"audio"}
+		s.session["audio"] = map[string]any{
+			"input":  map[string]any{"format": map[string]any{"type": "audio/pcm", "rate": 24000.0}, "transcription": nil, "turn_detection": nil},
+			"output": map[string]any{"format": map[string]any{"type": "audio/pcm", "rate": 24000.0}, "voice": "alloy"},
+		}
+	}
 	s.session[s.capKey()] = "inf"
 	ctx := context.Background()
 	s.send(ctx, map[string]any{"type": "session.created", "session": s.session})
@@ -159,15 +187,26 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 		eventID, _ := ev["event_id"].(string)
 		f.rt.mu.Lock()
 		f.rt.events = append(f.rt.events, typ)
-		usage := f.rt.usage
+		usage, silent := f.rt.usage, f.rt.silent
 		f.rt.mu.Unlock()
 		switch typ {
 		case "session.update":
-			if upd, ok := ev["session"].(map[string]any); ok {
-				for k, v := range upd {
-					s.session[k] = v
-				}
+			if silent {
+				continue
 			}
+			upd, ok := ev["session"].(map[string]any)
+			if !ok {
+				s.fail(ctx, eventID, "missing_required_parameter", "Missing required parameter: 'session'.")
+				continue
+			}
+			if code, msg := s.refuseUpdate(upd); code != "" {
+				// refused whole: nothing of it applies
+				s.fail(ctx, eventID, code, msg)
+				continue
+			}
+			s.mu.Lock()
+			merge(s.session, upd)
+			s.mu.Unlock()
 			s.send(ctx, map[string]any{"type": "session.updated", "session": s.session})
 		case "conversation.item.create":
 			item, _ := ev["item"].(map[string]any)
@@ -204,6 +243,59 @@ func (f *FakeOpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Transcription models and input formats OpenAI's reference lists; an
+// update naming another is refused.
+var (
+	fakeTranscriptionModels = []string{"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"}
+	fakeBetaFormats         = []string{"pcm16", "g711_ulaw", "g711_alaw"}
+	fakeFormats             = []string{"audio/pcm", "audio/pcmu", "audio/pcma"}
+)
+
+// refuseUpdate is the error code and message refusing a session.update,
+// "" for one the fake accepts.
+func (s *fakeSession) refuseUpdate(upd map[string]any) (string, string) {
+	transcription, format := upd["input_audio_transcription"], upd["input_audio_format"]
+	if audio, ok := upd["audio"].(map[string]any); ok && !s.beta {
+		in, _ := audio["input"].(map[string]any)
+		transcription, format = in["transcription"], in["format"]
+	}
+	if t, ok := transcription.(map[string]any); ok {
+		if m, _ := t["model"].(string); !slices.Contains(fakeTranscriptionModels, m) {
+			return "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'whisper-1', 'gpt-4o-transcribe', and 'gpt-4o-mini-transcribe'.", m)
+		}
+	}
+	switch f := format.(type) {
+	case nil:
+	case string:
+		if !s.beta || !slices.Contains(fakeBetaFormats, f) {
+			return "invalid_value", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'pcm16', 'g711_ulaw', and 'g711_alaw'.", f)
+		}
+	case map[string]any:
+		typ, _ := f["type"].(string)
+		rate, hasRate := f["rate"].(float64)
+		if s.beta || !slices.Contains(fakeFormats, typ) || (typ == "audio/pcm" && hasRate && rate != 24000) {
+			return "invalid_value", fmt.Sprintf("Invalid value: '%v'. Supported formats are: audio/pcm at 24000 Hz, audio/pcmu and audio/pcma.", f)
+		}
+	default:
+		return "invalid_type", "Invalid type for 'session.audio.input.format'."
+	}
+	return "", ""
+}
+
+// merge applies a session.update to the session: objects member by
+// member, any other value replaced.
+func merge(dst, upd map[string]any) {
+	for k, v := range upd {
+		sub, ok := v.(map[string]any)
+		cur, isMap := dst[k].(map[string]any)
+		if ok && isMap {
+			merge(cur, sub)
+			continue
+		}
+		dst[k] = v
+	}
+}
+
 // startResponse plays a response in its own goroutine, unless the
 // default conversation already has one.
 func (s *fakeSession) startResponse(ctx context.Context, f *FakeOpenAI, eventID string, resp map[string]any, usage RealtimeUsage) {
@@ -218,7 +310,11 @@ func (s *fakeSession) startResponse(ctx context.Context, f *FakeOpenAI, eventID 
 	f.rt.caps = append(f.rt.caps, limit)
 	f.rt.mu.Unlock()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.respond(ctx, id, usage, limit, cancel) }()
+	var conversation any // GA names the conversation a response joins, null for none
+	if inBand {
+		conversation = "conv_fake1"
+	}
+	go func() { defer s.wg.Done(); s.respond(ctx, id, conversation, usage, limit, cancel) }()
 }
 
 // capKey names the output cap in the interface the session speaks.
@@ -249,8 +345,8 @@ func (s *fakeSession) input(key string) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.beta {
-		if key == "transcription" {
-			key = "input_audio_transcription"
+		if key == "transcription" || key == "format" {
+			key = "input_audio_" + key
 		}
 		return s.session[key]
 	}
@@ -280,9 +376,24 @@ func (s *fakeSession) commit(ctx context.Context, audio string) {
 	if t, _ := s.input("transcription").(map[string]any); t == nil {
 		return
 	}
-	seconds := float64(len(audio)) * 3 / 4 / 48000
+	seconds := float64(len(audio)) * 3 / 4 / float64(s.bytesPerSecond())
 	s.send(ctx, map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": item, "content_index": 0,
 		"transcript": "Hello.", "usage": map[string]any{"type": "duration", "seconds": seconds}})
+}
+
+// bytesPerSecond is the session's input audio rate.
+func (s *fakeSession) bytesPerSecond() int {
+	switch f := s.input("format").(type) {
+	case string:
+		if strings.HasPrefix(f, "g711") {
+			return 8000
+		}
+	case map[string]any:
+		if f["type"] != "audio/pcm" {
+			return 8000
+		}
+	}
+	return 48000
 }
 
 // fakeSession is one socket's state. A response plays in its own
@@ -382,7 +493,7 @@ func (s *fakeSession) fail(ctx context.Context, eventID, code, msg string) {
 // respond plays one text response: created, a delta a word, done; a
 // cancelled one ends early, done with status "cancelled" and its usage.
 // Output past the cap is not written: status "incomplete".
-func (s *fakeSession) respond(ctx context.Context, id string, u RealtimeUsage, limit int64, cancel chan struct{}) {
+func (s *fakeSession) respond(ctx context.Context, id string, conversation any, u RealtimeUsage, limit int64, cancel chan struct{}) {
 	s.mu.Lock()
 	s.items++
 	item := fmt.Sprintf("item_fake%d", s.items)
@@ -392,7 +503,7 @@ func (s *fakeSession) respond(ctx context.Context, id string, u RealtimeUsage, l
 		delta, textDone = "response.text.delta", "response.text.done"
 	}
 	s.send(ctx, map[string]any{"type": "response.created", "response": map[string]any{
-		"id": id, "object": "realtime.response", "status": "in_progress", "status_details": nil, "output": []any{}, "usage": nil}})
+		"id": id, "object": "realtime.response", "conversation_id": conversation, "status": "in_progress", "status_details": nil, "output": []any{}, "usage": nil}})
 	status := "completed"
 	var details any
 words:
@@ -422,7 +533,7 @@ words:
 		s.send(ctx, map[string]any{"type": textDone, "response_id": id, "item_id": item, "output_index": 0, "content_index": 0, "text": s.reply})
 	}
 	s.send(ctx, map[string]any{"type": "response.done", "response": map[string]any{
-		"id": id, "object": "realtime.response", "status": status, "status_details": details,
+		"id": id, "object": "realtime.response", "conversation_id": conversation, "status": status, "status_details": details,
 		"output": []any{map[string]any{"id": item, "object": "realtime.item", "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "text", "text": s.reply}}}},
 		"usage": map[string]any{

@@ -77,6 +77,9 @@ func Run(t *testing.T, open Opener) {
 			{"Sessions", testSessions},
 			{"CreateSessionRejects", testCreateSessionRejects},
 		}},
+		{"ClientSecrets", []test{
+			{"ClientSecrets", testClientSecrets},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
