@@ -20,7 +20,7 @@ const (
 // spoolChunk is how much room on disk an upload takes from its budget
 // at a time, ahead of the bytes it sends: a stalled upload holds at most
 // this more than it sent.
-const spoolChunk = 256 << 10
+const spoolChunk = 64 << 10
 
 // SpoolForm reads a multipart body part by part: fields into memory
 // (each at most MaxFieldBytes), files each into an unlinked temporary
