@@ -191,4 +191,27 @@ func TestGatePrecheck(t *testing.T) {
 	if err := g.Precheck(now, &store.User{ID: 11, Quota: 1}, &store.Token{ID: 12}, priced); err != nil {
 		t.Fatalf("a balance of one unit: %v", err)
 	}
+
+	// a plan in force may pay where the balance cannot; its rate limits
+	// count
+	b, err := (&BudgetConfig{
+		Plans:  map[string]*PlanConfig{"pro": {Windows: map[string]string{"weekly": "1"}, MaxParallel: 1}},
+		Groups: map[string]*GroupConfig{"team": {Plan: "pro"}},
+	}).Build(&Spend{Clock: func() time.Time { return now }}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = &Gate{Limiter: NewLimiter(), Ledger: NewLedger(), Usage: &fakeQueue{}, Budgets: b}
+	sub, tok := &store.User{ID: 13, Quota: 0}, &store.Token{ID: 14}
+	b.users = map[int64]*userBudget{13: {b: store.UserBudget{Group: "team"}, loaded: now}}
+	b.keys = map[int64]*keyBudget{14: {loaded: now}}
+	if err := g.Precheck(now, sub, tok, priced); err != nil {
+		t.Fatalf("an empty balance on a plan: %v", err)
+	}
+	if _, err := g.Admit(now, Ask{User: sub, Token: tok, Model: "m", Reserve: Reserve(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Precheck(now, sub, &store.Token{ID: 15}, priced); !errors.As(err, &r) || r.Of != "user" || r.Limit != "max_parallel" {
+		t.Fatalf("a user at the plan's max_parallel: %v", err)
+	}
 }
