@@ -186,22 +186,20 @@ func (g *Gate) Precheck(now time.Time, u *store.User, t *store.Token, costless f
 // make too, for an account it has not seen); a balance the store cannot
 // tell is not empty.
 func (l *Ledger) empty(u *store.User, t *store.Token, now time.Time) (available int64, empty bool) {
-	leased := l.leases != nil
-	if leased {
-		l.mu.Lock()
-		stale := false
-		for _, k := range [2]accountKey{{false, u.ID}, {true, t.ID}} {
-			if a := l.load(k, 0, !k.token || t.QuotaLimit > 0); a.limited && !l.fresh(a, now) {
-				stale = true
-			}
-		}
-		l.mu.Unlock()
-		if stale {
-			_ = l.topUp(u, t, 0)
-		}
+	available, empty, stale := l.emptyKnown(u, t, now)
+	if stale {
+		_ = l.topUp(u, t, 0) // on failure the room known is all there is
+		available, empty, _ = l.emptyKnown(u, t, now)
 	}
+	return available, empty
+}
+
+// emptyKnown is empty from what the ledger holds; stale is whether a
+// leased slice it needs is not fresh (and so said not empty).
+func (l *Ledger) emptyKnown(u *store.User, t *store.Token, now time.Time) (available int64, empty, stale bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	leased := l.leases != nil
 	ua := l.load(accountKey{false, u.ID}, u.Quota, true)
 	ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0)
 	for _, a := range [2]*account{ua, ta} {
@@ -209,13 +207,14 @@ func (l *Ledger) empty(u *store.User, t *store.Token, now time.Time) (available 
 			continue
 		}
 		if leased && (!l.fresh(a, now) || !now.Before(a.expires)) {
+			stale = true
 			continue
 		}
 		if room := a.spendable(leased); room <= 0 {
-			return room, true
+			return room, true, false
 		}
 	}
-	return 0, false
+	return 0, false, stale
 }
 
 // Reserve is an admission of a fixed amount.
