@@ -362,7 +362,7 @@ func TestRefusedBeforeTheBody(t *testing.T) {
 // and answered 408, while one sent slowly but above the rate is served;
 // Caddyfile.example sets one that a slow phone's 25 MB upload meets.
 func TestSlowBodiesCut(t *testing.T) {
-	cfg := bodiesConfig().withServers(block("timeouts", "read_body_idle 1s 4096"))
+	cfg := bodiesConfig().withServers(block("timeouts", "read_body_idle 3s 4096"))
 	s := startBodies(t, cfg)
 	key := s.gw.AddUser("slow", 10_000_000)
 	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("a", 16<<10) + `"}]}`)
