@@ -15,7 +15,6 @@ import (
 // once and then reads what the client goes on sending, for a bounded
 // time and size, before the connection closes (what nginx calls a
 // lingering close).
-
 //
 // HTTP/2 and later need neither: a stream's answer is sent whatever its
 // body does, and the connection carries other streams, so it is not
