@@ -152,6 +152,71 @@ func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
 	return ad, nil
 }
 
+// Precheck refuses, before a request's body is read, what Admit would
+// refuse whatever the body says: a rate limit of the key or the user with
+// no room (looked at, not taken), or a balance with nothing left to hold
+// when the request cannot be free. costless reports whether the key may
+// use a model that costs nothing, which an empty balance still pays for;
+// it is asked only of an empty balance. A plan in force may pay where the
+// balance cannot, so it leaves the balance to Admit. The error is a
+// *Refusal, a *QuotaRefusal or a *UsageRefusal, as Admit's.
+func (g *Gate) Precheck(now time.Time, u *store.User, t *store.Token, costless func() bool) error {
+	prof, err := g.profile(now, Ask{User: u, Token: t})
+	if err != nil {
+		return err
+	}
+	if r := g.Limiter.Check(now, t.ID, Effective(t.Limits, g.Limits), u.ID, prof.Limits(u.Limits)); r != nil {
+		return r
+	}
+	if prof != nil && prof.Plan != nil {
+		return nil
+	}
+	if avail, empty := g.Ledger.empty(u, t, now); empty && !costless() {
+		return &QuotaRefusal{Available: avail}
+	}
+	return nil
+}
+
+// empty reports whether the user's balance, or the token's own limit,
+// has nothing left to hold: what Hold would refuse any amount above zero
+// on. available is the empty account's room (0 or less). With leases it
+// is the slice's room and the balance no lease holds, as Room has them:
+// from memory while the slices are fresh (the background renewals keep
+// an active account's so), else after one store call (which Hold would
+// make too, for an account it has not seen); a balance the store cannot
+// tell is not empty.
+func (l *Ledger) empty(u *store.User, t *store.Token, now time.Time) (available int64, empty bool) {
+	available, empty, stale := l.emptyKnown(u, t, now)
+	if stale {
+		_ = l.topUp(u, t, 0) // on failure the room known is all there is
+		available, empty, _ = l.emptyKnown(u, t, now)
+	}
+	return available, empty
+}
+
+// emptyKnown is empty from what the ledger holds; stale is whether a
+// leased slice it needs is not fresh (and so said not empty).
+func (l *Ledger) emptyKnown(u *store.User, t *store.Token, now time.Time) (available int64, empty, stale bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	leased := l.leases != nil
+	ua := l.load(accountKey{false, u.ID}, u.Quota, true)
+	ta := l.load(accountKey{true, t.ID}, t.QuotaLimit-t.UsedQuota, t.QuotaLimit > 0)
+	for _, a := range [2]*account{ua, ta} {
+		if a == ta && !ta.limited {
+			continue
+		}
+		if leased && (!l.fresh(a, now) || !now.Before(a.expires)) {
+			stale = true
+			continue
+		}
+		if room := a.spendable(leased); room <= 0 {
+			return room, true, false
+		}
+	}
+	return 0, false, stale
+}
+
 // Reserve is an admission of a fixed amount.
 func Reserve(amount int64) func() (int64, error) {
 	return func() (int64, error) { return amount, nil }

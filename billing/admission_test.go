@@ -127,3 +127,91 @@ func TestTicketUsedCountsTokensAndKeepsTheSlot(t *testing.T) {
 		t.Fatalf("max_parallel after Done: %v", r)
 	}
 }
+
+// Precheck refuses what Admit would refuse whatever the request asks (a
+// limit with no room, a balance with nothing left for a priced model),
+// takes nothing, and lets through what only the body can decide.
+func TestGatePrecheck(t *testing.T) {
+	now := time.Now()
+	priced := func() bool { return false }
+	free := func() bool { return true }
+	g := newGate(&fakeQueue{})
+	u := &store.User{ID: 1, Quota: 100}
+	one := &store.Token{ID: 2, Limits: store.Limits{RPM: 1, MaxParallel: 1}}
+	if err := g.Precheck(now, u, one, priced); err != nil {
+		t.Fatalf("a key with room: %v", err)
+	}
+	if err := g.Precheck(now, u, one, priced); err != nil {
+		t.Fatalf("a second look took something: %v", err)
+	}
+	ad, err := g.Admit(now, Ask{User: u, Token: one, Reserve: Reserve(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *Refusal
+	if err := g.Precheck(now, u, one, priced); !errors.As(err, &r) || r.Of != "key" || r.Limit != "max_parallel" {
+		t.Fatalf("a key with its one request in flight: %v", err)
+	}
+	g.Settle(now, ad, 0, 10)
+	if err := g.Precheck(now, u, one, priced); !errors.As(err, &r) || r.Limit != "rpm" || r.RetryAfter <= 0 {
+		t.Fatalf("a key past its rpm: %v", err)
+	}
+	// the user's own limits count every key's requests
+	g = newGate(&fakeQueue{})
+	busy := &store.User{ID: 3, Quota: 100, Limits: store.Limits{MaxParallel: 1}}
+	if _, err := g.Admit(now, Ask{User: busy, Token: &store.Token{ID: 4}, Reserve: Reserve(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Precheck(now, busy, &store.Token{ID: 5}, priced); !errors.As(err, &r) || r.Of != "user" {
+		t.Fatalf("another key of a user at max_parallel: %v", err)
+	}
+
+	// a balance with nothing left: refused unless the key may use a free model
+	empty := &store.User{ID: 6, Quota: 0}
+	var q *QuotaRefusal
+	if err := g.Precheck(now, empty, &store.Token{ID: 7}, priced); !errors.As(err, &q) || q.Available > 0 {
+		t.Fatalf("an empty balance: %v", err)
+	}
+	if err := g.Precheck(now, empty, &store.Token{ID: 7}, free); err != nil {
+		t.Fatalf("an empty balance and a free model: %v", err)
+	}
+	// a token's own limit used up, on a user with a balance
+	spent := &store.Token{ID: 8, QuotaLimit: 50, UsedQuota: 50}
+	if err := g.Precheck(now, u, spent, priced); !errors.As(err, &q) {
+		t.Fatalf("a token whose own limit is spent: %v", err)
+	}
+	// a balance all held by requests in flight: Admit would refuse too
+	held := &store.User{ID: 9, Quota: 30}
+	if _, err := g.Admit(now, Ask{User: held, Token: &store.Token{ID: 10}, Reserve: Reserve(30)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Precheck(now, held, &store.Token{ID: 10}, priced); !errors.As(err, &q) {
+		t.Fatalf("a balance all reserved: %v", err)
+	}
+	if err := g.Precheck(now, &store.User{ID: 11, Quota: 1}, &store.Token{ID: 12}, priced); err != nil {
+		t.Fatalf("a balance of one unit: %v", err)
+	}
+
+	// a plan in force may pay where the balance cannot; its rate limits
+	// count
+	b, err := (&BudgetConfig{
+		Plans:  map[string]*PlanConfig{"pro": {Windows: map[string]string{"weekly": "1"}, MaxParallel: 1}},
+		Groups: map[string]*GroupConfig{"team": {Plan: "pro"}},
+	}).Build(&Spend{Clock: func() time.Time { return now }}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = &Gate{Limiter: NewLimiter(), Ledger: NewLedger(), Usage: &fakeQueue{}, Budgets: b}
+	sub, tok := &store.User{ID: 13, Quota: 0}, &store.Token{ID: 14}
+	b.users = map[int64]*userBudget{13: {b: store.UserBudget{Group: "team"}, loaded: now}}
+	b.keys = map[int64]*keyBudget{14: {loaded: now}}
+	if err := g.Precheck(now, sub, tok, priced); err != nil {
+		t.Fatalf("an empty balance on a plan: %v", err)
+	}
+	if _, err := g.Admit(now, Ask{User: sub, Token: tok, Model: "m", Reserve: Reserve(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Precheck(now, sub, &store.Token{ID: 15}, priced); !errors.As(err, &r) || r.Of != "user" || r.Limit != "max_parallel" {
+		t.Fatalf("a user at the plan's max_parallel: %v", err)
+	}
+}

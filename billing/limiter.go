@@ -115,6 +115,31 @@ func (l *Limiter) Admit(now time.Time, tokenID int64, tl store.Limits, userID in
 	return t, nil
 }
 
+// Check is Admit without the taking: the first of the token's and the
+// user's limits with no room now, or nil. It makes nothing and syncs
+// nothing (a key it has not seen has room), so it is a cheap look before
+// a request's body is read; Admit still decides.
+func (l *Limiter) Check(now time.Time, tokenID int64, tl store.Limits, userID int64, ul store.Limits) *Refusal {
+	if tl == (store.Limits{}) && ul == (store.Limits{}) {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range [2]struct {
+		k   accountKey
+		lim store.Limits
+		of  string
+	}{{accountKey{true, tokenID}, tl, "key"}, {accountKey{false, userID}, ul, "user"}} {
+		if w := l.keys[s.k]; w != nil && s.lim != (store.Limits{}) {
+			if r := w.check(now, s.lim); r != nil {
+				r.Of = s.of
+				return r
+			}
+		}
+	}
+	return nil
+}
+
 // check reports the first limit w has no room under.
 func (w *window) check(now time.Time, lim store.Limits) *Refusal {
 	sh := &w.shared

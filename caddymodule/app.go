@@ -61,6 +61,12 @@ type App struct {
 	// MaxInflightUploads bounds the bytes of uploads spooled to disk at
 	// once, process-wide; past it uploads get a 503. Default 1 GiB.
 	MaxInflightUploads int64 `json:"max_inflight_uploads,omitempty"`
+	// MaxInflightUploadsPerKey and MaxInflightUploadsPerAddress bound the
+	// share of MaxInflightUploads one key, and one client address (IPv6:
+	// its /64), may hold; past it their uploads get a 429. Default a
+	// quarter of MaxInflightUploads each, at least MaxUploadSize.
+	MaxInflightUploadsPerKey     int64 `json:"max_inflight_uploads_per_key,omitempty"`
+	MaxInflightUploadsPerAddress int64 `json:"max_inflight_uploads_per_address,omitempty"`
 	// MaxAttempts bounds how many channels one request tries. Default 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// StreamDrainTimeout is how long a stream's upstream is read on after
@@ -78,9 +84,15 @@ type App struct {
 	// Retention bounds how long usage rows are kept; off by default.
 	Retention *RetentionConfig `json:"retention,omitempty"`
 	// MaxInflightBody bounds the bytes of request bodies being read and
-	// decoded at once, process-wide; past it requests get a 503. Default
-	// 256 MiB.
+	// decoded at once, process-wide, counted as they arrive; past it
+	// requests get a 503. Default 256 MiB.
 	MaxInflightBody int64 `json:"max_inflight_body,omitempty"`
+	// MaxInflightBodyPerKey and MaxInflightBodyPerAddress bound the share
+	// of MaxInflightBody one key, and one client address (IPv6: its /64),
+	// may hold; past it their requests get a 429. Default a quarter of
+	// MaxInflightBody each, at least MaxRequestBody.
+	MaxInflightBodyPerKey     int64 `json:"max_inflight_body_per_key,omitempty"`
+	MaxInflightBodyPerAddress int64 `json:"max_inflight_body_per_address,omitempty"`
 	// MaxElements bounds the elements of any one JSON array or object in a
 	// request (messages, parts, tools, inputs). Default 10,000.
 	MaxElements int `json:"max_elements,omitempty"`
@@ -306,7 +318,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxInflightUploads <= 0 {
 		a.MaxInflightUploads = defaultMaxInflightUploads
 	}
-	a.spooled = bodies.NewBudget(max(a.MaxInflightUploads, a.MaxUploadSize))
+	a.spooled = bodies.NewBudget(bodyLimits(a.MaxInflightUploads, a.MaxInflightUploadsPerKey, a.MaxInflightUploadsPerAddress, a.MaxUploadSize))
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
@@ -316,7 +328,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxElements <= 0 {
 		a.MaxElements = adapters.DefaultMaxElements
 	}
-	a.inflight = bodies.NewBudget(max(a.MaxInflightBody, a.MaxRequestBody))
+	a.inflight = bodies.NewBudget(bodyLimits(a.MaxInflightBody, a.MaxInflightBodyPerKey, a.MaxInflightBodyPerAddress, a.MaxRequestBody))
 	if a.MaxFetchedImages <= 0 {
 		a.MaxFetchedImages = 16
 	}

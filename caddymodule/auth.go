@@ -137,18 +137,18 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if key == "" {
 		// the console's playground rides on the login session instead
 		if id, e := h.app.webSessions().Identity(w, r); e != nil {
-			return refuse(w, r, rt.dialect, e)
+			return h.refuse(w, r, rt.dialect, e)
 		} else if id != nil {
 			identified = true
 			return h.serveAs(w, r, next, rt, id, reqID)
 		}
-		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
+		return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
 			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
 	}
 	client := clientAddress(r)
 	if h.app.db.authFailures.Peek(client, time.Now(), authFailureWindow) >= maxAuthFailures {
 		w.Header().Set("Retry-After", strconv.Itoa(int(authFailureWindow.Seconds())))
-		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
+		return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
 			Message: "too many requests with an invalid API key came from your address: wait a minute, then retry with a valid key"})
 	}
 	var id *keys.Identity
@@ -168,12 +168,12 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	if errors.Is(err, keys.ErrUnknownKey) {
 		h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
-		return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
+		return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
 			Message: "the API key is not valid: check that you copied the whole sk-... key the gateway issued"})
 	}
 	if err != nil {
 		h.log.Error("looking up a key", zap.Error(err))
-		return refuse(w, r, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
+		return h.refuse(w, r, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
 	}
 	identified = true
 	return h.serveAs(w, r, next, rt, id, reqID)
@@ -183,7 +183,7 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity, reqID string) error {
 	if e := accountapi.CheckIdentity(id); e != nil {
 		setAccessLogFields(r, reqID, nil)
-		return refuse(w, r, rt.dialect, e)
+		return h.refuse(w, r, rt.dialect, e)
 	}
 	setAccessLogFields(r, reqID, id)
 
@@ -247,8 +247,9 @@ var (
 )
 
 // refuse answers a request authentication refused, the refusal on its
-// trace too (a site with `tracing`).
-func refuse(w http.ResponseWriter, r *http.Request, d adapters.Dialect, e *adapters.Error) error {
+// trace too (a site with `tracing`). Its body is not read: the answer goes
+// at once, even to a client that sends no body.
+func (h *Auth) refuse(w http.ResponseWriter, r *http.Request, d adapters.Dialect, e *adapters.Error) error {
 	tracing.Refused(r.Context(), e.Status, e.Message)
-	return writeError(w, d, e)
+	return h.app.refuseUnread(w, r, func() error { return writeError(w, d, e) })
 }

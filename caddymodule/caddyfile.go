@@ -35,6 +35,8 @@ func init() {
 //		lease_ttl <duration>
 //		max_request_body <size>
 //		max_inflight_body <size>
+//		max_inflight_body_per_key <size>
+//		max_inflight_body_per_address <size>
 //		max_elements <n>
 //		max_fetched_images <n>
 //		max_fetched_bytes <size>
@@ -44,6 +46,8 @@ func init() {
 //		stream_drain_max_bytes <size>
 //		max_upload_size <size>
 //		max_inflight_uploads <size>
+//		max_inflight_uploads_per_key <size>
+//		max_inflight_uploads_per_address <size>
 //		default_max_tokens <n>
 //		registration on|off
 //		invitation_reward <units>
@@ -172,7 +176,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				target = &a.ClientSecretMaxTTL
 			}
 			*target = caddy.Duration(dur)
-		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size", "max_inflight_uploads":
+		case "max_request_body", "max_inflight_body", "max_fetched_bytes", "max_upload_size", "max_inflight_uploads",
+			"max_inflight_body_per_key", "max_inflight_body_per_address", "max_inflight_uploads_per_key", "max_inflight_uploads_per_address":
 			name := d.Val()
 			if !d.NextArg() {
 				return d.ArgErr()
@@ -190,6 +195,14 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxUploadSize = size
 			case "max_inflight_uploads":
 				a.MaxInflightUploads = size
+			case "max_inflight_body_per_key":
+				a.MaxInflightBodyPerKey = size
+			case "max_inflight_body_per_address":
+				a.MaxInflightBodyPerAddress = size
+			case "max_inflight_uploads_per_key":
+				a.MaxInflightUploadsPerKey = size
+			case "max_inflight_uploads_per_address":
+				a.MaxInflightUploadsPerAddress = size
 			default:
 				a.MaxFetchedBytes = size
 			}

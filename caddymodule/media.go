@@ -91,10 +91,6 @@ func parseImagePrice(d *caddyfile.Dispenser, model string, pc *PriceConfig) erro
 	return nil
 }
 
-// uploadLinger is how long a refused upload's connection stays open,
-// after the answer, for what the client is still sending (bodies.Linger).
-const uploadLinger = 2 * time.Second
-
 // errUploadsFull refuses an upload the disk budget has no room for.
 var errUploadsFull = adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
 	"the gateway is receiving too many uploads at once: retry shortly")
@@ -109,71 +105,63 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	defer db.leave()
 	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r), Media: &engine.Media{}}
 	defer h.engine.Settle(x)
-	req, cleanup, e := h.decodeMedia(x, rt)
+	// what no body could change is refused before the upload is read
+	if e := h.engine.Precheck(x); e != nil {
+		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+	}
+	req, cleanup, unread, e := h.decodeMedia(x, rt)
 	defer cleanup()
+	if unread {
+		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+	}
 	if e != nil {
-		err := x.Fail(e)
-		if e == errUploadsFull {
-			bodies.Linger(w, r, h.app.MaxUploadSize, uploadLinger)
-		}
-		return err
+		return x.Fail(e)
 	}
 	x.Req = req
 	return h.engine.ServeMedia(x)
 }
 
 // decodeMedia reads a media request: a multipart body is spooled into a
-// form (bounded by max_upload_size) for the dialect to read; any other
+// form (bounded by max_upload_size, its bytes on disk held in
+// max_inflight_uploads as they arrive) for the dialect to read; any other
 // body is read within max_request_body and decoded as JSON. cleanup
-// removes the spooled files.
-func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (*adapters.Request, func(), *adapters.Error) {
+// removes the spooled files; unread is true for a refusal that left the
+// body unread.
+func (h *Relay) decodeMedia(x *engine.Exchange, rt route) (req *adapters.Request, cleanup func(), unread bool, e *adapters.Error) {
 	noop := func() {}
 	ct, params, _ := mime.ParseMediaType(x.R.Header.Get("Content-Type"))
 	if ct != "multipart/form-data" {
-		req, e := h.decode(x, rt)
-		return req, noop, e
+		req, unread, e := h.decode(x, rt)
+		return req, noop, unread, e
 	}
 	ud, ok := rt.dialect.(adapters.UploadDecoder)
 	if !ok {
-		return nil, noop, adapters.BadRequest("this endpoint does not take multipart/form-data")
+		return nil, noop, true, adapters.BadRequest("this endpoint does not take multipart/form-data")
 	}
-	// the disk an upload may take is held for it: its Content-Length, or
-	// the most it may be
-	hold := h.app.MaxUploadSize
-	if n := x.R.ContentLength; n >= 0 && n <= hold {
-		hold = n
-	}
-	if !h.app.spooled.Take(hold) {
-		x.W.Header().Set("Retry-After", "1")
-		// answered at once, the upload unread (bodies.Refusing)
-		bodies.Refusing(x.W)
-		return nil, noop, errUploadsFull
-	}
-	form, spooled, err := bodies.SpoolForm(x.R, params["boundary"], h.app.MaxUploadSize)
-	cleanup := func() {
-		spooled()
-		h.app.spooled.Give(hold)
-	}
+	form, cleanup, err := bodies.SpoolForm(x.R, params["boundary"], h.app.MaxUploadSize, h.app.spooled, bodyOwner(x.R, x.ID))
 	switch {
 	case errors.Is(err, bodies.ErrTooLarge):
-		return nil, cleanup, &adapters.Error{Status: http.StatusRequestEntityTooLarge, Type: adapters.ErrRequestTooLarge, Code: "upload_too_large",
+		return nil, cleanup, true, &adapters.Error{Status: http.StatusRequestEntityTooLarge, Type: adapters.ErrRequestTooLarge, Code: "upload_too_large",
 			Message: fmt.Sprintf("the upload is larger than the gateway's limit of %d bytes (max_upload_size): send a smaller file", h.app.MaxUploadSize)}
-	case err != nil && x.R.Context().Err() != nil:
-		return nil, cleanup, adapters.ClientClosed()
+	case bodies.Busy(err):
+		return nil, cleanup, true, h.app.bodyBusy(err, x.W.Header(), true)
 	case err != nil:
 		var e *adapters.Error
 		if errors.As(err, &e) {
-			return nil, cleanup, e
+			return nil, cleanup, false, e
+		}
+		if e := bodyReadError(x.R, err); e.Status != http.StatusBadRequest {
+			return nil, cleanup, false, e
 		}
 		h.log.Warn("upload could not be read", zap.Error(err))
-		return nil, cleanup, adapters.BadRequest("the multipart/form-data body could not be read: %v", err)
+		return nil, cleanup, false, adapters.BadRequest("the multipart/form-data body could not be read: %v", err)
 	}
-	req, err := ud.DecodeUpload(rt.op, form, x.R)
+	req, err = ud.DecodeUpload(rt.op, form, x.R)
 	if err != nil {
-		return nil, cleanup, asError(err)
+		return nil, cleanup, false, asError(err)
 	}
 	if e := checkModelName(req.Model); e != nil {
-		return nil, cleanup, e
+		return nil, cleanup, false, e
 	}
-	return req, cleanup, nil
+	return req, cleanup, false, nil
 }

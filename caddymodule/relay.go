@@ -94,7 +94,14 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	// every request past authentication gets a usage row, refused ones too
 	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r)}
 	defer h.engine.Settle(x)
-	req, e := h.decode(x, rt)
+	// what no body could change is refused before the body is read
+	if e := h.engine.Precheck(x); e != nil {
+		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+	}
+	req, unread, e := h.decode(x, rt)
+	if unread {
+		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+	}
 	if e != nil {
 		return x.Fail(e)
 	}
@@ -103,26 +110,30 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 }
 
 // decode reads and decodes the request body within the gateway's bounds:
-// its size, the bytes of bodies being decoded at once across the process,
-// the pre-scan (duplicate keys, element counts) and the model name.
-func (h *Relay) decode(x *engine.Exchange, rt route) (*adapters.Request, *adapters.Error) {
+// its size, the bytes of bodies being decoded at once across the process
+// and by the caller, the pre-scan (duplicate keys, element counts) and
+// the model name. unread is true for a refusal that left the body unread.
+func (h *Relay) decode(x *engine.Exchange, rt route) (req *adapters.Request, unread bool, e *adapters.Error) {
 	a := h.app
-	body, held, err := a.inflight.ReadRequest(x.R, a.MaxRequestBody)
+	body, held, err := a.inflight.ReadRequest(x.R, a.MaxRequestBody, bodyOwner(x.R, x.ID))
 	defer a.inflight.Give(held)
 	switch {
 	case errors.Is(err, bodies.ErrTooLarge):
-		return nil, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
+		return nil, true, adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
 			"the request body is larger than the gateway's limit of %d bytes", a.MaxRequestBody)
-	case errors.Is(err, bodies.ErrBusy):
-		x.W.Header().Set("Retry-After", "1")
-		return nil, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded,
-			"the gateway is reading too many large requests at once: retry shortly")
+	case bodies.Busy(err):
+		return nil, true, a.bodyBusy(err, x.W.Header(), false)
 	case err != nil:
-		if x.R.Context().Err() != nil {
-			return nil, adapters.ClientClosed()
-		}
-		return nil, adapters.BadRequest("the request body could not be read")
+		return nil, false, bodyReadError(x.R, err)
 	}
+	req, e = h.decodeBody(x, rt, body)
+	return req, false, e
+}
+
+// decodeBody decodes a body read whole.
+func (h *Relay) decodeBody(x *engine.Exchange, rt route, body []byte) (*adapters.Request, *adapters.Error) {
+	a := h.app
+	var err error
 	var req *adapters.Request
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
 		if e := adapters.PreScan(body, a.MaxElements); e != nil {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -107,20 +108,23 @@ func (h *Tasks) submit(w http.ResponseWriter, r *http.Request, id *keys.Identity
 		return h.answerError(w, e)
 	}
 
-	body, held, err := a.inflight.ReadRequest(r, a.MaxRequestBody)
+	refuseUnread := func(e *adapters.Error) error {
+		return a.refuseUnread(w, r, func() error { return refuse(e) })
+	}
+	// what no body could change is refused before the body is read
+	if e := a.engine.Precheck(&engine.Exchange{W: w, R: r, ID: id, Req: &adapters.Request{}}); e != nil {
+		return refuseUnread(e)
+	}
+	body, held, err := a.inflight.ReadRequest(r, a.MaxRequestBody, bodyOwner(r, id))
 	a.inflight.Give(held)
 	switch {
 	case errors.Is(err, bodies.ErrTooLarge):
-		return refuse(adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
+		return refuseUnread(adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
 			"the request body is larger than the gateway's limit of %d bytes: give the image by URL rather than inline", a.MaxRequestBody))
-	case errors.Is(err, bodies.ErrBusy):
-		w.Header().Set("Retry-After", "1")
-		return refuse(adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded, "the gateway is reading too many large requests at once: retry shortly"))
+	case bodies.Busy(err):
+		return refuseUnread(a.bodyBusy(err, w.Header(), false))
 	case err != nil:
-		if r.Context().Err() != nil {
-			return refuse(adapters.ClientClosed())
-		}
-		return refuse(adapters.BadRequest("the request body could not be read"))
+		return refuse(bodyReadError(r, err))
 	}
 	if e := adapters.PreScan(body, a.MaxElements); e != nil {
 		return refuse(e)

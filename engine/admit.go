@@ -50,6 +50,43 @@ func (e *Engine) Admit(x *Exchange) *adapters.Error {
 	return nil
 }
 
+// Precheck refuses, before the body is read, a request its key could
+// not make whatever the body says: a rate limit with no room, or nothing
+// left to pay with when every model the key may use costs something (a
+// free model, or counting tokens, costs nothing, so an empty balance may
+// still ask for it). Admit decides the rest once the body is decoded.
+func (e *Engine) Precheck(x *Exchange) *adapters.Error {
+	t := x.ID.Token
+	mayBeFree := func() bool {
+		if x.Req.Op == adapters.OpCountTokens {
+			return true
+		}
+		groups := e.Gate.Models()
+		for model, p := range e.Prices {
+			if costless(p) && groups.Allows(t.Models, model) && e.Channels.Has(model) {
+				return true
+			}
+		}
+		return false
+	}
+	if err := e.Gate.Precheck(time.Now(), x.ID.User, t, mayBeFree); err != nil {
+		return AdmissionError(err, x.W.Header(), "request")
+	}
+	return nil
+}
+
+// costless reports whether a model's price charges nothing: free, or
+// without a single price set.
+func costless(p *billing.Price) bool {
+	if p.Free {
+		return true
+	}
+	zero := func(v *int64) bool { return v == nil || *v == 0 }
+	return p.Input == 0 && p.Output == 0 && p.Request == 0 && p.SearchUnit == 0 &&
+		zero(p.CachedInput) && zero(p.CacheWrite) && zero(p.AudioInput) && zero(p.AudioOutput) && zero(p.ImageInput) &&
+		len(p.Images) == 0 && p.AudioSecond == 0 && p.Characters == 0 && p.Task == 0 && p.VideoSecond == 0
+}
+
 // ModelAllowed is the 403 for a key limited to other models, nil when the
 // key may use model.
 func ModelAllowed(groups billing.ModelGroups, t *store.Token, model string) *adapters.Error {

@@ -186,8 +186,9 @@ func TestExampleKeysStayOutOfConfig(t *testing.T) {
 
 // TestExampleServerTimeouts: the example bounds how long a client may take
 // to send its headers and how long a kept-alive connection may sit idle,
-// and sets no read or write timeout that would cut an upload or a long
-// stream.
+// sets a minimum body rate that cuts a stalled body but not a slow
+// phone's 25 MiB upload, and sets no read or write timeout that would cut
+// an upload or a long stream.
 func TestExampleServerTimeouts(t *testing.T) {
 	cmd := exec.Command(gatewaytest.Binary(t), "adapt", "--config", filepath.Join("..", "Caddyfile.example"), "--adapter", "caddyfile")
 	out, err := cmd.Output()
@@ -218,6 +219,19 @@ func TestExampleServerTimeouts(t *testing.T) {
 			if v, ok := srv[field]; ok {
 				t.Errorf("server %s: %s = %v would cut long uploads and streams", name, field, v)
 			}
+		}
+		// a minimum body rate: a body has the grace plus a second per
+		// rate bytes sent. A stalled body is cut within a minute, and a
+		// slow phone (256 kbit/s) still sends a 25 MiB upload: the rate's
+		// deadline for it is later than the phone's finish at every byte
+		grace, _ := srv["read_idle_timeout"].(float64)
+		rate, _ := srv["read_min_rate"].(float64)
+		const upload, phone = 25 << 20, 256_000 / 8 // bytes, bytes a second
+		if grace <= 0 || time.Duration(grace) > time.Minute || rate <= 0 || rate >= phone {
+			t.Errorf("server %s: read_body_idle %v %v, want a grace of at most a minute and a minimum rate under a slow phone's %d bytes/s",
+				name, time.Duration(grace), rate, phone)
+		} else if finish, allowed := float64(upload)/phone, time.Duration(grace).Seconds()+float64(upload)/rate; finish >= allowed {
+			t.Errorf("server %s: a 25 MiB upload at 256 kbit/s takes %.0fs, the minimum rate allows %.0fs", name, finish, allowed)
 		}
 	}
 }

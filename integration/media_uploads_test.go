@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
@@ -138,11 +139,13 @@ func TestMediaUploadFailover(t *testing.T) {
 }
 
 // TestMediaUploadsInFlightBounded: the disk uploads take at once is
-// bounded (max_inflight_uploads); past it an upload gets a 503 with
-// Retry-After at once, even from a sender that stalls, and the space is
+// bounded (max_inflight_uploads), counted as their bytes arrive: a
+// stalled upload holds what it sent, not its Content-Length. Past the
+// bound an upload gets a 503 with Retry-After at once, and the space is
 // given back when an upload ends.
 func TestMediaUploadsInFlightBounded(t *testing.T) {
-	s := startMedia(t, "2MB", "max_inflight_uploads 3MB")
+	// shares larger than the whole: this is about the whole
+	s := startMedia(t, "2MB", "max_inflight_uploads 3MB", "max_inflight_uploads_per_key 4MB", "max_inflight_uploads_per_address 4MB")
 	host := strings.TrimPrefix(s.gw.URL, "http://")
 	body, ct := form(t, map[string]string{"model": "whisper-1"}, map[string][]byte{"file": randomBytes(10, 3<<19)})
 	probe := func() (*http.Response, string) {
@@ -152,8 +155,8 @@ func TestMediaUploadsInFlightBounded(t *testing.T) {
 	refused := func(resp *http.Response, out string) bool {
 		return resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "" && strings.Contains(out, "too many uploads")
 	}
-	// stall sends an upload that says it is 1.9 MB and stalls after its
-	// first bytes. The channel gets the answer if one comes, or nil when
+	// stall sends an upload that says it is 1.9 MB, sends 1.2 MB of it
+	// and stalls. The channel gets the answer if one comes, or nil when
 	// the gateway closes the connection (after refusing an upload it has
 	// not read, the kernel may reset the connection and lose the answer).
 	stall := func() (net.Conn, chan *http.Response) {
@@ -165,7 +168,7 @@ func TestMediaUploadsInFlightBounded(t *testing.T) {
 		fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
 			"Content-Type: multipart/form-data; boundary=stall\r\nContent-Length: 1900000\r\n\r\n"+
 			"--stall\r\nContent-Disposition: form-data; name=\"file\"; filename=\"stalled.wav\"\r\n\r\n", host, s.key)
-		conn.Write(randomBytes(11, 64<<10))
+		conn.Write(randomBytes(11, 1_200_000))
 		answered := make(chan *http.Response, 1)
 		go func() {
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -176,49 +179,104 @@ func TestMediaUploadsInFlightBounded(t *testing.T) {
 		}()
 		return conn, answered
 	}
-	// the stalled upload holds its 1.9 MB of the 3 MB, and a probe of
-	// 1.5 MB is refused. On a busy machine a probe may take its space
-	// before the stalled upload is read; then the stalled upload is the
-	// one refused, as it should be, and it is sent again.
-	conn, answered := stall()
-	eventually(t, "the stalled upload to hold its space", func() bool {
+	// one stalled upload holds its 1.2 MB, not the 1.9 MB it declares:
+	// a probe of 1.5 MB fits beside it
+	conn1, answered1 := stall()
+	if resp, out := probe(); resp.StatusCode != 200 {
+		t.Fatalf("a 1.5 MB upload beside one stalled at 1.2 MB of 3 MB: %d %s", resp.StatusCode, out)
+	}
+	// a second stalled upload leaves no room for the probe, which is
+	// refused at once. On a busy machine a probe may take its space before
+	// a stalled upload is read; then the stalled upload is the one
+	// refused, as it should be, and it is sent again.
+	conn2, answered2 := stall()
+	eventually(t, "the stalled uploads to hold their space", func() bool {
+		for _, st := range []struct {
+			conn     *net.Conn
+			answered *chan *http.Response
+		}{{&conn1, &answered1}, {&conn2, &answered2}} {
+			select {
+			case a := <-*st.answered:
+				if a != nil {
+					out, _ := io.ReadAll(a.Body)
+					if !refused(a, string(out)) {
+						t.Fatalf("a stalled upload was answered: %d %s", a.StatusCode, out)
+					}
+				}
+				(*st.conn).Close()
+				*st.conn, *st.answered = stall()
+			default:
+			}
+		}
+		return refused(probe())
+	})
+	// a stalled upload is answered only when refused (the probe may have
+	// taken its space as it was sent again)
+	for _, answered := range []chan *http.Response{answered1, answered2} {
 		select {
 		case a := <-answered:
 			if a != nil {
 				out, _ := io.ReadAll(a.Body)
 				if !refused(a, string(out)) {
-					t.Fatalf("the stalled upload was answered: %d %s", a.StatusCode, out)
+					t.Fatalf("a stalled upload was answered while it held its space: %d %s", a.StatusCode, out)
 				}
 			}
-			conn.Close()
-			conn, answered = stall()
 		default:
 		}
-		return refused(probe())
-	})
-	// a second stalled upload is refused at once: the answer does not
-	// wait for more of a body the gateway will not read
-	_, second := stall()
-	select {
-	case a := <-second:
-		if a != nil {
-			out, _ := io.ReadAll(a.Body)
-			if !refused(a, string(out)) {
-				t.Fatalf("the second stalled upload was answered: %d %s", a.StatusCode, out)
-			}
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the second stalled upload got no answer in a minute")
 	}
-	select {
-	case a := <-answered:
-		t.Fatalf("the stalled upload was answered while it held its space: %v", a)
-	default:
-	}
-	conn.Close()
+	conn1.Close()
+	conn2.Close()
 	// the space is back
 	eventually(t, "the space to come back", func() bool {
 		resp, _ := probe()
 		return resp.StatusCode == 200
 	})
+}
+
+// TestStalledUploadsStallNoOneElse is issue 30's attack on uploads: 41
+// multipart bodies that declare max_upload_size and stall after their
+// first bytes took the whole max_inflight_uploads (charged at the
+// declared size), and every other user's upload got 503. They hold what
+// they sent now: another user's upload is served while they stall.
+func TestStalledUploadsStallNoOneElse(t *testing.T) {
+	s := startMedia(t, "2MB", "max_inflight_uploads 82MB") // 41 of the largest upload, as 1 GiB is of 25 MiB
+	victim := s.gw.AddUser("victim", mediaQuota)
+	host := strings.TrimPrefix(s.gw.URL, "http://")
+	var conns []net.Conn
+	var answers []chan *http.Response
+	for range 41 {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: multipart/form-data; boundary=stall\r\nContent-Length: 2000000\r\n\r\n"+
+			"--stall\r\nContent-Disposition: form-data; name=\"file\"; filename=\"stalled.wav\"\r\n\r\n", host, s.key)
+		conn.Write(randomBytes(12, 1<<10))
+		answered := make(chan *http.Response, 1)
+		go func() {
+			resp, _ := http.ReadResponse(bufio.NewReader(conn), nil)
+			answered <- resp
+		}()
+		conns, answers = append(conns, conn), append(answers, answered)
+	}
+	c := openai.NewClient(option.WithBaseURL(s.gw.URL+"/v1/"), option.WithAPIKey(victim), option.WithMaxRetries(0))
+	audio := randomBytes(13, 3<<19)
+	for i := range 3 {
+		res, err := c.Audio.Transcriptions.New(context.Background(), openai.AudioTranscriptionNewParams{Model: "whisper-1",
+			File: openai.File(bytes.NewReader(audio), "a.ogg", "audio/ogg")})
+		if err != nil || res.Text != gatewaytest.FakeTranscriptText() {
+			t.Fatalf("another user's upload %d while 41 uploads stall: %v", i, err)
+		}
+		time.Sleep(20 * time.Millisecond) // give the stalled uploads every chance to reach the gateway
+	}
+	for i, answered := range answers {
+		select {
+		case a := <-answered:
+			t.Fatalf("stalled upload %d was answered: %v", i, a)
+		default:
+		}
+		conns[i].Close()
+	}
 }

@@ -21,7 +21,7 @@ func TestRefusingThenLinger(t *testing.T) {
 		// knows how much of the body is left, and would read up to
 		// 256 KiB of it before answering
 		r.Body = struct{ io.ReadCloser }{r.Body}
-		Refusing(w)
+		Refusing(w, r)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "no room")
 		Linger(w, r, 8<<20, 2*time.Second)

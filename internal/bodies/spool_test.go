@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,9 @@ func TestSpoolForm(t *testing.T) {
 		w.Write(audio)
 		mw.WriteField("model", "whisper-1")
 	})
-	form, cleanup, err := SpoolForm(r, boundary, 2<<20)
+	disk := NewBudget(Limits{Total: 1 << 30})
+	who := Owner{Key: 1, Address: "192.0.2.1"}
+	form, cleanup, err := SpoolForm(r, boundary, 2<<20, disk, who)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func TestSpoolForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r, boundary := multipartRequest(t, tt.write)
-		_, cleanup, err := SpoolForm(r, boundary, tt.limit)
+		_, cleanup, err := SpoolForm(r, boundary, tt.limit, disk, who)
 		cleanup()
 		switch {
 		case tt.want == "too large":
@@ -78,9 +81,53 @@ func TestSpoolForm(t *testing.T) {
 	// a Content-Length over the limit is refused before reading
 	r, boundary = multipartRequest(t, func(mw *multipart.Writer) {})
 	r.ContentLength = 3 << 20
-	if _, cleanup, err := SpoolForm(r, boundary, 2<<20); !errors.Is(err, ErrTooLarge) {
+	if _, cleanup, err := SpoolForm(r, boundary, 2<<20, disk, who); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("declared too large: %v", err)
 	} else {
 		cleanup()
 	}
+}
+
+// An upload holds room on disk as its bytes arrive: one that declares
+// 25 MiB and stalls holds what it sent and a chunk, and gives it back at
+// cleanup. Past its owner's share it fails with ErrKeyBusy.
+func TestSpoolFormHoldsWhatArrived(t *testing.T) {
+	disk := NewBudget(Limits{Total: 1 << 30, PerKey: 1 << 20})
+	head := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n"
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(head))
+		pw.Write(bytes.Repeat([]byte("a"), 100<<10))
+	}()
+	r, _ := http.NewRequest(http.MethodPost, "/v1/audio/transcriptions", pr)
+	r.ContentLength = 25 << 20
+	type result struct {
+		cleanup func()
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, cleanup, err := SpoolForm(r, "b", 25<<20, disk, Owner{Key: 7})
+		done <- result{cleanup, err}
+	}()
+	for {
+		if all, _, _ := disk.holding(); all >= 100<<10 {
+			if all > 100<<10+int64(len(head))+spoolChunk {
+				t.Fatalf("a stalled upload holds %d bytes", all)
+			}
+			break
+		}
+		runtime.Gosched()
+	}
+	// the key's share is 1 MiB: its upload fails once it sends more
+	go pw.Write(bytes.Repeat([]byte("a"), 1<<20))
+	res := <-done
+	if !errors.Is(res.err, ErrKeyBusy) {
+		t.Fatalf("an upload past its key's share: %v", res.err)
+	}
+	res.cleanup()
+	if all, keys, _ := disk.holding(); all != 0 || len(keys) != 0 {
+		t.Fatalf("after cleanup: %d bytes, %v", all, keys)
+	}
+	pw.Close()
 }
