@@ -156,11 +156,11 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	if keys.IsClientSecret(key) {
 		var e *adapters.Error
 		if r, id, e, err = h.lookupClientSecret(r, rt, key); e != nil {
-			return refuse(w, r, rt.dialect, e)
+			return h.refuse(w, r, rt.dialect, e)
 		}
 		if errors.Is(err, keys.ErrUnknownKey) {
 			h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
-			return refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_client_secret",
+			return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_client_secret",
 				Message: "the client secret is not valid or has expired: mint a new one with POST /v1/realtime/client_secrets"})
 		}
 	} else {
