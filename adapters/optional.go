@@ -40,3 +40,11 @@ type PricedFields interface {
 type ImageTokens interface {
 	ImageTokens(model string) int64
 }
+
+// BaseURLDefault is implemented by providers whose vendor has one address
+// (an OpenAI-compatible vendor's preset): a channel of theirs may leave
+// base_url out. A family served from many addresses (OpenAI's wire on any
+// server, a cloud resource) has no default to give.
+type BaseURLDefault interface {
+	DefaultBaseURL() string
+}

@@ -518,6 +518,9 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 			}
 		}
 		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
+		if d, ok := prov.(adapters.BaseURLDefault); ok && base == "" {
+			base = d.DefaultBaseURL() // a vendor's preset knows its address
+		}
 		if !local {
 			if len(keys) == 0 {
 				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ))

@@ -214,3 +214,17 @@ func removeMember(raw []byte, key string) ([]byte, error) {
 	}
 	return append(out, '}'), nil
 }
+
+// choiceUsage is the usage a chunk reports inside its first choice, as
+// Moonshot's stream does, when it has none at the top.
+func choiceUsage(data []byte) *usage {
+	var c struct {
+		Choices []struct {
+			Usage *usage `json:"usage"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &c) != nil || len(c.Choices) == 0 {
+		return nil
+	}
+	return c.Choices[0].Usage
+}

@@ -211,3 +211,23 @@ func hasEvent(evs []adapters.StreamEvent, typ adapters.EventType, text string) b
 	}
 	return false
 }
+
+// Moonshot's stream reports usage inside its last chunk's choice.
+func TestCompatChoiceUsage(t *testing.T) {
+	chunk := []byte(`{"id":"cmpl-1","object":"chat.completion.chunk","created":1,"model":"kimi-k2-0905-preview","choices":[{"index":0,"delta":{},"finish_reason":"stop","usage":{"prompt_tokens":19,"completion_tokens":13,"total_tokens":32,"cached_tokens":16}}]}`)
+	want := adapters.Usage{PromptTokens: 19, CompletionTokens: 13, CachedTokens: 16}
+	u, _, err := (&streamStep{}).Probe(&adapters.SSEEvent{Data: chunk})
+	if err != nil || u == nil || *u != want {
+		t.Errorf("passthrough usage %+v (%v), want %+v", u, err, want)
+	}
+	evs, _, err := (&streamStep{}).Translate(nil, &adapters.SSEEvent{Data: chunk})
+	var got *adapters.Usage
+	for _, ev := range evs {
+		if ev.Type == adapters.EventUsage {
+			got = ev.Usage
+		}
+	}
+	if err != nil || got == nil || *got != want {
+		t.Errorf("translated usage %+v (%v), want %+v", got, err, want)
+	}
+}

@@ -287,6 +287,9 @@ func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.Str
 		return nil, end, nil
 	}
 	u, valid := chunkUsage(ev.Data)
+	if valid && u == nil {
+		u = choiceUsage(ev.Data)
+	}
 	if !valid || u == nil {
 		return nil, end, nil
 	}
@@ -358,6 +361,9 @@ func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEven
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: stopReason(*ch.FinishReason)})
 			end = adapters.StreamMayEnd
 		}
+	}
+	if c.Usage == nil && len(c.Choices) > 0 {
+		c.Usage = c.Choices[0].Usage
 	}
 	if c.Usage != nil {
 		u := usageFromWire(c.Usage)

@@ -206,6 +206,9 @@ type chatChoice struct {
 	Text         string       `json:"text,omitempty"` // legacy completions
 	FinishReason *string      `json:"finish_reason"`
 	Logprobs     *struct{}    `json:"logprobs"`
+	// Usage is where Moonshot's stream reports usage: in its last
+	// chunk's choice (see compat.go)
+	Usage *usage `json:"usage,omitempty"`
 }
 
 type usage struct {
