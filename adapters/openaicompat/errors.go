@@ -82,7 +82,7 @@ func decodeError(p *preset, status int, body []byte) *adapters.Error {
 		}
 		if status == http.StatusForbidden && len(d.Metadata.Reasons) > 0 {
 			// a moderation's refusal is the request's content, not the key
-			e.Status, e.Type = http.StatusBadRequest, adapters.ErrInvalidRequest
+			e.Status, e.Type, e.Code = http.StatusBadRequest, adapters.ErrInvalidRequest, "moderation"
 		}
 	}
 	if p.codes[e.Code] || p.codes[d.Type] || e.Code == "insufficient_quota" || d.Type == "insufficient_quota" {
