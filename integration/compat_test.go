@@ -281,3 +281,27 @@ func TestCompatMoonshotStreamUsage(t *testing.T) {
 		}
 	}
 }
+
+// A vendor needs no preset for what the openai family reads itself: a
+// channel of type openai pointed at DeepSeek's /v1 bills its
+// prompt_cache_hit_tokens at the cache price and shows its reasoning.
+func TestCompatDeepSeekAsTypeOpenAI(t *testing.T) {
+	fake := gatewaytest.NewFakeCompat(t, "deepseek", "sk-vendor-up")
+	fake.Answer(compatAnswer)
+	gw := gatewaytest.Start(t, compatConfig("openai", "deepseek-chat").String(), gatewaytest.Vars{"UP": fake.BaseURL()})
+	key := gw.AddUser("compat", 10_000_000)
+	msg := anthropicAsk(t, anthropicClient(gw, key), "deepseek-chat", true)
+	if msg.Usage.CacheReadInputTokens != 800 || len(msg.Content) == 0 || msg.Content[0].Type != "thinking" {
+		t.Errorf("anthropic: usage %+v content %+v", msg.Usage, msg.Content)
+	}
+	oc := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	if _, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "deepseek-chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range gw.WaitUsage("compat", 2) {
+		if r.Cost != compatCost || r.Estimated {
+			t.Errorf("usage row %+v, want %d units", r, compatCost)
+		}
+	}
+}
