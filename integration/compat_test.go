@@ -305,3 +305,19 @@ func TestCompatDeepSeekAsTypeOpenAI(t *testing.T) {
 		}
 	}
 }
+
+// A preset's channel may leave base_url out: the gateway starts and the
+// channel calls the vendor's own address (here LM Studio's, on this
+// machine, where nothing listens: the caller gets the gateway's 5xx, not a
+// configuration error at start).
+func TestCompatPresetDefaultBaseURL(t *testing.T) {
+	cfg := gatewayConfig().channel("local", "lmstudio", "", "lm-studio", "qwen2.5-7b-instruct").free("qwen2.5-7b-instruct")
+	gw := gatewaytest.Start(t, cfg.String(), nil)
+	key := gw.AddUser("compat", 10_000_000)
+	oc := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	_, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "qwen2.5-7b-instruct",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if e := sdkError(t, err); e.StatusCode < 500 {
+		t.Errorf("got %d %s, want the gateway's 5xx for an unreachable upstream", e.StatusCode, e.Message)
+	}
+}
