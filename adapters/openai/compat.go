@@ -2,7 +2,9 @@ package openai
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"strings"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 )
@@ -125,6 +127,11 @@ type WireOptions struct {
 	// NoReasoningEffort leaves reasoning_effort out of a translated
 	// request, for servers that refuse it.
 	NoReasoningEffort bool
+	// ShortToolCallIDs sends a translated history's tool call ids as nine
+	// letters and digits, for servers that refuse any other id (Mistral:
+	// "must be a-z, A-Z, 0-9, with a length of 9"): the same id always
+	// becomes the same short one, so a call and its result still match.
+	ShortToolCallIDs bool
 }
 
 // EncodeChatRequestWith is EncodeChatRequest for a compatible server.
@@ -141,6 +148,17 @@ func EncodeChatRequestWith(req *adapters.Request, model string, o WireOptions) (
 	}
 	if o.NoReasoningEffort {
 		w.ReasoningEffort = ""
+	}
+	if o.ShortToolCallIDs {
+		for i := range w.Messages {
+			m := &w.Messages[i]
+			for j := range m.ToolCalls {
+				m.ToolCalls[j].ID = shortToolCallID(m.ToolCalls[j].ID)
+			}
+			if m.ToolCallID != "" {
+				m.ToolCallID = shortToolCallID(m.ToolCallID)
+			}
+		}
 	}
 	if o.ReasoningHistory {
 		// each neutral assistant message is one wire assistant message, in order
@@ -227,4 +245,21 @@ func choiceUsage(data []byte) *usage {
 		return nil
 	}
 	return c.Choices[0].Usage
+}
+
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// shortToolCallID is id as nine letters and digits: itself when it is
+// that already (the server's own ids, sent back), else drawn from its
+// digest.
+func shortToolCallID(id string) string {
+	if len(id) == 9 && strings.Trim(id, idAlphabet) == "" {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	out := make([]byte, 9)
+	for i := range out {
+		out[i] = idAlphabet[int(sum[i])%len(idAlphabet)]
+	}
+	return string(out)
 }

@@ -231,3 +231,40 @@ func TestCompatChoiceUsage(t *testing.T) {
 		t.Errorf("translated usage %+v (%v), want %+v", got, err, want)
 	}
 }
+
+// Mistral takes tool call ids of nine letters and digits: an Anthropic
+// history's ids are sent shortened, a call and its result alike, and an id
+// of that form already is kept.
+func TestShortToolCallIDs(t *testing.T) {
+	req := &adapters.Request{Op: adapters.OpChat, Dialect: "anthropic", Chat: &adapters.ChatRequest{Messages: []adapters.Message{
+		{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartText, Text: "weather?"}}},
+		{Role: adapters.RoleAssistant, Parts: []adapters.Part{
+			{Type: adapters.PartToolCall, ToolCall: &adapters.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "w", Arguments: "{}"}},
+			{Type: adapters.PartToolCall, ToolCall: &adapters.ToolCall{ID: "D681PevKs", Name: "w", Arguments: "{}"}},
+		}},
+		{Role: adapters.RoleTool, Parts: []adapters.Part{
+			{Type: adapters.PartToolResult, ToolResult: &adapters.ToolResult{CallID: "toolu_01A09q90qw90lq917835lq9", Content: []adapters.Part{{Type: adapters.PartText, Text: "sunny"}}}},
+			{Type: adapters.PartToolResult, ToolResult: &adapters.ToolResult{CallID: "D681PevKs", Content: []adapters.Part{{Type: adapters.PartText, Text: "rain"}}}},
+		}},
+	}}}
+	body, err := EncodeChatRequestWith(req, "mistral-large-latest", WireOptions{ShortToolCallIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w chatRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		t.Fatal(err)
+	}
+	calls, results := w.Messages[1].ToolCalls, w.Messages[2:]
+	if len(calls) != 2 || len(results) != 2 {
+		t.Fatalf("body %s", body)
+	}
+	for i, c := range calls {
+		if len(c.ID) != 9 || strings.Trim(c.ID, idAlphabet) != "" || results[i].ToolCallID != c.ID {
+			t.Errorf("call %q, its result %q", c.ID, results[i].ToolCallID)
+		}
+	}
+	if calls[1].ID != "D681PevKs" {
+		t.Errorf("a valid id changed to %q", calls[1].ID)
+	}
+}

@@ -91,9 +91,10 @@ var presets = []*preset{
 	},
 	{
 		// docs.mistral.ai: /v1; max_tokens; refuses members it does not
-		// know (422 extra_forbidden), and sends a stream's usage unasked
+		// know (422 extra_forbidden), and sends a stream's usage unasked;
+		// tool call ids of nine letters and digits only
 		name: "mistral", baseURL: "https://api.mistral.ai", root: "/v1", paths: chatAndEmbeddings,
-		wire: openai.WireOptions{MaxTokens: true, NoStreamOptions: true, NoReasoningEffort: true},
+		wire: openai.WireOptions{MaxTokens: true, NoStreamOptions: true, NoReasoningEffort: true, ShortToolCallIDs: true},
 	},
 	{
 		// openrouter.ai/api/v1; max_tokens; errors carry a numeric code and
