@@ -321,3 +321,41 @@ func TestCompatPresetDefaultBaseURL(t *testing.T) {
 		t.Errorf("got %d %s, want the gateway's 5xx for an unreachable upstream", e.StatusCode, e.Message)
 	}
 }
+
+// OpenRouter: its reasoning (the word reasoning, not reasoning_content)
+// reaches an Anthropic client as thinking, its cache reads are billed at
+// the cache price; a failure after the stream began (a chunk with an error
+// and finish_reason "error", then the connection ends) reaches OpenAI and
+// Anthropic clients as the gateway's upstream error event, never as a
+// finished answer, and OpenRouter's words reach the log.
+func TestCompatOpenRouter(t *testing.T) {
+	gw, fake, key := startCompat(t, "openrouter", "anthropic/claude-sonnet-4")
+	ac := anthropicClient(gw, key)
+	msg := anthropicAsk(t, ac, "anthropic/claude-sonnet-4", true)
+	if len(msg.Content) != 2 || msg.Content[0].Thinking != compatAnswer.Reasoning || msg.Usage.CacheReadInputTokens != 800 {
+		t.Errorf("anthropic: content %+v usage %+v", msg.Content, msg.Usage)
+	}
+	if r := gw.WaitUsage("compat", 1)[0]; r.Cost != compatCost || r.Estimated {
+		t.Errorf("usage row %+v, want %d units", r, compatCost)
+	}
+
+	fake.FailMidStream()
+	oc := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	s := oc.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "anthropic/claude-sonnet-4",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	for s.Next() {
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Errorf("openai stream ended with %v, want the gateway's 502 error event", err)
+	}
+	if !strings.Contains(gw.Logs(), "Provider disconnected unexpectedly") {
+		t.Error("the log does not say what OpenRouter said")
+	}
+	as := ac.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "anthropic/claude-sonnet-4", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	for as.Next() {
+	}
+	if err := as.Err(); err == nil {
+		t.Error("the anthropic stream ended without an error")
+	}
+}

@@ -99,15 +99,19 @@ func (s *streamStep) blockStarted(b int) bool {
 var finishKeys = [][]byte{[]byte(`"finish_reason":"`), []byte(`"finish_reason": "`)}
 
 // finishEnd is where a relayed chunk leaves the stream: one with a finish
-// reason may be the last a server sends (some send no [DONE]).
+// reason may be the last a server sends (some send no [DONE]), but for
+// "error", a failure's (OpenRouter's), after which a body that ends is cut.
 func finishEnd(data []byte) adapters.StreamEnd {
 	for _, k := range finishKeys {
-		if bytes.Contains(data, k) {
+		if i := bytes.Index(data, k); i >= 0 && !bytes.HasPrefix(data[i+len(k):], []byte(`error"`)) {
 			return adapters.StreamMayEnd
 		}
 	}
 	return adapters.StreamGoesOn
 }
+
+// finishedCleanly reports whether a finish reason ends a stream normally.
+func finishedCleanly(reason string) bool { return reason != "error" }
 
 // WireOptions are the ways a compatible server's requests differ from
 // OpenAI's. The zero value is OpenAI's own.

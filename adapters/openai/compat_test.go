@@ -115,11 +115,13 @@ func TestCompatStreamWithoutDone(t *testing.T) {
 		"data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
 	withUsage := body + "data: {\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n"
 	cut := "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n"
+	// OpenRouter's failure after the stream began: not a normal end
+	failed := cut + "data: {\"id\":\"x\",\"error\":{\"code\":\"server_error\",\"message\":\"Provider disconnected\"},\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n"
 	for _, passthrough := range []bool{false, true} {
 		for name, c := range map[string]struct {
 			stream string
 			clean  bool
-		}{"finish": {body, true}, "usage": {withUsage, true}, "cut": {cut, false}} {
+		}{"finish": {body, true}, "usage": {withUsage, true}, "cut": {cut, false}, "error finish": {failed, false}} {
 			dec := adapters.NewStreamDecoder(strings.NewReader(c.stream), &streamStep{}, passthrough, Name)
 			var err error
 			for err == nil {

@@ -359,7 +359,9 @@ func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEven
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: stopReason(*ch.FinishReason)})
-			end = adapters.StreamMayEnd
+			if finishedCleanly(*ch.FinishReason) {
+				end = adapters.StreamMayEnd
+			}
 		}
 	}
 	if c.Usage == nil && len(c.Choices) > 0 {

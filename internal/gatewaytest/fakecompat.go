@@ -24,7 +24,11 @@ import (
 //     {"error":{"code":"1113","message":...}};
 //   - moonshot (platform.moonshot.ai): POST /v1/chat/completions;
 //     cached_tokens at the top of usage; a stream's usage inside its last
-//     chunk's choice.
+//     chunk's choice;
+//   - openrouter (openrouter.ai/docs): POST /api/v1/chat/completions;
+//     reasoning (not reasoning_content); usage with cost; ": OPENROUTER
+//     PROCESSING" comments; after FailMidStream, a stream that breaks off
+//     with a chunk carrying an error and finish_reason "error".
 //
 // It answers every chat with Reasoning then Reply, and the counts the test
 // set; a wrong key gets a 401 in the vendor's shape, another path a 404.
@@ -37,6 +41,15 @@ type FakeCompat struct {
 	requests []CompatRequest
 	answer   CompatAnswer
 	fail     *compatFailure
+	midFail  bool
+}
+
+// FailMidStream has later streams break off after their first words with
+// the vendor's in-stream error chunk (OpenRouter's).
+func (f *FakeCompat) FailMidStream() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.midFail = true
 }
 
 // CompatAnswer is what a FakeCompat's model says and reports.
@@ -101,6 +114,8 @@ func (f *FakeCompat) chatPath(p string) bool {
 		return p == "/chat/completions" || p == "/v1/chat/completions"
 	case "zhipu":
 		return p == "/api/paas/v4/chat/completions"
+	case "openrouter":
+		return p == "/api/v1/chat/completions"
 	}
 	return p == "/v1/chat/completions"
 }
@@ -111,7 +126,7 @@ func (f *FakeCompat) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(raw, &body)
 	f.mu.Lock()
 	f.requests = append(f.requests, CompatRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	a, fail := f.answer, f.fail
+	a, fail, midFail := f.answer, f.fail, f.midFail
 	f.mu.Unlock()
 
 	switch {
@@ -134,10 +149,10 @@ func (f *FakeCompat) serve(w http.ResponseWriter, r *http.Request) {
 	if stream, _ := body["stream"].(bool); stream {
 		opts, _ := body["stream_options"].(map[string]any)
 		include, _ := opts["include_usage"].(bool)
-		f.stream(w, model, a, include)
+		f.stream(w, model, a, include, midFail)
 		return
 	}
-	msg := map[string]any{"role": "assistant", "content": a.Reply, "reasoning_content": a.Reasoning}
+	msg := map[string]any{"role": "assistant", "content": a.Reply, f.reasoningWord(): a.Reasoning}
 	out := map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": 1718345013, "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop", "logprobs": nil}},
@@ -161,8 +176,19 @@ func (f *FakeCompat) usage(a CompatAnswer) map[string]any {
 		u["prompt_tokens_details"] = map[string]any{"cached_tokens": a.Cached}
 	case "moonshot":
 		u["cached_tokens"] = a.Cached
+	case "openrouter":
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": a.Cached}
+		u["cost"], u["is_byok"] = 0.000153, false
 	}
 	return u
+}
+
+// reasoningWord is the member the vendor sends its reasoning in.
+func (f *FakeCompat) reasoningWord() string {
+	if f.Vendor == "openrouter" {
+		return "reasoning"
+	}
+	return "reasoning_content"
 }
 
 func (f *FakeCompat) error(w http.ResponseWriter, status int, code, typ, msg string) {
@@ -173,7 +199,7 @@ func (f *FakeCompat) error(w http.ResponseWriter, status int, code, typ, msg str
 	writeJSONStatus(w, status, map[string]any{"error": e})
 }
 
-func (f *FakeCompat) stream(w http.ResponseWriter, model string, a CompatAnswer, includeUsage bool) {
+func (f *FakeCompat) stream(w http.ResponseWriter, model string, a CompatAnswer, includeUsage, midFail bool) {
 	startSSE(w)
 	fl, _ := w.(http.Flusher)
 	send := func(v any) {
@@ -191,15 +217,25 @@ func (f *FakeCompat) stream(w http.ResponseWriter, model string, a CompatAnswer,
 		}
 		return c
 	}
-	if f.Vendor == "deepseek" {
+	switch f.Vendor {
+	case "deepseek":
 		io.WriteString(w, ": keep-alive\n\n")
+	case "openrouter":
+		io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
 	}
-	send(chunk(map[string]any{"role": "assistant", "content": nil, "reasoning_content": ""}, nil))
+	rw := f.reasoningWord()
+	send(chunk(map[string]any{"role": "assistant", "content": nil, rw: ""}, nil))
 	for _, word := range strings.SplitAfter(a.Reasoning, " ") {
-		send(chunk(map[string]any{"content": nil, "reasoning_content": word}, nil))
+		send(chunk(map[string]any{"content": nil, rw: word}, nil))
 	}
-	for _, word := range strings.SplitAfter(a.Reply, " ") {
-		send(chunk(map[string]any{"content": word, "reasoning_content": nil}, nil))
+	for i, word := range strings.SplitAfter(a.Reply, " ") {
+		if midFail && i == 1 {
+			c := chunk(map[string]any{"content": ""}, "error")
+			c["error"] = map[string]any{"code": "server_error", "message": "Provider disconnected unexpectedly"}
+			send(c)
+			return // the connection ends: no usage, no [DONE]
+		}
+		send(chunk(map[string]any{"content": word, rw: nil}, nil))
 	}
 	last := chunk(map[string]any{"content": ""}, "stop")
 	switch f.Vendor {
