@@ -90,3 +90,25 @@ func TestPresetStreamOptionsOff(t *testing.T) {
 		t.Error("an unknown option was accepted")
 	}
 }
+
+// A passthrough body that could cost more than the model's price is named,
+// so the relay refuses it unless the channel allows the field.
+func TestPresetPricedFields(t *testing.T) {
+	cases := []struct {
+		preset, body string
+		want         string
+	}{
+		{"openrouter", `{"model":"m","messages":[],"plugins":[{"id":"web"}]}`, "plugins"},
+		{"openrouter", `{"model":"m","messages":[],"models":["openai/gpt-5","anthropic/claude-opus-4"]}`, "models"},
+		{"openrouter", `{"model":"m","messages":[],"models":null}`, ""},
+		{"openrouter", `{"model":"m","messages":[],"web_search_options":{}}`, "web_search_options"},
+		{"doubao", `{"model":"m","messages":[],"service_tier":"priority"}`, "service_tier"},
+		{"deepseek", `{"model":"m","messages":[],"plugins":[{"id":"web"}]}`, ""},
+	}
+	for _, c := range cases {
+		fields, _ := load(t, c.preset).PricedFields(&adapters.Request{Op: adapters.OpChat, Dialect: "openai", Raw: []byte(c.body)})
+		if got := strings.Join(fields, ","); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.preset, c.body, got, c.want)
+		}
+	}
+}

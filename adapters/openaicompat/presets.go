@@ -27,6 +27,9 @@ type preset struct {
 	streamErrors bool
 	// requestID names the headers the vendor names its request id in.
 	requestID []string
+	// pricedFields are the vendor's body members that cost more than the
+	// model's price (PricedFields).
+	pricedFields []string
 }
 
 var chatOnly = map[adapters.Operation]string{adapters.OpChat: "/chat/completions"}
@@ -103,6 +106,7 @@ var presets = []*preset{
 		// "error"
 		name: "openrouter", baseURL: "https://openrouter.ai", root: "/api/v1", paths: chatAndEmbeddings,
 		wire: openai.WireOptions{MaxTokens: true}, streamErrors: true,
+		pricedFields: []string{"plugins", "models"},
 	},
 	{
 		// Ollama's OpenAI compatibility: /v1; max_tokens; errors
