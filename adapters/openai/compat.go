@@ -35,7 +35,20 @@ func (m *chatMessage) reasoning() string {
 	if m.Reasoning != "" {
 		return m.Reasoning
 	}
-	return m.AltReasoning
+	return string(m.AltReasoning)
+}
+
+// looseString is a member read when it is a string and ignored otherwise:
+// reasoning is no OpenAI field, and a client or server that sends it in
+// another shape is not refused for it.
+type looseString string
+
+func (l *looseString) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = looseString(s)
+	}
+	return nil
 }
 
 // vendorCachedTokens is the cache reads of a usage without OpenAI's

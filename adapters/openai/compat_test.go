@@ -270,3 +270,12 @@ func TestShortToolCallIDs(t *testing.T) {
 		t.Errorf("a valid id changed to %q", calls[1].ID)
 	}
 }
+
+// reasoning in another shape than a string is ignored, not refused.
+func TestCompatReasoningNotString(t *testing.T) {
+	body := []byte(`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"4","reasoning":{"effort":"low"}},"finish_reason":"stop"}]}`)
+	resp, err := DecodeChatResponse(body)
+	if err != nil || len(resp.Message.Parts) != 1 {
+		t.Errorf("%+v %v", resp, err)
+	}
+}

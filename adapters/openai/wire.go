@@ -51,7 +51,7 @@ type chatMessage struct {
 	Annotation json.RawMessage `json:"annotations,omitempty"`
 	// AltReasoning is the reasoning text compatible servers that do not
 	// say reasoning_content send (see compat.go)
-	AltReasoning string `json:"reasoning,omitempty"`
+	AltReasoning looseString `json:"reasoning,omitempty"`
 }
 
 // messageContent is either a plain string or an array of parts.
