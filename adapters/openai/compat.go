@@ -149,6 +149,13 @@ type WireOptions struct {
 	// "must be a-z, A-Z, 0-9, with a length of 9"): the same id always
 	// becomes the same short one, so a call and its result still match.
 	ShortToolCallIDs bool
+	// Thinking is how the server is asked to think when a translated
+	// request asks for it (an Anthropic client's thinking, a Gemini
+	// client's thinkingConfig), in place of reasoning_effort:
+	// "enable_thinking" (Qwen: enable_thinking, and thinking_budget for a
+	// budget) or "thinking" (Zhipu, Doubao, DeepSeek: thinking
+	// {"type":"enabled"}). Empty: reasoning_effort, as OpenAI.
+	Thinking string
 }
 
 // EncodeChatRequestWith is EncodeChatRequest for a compatible server.
@@ -165,6 +172,19 @@ func EncodeChatRequestWith(req *adapters.Request, model string, o WireOptions) (
 	}
 	if o.NoReasoningEffort {
 		w.ReasoningEffort = ""
+	}
+	var extra []adapters.Field
+	if r := req.Chat.Reasoning; r != nil && o.Thinking != "" {
+		w.ReasoningEffort = ""
+		switch o.Thinking {
+		case "enable_thinking":
+			extra = append(extra, adapters.Field{Key: "enable_thinking", Value: true})
+			if r.BudgetTokens > 0 {
+				extra = append(extra, adapters.Field{Key: "thinking_budget", Value: r.BudgetTokens})
+			}
+		case "thinking":
+			extra = append(extra, adapters.Field{Key: "thinking", Value: json.RawMessage(`{"type":"enabled"}`)})
+		}
 	}
 	if o.ShortToolCallIDs {
 		for i := range w.Messages {
@@ -198,7 +218,11 @@ func EncodeChatRequestWith(req *adapters.Request, model string, o WireOptions) (
 			i++
 		}
 	}
-	return json.Marshal(w)
+	body, err := json.Marshal(w)
+	if err != nil || len(extra) == 0 {
+		return body, err
+	}
+	return adapters.AppendFields(body, extra...)
 }
 
 // PassthroughBodyWith is the body an OpenAI client's request is relayed

@@ -279,3 +279,21 @@ func TestCompatReasoningNotString(t *testing.T) {
 		t.Errorf("%+v %v", resp, err)
 	}
 }
+
+// A translated request that asks for thinking asks each server in its words.
+func TestThinkingWords(t *testing.T) {
+	req := &adapters.Request{Op: adapters.OpChat, Dialect: "anthropic", Chat: &adapters.ChatRequest{
+		Reasoning: &adapters.Reasoning{BudgetTokens: 2048},
+		Messages:  []adapters.Message{{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartText, Text: "hi"}}}},
+	}}
+	for word, want := range map[string]string{"enable_thinking": `"enable_thinking":true,"thinking_budget":2048}`, "thinking": `"thinking":{"type":"enabled"}}`} {
+		body, err := EncodeChatRequestWith(req, "m", WireOptions{Thinking: word})
+		if err != nil || !strings.HasSuffix(string(body), want) || strings.Contains(string(body), "reasoning_effort") {
+			t.Errorf("%s: %s (%v)", word, body, err)
+		}
+	}
+	req.Chat.Reasoning = nil
+	if body, _ := EncodeChatRequestWith(req, "m", WireOptions{Thinking: "thinking"}); strings.Contains(string(body), "thinking") {
+		t.Errorf("thinking asked for unasked: %s", body)
+	}
+}

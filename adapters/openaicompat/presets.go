@@ -54,17 +54,19 @@ func (p *preset) decodeError(status int, body []byte) *adapters.Error {
 var presets = []*preset{
 	{
 		// api-docs.deepseek.com: POST /chat/completions at the host (the
-		// /v1 prefix is accepted too); max_tokens; in thinking mode a
-		// turn's reasoning_content must come back with its tool calls
+		// /v1 prefix is accepted too); max_tokens; thinking asked for with
+		// thinking {"type":"enabled"}; in thinking mode a turn's
+		// reasoning_content must come back with its tool calls
 		name: "deepseek", baseURL: "https://api.deepseek.com", root: "", paths: chatOnly,
-		wire: openai.WireOptions{MaxTokens: true, ReasoningHistory: true},
+		wire: openai.WireOptions{MaxTokens: true, ReasoningHistory: true, Thinking: "thinking"},
 	},
 	{
-		// DashScope's OpenAI-compatible mode: /compatible-mode/v1; errors
+		// DashScope's OpenAI-compatible mode: /compatible-mode/v1;
+		// thinking asked for with enable_thinking (and thinking_budget); errors
 		// in OpenAI's envelope there, {"code","message","request_id"} on
 		// the native paths some gateways front it with
 		name: "qwen", baseURL: "https://dashscope.aliyuncs.com", root: "/compatible-mode/v1", paths: chatAndEmbeddings,
-		wire:  openai.WireOptions{MaxTokens: true},
+		wire:  openai.WireOptions{MaxTokens: true, Thinking: "enable_thinking"},
 		codes: set("Arrearage", "InvalidApiKey", "AccessDenied.Unpurchased", "model_not_found", "ModelNotFound", "invalid_api_key"),
 	},
 	{
@@ -76,19 +78,21 @@ var presets = []*preset{
 		codes: set("exceeded_current_quota_error", "invalid_authentication_error", "permission_denied_error"),
 	},
 	{
-		// open.bigmodel.cn/api/paas/v4 (no /v1); max_tokens; errors
+		// open.bigmodel.cn/api/paas/v4 (no /v1); max_tokens; thinking
+		// {"type":"enabled"}; errors
 		// {"error":{"code":"1211","message":...}} with business codes
 		name: "zhipu", baseURL: "https://open.bigmodel.cn", root: "/api/paas/v4", paths: chatAndEmbeddings,
-		wire: openai.WireOptions{MaxTokens: true},
+		wire: openai.WireOptions{MaxTokens: true, Thinking: "thinking"},
 		// 1110-1121 the account, 1113 in arrears, 1211 no such model,
 		// 1220-1222 no permission or the API gone
 		codes: set("1000", "1001", "1002", "1003", "1004", "1110", "1111", "1112", "1113", "1120", "1121", "1211", "1220", "1221", "1222"),
 	},
 	{
 		// Volcengine Ark: /api/v3 (no /v1); the model is the endpoint id
-		// or model name; errors {"error":{"code","message","param","type"}}
+		// or model name; thinking {"type":"enabled"}; errors
+		// {"error":{"code","message","param","type"}}
 		name: "doubao", baseURL: "https://ark.cn-beijing.volces.com", root: "/api/v3", paths: chatAndEmbeddings,
-		wire:      openai.WireOptions{MaxTokens: true},
+		wire:      openai.WireOptions{MaxTokens: true, Thinking: "thinking"},
 		codes:     set("AccountOverdueError", "InvalidEndpointOrModel.NotFound", "ModelNotOpen", "AuthenticationError", "AccessDenied"),
 		requestID: []string{"X-Client-Request-Id"},
 	},
