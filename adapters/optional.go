@@ -64,8 +64,10 @@ type ChannelProvisioner interface {
 }
 
 // BaseURLDefaulter is implemented by providers whose address follows from
-// their own options (a cloud region), so a channel may leave base_url
-// unset; it is called after Provision.
+// their own options (a cloud region) or whose vendor has one address (an
+// OpenAI-compatible vendor's preset), so a channel may leave base_url
+// unset; it is called after Provision. A family served from many
+// addresses (OpenAI's wire on any server) has no default to give.
 type BaseURLDefaulter interface {
 	DefaultBaseURL() string
 }

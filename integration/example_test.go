@@ -34,7 +34,7 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	t.Setenv("GATEWAY_ADDR", fmt.Sprintf(":%d", port)) // a bare port: plain HTTP
 	t.Setenv("GATEWAY_ADMIN", fmt.Sprintf("127.0.0.1:%d", gatewaytest.FreePort(t)))
 	t.Setenv("GATEWAY_DB", filepath.Join(dir, "gateway.db"))
-	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "JINA", "KLING", "VIDU", "SEEDANCE", "MINIMAX"} {
+	for _, v := range []string{"OPENAI", "ANTHROPIC", "GEMINI", "COHERE", "JINA", "KLING", "VIDU", "SEEDANCE", "MINIMAX", "DEEPSEEK", "ZHIPU"} {
 		t.Setenv(v+"_API_KEY", "")
 	}
 	t.Setenv("VERTEX_CREDENTIALS_FILE", "")
@@ -46,7 +46,7 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	gw.DBPath = os.Getenv("GATEWAY_DB")
 
 	logs := gw.Logs()
-	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax", "bedrock", "vertex", "vertex-claude"} {
+	for _, ch := range []string{"openai", "anthropic", "gemini", "kling", "vidu", "seedance", "minimax", "bedrock", "vertex", "vertex-claude", "deepseek", "zhipu"} {
 		if !strings.Contains(logs, `"channel":"`+ch+`"`) || !strings.Contains(logs, "channel skipped") {
 			t.Fatalf("no warning for the keyless %s channel:\n%s", ch, logs)
 		}

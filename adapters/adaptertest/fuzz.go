@@ -77,9 +77,19 @@ func FuzzDecodeRequest(f *testing.F, name string) {
 // panics and the decoder ends. The same bytes go to its answer and error
 // decoders.
 func FuzzStreamDecoder(f *testing.F, name string) {
+	FuzzStreamDecoderIn(f, name, "testdata")
+}
+
+// FuzzStreamDecoderIn is FuzzStreamDecoder for a family whose fixtures
+// are under testdata (Suite.Testdata), and its error fixtures
+// (<testdata>/error/*.json, a provider-only family's) seeds too.
+func FuzzStreamDecoderIn(f *testing.F, name, testdata string) {
 	self := family(f, name)
 	all, _ := Families()
-	seeds(f, filepath.Join("testdata", "stream", "*."+name+".sse"))
+	if errs, _ := filepath.Glob(filepath.Join(testdata, "error", "*.json")); len(errs) > 0 {
+		seeds(f, filepath.Join(testdata, "error", "*.json"))
+	}
+	seeds(f, filepath.Join(testdata, "stream", "*."+name+".sse"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		for _, d := range all {
 			if d.Dialect == nil {

@@ -15,6 +15,7 @@ import (
 	_ "github.com/caddy-model-gateway/gateway/adapters/kling"
 	_ "github.com/caddy-model-gateway/gateway/adapters/minimax"
 	_ "github.com/caddy-model-gateway/gateway/adapters/openai"
+	_ "github.com/caddy-model-gateway/gateway/adapters/openaicompat"
 	_ "github.com/caddy-model-gateway/gateway/adapters/seedance"
 	_ "github.com/caddy-model-gateway/gateway/adapters/vertex"
 	_ "github.com/caddy-model-gateway/gateway/adapters/vidu"

@@ -189,8 +189,8 @@ func chatToNeutral(w *chatRequest) (*adapters.ChatRequest, error) {
 			c.Messages = append(c.Messages, adapters.Message{Role: adapters.RoleUser, Parts: parts})
 		case "assistant":
 			var parts []adapters.Part
-			if m.Reasoning != "" {
-				parts = append(parts, adapters.Part{Type: adapters.PartThinking, Text: m.Reasoning})
+			if r := m.reasoning(); r != "" {
+				parts = append(parts, adapters.Part{Type: adapters.PartThinking, Text: r})
 			}
 			content, err := contentToParts(m.Content, i)
 			if err != nil {

@@ -117,6 +117,9 @@ func usageFromWire(w *usage) adapters.Usage {
 	if w.PromptTokensDetails != nil {
 		u.CachedTokens = w.PromptTokensDetails.CachedTokens
 	}
+	if u.CachedTokens == 0 {
+		u.CachedTokens = w.vendorCachedTokens()
+	}
 	if w.CompletionTokensDetails != nil {
 		u.ReasoningTokens = w.CompletionTokensDetails.ReasoningTokens
 	}

@@ -61,6 +61,11 @@ func (Adapter) NewRequest(ctx context.Context, up *adapters.Upstream, req *adapt
 // gateway must: the model name, and asking for usage in a stream so the
 // request can be billed on real counts.
 func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
+	return passthroughBodyWith(req, model, WireOptions{})
+}
+
+// passthroughBodyWith is passthroughBody for a compatible server's options.
+func passthroughBodyWith(req *adapters.Request, model string, o WireOptions) ([]byte, error) {
 	var fields []adapters.Field
 	// embeddings may name the model in the path (/v1/engines/{model}/...),
 	// so the body's model is always set to the one resolved and billed
@@ -69,7 +74,7 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 		fields = append(fields, adapters.Field{Key: "model", Value: model})
 	}
 	// a Responses stream always ends with its usage
-	if req.Stream && !req.IncludeUsage && req.Op != adapters.OpResponses {
+	if req.Stream && !req.IncludeUsage && req.Op != adapters.OpResponses && !o.NoStreamOptions {
 		fields = append(fields, adapters.Field{Key: "stream_options", Value: includeUsage})
 		replace = replace || bytes.Contains(req.Raw, []byte("stream_options"))
 	}
@@ -80,8 +85,12 @@ func passthroughBody(req *adapters.Request, model string) ([]byte, error) {
 			fields = append(fields, adapters.Field{Key: "max_output_tokens", Value: req.OutputAllowance})
 			replace = replace || bytes.Contains(req.Raw, []byte("max_output_tokens"))
 		case req.Op == adapters.OpChat && req.Chat != nil && req.Chat.MaxTokens == nil:
-			fields = append(fields, adapters.Field{Key: "max_completion_tokens", Value: req.OutputAllowance})
-			replace = replace || bytes.Contains(req.Raw, []byte("max_completion_tokens"))
+			key := "max_completion_tokens"
+			if o.MaxTokens {
+				key = "max_tokens"
+			}
+			fields = append(fields, adapters.Field{Key: key, Value: req.OutputAllowance})
+			replace = replace || bytes.Contains(req.Raw, []byte(key))
 		case req.Op == adapters.OpCompletion && req.Completion != nil && req.Completion.MaxTokens == nil:
 			fields = append(fields, adapters.Field{Key: "max_tokens", Value: req.OutputAllowance})
 			replace = replace || bytes.Contains(req.Raw, []byte("max_tokens"))
@@ -173,8 +182,8 @@ func DecodeChatResponse(body []byte) (*adapters.Response, error) {
 	if len(w.Choices) > 0 && w.Choices[0].Message != nil {
 		ch := w.Choices[0]
 		m := ch.Message
-		if m.Reasoning != "" {
-			resp.Message.Parts = append(resp.Message.Parts, adapters.Part{Type: adapters.PartThinking, Text: m.Reasoning})
+		if r := m.reasoning(); r != "" {
+			resp.Message.Parts = append(resp.Message.Parts, adapters.Part{Type: adapters.PartThinking, Text: r})
 		}
 		for _, p := range textParts(m.Content) {
 			if p.Text != "" {
@@ -239,6 +248,13 @@ func (Adapter) NewStreamStep(req *adapters.Request) adapters.StreamStep {
 type streamStep struct {
 	tools   map[int]int // OpenAI tool_calls index -> neutral block index
 	started bool
+	// the blocks by tool call id, and the last one started, for servers
+	// whose deltas carry no index or repeat one index for every call
+	// (toolBlock)
+	toolIDs   map[string]int
+	blockIDs  map[int]string
+	lastBlock int
+	maxBlock  int
 }
 
 var (
@@ -278,15 +294,22 @@ func noError(v []byte) bool {
 // object is parsed (most chunks carry none, or "usage":null).
 func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
 	end, err := s.head(ev.Data)
-	if err != nil || end != adapters.StreamGoesOn || !adapters.NamesMember(ev.Data, usageKey, "{") {
+	if err != nil || end != adapters.StreamGoesOn {
 		return nil, end, err
 	}
+	end = finishEnd(ev.Data)
+	if !adapters.NamesMember(ev.Data, usageKey, "{") {
+		return nil, end, nil
+	}
 	u, valid := chunkUsage(ev.Data)
+	if valid && u == nil {
+		u = choiceUsage(ev.Data)
+	}
 	if !valid || u == nil {
 		return nil, end, nil
 	}
 	usage := usageFromWire(u)
-	return &usage, end, nil
+	return &usage, adapters.StreamMayEnd, nil
 }
 
 // DeltaText implements adapters.StreamStep.
@@ -304,7 +327,7 @@ func (s *streamStep) DeltaText(data []byte) string {
 		for _, p := range textParts(ch.Delta.Content) {
 			text.WriteString(p.Text)
 		}
-		text.WriteString(ch.Delta.Reasoning)
+		text.WriteString(ch.Delta.reasoning())
 		for _, tc := range ch.Delta.ToolCalls {
 			text.WriteString(tc.Function.Name)
 			text.WriteString(tc.Function.Arguments)
@@ -332,8 +355,8 @@ func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEven
 			continue
 		}
 		dl := ch.Delta
-		if dl.Reasoning != "" {
-			out = append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: 0, Text: dl.Reasoning})
+		if r := dl.reasoning(); r != "" {
+			out = append(out, &adapters.StreamEvent{Type: adapters.EventThinkingDelta, Index: 0, Text: r})
 		}
 		for _, p := range textParts(dl.Content) {
 			if p.Text != "" {
@@ -341,17 +364,8 @@ func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEven
 			}
 		}
 		for _, tc := range dl.ToolCalls {
-			i := 0
-			if tc.Index != nil {
-				i = *tc.Index
-			}
-			if s.tools == nil {
-				s.tools = map[int]int{}
-			}
-			block, ok := s.tools[i]
-			if !ok {
-				block = 1 + i // block 0 is the text
-				s.tools[i] = block
+			block, started := s.toolBlock(tc)
+			if started {
 				out = append(out, &adapters.StreamEvent{Type: adapters.EventToolCallStart, Index: block, ToolCall: &adapters.ToolCall{ID: tc.ID, Name: tc.Function.Name}})
 			}
 			if tc.Function.Arguments != "" {
@@ -360,11 +374,18 @@ func (s *streamStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEven
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			out = append(out, &adapters.StreamEvent{Type: adapters.EventFinish, StopReason: stopReason(*ch.FinishReason)})
+			if finishedCleanly(*ch.FinishReason) {
+				end = adapters.StreamMayEnd
+			}
 		}
+	}
+	if c.Usage == nil && len(c.Choices) > 0 {
+		c.Usage = c.Choices[0].Usage
 	}
 	if c.Usage != nil {
 		u := usageFromWire(c.Usage)
 		out = append(out, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: &u})
+		end = adapters.StreamMayEnd
 	}
 	return out, end, nil
 }

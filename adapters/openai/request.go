@@ -13,6 +13,16 @@ import (
 // EncodeChatRequest renders a neutral chat as an OpenAI chat completions
 // body for the given upstream model, asking for usage when streaming.
 func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
+	w, err := encodeChat(req, model)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
+}
+
+// encodeChat builds the body EncodeChatRequest sends, for a compatible
+// server's options to adjust (EncodeChatRequestWith).
+func encodeChat(req *adapters.Request, model string) (*chatRequest, error) {
 	c := req.Chat
 	if c == nil {
 		return nil, adapters.BadRequest("the request has no conversation to send")
@@ -99,7 +109,7 @@ func EncodeChatRequest(req *adapters.Request, model string) ([]byte, error) {
 		}
 		w.Messages = append(w.Messages, msgs...)
 	}
-	return json.Marshal(w)
+	return &w, nil
 }
 
 func orDefault(s, d string) string {

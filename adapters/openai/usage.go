@@ -15,7 +15,7 @@ import (
 // goes to encoding/json, so the outcome is json.Unmarshal's.
 
 // usageKeys are the names encoding/json would match, case aside.
-var usageKeys = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+var usageKeys = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details", "prompt_cache_hit_tokens", "cached_tokens"}
 
 // decodeUsage does what json.Unmarshal(raw, dst) does for the usage
 // object upstreams send: null, or an object whose members are integers,
@@ -63,6 +63,10 @@ func decodeUsage(raw []byte, dst **usage) bool {
 			ok = prompt.read(&s, "cached_tokens")
 		case "completion_tokens_details":
 			ok = completion.read(&s, "reasoning_tokens")
+		case "prompt_cache_hit_tokens":
+			ok = s.integer(&u.PromptCacheHitTokens)
+		case "cached_tokens":
+			ok = s.integer(&u.CachedTokens)
 		default:
 			ok = !foldsTo(key, usageKeys...) && s.skip(true)
 		}

@@ -49,6 +49,9 @@ type chatMessage struct {
 	Refusal    *string         `json:"refusal,omitempty"`
 	Reasoning  string          `json:"reasoning_content,omitempty"`
 	Annotation json.RawMessage `json:"annotations,omitempty"`
+	// AltReasoning is the reasoning text compatible servers that do not
+	// say reasoning_content send (see compat.go)
+	AltReasoning looseString `json:"reasoning,omitempty"`
 }
 
 // messageContent is either a plain string or an array of parts.
@@ -203,6 +206,9 @@ type chatChoice struct {
 	Text         string       `json:"text,omitempty"` // legacy completions
 	FinishReason *string      `json:"finish_reason"`
 	Logprobs     *struct{}    `json:"logprobs"`
+	// Usage is where Moonshot's stream reports usage: in its last
+	// chunk's choice (see compat.go)
+	Usage *usage `json:"usage,omitempty"`
 }
 
 type usage struct {
@@ -211,6 +217,10 @@ type usage struct {
 	TotalTokens             int64               `json:"total_tokens"`
 	PromptTokensDetails     *promptDetails      `json:"prompt_tokens_details,omitempty"`
 	CompletionTokensDetails *completionsDetails `json:"completion_tokens_details,omitempty"`
+	// the cache reads compatible servers report in their own words (see
+	// compat.go); never written
+	PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens,omitempty"`
+	CachedTokens         int64 `json:"cached_tokens,omitempty"`
 }
 
 type promptDetails struct {

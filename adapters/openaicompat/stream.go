@@ -1,0 +1,45 @@
+package openaicompat
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
+
+// errorChunkStep reads a stream whose vendor reports a failure after the
+// stream began as a chunk with an error member and finish_reason "error"
+// (OpenRouter: {"id":...,"error":{"code":"server_error","message":...},
+// "choices":[{"delta":{"content":""},"finish_reason":"error"}]}): the
+// stream fails with the error, where OpenAI's step would take the finish
+// for a normal end.
+type errorChunkStep struct {
+	adapters.StreamStep
+	decode func(int, []byte) *adapters.Error
+}
+
+var errorFinish = []byte(`"finish_reason":"error"`)
+
+func (s *errorChunkStep) failed(data []byte) error {
+	if !bytes.Contains(data, errorFinish) {
+		return nil
+	}
+	e := s.decode(http.StatusBadGateway, data)
+	return e
+}
+
+// Translate implements adapters.StreamStep.
+func (s *errorChunkStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEvent) ([]*adapters.StreamEvent, adapters.StreamEnd, error) {
+	if err := s.failed(ev.Data); err != nil {
+		return out, adapters.StreamGoesOn, err
+	}
+	return s.StreamStep.Translate(out, ev)
+}
+
+// Probe implements adapters.StreamStep.
+func (s *errorChunkStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
+	if err := s.failed(ev.Data); err != nil {
+		return nil, adapters.StreamGoesOn, err
+	}
+	return s.StreamStep.Probe(ev)
+}
