@@ -264,10 +264,12 @@ func TestBedrockFailover(t *testing.T) {
 }
 
 // TestBedrockClientLeavesMidStream: Bedrock reports usage only in its
-// last event; a client that leaves before it is billed the prompt and the
-// text it was sent, counted locally, and its balance agrees with the row.
+// last event; a client that leaves before it, from an upstream that then
+// hangs, is billed (once the gateway's drain of the upstream gives up) the
+// prompt and the text it was sent, counted locally, and its balance agrees
+// with the row.
 func TestBedrockClientLeavesMidStream(t *testing.T) {
-	s := startBedrock(t, bedrockConfig())
+	s := startBedrock(t, bedrockConfig().option("stream_drain_timeout 300ms"))
 	words := strings.Fields(strings.Repeat("the quick brown fox jumps over the lazy dog ", 6))
 	s.fake.Set(func(b *gatewaytest.Behavior) { b.Reply, b.HangAfter = strings.Join(words, " "), 1+len(words)/2 })
 	key := s.gw.AddUser("leaver", 10_000_000)
