@@ -186,9 +186,9 @@ func TestRealtimeClientSecrets(t *testing.T) {
 	}
 
 	// the access log has the requests that carried them, not the secrets
-	logs := waitLog(t, s.gw.Logs, `"uri":"/v1/realtime?model=`+realtimeModel)
+	waitLog(t, s.gw.Logs, `"uri":"/v1/realtime?model=`+realtimeModel)
 	waitLog(t, s.gw.Logs, `"uri":"/v1/realtime/client_secrets"`)
-	logs = s.gw.Logs()
+	logs := s.gw.Logs()
 	for _, sec := range []string{secret, short.Value, untranscribed.Value} {
 		if strings.Contains(logs, sec) || strings.Contains(logs, strings.TrimPrefix(sec, "ek_")) {
 			t.Errorf("a client secret reached the logs")
