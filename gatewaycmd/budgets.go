@@ -110,6 +110,9 @@ func (e Env) userPlanCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if known == nil && (ch.Plan != nil && *ch.Plan != "" || ch.Group != nil && *ch.Group != "") {
+				return errors.New("--plan and --group need the gateway's configuration to check the names exist: run in the directory of its Caddyfile or pass --config")
+			}
 			b, err := account.SetUserPlan(ctx, st, account.Operator, u.ID, ch, known)
 			if err != nil {
 				return err

@@ -273,7 +273,11 @@ request settled at that moment is not undone.`,
 // quotaAmount is the flag's amount in units.
 func quotaAmount(cmd *cobra.Command, flag string) (int64, error) {
 	if !strings.HasSuffix(flag, "-usd") {
-		return cmd.Flags().GetInt64(flag)
+		n, err := cmd.Flags().GetInt64(flag)
+		if err == nil {
+			warnUnderCent(cmd, flag, n)
+		}
+		return n, err
 	}
 	s, _ := cmd.Flags().GetString(flag)
 	digits, negative := strings.CutPrefix(strings.TrimSpace(s), "-")

@@ -74,16 +74,7 @@ func (h *Handler) setUserPlan(_ http.ResponseWriter, r *http.Request, c *caller)
 	if in.Plan == nil && in.Group == nil {
 		return nil, badRequest("invalid_request", `send {"plan":"pro","until":"2026-12-31T00:00:00Z","group":"team"}: a plan, a group or both, "" to remove one`)
 	}
-	known := func(kind, name string) bool {
-		if h.budgets == nil {
-			return false
-		}
-		if kind == "plan" {
-			return h.budgets.Plans[name] != nil
-		}
-		return h.budgets.Groups[name] != nil
-	}
-	b, err := account.SetUserPlan(r.Context(), h.store, c.user, id, in, known)
+	b, err := account.SetUserPlan(r.Context(), h.store, c.user, id, in, h.knownBudget)
 	if err != nil {
 		return nil, err
 	}
@@ -109,4 +100,16 @@ func (h *Handler) self(_ http.ResponseWriter, r *http.Request, c *caller) (any, 
 		v.Budget = b
 	}
 	return v, nil
+}
+
+// knownBudget says whether the configuration defines the plan or budget
+// group named.
+func (h *Handler) knownBudget(kind, name string) bool {
+	if h.budgets == nil {
+		return false
+	}
+	if kind == "plan" {
+		return h.budgets.Plans[name] != nil
+	}
+	return h.budgets.Groups[name] != nil
 }
