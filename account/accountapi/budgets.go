@@ -39,9 +39,11 @@ func (h *Handler) setUserBudget(_ http.ResponseWriter, r *http.Request, c *calle
 	if err != nil {
 		return nil, err
 	}
-	if err := account.SetUserBudget(r.Context(), h.store, c.user, id, ch); err != nil {
+	a, err := account.SetUserBudget(r.Context(), h.store, c.user, id, ch)
+	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, a.Action, a.Target, a.Before, a.After)
 	if h.budgets != nil {
 		h.budgets.Forget(id, 0)
 	}
@@ -53,9 +55,11 @@ func (h *Handler) setKeyBudget(_ http.ResponseWriter, r *http.Request, c *caller
 	if err != nil {
 		return nil, err
 	}
-	if err := account.SetKeyBudget(r.Context(), h.store, c.user, id, ch); err != nil {
+	a, err := account.SetKeyBudget(r.Context(), h.store, c.user, id, ch)
+	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, a.Action, a.Target, a.Before, a.After)
 	if h.budgets != nil {
 		h.budgets.Forget(0, id)
 	}
@@ -74,10 +78,11 @@ func (h *Handler) setUserPlan(_ http.ResponseWriter, r *http.Request, c *caller)
 	if in.Plan == nil && in.Group == nil {
 		return nil, badRequest("invalid_request", `send {"plan":"pro","until":"2026-12-31T00:00:00Z","group":"team"}: a plan, a group or both, "" to remove one`)
 	}
-	b, err := account.SetUserPlan(r.Context(), h.store, c.user, id, in, h.knownBudget)
+	b, a, err := account.SetUserPlan(r.Context(), h.store, c.user, id, in, h.knownBudget)
 	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, a.Action, a.Target, a.Before, a.After)
 	if h.budgets != nil {
 		h.budgets.Forget(id, 0)
 	}
