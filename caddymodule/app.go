@@ -520,7 +520,9 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
 		if !local {
 			if len(keys) == 0 {
-				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ))
+				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
+					// {env.X} is the gateway's own environment, at a reload too
+					zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
 				continue
 			}
 			if base == "" {
