@@ -526,6 +526,10 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 				continue
 			}
 			if base == "" {
+				if unset := unsetEnv(cc.BaseURL); len(unset) > 0 {
+					return nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
+						cc.Name, cc.BaseURL, strings.Join(unset, ", "))
+				}
 				return nil, fmt.Errorf("channel %q: base_url is required", cc.Name)
 			}
 			if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
