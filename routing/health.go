@@ -111,13 +111,25 @@ func (c *Channel) Failing() int {
 // whether it is now ejected. A retryAfter above zero (an upstream's 429
 // Retry-After) ejects it for that long at once.
 func (c *Channel) Failed(p HealthPolicy, now time.Time, retryAfter time.Duration) (ejected bool) {
+	return c.failed(p, now, retryAfter, true)
+}
+
+// FailedMidAnswer is Failed for an attempt whose answer began (Succeeded
+// counted it) and then broke off: one attempt, failed.
+func (c *Channel) FailedMidAnswer(p HealthPolicy, now time.Time) (ejected bool) {
+	return c.failed(p, now, 0, false)
+}
+
+func (c *Channel) failed(p HealthPolicy, now time.Time, retryAfter time.Duration, attempt bool) (ejected bool) {
 	h := &c.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastFailure = now
 	h.failures++
 	h.failing++
-	h.attempts++
+	if attempt {
+		h.attempts++
+	}
 	h.failedAttempts++
 	if retryAfter > 0 {
 		h.ejections++
