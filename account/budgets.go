@@ -2,7 +2,9 @@ package account
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/billing"
@@ -34,45 +36,86 @@ func (c BudgetChange) parse() (map[string]int64, error) {
 	return out, nil
 }
 
+// Audited is the audit entry of a change a function here made, for its
+// caller to write with Audit (the change is made by then: a failed write
+// is the caller's to report, as for its other changes).
+type Audited struct {
+	Action, Target string
+	Before, After  Fields
+}
+
 // SetUserBudget sets windows of user id's own budget, as actor.
-func SetUserBudget(ctx context.Context, st store.Store, actor *store.User, id int64, c BudgetChange) error {
+func SetUserBudget(ctx context.Context, st store.Store, actor *store.User, id int64, c BudgetChange) (Audited, error) {
 	u, err := st.UserByID(ctx, id)
 	if err != nil {
-		return err
+		return Audited{}, err
 	}
 	if err := maySetKeyLimits(actor, u); err != nil {
-		return err
+		return Audited{}, err
 	}
-	return setBudget(ctx, st, "user:"+strconv.FormatInt(id, 10), c)
+	return setBudget(ctx, st, AuditUserBudget, UserTarget(id), c)
 }
 
 // SetKeyBudget sets windows of key id's own budget, as actor.
-func SetKeyBudget(ctx context.Context, st store.Store, actor *store.User, id int64, c BudgetChange) error {
+func SetKeyBudget(ctx context.Context, st store.Store, actor *store.User, id int64, c BudgetChange) (Audited, error) {
 	t, err := st.TokenByID(ctx, id)
 	if err != nil {
-		return err
+		return Audited{}, err
 	}
 	owner, err := st.UserByID(ctx, t.UserID)
 	if err != nil {
-		return err
+		return Audited{}, err
 	}
 	if err := maySetKeyLimits(actor, owner); err != nil {
-		return err
+		return Audited{}, err
 	}
-	return setBudget(ctx, st, "key:"+strconv.FormatInt(id, 10), c)
+	return setBudget(ctx, st, AuditKeyBudget, KeyTarget(id), c)
 }
 
-func setBudget(ctx context.Context, st store.Store, subject string, c BudgetChange) error {
+// setBudget sets the windows of subject (the audit target's form, such
+// as "user:7"), and says what they were and are, in USD.
+func setBudget(ctx context.Context, st store.Store, action, subject string, c BudgetChange) (Audited, error) {
 	units, err := c.parse()
 	if err != nil {
-		return err
+		return Audited{}, err
+	}
+	windows := func() (Fields, error) {
+		b, err := st.Budgets(ctx, []string{subject})
+		if err != nil {
+			return nil, err
+		}
+		f := Fields{}
+		for name := range units {
+			f[name] = "0" // none
+			if u, ok := b[subject][name]; ok && u > 0 {
+				f[name] = usd(u)
+			}
+		}
+		return f, nil
+	}
+	before, err := windows()
+	if err != nil {
+		return Audited{}, err
 	}
 	for name, u := range units {
 		if err := st.SetBudget(ctx, subject, name, u); err != nil {
-			return err
+			return Audited{}, err
 		}
 	}
-	return nil
+	after := Fields{}
+	for name, u := range units {
+		after[name] = usd(u)
+	}
+	return Audited{Action: action, Target: subject, Before: before, After: after}, nil
+}
+
+// usd writes units as a decimal amount of USD, as budgets are given.
+func usd(units int64) string {
+	s := strconv.FormatInt(units/billing.UnitsPerUSD, 10)
+	if frac := units % billing.UnitsPerUSD; frac != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%06d", frac), "0")
+	}
+	return s
 }
 
 // PlanChange assigns a user a group and a plan; nil fields stay.
@@ -85,18 +128,18 @@ type PlanChange struct {
 
 // SetUserPlan applies c to user id, as actor. known says whether a group
 // or plan name is configured (nil: any name, as the CLI cannot tell).
-func SetUserPlan(ctx context.Context, st store.Store, actor *store.User, id int64, c PlanChange, known func(kind, name string) bool) (store.UserBudget, error) {
+func SetUserPlan(ctx context.Context, st store.Store, actor *store.User, id int64, c PlanChange, known func(kind, name string) bool) (store.UserBudget, Audited, error) {
 	u, err := st.UserByID(ctx, id)
 	if err != nil {
-		return store.UserBudget{}, err
+		return store.UserBudget{}, Audited{}, err
 	}
 	if err := maySetKeyLimits(actor, u); err != nil {
-		return store.UserBudget{}, err
+		return store.UserBudget{}, Audited{}, err
 	}
 	var until time.Time
 	if c.Until != "" {
 		if until, err = time.Parse(time.RFC3339, c.Until); err != nil {
-			return store.UserBudget{}, invalidf("invalid_until", "until %q is not an RFC 3339 time (2026-12-31T00:00:00Z)", c.Until)
+			return store.UserBudget{}, Audited{}, invalidf("invalid_until", "until %q is not an RFC 3339 time (2026-12-31T00:00:00Z)", c.Until)
 		}
 	}
 	for _, n := range []struct {
@@ -104,20 +147,37 @@ func SetUserPlan(ctx context.Context, st store.Store, actor *store.User, id int6
 		name *string
 	}{{"group", c.Group}, {"plan", c.Plan}} {
 		if n.name != nil && *n.name != "" && known != nil && !known(n.kind, *n.name) {
-			return store.UserBudget{}, invalidf("unknown_"+n.kind, "no %s named %q is configured in the gateway's Caddyfile", n.kind, *n.name)
+			return store.UserBudget{}, Audited{}, invalidf("unknown_"+n.kind, "no %s named %q is configured in the gateway's Caddyfile", n.kind, *n.name)
 		}
+	}
+	before, err := st.UserBudget(ctx, id)
+	if err != nil {
+		return store.UserBudget{}, Audited{}, err
 	}
 	if c.Group != nil {
 		if err := st.SetUserGroup(ctx, id, *c.Group); err != nil {
-			return store.UserBudget{}, err
+			return store.UserBudget{}, Audited{}, err
 		}
 	}
 	if c.Plan != nil {
 		if err := st.SetUserPlan(ctx, id, *c.Plan, until); err != nil {
-			return store.UserBudget{}, err
+			return store.UserBudget{}, Audited{}, err
 		}
 	}
-	return st.UserBudget(ctx, id)
+	after, err := st.UserBudget(ctx, id)
+	if err != nil {
+		return store.UserBudget{}, Audited{}, err
+	}
+	return after, Audited{Action: AuditUserPlan, Target: UserTarget(id), Before: planFields(before), After: planFields(after)}, nil
+}
+
+// planFields is a user's group and plan as the audit log shows them.
+func planFields(b store.UserBudget) Fields {
+	f := Fields{"group": b.Group, "plan": b.Plan, "plan_until": nil}
+	if !b.PlanUntil.IsZero() {
+		f["plan_until"] = b.PlanUntil.UTC().Format(time.RFC3339)
+	}
+	return f
 }
 
 // BudgetView is a user's spending windows as they see them.

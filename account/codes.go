@@ -75,6 +75,28 @@ func Redeem(ctx context.Context, st store.Store, userID int64, code string) (int
 	return n, err
 }
 
+// CheckCodePlan refuses, before it is redeemed, a code granting a plan
+// that known says the gateway does not define (minted for a misspelt
+// plan, or the plan since taken out of the Caddyfile): redeemed, it would
+// grant a plan nothing applies. A code it cannot find is left to Redeem.
+func CheckCodePlan(ctx context.Context, st store.Store, code string, known func(kind, name string) bool) error {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return nil
+	}
+	// the store finds codes by a part of them; an exact match is the code
+	codes, err := st.ListRedemptionCodes(ctx, store.CodeFilter{Search: code, Limit: 10})
+	if err != nil {
+		return err
+	}
+	for _, c := range codes {
+		if c.Code == code && c.Plan != "" && !known("plan", c.Plan) {
+			return invalidf("unknown_plan", "this code grants the plan %q, which this gateway does not offer: ask its administrator for another code", c.Plan)
+		}
+	}
+	return nil
+}
+
 // Transfer moves amount units (all of it when amount is 0) of userID's
 // invitation quota into their quota and returns how much moved.
 func Transfer(ctx context.Context, st store.Store, userID, amount int64, all bool) (int64, error) {

@@ -119,6 +119,14 @@ func NewLeasedLedger(st store.Store, cfg LeaseConfig) *Ledger {
 	return l
 }
 
+// CreditFeed is a store that announces the credits any process commits
+// (PostgreSQL's LISTEN/NOTIFY, store/postgres): a gateway has its ledger
+// hear them (Ledger.Credited), so that a balance credited through one
+// instance is spendable on every instance at the next request.
+type CreditFeed interface {
+	OnCredit(credited func(token bool, id int64))
+}
+
 // LeaseUnavailable is a request that did not fit this instance's slice
 // and whose slice could not be topped up: the store did not answer, so
 // whether the balance covers it is not known.
@@ -148,9 +156,10 @@ func (a *account) inFlight() int64 { return max(AddSat(a.unflushed, a.reserved),
 // leaseCall is one store call's requests, and each account's moved when
 // they were made.
 type leaseCall struct {
-	keys  []accountKey
-	moved []int64
-	reqs  []store.LeaseRequest
+	keys    []accountKey
+	moved   []int64
+	credits []uint64
+	reqs    []store.LeaseRequest
 }
 
 // request adds k to the call, asking for room beyond what is in flight,
@@ -186,6 +195,7 @@ func (c *leaseCall) request(k accountKey, a *account, room, need int64) {
 	}
 	c.keys = append(c.keys, k)
 	c.moved = append(c.moved, a.moved)
+	c.credits = append(c.credits, a.credits)
 	c.reqs = append(c.reqs, r)
 }
 
@@ -248,7 +258,8 @@ func (l *Ledger) lease(keys []accountKey, size func(*account) (room, need int64)
 		}
 		a.leased = g.Amount > 0
 		a.expires = start.Add(lc.cfg.TTL - lc.cfg.TTL/10)
-		a.free, a.leasedAt, a.stale, a.low = g.Free, start, false, false
+		// a credit heard during the call may not be in what it read
+		a.free, a.leasedAt, a.stale, a.low = g.Free, start, a.credits != c.credits[i], false
 	}
 	return nil
 }

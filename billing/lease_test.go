@@ -506,3 +506,47 @@ func TestLeasedMissDuringARenewal(t *testing.T) {
 		t.Fatalf("120000 of a balance of 126300, asked during a renewal: %v", err)
 	}
 }
+
+// A balance spent on two instances, credited by another process: the
+// instance that hears of the credit (Credited, as the store's
+// announcement calls it) spends it at its next request, without waiting
+// for a renewal; one that has not heard refuses from memory until its
+// next renewal (none run here).
+func TestLeasedCreditHeard(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			stores := open(t, 3)
+			u, tok := setupUser(t, stores[0], 0)
+			cfg := billing.LeaseConfig{Renew: time.Hour, TTL: 4 * time.Hour}
+			var ins []*instance
+			for i, st := range stores[:2] {
+				cfg.Owner = "instance-" + string(rune('a'+i))
+				in := startInstance(t, st, filepath.Join(t.TempDir(), "journal"), cfg, false)
+				t.Cleanup(func() { in.shutdown(t) })
+				ins = append(ins, in)
+			}
+			for i, in := range ins {
+				if in.request(t, u, tok, 100, 10) {
+					t.Fatalf("instance %d admitted a request on an empty balance", i)
+				}
+			}
+			// another process (the CLI, a third instance) credits it
+			if err := stores[2].AddQuota(context.Background(), u.ID, 1_000_000); err != nil {
+				t.Fatal(err)
+			}
+			if ins[1].request(t, u, tok, 100, 10) {
+				t.Fatal("an instance that has not heard of the credit admitted against it from memory: the test proves nothing")
+			}
+			ins[0].ledger.Credited(false, u.ID)
+			if !ins[0].request(t, u, tok, 100, 10) {
+				t.Fatal("the instance that heard of the credit refused the next request")
+			}
+			// announcements missed (a listening connection back): every
+			// account is looked at again
+			ins[1].ledger.Credited(false, 0)
+			if !ins[1].request(t, u, tok, 100, 10) {
+				t.Fatal("after missed announcements, the next request was refused")
+			}
+		})
+	}
+}

@@ -62,6 +62,7 @@ type account struct {
 	leasedAt time.Time // the last grant
 	free     int64     // the balance no lease held at leasedAt
 	stale    bool      // credited since leasedAt: a top-up may find more
+	credits  uint64    // credits heard: a grant read before one leaves stale
 	low      bool      // under half its target: top up in the background
 	// what sizes the lease: costs settled since the last renewal, their
 	// rate (units a second), the largest reservations of this renewal
@@ -343,7 +344,30 @@ func (l *Ledger) Credit(userID, amount int64) {
 		a.moved = AddSat(a.moved, amount)
 		a.stale = true
 	default:
-		a.stale = true
+		a.stale, a.credits = true, a.credits+1
+	}
+}
+
+// Credited tells a leased ledger that another process credited a user's
+// balance (token false) or raised what a key may still spend (token
+// true), id 0 meaning any of them (announcements may have been missed):
+// the next request that does not fit the slice looks at the balance again
+// rather than being refused from what the last renewal saw. Without
+// leases the next sync reads the balance.
+func (l *Ledger) Credited(token bool, id int64) {
+	if l.leases == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if id == 0 {
+		for _, a := range l.accounts {
+			a.stale, a.credits = true, a.credits+1
+		}
+		return
+	}
+	if a, ok := l.accounts[accountKey{token, id}]; ok {
+		a.stale, a.credits = true, a.credits+1
 	}
 }
 
@@ -378,7 +402,7 @@ func (l *Ledger) Returned(userID, tokenID, amount int64) {
 	for _, k := range []accountKey{{false, userID}, {true, tokenID}} {
 		if a, ok := l.accounts[k]; ok {
 			if l.leases != nil {
-				a.stale = true
+				a.stale, a.credits = true, a.credits+1
 				continue
 			}
 			a.remaining = AddSat(a.remaining, amount)

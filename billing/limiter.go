@@ -153,7 +153,7 @@ func (w *window) check(now time.Time, lim store.Limits) *Refusal {
 			return &Refusal{Limit: "rpm", Value: lim.RPM, RetryAfter: free.Sub(now)}
 		}
 	}
-	if lim.RPM > 0 && sh.others.Owners > 0 && len(w.starts) > 0 &&
+	if lim.RPM > 0 && sh.synced && (sh.others.Owners > 0 || sh.claimR > 0) &&
 		w.requestsSince(now.Add(-time.Minute)) >= sh.allowed(lim.RPM, sh.requests, sh.others.Requests, sh.claimR) {
 		// this instance's share is taken: the others' next sync may free some
 		return &Refusal{Limit: "rpm", Value: lim.RPM, RetryAfter: time.Second}

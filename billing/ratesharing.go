@@ -29,7 +29,8 @@ import (
 // as without sharing. A key's first request at an instance syncs it at
 // once, claiming one request (one slot) more than it uses, which it may
 // admit at once whatever the others claim; its share comes with its next
-// sync.
+// sync, or at once, with a second call, when no other instance claims the
+// key. An instance admits nothing beyond the claim it has written.
 //
 // The slack: an instance that starts serving a key may admit one request
 // (hold one slot) beyond the others' claims until their next sync; and
@@ -108,10 +109,16 @@ func (s *shared) share(limit, own, other int64) int64 {
 
 // allowed is what this instance may hold of limit: its share on the view
 // read back, never more than the claim it reported (0: none, tpm).
+//
+// Never more than the claim, alone too: a claim is written before what it
+// admits, and every store call reads the others' claims after writing its
+// own under the key's lock (store.ShareRates), so whichever instance wrote
+// last holds to what the others' claims leave, and the claims, hence what
+// is admitted, add up to the limit.
 func (s *shared) allowed(limit, own, other, claim int64) int64 {
 	a := s.share(limit, own, other)
-	if s.synced && s.others.Owners > 0 && claim > 0 {
-		if s.joining {
+	if s.synced && claim > 0 {
+		if s.joining && s.others.Owners > 0 {
 			return claim // the others hold back for it from their next sync
 		}
 		a = min(a, claim)
@@ -134,7 +141,7 @@ func (w *window) use(now time.Time, k accountKey) store.RateUse {
 	sh := &w.shared
 	u := store.RateUse{Token: k.token, ID: k.id, Requests: w.requestsSince(now.Add(-time.Minute)),
 		Tokens: tokens, Parallel: w.parallel}
-	if u.Requests == 0 && u.Tokens == 0 && u.Parallel == 0 {
+	if u.Requests == 0 && u.Tokens == 0 && u.Parallel == 0 && now.Sub(w.usedAt) >= time.Minute {
 		return u // idle for a minute: its claims go back to the others
 	}
 	claim := func(limit, own, other int64) int64 {
@@ -154,8 +161,10 @@ func (w *window) use(now time.Time, k accountKey) store.RateUse {
 	return u
 }
 
-// sync reports the use of keys and reads the others'. Called without mu.
-func (l *Limiter) sync(now time.Time, keys []accountKey) {
+// sync reports the use of keys and reads the others', and, unless again,
+// reports once more the keys whose claim the view read changes. Called
+// without mu.
+func (l *Limiter) sync(now time.Time, keys []accountKey, again bool) {
 	sh := l.sharing
 	l.mu.Lock()
 	uses := make([]store.RateUse, 0, len(keys))
@@ -177,7 +186,6 @@ func (l *Limiter) sync(now time.Time, keys []accountKey) {
 	defer cancel()
 	got, err := sh.st.ShareRates(ctx, sh.cfg.Owner, now.Add(3*sh.cfg.Sync), uses)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for i, k := range ks {
 		w := l.keys[k]
 		if w == nil {
@@ -194,9 +202,34 @@ func (l *Limiter) sync(now time.Time, keys []accountKey) {
 		w.shared.claimR, w.shared.claimP = u.Requests, u.Parallel
 		w.shared.reported = u != store.RateUse{Token: u.Token, ID: u.ID}
 	}
+	l.mu.Unlock()
 	if err != nil {
 		sh.cfg.Log.Warn("sharing rate limits: each instance enforces them alone until the store answers",
 			zap.Int("keys", len(uses)), zap.Error(err))
+		return
+	}
+	if again {
+		return
+	}
+	// A claim is made on the view the last sync read, and the one just
+	// read may give another: claim that now, rather than admit a sync
+	// period on the old one (alone on a key, the whole limit at its first
+	// request; a claim the others left room for, or took back, at once).
+	// An instance joining keeps the one request it may take meanwhile.
+	var changed []accountKey
+	l.mu.Lock()
+	for i, k := range ks {
+		w := l.keys[k]
+		if w == nil || w.shared.joining && w.shared.others.Owners > 0 {
+			continue
+		}
+		if u := w.use(now, k); u.Requests != uses[i].Requests || u.Parallel != uses[i].Parallel {
+			changed = append(changed, k)
+		}
+	}
+	l.mu.Unlock()
+	if len(changed) > 0 {
+		l.sync(now, changed, true)
 	}
 }
 
@@ -217,9 +250,10 @@ func (l *Limiter) syncFirst(now time.Time, keys []accountKey, lims []store.Limit
 		}
 	}
 	l.mu.Unlock()
-	if len(fresh) > 0 {
-		l.sync(now, fresh)
+	if len(fresh) == 0 {
+		return
 	}
+	l.sync(now, fresh, false)
 }
 
 // RunSync reports and reads the shared limits' use every Sync until ctx
@@ -246,7 +280,7 @@ func (l *Limiter) RunSync(ctx context.Context) {
 			}
 			l.mu.Unlock()
 			for start := 0; start < len(keys); start += renewBatch {
-				l.sync(now, keys[start:min(start+renewBatch, len(keys))])
+				l.sync(now, keys[start:min(start+renewBatch, len(keys))], false)
 			}
 		}
 	}

@@ -2,6 +2,8 @@ package billing_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,6 +118,54 @@ func TestSharedLimitsWithdrawnAtStop(t *testing.T) {
 			stops[0]()
 			if n := others(); n != 1 {
 				t.Fatalf("after one instance stopped, %d report the key's use, want 1", n)
+			}
+		})
+	}
+}
+
+// A new key's rpm holds from its first request, not from the instances'
+// first periodic sync: requests sent round-robin through three instances
+// that have never served the key are admitted at most once per instance
+// beyond the limit (the one an instance joining may take before the
+// others hold back for it), concurrently too.
+func TestSharedLimitsHoldFromTheFirstRequest(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			for _, concurrent := range []bool{false, true} {
+				stores := open(t, 3)
+				var ls []*billing.Limiter
+				for i, st := range stores {
+					// no RunSync: only a key's first request syncs
+					ls = append(ls, billing.NewSharedLimiter(st, billing.ShareConfig{Owner: "instance-" + string(rune('a'+i))}))
+				}
+				const rpm = 12
+				lim := store.Limits{RPM: rpm}
+				var admitted atomic.Int64
+				var wg sync.WaitGroup
+				for i := range 3 * rpm {
+					l := ls[i%len(ls)]
+					send := func() {
+						if tk, refused := l.Admit(time.Now(), 7, lim, 7, store.Limits{}); refused == nil {
+							admitted.Add(1)
+							tk.Done(time.Now(), 0)
+						}
+					}
+					if concurrent {
+						wg.Go(send)
+					} else {
+						send()
+					}
+				}
+				wg.Wait()
+				n := admitted.Load()
+				t.Logf("concurrent %v: %d of %d admitted through three instances, rpm %d", concurrent, n, 3*rpm, rpm)
+				// sent one by one, the first instance claims the whole
+				// limit and serves its part of it; at once, the claims of
+				// instances joining together may hold each other back
+				// until their next sync, which this test never runs
+				if n > rpm+int64(len(ls))-1 || !concurrent && n < rpm {
+					t.Fatalf("concurrent %v: %d requests admitted, rpm %d: want %d to %d", concurrent, n, rpm, rpm, rpm+len(ls)-1)
+				}
 			}
 		})
 	}

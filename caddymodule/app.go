@@ -565,10 +565,16 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 		}
 		if !local {
 			if len(keys) == 0 {
-				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ))
+				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
+					// {env.X} is the gateway's own environment, at a reload too
+					zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
 				continue
 			}
 			if base == "" {
+				if unset := unsetEnv(cc.BaseURL); len(unset) > 0 {
+					return nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
+						cc.Name, cc.BaseURL, strings.Join(unset, ", "))
+				}
 				return nil, fmt.Errorf("channel %q: base_url is required", cc.Name)
 			}
 			if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {

@@ -132,6 +132,10 @@ func init() {
 //		}
 //	}
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if d.Next() {
+		warnReloadVars(d.File())
+	}
+	d.Reset()
 	app := new(App)
 	// a second gateway block adds to the first
 	if prev, ok := existing.(httpcaddyfile.App); ok && len(prev.Value) > 0 {

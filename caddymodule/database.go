@@ -107,6 +107,9 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.D
 		go func() { defer db.wg.Done(); db.ledger.RunLeases(ctx) }()
 		db.wg.Add(1)
 		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
+		if feed, ok := st.(billing.CreditFeed); ok { // heard on the connection the key cache follows
+			feed.OnCredit(db.ledger.Credited)
+		}
 		if feed, ok := st.(keys.ChangeFeed); ok { // PostgreSQL: changes from other instances at once
 			db.wg.Add(1)
 			go func() {

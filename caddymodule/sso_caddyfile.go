@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -84,6 +85,13 @@ func (c *SSOConfig) oidcProvider(st store.Store) (*oidc.Provider, error) {
 	}
 	repl := caddy.NewReplacer()
 	o := c.OIDC
+	if secret := strings.TrimSpace(repl.ReplaceAll(o.ClientSecret, "")); secret == "" {
+		if unset := unsetEnv(o.ClientSecret); len(unset) > 0 {
+			return nil, fmt.Errorf("sso oidc: client_secret %s is empty: %s is not set in the gateway's environment "+
+				"({env.X} is read from the running gateway's own environment, at a reload too, never from the shell running caddy reload: "+
+				"set it where the gateway starts, or write {file.PATH} to read it from a file at every reload)", o.ClientSecret, strings.Join(unset, ", "))
+		}
+	}
 	domains := make([]string, len(o.AllowedDomains))
 	for i, d := range o.AllowedDomains {
 		domains[i] = repl.ReplaceAll(d, "")

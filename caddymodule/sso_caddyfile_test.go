@@ -34,7 +34,7 @@ func TestSSOSecretFromTheEnvironment(t *testing.T) {
 		t.Fatalf("provider: %v", err)
 	}
 	c.OIDC.ClientSecret = "{env.TEST_OIDC_UNSET}"
-	if _, err := c.oidcProvider(nil); err == nil || !strings.Contains(err.Error(), "client_secret is required") {
+	if _, err := c.oidcProvider(nil); err == nil || !strings.Contains(err.Error(), "TEST_OIDC_UNSET is not set in the gateway's environment") {
 		t.Fatalf("an unset secret: %v", err)
 	}
 	if p, err := (*SSOConfig)(nil).oidcProvider(nil); p != nil || err != nil {

@@ -153,7 +153,7 @@ func (e *Engine) FailedMidAnswer(ch *routing.Channel, f *Failure) {
 	if e.Observer != nil {
 		e.Observer.ChannelFailed(ch.Name, f.Err.Status, false)
 	}
-	ch.Failed(e.Health, time.Now(), 0)
+	ch.FailedMidAnswer(e.Health, time.Now())
 	ch.NoteFailure(f.logStatus(), f.summary())
 	e.LogFailure(ch, f, FailedMidAnswer)
 }

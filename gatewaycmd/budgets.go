@@ -49,9 +49,11 @@ func (e Env) userBudgetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := account.SetUserBudget(ctx, st, account.Operator, u.ID, budgetChange(cmd)); err != nil {
+			a, err := account.SetUserBudget(ctx, st, account.Operator, u.ID, budgetChange(cmd))
+			if err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, a.Action, a.Target, a.Before, a.After)
 			return budgetOut(ctx, cmd, st, "user:"+strconv.FormatInt(u.ID, 10))
 		}),
 	}
@@ -70,9 +72,11 @@ func (e Env) tokenBudgetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := account.SetKeyBudget(ctx, st, account.Operator, t.ID, budgetChange(cmd)); err != nil {
+			a, err := account.SetKeyBudget(ctx, st, account.Operator, t.ID, budgetChange(cmd))
+			if err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, a.Action, a.Target, a.Before, a.After)
 			return budgetOut(ctx, cmd, st, "key:"+strconv.FormatInt(t.ID, 10))
 		}),
 	}
@@ -110,10 +114,14 @@ func (e Env) userPlanCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := account.SetUserPlan(ctx, st, account.Operator, u.ID, ch, known)
+			if known == nil && (ch.Plan != nil && *ch.Plan != "" || ch.Group != nil && *ch.Group != "") {
+				return errors.New("--plan and --group need the gateway's configuration to check the names exist: run in the directory of its Caddyfile or pass --config")
+			}
+			b, a, err := account.SetUserPlan(ctx, st, account.Operator, u.ID, ch, known)
 			if err != nil {
 				return err
 			}
+			audit(ctx, cmd, st, a.Action, a.Target, a.Before, a.After)
 			return printJSON(cmd, b)
 		}),
 	}

@@ -16,7 +16,7 @@ import (
 
 func (e Env) redeemAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add (--quota <units> | --plan <plan> --days <n>) [--count <n>] [--name <batch>] [--expires <duration>]",
+		Use:   "add (--quota <units> | --usd <USD> | --plan <plan> --days <n>) [--count <n>] [--name <batch>] [--expires <duration>]",
 		Short: "Creates redemption codes and prints them, one a line",
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			for _, f := range []string{"rpm", "tpm", "max-parallel"} {
@@ -24,7 +24,6 @@ func (e Env) redeemAddCommand() *cobra.Command {
 					return fmt.Errorf("--%s: a redemption code adds quota only, never rate limits: set those on the user ('caddy gateway user set') or the key ('caddy gateway token set')", f)
 				}
 			}
-			quota, _ := cmd.Flags().GetInt64("quota")
 			count, _ := cmd.Flags().GetInt("count")
 			expires, _ := cmd.Flags().GetString("expires")
 			var expiresAt time.Time
@@ -43,12 +42,21 @@ func (e Env) redeemAddCommand() *cobra.Command {
 				if kerr != nil {
 					return kerr
 				}
-				if known != nil && !known("plan", plan) {
+				if known == nil {
+					// unchecked, a misspelt plan's codes would redeem
+					// for a plan the gateway never applies
+					return fmt.Errorf("--plan needs the gateway's configuration to check that plan %q exists: run in the directory of its Caddyfile or pass --config", plan)
+				}
+				if !known("plan", plan) {
 					return fmt.Errorf("no plan named %q is configured in the gateway's Caddyfile", plan)
 				}
 				days, _ := cmd.Flags().GetInt64("days")
 				codes, err = account.CreatePlanCodes(ctx, st, name, count, plan, days, expiresAt)
 			} else {
+				quota, qerr := money(cmd, "quota")
+				if qerr != nil {
+					return qerr
+				}
 				codes, err = account.CreateCodeBatch(ctx, st, name, count, quota, expiresAt)
 			}
 			if err != nil {
@@ -63,16 +71,17 @@ func (e Env) redeemAddCommand() *cobra.Command {
 	}
 	// before the store is opened: a mistake on the command line opens nothing
 	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		plan, quota := cmd.Flags().Changed("plan") || cmd.Flags().Changed("days"), cmd.Flags().Changed("quota")
+		plan, quota := cmd.Flags().Changed("plan") || cmd.Flags().Changed("days"), cmd.Flags().Changed("quota") || cmd.Flags().Changed("usd")
 		switch {
 		case plan && quota:
-			return flagError(cmd, errors.New("a code grants --quota or a --plan for --days, not both"))
+			return flagError(cmd, errors.New("a code grants --quota (--usd) or a --plan for --days, not both"))
 		case !plan && !quota:
-			return flagError(cmd, errors.New("--quota is required (or --plan <plan> --days <n>)"))
+			return flagError(cmd, errors.New("--quota or --usd is required (or --plan <plan> --days <n>)"))
 		}
 		return nil
 	}
 	c.Flags().Int64("quota", 0, "units each code adds (1,000,000 = 1 USD)")
+	usdFlag(c, "quota", "what each code adds")
 	c.Flags().String("plan", "", "a plan of the gateway's Caddyfile each code grants instead of quota")
 	c.Flags().Int64("days", 0, "how long the plan lasts from the redemption (or adds on to the same plan running)")
 	c.Flags().Int("count", 1, "how many codes")

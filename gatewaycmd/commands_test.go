@@ -348,7 +348,7 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"token", "delete"}, "--id is required"},
 		{[]string{"token", "rename", "--name", "x"}, "--id is required"},
 		{[]string{"token", "delete", "--id", "x"}, `invalid argument "x" for "--id" flag`},
-		{[]string{"redeem", "add"}, "--quota is required"},
+		{[]string{"redeem", "add"}, "--quota or --usd is required"},
 		{[]string{"redeem", "enable"}, "--id is required"},
 	} {
 		wantError(t, e, tc.want, tc.args...)

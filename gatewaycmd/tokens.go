@@ -15,7 +15,7 @@ import (
 
 func (e Env) tokenAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --username <name> [--name <name>] [--quota <units>] [--models a,b] [--expires 720h] [--rpm N] [--tpm N] [--max-parallel N] [--management]",
+		Use:   "add --username <name> [--name <name>] [--quota <units> | --usd <USD>] [--models a,b] [--expires 720h] [--rpm N] [--tpm N] [--max-parallel N] [--management]",
 		Short: "Creates an API key and prints it, alone, on stdout",
 		Long: `Creates an API key for a user. The key is printed once and stored only as a hash.
 A key reaches the model and task endpoints; with --management it also reaches
@@ -24,7 +24,10 @@ login does.`,
 		RunE: e.withStore(func(ctx context.Context, cmd *cobra.Command, st store.Store) error {
 			username, _ := cmd.Flags().GetString("username")
 			name, _ := cmd.Flags().GetString("name")
-			quota, _ := cmd.Flags().GetInt64("quota")
+			quota, err := money(cmd, "quota")
+			if err != nil {
+				return err
+			}
 			models, _ := cmd.Flags().GetString("models")
 			expires, _ := cmd.Flags().GetString("expires")
 			u, err := st.UserByName(ctx, username)
@@ -58,6 +61,7 @@ login does.`,
 	c.Flags().String("username", "", "owner of the key")
 	c.Flags().String("name", "", "a name to tell keys apart")
 	c.Flags().Int64("quota", 0, "the key's own spending limit in units (0: only the user's quota applies)")
+	usdFlag(c, "quota", "the key's own spending limit")
 	c.Flags().String("models", "", "comma-separated models the key may use (default: all)")
 	c.Flags().String("expires", "", "lifetime, e.g. 720h or 30d (default: never expires)")
 	c.Flags().Bool("management", false, "a management key: it reaches the account and admin API as its owner's login does")

@@ -46,7 +46,7 @@ func changeUser(ctx context.Context, cmd *cobra.Command, st store.Store, c accou
 
 func (e Env) userAddCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "add --username <name> [--password-stdin] [--role user|admin|root] [--quota <units>] [--rpm N] [--tpm N] [--max-parallel N]",
+		Use:   "add --username <name> [--password-stdin] [--role user|admin|root] [--quota <units> | --usd <USD>] [--rpm N] [--tpm N] [--max-parallel N]",
 		Short: "Creates a user (with a random password, printed, unless one is read from stdin)",
 		Long: `Creates a user. The password is read from the first line of stdin with
 --password-stdin; without it a random one is made and printed once, as
@@ -57,9 +57,11 @@ history).`,
 			var n account.NewUser
 			n.Username, _ = cmd.Flags().GetString("username")
 			n.Role, _ = cmd.Flags().GetString("role")
-			n.Quota, _ = cmd.Flags().GetInt64("quota")
 			n.Password = password
 			var err error
+			if n.Quota, err = money(cmd, "quota"); err != nil {
+				return err
+			}
 			if n.Limits, err = newLimits(cmd); err != nil {
 				return err
 			}
@@ -81,6 +83,7 @@ history).`,
 	passwordFlags(c)
 	c.Flags().String("role", store.RoleUser, "user, admin or root")
 	c.Flags().Int64("quota", 0, "starting quota in units (1,000,000 = 1 USD)")
+	usdFlag(c, "quota", "starting quota")
 	limitFlags(c)
 	required(c, "username")
 	return c
@@ -336,7 +339,11 @@ request settled at that moment is not undone.`,
 // quotaAmount is the flag's amount in units.
 func quotaAmount(cmd *cobra.Command, flag string) (int64, error) {
 	if !strings.HasSuffix(flag, "-usd") {
-		return cmd.Flags().GetInt64(flag)
+		n, err := cmd.Flags().GetInt64(flag)
+		if err == nil {
+			warnUnderCent(cmd, flag, n)
+		}
+		return n, err
 	}
 	s, _ := cmd.Flags().GetString(flag)
 	digits, negative := strings.CutPrefix(strings.TrimSpace(s), "-")

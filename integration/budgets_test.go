@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -484,5 +486,57 @@ func TestBudgetModelGroupsLimitKeys(t *testing.T) {
 	resp, body = gw.Do("POST", "/api/user/tokens", key, []byte(`{"name":"g","models":["group:nope"]}`), nil)
 	if e, ok := errorBody(body); resp.StatusCode != 400 || !ok || e.Code != "unknown_model" {
 		t.Fatalf("an undefined group: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestBudgetChangesAudited: a user's and a key's windows and a user's
+// plan and group, changed through the admin API (as the console does) and
+// with the CLI, each leave an audit row naming who changed what, with the
+// fields before and after.
+func TestBudgetChangesAudited(t *testing.T) {
+	gw, _ := startBudgets(t, block("plan pro", "window 5h 0.0005", "models group coding"),
+		block("budget_group staff", "weekly 0.001"))
+	admin := loggedIn(t, gw, "boss", 0, "admin")
+	gw.AddUser("sub", 0)
+	sub := gw.User("sub")
+	tokens, err := gw.Store().ListTokens(t.Context(), sub.ID)
+	if err != nil || len(tokens) != 1 {
+		t.Fatalf("sub's keys: %v %v", tokens, err)
+	}
+	user, key := fmt.Sprintf("user:%d", sub.ID), fmt.Sprintf("key:%d", tokens[0].ID)
+
+	admin.ok(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/budget", sub.ID), map[string]any{"windows": map[string]string{"daily": "5"}})
+	admin.ok(http.MethodPut, fmt.Sprintf("/api/admin/tokens/%d/budget", tokens[0].ID), map[string]any{"windows": map[string]string{"monthly": "30.5"}})
+	admin.ok(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/plan", sub.ID), map[string]any{"plan": "pro", "until": "2030-01-01T00:00:00Z", "group": "staff"})
+	gw.CLI("user", "budget", "--username", "sub", "--daily", "7")
+	gw.CLI("token", "budget", "--id", fmt.Sprint(tokens[0].ID), "--monthly", "0")
+	gw.CLI("user", "plan", "--username", "sub", "--plan", "")
+
+	var page struct {
+		Data []struct {
+			Actor         string
+			Action        string
+			Target        string
+			Before, After json.RawMessage
+		}
+	}
+	admin.ok(http.MethodGet, "/api/admin/audit?limit=100", nil).decode(t, &page)
+	var got []string
+	for _, e := range page.Data {
+		if strings.HasSuffix(e.Action, ".budget") || e.Action == "user.plan" {
+			got = append(got, fmt.Sprintf("%s %s %s %s -> %s", e.Actor, e.Action, e.Target, e.Before, e.After))
+		}
+	}
+	slices.Reverse(got) // oldest first
+	want := []string{
+		`boss user.budget ` + user + ` {"daily":"0"} -> {"daily":"5"}`,
+		`boss key.budget ` + key + ` {"monthly":"0"} -> {"monthly":"30.5"}`,
+		`boss user.plan ` + user + ` {"group":"","plan":"","plan_until":null} -> {"group":"staff","plan":"pro","plan_until":"2030-01-01T00:00:00Z"}`,
+		`cli user.budget ` + user + ` {"daily":"5"} -> {"daily":"7"}`,
+		`cli key.budget ` + key + ` {"monthly":"30.5"} -> {"monthly":"0"}`,
+		`cli user.plan ` + user + ` {"plan":"pro","plan_until":"2030-01-01T00:00:00Z"} -> {"plan":"","plan_until":null}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the audit log's budget and plan rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

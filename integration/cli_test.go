@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // cliCaddyfile is a priced demo model behind key auth and the account API,
@@ -233,5 +234,128 @@ func TestCSVExportsShowTextAsText(t *testing.T) {
 	codes, err := csv.NewReader(bytes.NewReader(a.body)).ReadAll()
 	if err != nil || len(codes) != 2 || codes[1][1] != "'@SUM(A1)" {
 		t.Fatalf("codes export: %q, %v; want the batch name as '@SUM(A1)", codes, err)
+	}
+}
+
+// TestCLIMoneyInUSD: every command that takes money takes it in USD too
+// (--usd), and an amount in units under one cent is accepted with a
+// warning saying what it is in USD ("redeem add --quota 5" mints
+// $0.000005).
+func TestCLIMoneyInUSD(t *testing.T) {
+	g := startAccounts(t, "on", 1000)
+	g.CLI("user", "add", "--username", "payer", "--password", "password-payer", "--quota", "0")
+	redeemed := func(code string) int64 {
+		t.Helper()
+		before, _ := g.Quota("payer")
+		c := newClient(t, g)
+		c.login("payer")
+		c.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": strings.TrimSpace(code)})
+		after, _ := g.Quota("payer")
+		return after - before
+	}
+	stdout, stderr, err := g.TryCLI("redeem", "add", "--usd", "5")
+	if err != nil || strings.Contains(stderr, "warning") {
+		t.Fatalf("redeem add --usd 5: %v %s", err, stderr)
+	}
+	if got := redeemed(stdout); got != 5_000_000 {
+		t.Fatalf("a code of --usd 5 added %d units, want 5000000", got)
+	}
+	stdout, stderr, err = g.TryCLI("redeem", "add", "--usd", "0.25", "--count", "1")
+	if err != nil || redeemed(stdout) != 250_000 {
+		t.Fatalf("redeem add --usd 0.25: %v %s", err, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"redeem", "add", "--quota", "5"}, "warning: --quota 5 is 5 units, 0.000005 USD"},
+		{[]string{"token", "add", "--username", "payer", "--quota", "20"}, "warning: --quota 20 is 20 units, 0.00002 USD"},
+		{[]string{"user", "quota", "--username", "payer", "--add", "5"}, "for 5 USD pass --add-usd 5"},
+	} {
+		if _, stderr, err := g.TryCLI(tc.args...); err != nil || !strings.Contains(stderr, tc.want) {
+			t.Errorf("caddy gateway %s: %v, stderr %q; want it done, with %q", strings.Join(tc.args, " "), err, stderr, tc.want)
+		}
+	}
+	if _, stderr, err := g.TryCLI("redeem", "add", "--quota", "1000000"); err != nil || stderr != "" {
+		t.Errorf("redeem add --quota 1000000: %v, stderr %q; want no warning", err, stderr)
+	}
+	if _, stderr, err := g.TryCLI("redeem", "add", "--usd", "5", "--quota", "5"); err == nil {
+		t.Errorf("redeem add with both --usd and --quota: accepted (%s)", stderr)
+	}
+	if _, stderr, err := g.TryCLI("redeem", "add", "--usd", "0.0000001"); err == nil || !strings.Contains(stderr, "at most six decimals") {
+		t.Errorf("redeem add --usd 0.0000001: %v %s", err, stderr)
+	}
+
+	// a key's own limit in USD
+	g.TryCLI("token", "add", "--username", "payer", "--name", "in-usd", "--usd", "2")
+	u, err := g.Store().UserByName(t.Context(), "payer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := g.Store().ListTokens(t.Context(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tk := range tokens {
+		if tk.Name == "in-usd" {
+			found = tk.QuotaLimit == 2_000_000
+		}
+	}
+	if !found {
+		t.Fatalf("token add --usd 2: no key named in-usd limited to 2000000 units: %+v", tokens)
+	}
+
+	// a new user's starting balance in USD
+	g.CLI("user", "add", "--username", "rich", "--password", "password-rich", "--usd", "3")
+	if q, _ := g.Quota("rich"); q != 3_000_000 {
+		t.Fatalf("user add --usd 3: quota %d, want 3000000", q)
+	}
+	if _, stderr, _ := g.TryCLI("user", "add", "--username", "poor", "--password", "password-poor", "--quota", "3"); !strings.Contains(stderr, "warning: --quota 3 is 3 units") {
+		t.Errorf("user add --quota 3: stderr %q, want the under-a-cent warning", stderr)
+	}
+}
+
+// TestCLIPlanCodesNeedThePlan: 'redeem add --plan' where no configuration
+// can be read (so the plan cannot be checked) mints nothing, and a code
+// granting a plan the gateway does not define (minted before the check,
+// or the plan since removed) is refused at redemption, unused.
+func TestCLIPlanCodesNeedThePlan(t *testing.T) {
+	g := gatewaytest.Start(t, cliCaddyfile, nil)
+	// the gateway's database, without its Caddyfile
+	root := t.TempDir()
+	if err := os.Symlink(filepath.Join(g.Dir, "data"), filepath.Join(root, "data")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gatewaytest.Binary(t), "gateway", "redeem", "add", "--plan", "pro", "--days", "30")
+	cmd.Dir = root
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// (on PostgreSQL the database too is found only through the
+	// configuration: the command stops before that)
+	err := cmd.Run()
+	if err == nil || stdout.String() != "" || !gatewaytest.OnPostgres() && !strings.Contains(stderr.String(), "needs the gateway's configuration") {
+		t.Fatalf("redeem add --plan with no configuration: %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	}
+	if list := strings.TrimSpace(g.CLI("redeem", "list")); list != "[]" {
+		t.Fatalf("codes minted: %s", list)
+	}
+
+	// a code of a plan the configuration does not define
+	g = startAccounts(t, "on", 1000)
+	if err := g.Store().CreateRedemptionCodes(t.Context(), []*store.RedemptionCode{{Code: "GHOST-PLAN-CODE", Status: store.CodeEnabled, Plan: "ghost", PlanDays: 30}}); err != nil {
+		t.Fatal(err)
+	}
+	g.CLI("user", "add", "--username", "hopeful", "--password", "password-hopeful", "--quota", "0")
+	c := newClient(t, g)
+	c.login("hopeful")
+	r := c.do(http.MethodPost, "/api/user/topup", map[string]string{"key": "GHOST-PLAN-CODE"})
+	e, ok := errorBody(r.body)
+	if r.status != http.StatusBadRequest || !ok || e.Code != "unknown_plan" || !strings.Contains(e.Message, `"ghost"`) {
+		t.Fatalf("redeeming a code of an unknown plan: %d %s", r.status, r.body)
+	}
+	codes, err := g.Store().ListRedemptionCodes(t.Context(), store.CodeFilter{})
+	if err != nil || len(codes) != 1 || codes[0].UsedBy != 0 {
+		t.Fatalf("the code after the refusal: %+v (%v)", codes, err)
 	}
 }

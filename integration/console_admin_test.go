@@ -187,7 +187,7 @@ func TestConsoleAdminChannels(t *testing.T) {
 	if st := cell("down", 2); !strings.HasPrefix(st, "ejected until") {
 		t.Fatalf("down's state %q", st)
 	}
-	if st, e := cell("fake", 2), cell("down", 4); st != "in service" || e != "1" {
+	if st, e := cell("fake", 2), cell("down", 4); !strings.HasPrefix(st, "in service") || !strings.Contains(st, "2 attempts here, 0 failed") || e != "1" {
 		t.Fatalf("fake's state %q, down's ejections %q", st, e)
 	}
 	if last := cell("down", 5); last == "—" || last == "" {
@@ -484,4 +484,76 @@ func TestConsoleAdminOnPhone(t *testing.T) {
 	b.noSideScroll("the user dialog")
 	b.screenshot("admin-user-edit-phone")
 	b.desktop()
+}
+
+// TestConsoleChannelFailingBeforeEjection: a channel that never answers,
+// short of its ejection (three failures in a row here), shows "failing"
+// with its attempts counted, on the page and in the admin API, although
+// its requests' usage rows name no channel (none answered); a channel
+// that answers shows "in service" with its attempts.
+func TestConsoleChannelFailingBeforeEjection(t *testing.T) {
+	fake := gatewaytest.NewFakeOpenAI(t, "sk-fake-upstream-0001")
+	cfg := accountConfig("off", 1000, 1000).
+		option(block("health", "consecutive_failures 3", "base_ejection 1m")).
+		channel("fake", "openai", "{{UP}}", "sk-fake-upstream-0001", "gpt-4o-mini").
+		channel("down", "openai", "http://127.0.0.1:9", "sk-down-upstream-0002", "gpt-dead").
+		price("gpt-4o-mini", "input 0.15", "output 0.60").
+		price("gpt-dead", "input 1", "output 1")
+	g := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP": fake.URL})
+	createUser(g, "bob", 5_000_000, "user")
+	key := g.AddToken("bob")
+	ask := func(model string) int {
+		resp, _ := g.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`), nil)
+		return resp.StatusCode
+	}
+	if s := ask("gpt-4o-mini"); s != 200 {
+		t.Fatalf("gpt-4o-mini: %d", s)
+	}
+	for range 2 {
+		if s := ask("gpt-dead"); s < 500 {
+			t.Fatalf("gpt-dead answered %d", s)
+		}
+	}
+	g.WaitUsage("bob", 3)
+
+	b := adminBrowser(t, g, "boss")
+	var channels struct {
+		Data []struct {
+			Name    string
+			State   string
+			Ejected bool
+			Failing int
+			A       int64 `json:"attempts"`
+			F       int64 `json:"failed_attempts"`
+		}
+	}
+	admin := loggedIn(t, g, "ops", 0, "admin")
+	admin.ok(http.MethodGet, "/api/admin/channels", nil).decode(t, &channels)
+	got := map[string]string{}
+	for _, c := range channels.Data {
+		got[c.Name] = fmt.Sprintf("%s ejected=%v failing=%d attempts=%d failed=%d", c.State, c.Ejected, c.Failing, c.A, c.F)
+	}
+	if got["down"] != "failing ejected=false failing=2 attempts=2 failed=2" || got["fake"] != "in_service ejected=false failing=0 attempts=1 failed=0" {
+		t.Fatalf("the admin API's channels: %v", got)
+	}
+
+	b.open("/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 3`)
+	cell := func(channel string) string {
+		return evalJS[string](b, fmt.Sprintf(`document.querySelector('#channels tr[data-channel=%q]').children[2].innerText`, channel))
+	}
+	if st := cell("down"); !strings.HasPrefix(st, "failing: 2 failures since its last success") || !strings.Contains(st, "2 attempts here, 2 failed") {
+		t.Fatalf("down's state %q", st)
+	}
+	if st := cell("fake"); !strings.HasPrefix(st, "in service") || !strings.Contains(st, "1 attempts here, 0 failed") {
+		t.Fatalf("fake's state %q", st)
+	}
+	// the third failure in a row ejects it
+	if s := ask("gpt-dead"); s < 500 {
+		t.Fatalf("gpt-dead answered %d", s)
+	}
+	b.do(chromedp.Click(chromedp.ID("channels-refresh")))
+	b.waitFor(`document.getElementById('channels').dataset.loading === 'no'`)
+	if st := cell("down"); !strings.HasPrefix(st, "ejected until") || !strings.Contains(st, "3 attempts here, 3 failed") {
+		t.Fatalf("down's state after its third failure %q", st)
+	}
 }

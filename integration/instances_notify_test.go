@@ -140,3 +140,73 @@ func TestInstancesHearKeyChangesAfterReconnecting(t *testing.T) {
 		return chat(t, second, key, "demo", false).status == http.StatusOK
 	})
 }
+
+// TestInstancesSpendACreditAtOnce: a balance that ran out on every
+// instance, credited through one of them (a top-up code, an
+// administrator's credit), is spendable on the others at their next
+// request, not at their next lease renewal (10 minutes here); and so is a
+// key's own limit raised when it was spent.
+func TestInstancesSpendACreditAtOnce(t *testing.T) {
+	gws := gatewaytest.StartInstances(t, instances, notifyConfig().String(), nil)
+	admin := loggedIn(t, gws[0], "boss", 0, "admin")
+	kim := loggedIn(t, gws[0], "kim", 0, "user")
+	key := gws[0].AddToken("kim")
+	refusedEverywhere := func(when string) {
+		t.Helper()
+		for i, gw := range gws {
+			if s := chatOnce(t, gw, key, "hi"); s != http.StatusTooManyRequests {
+				t.Fatalf("%s, instance %d: %d, want 429", when, i, s)
+			}
+		}
+	}
+	servedOn := func(what string, on ...int) {
+		t.Helper()
+		for _, i := range on {
+			within(t, heard, fmt.Sprintf("%s, served on instance %d", what, i), func() bool {
+				return chatOnce(t, gws[i], key, "hi") == http.StatusOK
+			})
+		}
+	}
+	refusedEverywhere("with nothing on the balance")
+	code := makeCodes(t, gws[0], 1, 5_000_000)[0]
+	kim.ok(http.MethodPost, "/api/user/topup", map[string]string{"key": code})
+	servedOn("5 USD topped up through instance 0", 1, 2)
+
+	// another user, credited by an administrator through instance 0
+	lou := loggedIn(t, gws[0], "lou", 0, "user")
+	louKey := gws[0].AddToken("lou")
+	for i, gw := range gws {
+		if s := chatOnce(t, gw, louKey, "hi"); s != http.StatusTooManyRequests {
+			t.Fatalf("lou with nothing on the balance, instance %d: %d, want 429", i, s)
+		}
+	}
+	admin.ok(http.MethodPatch, fmt.Sprintf("/api/admin/users/%d", lou.self().ID), map[string]any{"quota_delta": 5_000_000})
+	for _, i := range []int{2, 1} {
+		within(t, heard, fmt.Sprintf("5 USD credited to lou by an administrator through instance 0, served on instance %d", i), func() bool {
+			return chatOnce(t, gws[i], louKey, "hi") == http.StatusOK
+		})
+	}
+
+	// a key of its own limit, spent to nothing, raised through instance 0
+	capped := gws[0].AddToken("kim", "--quota", "1")
+	for i, gw := range gws {
+		// one unit may pay for a short answer: spent, the key is refused
+		eventually(t, fmt.Sprintf("a key limited to one unit refused on instance %d", i), func() bool {
+			return chatOnce(t, gw, capped, "hi") == http.StatusTooManyRequests
+		})
+	}
+	var tokens struct{ Data []apiToken }
+	kim.ok(http.MethodGet, "/api/user/tokens", nil).decode(t, &tokens)
+	var id int64
+	for _, tk := range tokens.Data {
+		if tk.QuotaLimit == 1 {
+			id = tk.ID
+		}
+	}
+	kim.ok(http.MethodPatch, fmt.Sprintf("/api/user/tokens/%d", id), map[string]any{"quota_limit": 5_000_000})
+	for _, i := range []int{1, 2} {
+		within(t, heard, fmt.Sprintf("the key's limit raised, served on instance %d", i), func() bool {
+			return chatOnce(t, gws[i], capped, "hi") == http.StatusOK
+		})
+	}
+}

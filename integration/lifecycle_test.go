@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -91,5 +94,57 @@ func TestShutdownWritesEveryRow(t *testing.T) {
 	used, count := u.UsedQuota, u.RequestCount
 	if rows != n || cost != n*14 || used != n*14 || count != n {
 		t.Fatalf("after shutdown: %d rows costing %d, used %d over %d requests; want %d rows, %d", rows, cost, used, count, n, n*14)
+	}
+}
+
+// TestReloadRotatesAKeyFromAFile: a vendor key written as {file.PATH} is
+// read again at every reload, so writing the new key to the file and
+// running caddy reload --force (the Caddyfile is unchanged) rotates it,
+// with no restart.
+func TestReloadRotatesAKeyFromAFile(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-new-upstream-key")
+	keyFile := filepath.Join(t.TempDir(), "openai.key")
+	if err := os.WriteFile(keyFile, []byte("sk-old-upstream-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gatewaytest.Secret("sk-old-upstream-key")
+	cfg := billingConfig("").channel("up", "openai", "{{UP}}", "{file."+keyFile+"}", "gpt-4o-mini free-model")
+	vars := gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"}
+	gw := gatewaytest.Start(t, cfg.String(), vars)
+	key := gw.AddUser("rotating", 10_000_000)
+	if r := chat(t, gw, key, "free-model", false); r.status == http.StatusOK {
+		t.Fatalf("the upstream took the old key: %d %s", r.status, r.body)
+	}
+	if err := os.WriteFile(keyFile, []byte("sk-new-upstream-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// the Caddyfile is unchanged: without --force, Caddy skips the reload
+	if out, err := gw.TryReloadWith(cfg.String(), vars, "--force"); err != nil {
+		t.Fatalf("caddy reload --force: %v\n%s", err, out)
+	}
+	if r := chat(t, gw, key, "free-model", false); r.status != http.StatusOK {
+		t.Fatalf("after writing the new key and reloading: %d %s", r.status, r.body)
+	}
+}
+
+// TestReloadNamesTheVariablesItMisses: caddy reload reads {$X} from its
+// own environment, so a plain reload without the variable the gateway was
+// started with gives the setting's default: it warns, naming the
+// variable and the setting. And a secret written {env.X} is read from
+// the gateway's own environment at a reload too: unset there, the reload
+// is refused naming the variable.
+func TestReloadNamesTheVariablesItMisses(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	vars := gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"}
+	gw := gatewaytest.Start(t, billingConfig("registration on").String(), vars)
+	out, err := gw.TryReload(billingConfig("registration {$GATEWAY_TEST_UNSET_REGISTRATION:off}").String(), vars)
+	if err != nil || !strings.Contains(out, "GATEWAY_TEST_UNSET_REGISTRATION (line ") || !strings.Contains(out, `registration: its default \"off\"`) {
+		t.Fatalf("a reload without the variable of registration: %v\n%s", err, out)
+	}
+	sso := block("sso oidc", "issuer https://127.0.0.1:9", "client_id gateway", "client_secret {env.GATEWAY_TEST_UNSET_SECRET}", "allowed_domains example.com")
+	acc := gatewaytest.Start(t, accountConfig("on", 1000, 1000).String(), nil)
+	out, err = acc.TryReload(accountConfig("on", 1000, 1000).option(sso).String(), nil)
+	if err == nil || !strings.Contains(out, "GATEWAY_TEST_UNSET_SECRET is not set in the gateway's environment") {
+		t.Fatalf("a reload with client_secret from an unset {env.X}: %v\n%s", err, out)
 	}
 }

@@ -226,3 +226,37 @@ func TestRateLimitsAcrossInstances(t *testing.T) {
 		t.Fatalf("%d requests admitted through three instances in the minute; rpm %d", admitted, rpm)
 	}
 }
+
+// TestRateLimitHoldsFromAKeysFirstRequest: a new key with rpm 12, 36
+// requests sent round-robin through three instances over 12 seconds: the
+// limit holds from the key's first request, at most one request beyond it
+// for each instance that joins a key another already serves (the issue's
+// probe saw 18 and 19 admitted).
+func TestRateLimitHoldsFromAKeysFirstRequest(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	// the default token_cache_ttl (5s): the instances report their use
+	// that often
+	cfg := gatewayConfig().withDatabase("{{DSN}}").
+		channel("up", "openai", "{{UP}}", "sk-up", "free-model").free("free-model")
+	gws := gatewaytest.StartInstances(t, 3, cfg.String(), gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"})
+	const rpm = 12
+	gws[0].AddUser("fresh", 0)
+	key := gws[0].AddToken("fresh", "--rpm", fmt.Sprint(rpm))
+	admitted := 0
+	tick := time.NewTicker(12 * time.Second / (3 * rpm))
+	defer tick.Stop()
+	for i := range 3 * rpm {
+		<-tick.C
+		switch r := chat(t, gws[i%len(gws)], key, "free-model", false); r.status {
+		case http.StatusOK:
+			admitted++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("request %d: %d %s", i, r.status, r.body)
+		}
+	}
+	t.Logf("%d of %d requests admitted through three instances, rpm %d", admitted, 3*rpm, rpm)
+	if admitted > rpm+len(gws)-1 || admitted < len(gws) {
+		t.Fatalf("%d requests admitted through three instances in 12 s; rpm %d, so at most %d", admitted, rpm, rpm+len(gws)-1)
+	}
+}

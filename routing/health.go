@@ -35,7 +35,19 @@ type health struct {
 	// row that names no channel
 	lastError  string
 	lastStatus int
+	// attempts and failedAttempts count every attempt on the channel
+	// that it answered or failed by its own fault, since the instance
+	// started: a request no channel answered has a usage row that names
+	// none, so these are the one count of a channel that never answers
+	attempts, failedAttempts int64
 }
+
+// Channel states as ChannelState.State names them.
+const (
+	StateInService = "in_service"
+	StateFailing   = "failing" // failed since its last success, not ejected (yet)
+	StateEjected   = "ejected"
+)
 
 // ChannelState is a channel's health as shown to operators.
 type ChannelState struct {
@@ -51,6 +63,15 @@ type ChannelState struct {
 	// status (the upstream's, or the gateway's when it did not answer).
 	LastError       string `json:"last_error,omitempty"`
 	LastErrorStatus int    `json:"last_error_status,omitempty"`
+	// State is StateEjected, StateFailing or StateInService.
+	State string `json:"state"`
+	// Failing is the failures since the last success, ejections or not.
+	Failing int `json:"failing"`
+	// Attempts and FailedAttempts are this instance's attempts on the
+	// channel since it started, and those that failed by the channel's
+	// fault.
+	Attempts       int64 `json:"attempts"`
+	FailedAttempts int64 `json:"failed_attempts"`
 }
 
 // NoteFailure records what the channel's last failure was, as Failed
@@ -72,6 +93,7 @@ func (c *Channel) Succeeded() {
 	h := &c.health
 	h.mu.Lock()
 	h.failures, h.failing = 0, 0
+	h.attempts++
 	h.mu.Unlock()
 }
 
@@ -89,12 +111,26 @@ func (c *Channel) Failing() int {
 // whether it is now ejected. A retryAfter above zero (an upstream's 429
 // Retry-After) ejects it for that long at once.
 func (c *Channel) Failed(p HealthPolicy, now time.Time, retryAfter time.Duration) (ejected bool) {
+	return c.failed(p, now, retryAfter, true)
+}
+
+// FailedMidAnswer is Failed for an attempt whose answer began (Succeeded
+// counted it) and then broke off: one attempt, failed.
+func (c *Channel) FailedMidAnswer(p HealthPolicy, now time.Time) (ejected bool) {
+	return c.failed(p, now, 0, false)
+}
+
+func (c *Channel) failed(p HealthPolicy, now time.Time, retryAfter time.Duration, attempt bool) (ejected bool) {
 	h := &c.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastFailure = now
 	h.failures++
 	h.failing++
+	if attempt {
+		h.attempts++
+	}
+	h.failedAttempts++
 	if retryAfter > 0 {
 		h.ejections++
 		h.failures = 0
@@ -116,9 +152,13 @@ func (c *Channel) State(now time.Time) ChannelState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := ChannelState{Name: c.Name, Type: c.Type, Models: c.Models, Ejections: h.ejections,
-		ConsecutiveFailures: h.failures, LastFailure: h.lastFailure, LastError: h.lastError, LastErrorStatus: h.lastStatus}
+		ConsecutiveFailures: h.failures, LastFailure: h.lastFailure, LastError: h.lastError, LastErrorStatus: h.lastStatus,
+		State: StateInService, Failing: h.failing, Attempts: h.attempts, FailedAttempts: h.failedAttempts}
+	if h.failing > 0 {
+		s.State = StateFailing
+	}
 	if until := h.until.Load(); now.UnixNano() < until {
-		s.Ejected, s.EjectedUntil = true, time.Unix(0, until).UTC()
+		s.Ejected, s.EjectedUntil, s.State = true, time.Unix(0, until).UTC(), StateEjected
 	}
 	return s
 }

@@ -77,3 +77,30 @@ func TestFailingSinceSuccess(t *testing.T) {
 		t.Fatalf("failing %d after a success", c.Failing())
 	}
 }
+
+// Attempts count once each: an answer, a failure before one, and an
+// answer that broke off (counted when it began, failed when it broke).
+func TestChannelAttemptsCounted(t *testing.T) {
+	c := &Channel{Name: "c"}
+	p := HealthPolicy{ConsecutiveFailures: 3, BaseEjection: time.Minute, MaxEjection: time.Minute}
+	now := time.Now()
+	c.Failed(p, now, 0)
+	if s := c.State(now); s.State != StateFailing || s.Attempts != 1 || s.FailedAttempts != 1 || s.Failing != 1 {
+		t.Fatalf("after a failure: %+v", s)
+	}
+	c.Succeeded()
+	c.FailedMidAnswer(p, now)
+	if s := c.State(now); s.State != StateFailing || s.Attempts != 2 || s.FailedAttempts != 2 {
+		t.Fatalf("after an answer that broke off: %+v", s)
+	}
+	c.Succeeded()
+	if s := c.State(now); s.State != StateInService || s.Attempts != 3 || s.FailedAttempts != 2 || s.Failing != 0 {
+		t.Fatalf("after an answer: %+v", s)
+	}
+	for range 3 {
+		c.Failed(p, now, 0)
+	}
+	if s := c.State(now); s.State != StateEjected || s.Attempts != 6 || s.FailedAttempts != 5 {
+		t.Fatalf("after three failures in a row: %+v", s)
+	}
+}

@@ -28,8 +28,8 @@ async function load() {
 
 function channelRow(c) {
   const rec = c.recent || {};
-  const state = c.ejected ? el('span', { class: 'bad' }, tr('channels.ejectedUntil', 'ejected until {time}', { time: fmtTime(c.ejected_until) }))
-    : el('span', { class: 'good' }, tr('channels.inService', 'in service'));
+  const state = el('div', {}, stateLabel(c),
+    el('div', { class: 'muted', 'data-attempts': c.name }, tr('channels.attempts', '{attempts} attempts here, {failed} failed', { attempts: fmtNumber(c.attempts || 0), failed: fmtNumber(c.failed_attempts || 0) })));
   const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
   const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
   const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });
@@ -57,6 +57,16 @@ function channelRow(c) {
     el('td', { class: 'wrap' }, models),
     // one box in the cell, so a phone's stacked row keeps the result under the button
     el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)));
+}
+
+// stateLabel is the channel's state on this instance: ejected, failing
+// (failed since its last success, before any ejection: attempts no channel
+// answered name none in the usage log, so its recent errors say nothing)
+// or in service.
+function stateLabel(c) {
+  if (c.ejected) return el('span', { class: 'bad' }, tr('channels.ejectedUntil', 'ejected until {time}', { time: fmtTime(c.ejected_until) }));
+  if (c.state === 'failing') return el('span', { class: 'bad' }, tr('channels.failing', 'failing: {n} failures since its last success', { n: fmtNumber(c.failing) }));
+  return el('span', { class: 'good' }, tr('channels.inService', 'in service'));
 }
 
 // lastError is the newest of the channel's last failed request that it

@@ -265,7 +265,7 @@ const I18N = {
   "op.batch": { en: "Batch", zh: "批次" },
   "op.batchName": { en: "Batch name (optional)", zh: "批次名称（可选）" },
   "op.channel": { en: "Channel", zh: "渠道" },
-  "op.channelsIntro": { en: "Channels are configured in the Caddyfile. Their state is this instance's health record: a channel is ejected after failing in a row and tried again when its ejection ends. A test sends a one-token request through that channel alone: it is billed to nobody, logged, and not counted toward the channel's health. Recent figures come from the usage log, which names the channel that answered: a request no channel answered counts for none of them.", zh: "渠道在 Caddyfile 中配置。其状态是本实例的健康记录：渠道连续失败后会被剔除，剔除期结束后再次尝试。测试只通过该渠道发送一个 token 的请求：不向任何人计费，会记录日志，且不计入渠道健康状态。近期数据来自使用日志，其中记录了应答的渠道：没有渠道应答的请求不计入任何渠道。" },
+  "op.channelsIntro": { en: "Channels are configured in the Caddyfile. Their state is this instance's health record: a channel is ejected after failing in a row and tried again when its ejection ends. A test sends a one-token request through that channel alone: it is billed to nobody, logged, and not counted toward the channel's health. Recent figures come from the usage log, which names the channel that answered: a request no channel answered counts for none of them. The attempts under each state count every request this instance tried on the channel, answered or failed; a channel that failed since its last success shows as failing before it is ejected.", zh: "渠道在 Caddyfile 中配置。其状态是本实例的健康记录：渠道连续失败后会被剔除，剔除期结束后再次尝试。测试只通过该渠道发送一个 token 的请求：不向任何人计费，会记录日志，且不计入渠道健康状态。近期数据来自使用日志，其中记录了应答的渠道：没有渠道应答的请求不计入任何渠道。状态下方的尝试次数统计本实例在该渠道上尝试的每个请求，无论应答还是失败；自上次成功以来失败过的渠道在被剔除之前显示为正在失败。" },
   "op.chart": { en: "Chart", zh: "图表" },
   "op.clear": { en: "Clear", zh: "清除" },
   "op.close": { en: "Close", zh: "关闭" },
@@ -453,6 +453,8 @@ const I18N = {
   "log.keyN": { en: "key {id}", zh: "密钥 {id}" },
   "channels.ejectedUntil": { en: "ejected until {time}", zh: "已剔除，直到 {time}" },
   "channels.inService": { en: "in service", zh: "服务中" },
+  "channels.failing": { en: "failing: {n} failures since its last success", zh: "正在失败：自上次成功以来失败 {n} 次" },
+  "channels.attempts": { en: "{attempts} attempts here, {failed} failed", zh: "本实例尝试 {attempts} 次，失败 {failed} 次" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';

@@ -39,9 +39,11 @@ func (h *Handler) setUserBudget(_ http.ResponseWriter, r *http.Request, c *calle
 	if err != nil {
 		return nil, err
 	}
-	if err := account.SetUserBudget(r.Context(), h.store, c.user, id, ch); err != nil {
+	a, err := account.SetUserBudget(r.Context(), h.store, c.user, id, ch)
+	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, a.Action, a.Target, a.Before, a.After)
 	if h.budgets != nil {
 		h.budgets.Forget(id, 0)
 	}
@@ -53,9 +55,11 @@ func (h *Handler) setKeyBudget(_ http.ResponseWriter, r *http.Request, c *caller
 	if err != nil {
 		return nil, err
 	}
-	if err := account.SetKeyBudget(r.Context(), h.store, c.user, id, ch); err != nil {
+	a, err := account.SetKeyBudget(r.Context(), h.store, c.user, id, ch)
+	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, a.Action, a.Target, a.Before, a.After)
 	if h.budgets != nil {
 		h.budgets.Forget(0, id)
 	}
@@ -74,19 +78,11 @@ func (h *Handler) setUserPlan(_ http.ResponseWriter, r *http.Request, c *caller)
 	if in.Plan == nil && in.Group == nil {
 		return nil, badRequest("invalid_request", `send {"plan":"pro","until":"2026-12-31T00:00:00Z","group":"team"}: a plan, a group or both, "" to remove one`)
 	}
-	known := func(kind, name string) bool {
-		if h.budgets == nil {
-			return false
-		}
-		if kind == "plan" {
-			return h.budgets.Plans[name] != nil
-		}
-		return h.budgets.Groups[name] != nil
-	}
-	b, err := account.SetUserPlan(r.Context(), h.store, c.user, id, in, known)
+	b, a, err := account.SetUserPlan(r.Context(), h.store, c.user, id, in, h.knownBudget)
 	if err != nil {
 		return nil, err
 	}
+	h.audit(r.Context(), c, a.Action, a.Target, a.Before, a.After)
 	if h.budgets != nil {
 		h.budgets.Forget(id, 0)
 	}
@@ -109,4 +105,16 @@ func (h *Handler) self(_ http.ResponseWriter, r *http.Request, c *caller) (any, 
 		v.Budget = b
 	}
 	return v, nil
+}
+
+// knownBudget says whether the configuration defines the plan or budget
+// group named.
+func (h *Handler) knownBudget(kind, name string) bool {
+	if h.budgets == nil {
+		return false
+	}
+	if kind == "plan" {
+		return h.budgets.Plans[name] != nil
+	}
+	return h.budgets.Groups[name] != nil
 }

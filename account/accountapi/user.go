@@ -111,6 +111,9 @@ func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
+	if err := account.CheckCodePlan(r.Context(), h.store, in.Key, h.knownBudget); err != nil {
+		return nil, err
+	}
 	added, err := h.gate.Redeem(r.Context(), h.clientNetwork(r), c.user.ID, in.Key)
 	if err != nil {
 		return nil, err

@@ -424,8 +424,16 @@ func (g *Gateway) Reload(caddyfile string, vars Vars) {
 // what `caddy reload` printed and its error.
 func (g *Gateway) TryReload(caddyfile string, vars Vars) (string, error) {
 	g.t.Helper()
+	return g.TryReloadWith(caddyfile, vars)
+}
+
+// TryReloadWith is TryReload with more arguments to `caddy reload`, such
+// as --force (a reload of an unchanged configuration, which Caddy
+// otherwise skips).
+func (g *Gateway) TryReloadWith(caddyfile string, vars Vars, args ...string) (string, error) {
+	g.t.Helper()
 	g.writeConfig(caddyfile, vars)
-	cmd := exec.Command(Binary(g.t), "reload", "--config", g.Config, "--adapter", "caddyfile", "--address", g.Admin)
+	cmd := exec.Command(Binary(g.t), append([]string{"reload", "--config", g.Config, "--adapter", "caddyfile", "--address", g.Admin}, args...)...)
 	cmd.Env = g.environ()
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// identityChannel carries the announcements of migration 0013's triggers:
-// 't' and a key's hash, or 'u' and a user's id.
+// identityChannel carries the announcements of migration 0013's triggers,
+// 't' and a key's hash or 'u' and a user's id, and of migration 0017's,
+// 'c' and a user's id or 'k' and a key's id: a balance credited.
 const identityChannel = "gateway_identity"
 
 const (
@@ -39,6 +40,7 @@ func (s *Store) WatchIdentities(ctx context.Context, changed func(keyHash string
 		err := s.listen(ctx, func() {
 			if listened {
 				changed("", 0)
+				s.credit(false, 0)
 			}
 			listened = true
 			backoff = minListenBackoff
@@ -101,6 +103,25 @@ func (s *Store) listen(ctx context.Context, ready func(), changed func(string, i
 			if id, err := strconv.ParseInt(what, 10, 64); err == nil && id != 0 {
 				changed("", id)
 			}
+		case 'c', 'k':
+			if id, err := strconv.ParseInt(what, 10, 64); err == nil && id != 0 {
+				s.credit(n.Payload[0] == 'k', id)
+			}
 		}
+	}
+}
+
+// OnCredit has credited hear, on the connection WatchIdentities listens
+// on, every credit any process commits: credited(false, id) for a user's
+// balance, credited(true, id) for a key's own limit, and credited(false,
+// 0) when announcements may have been missed (the connection is back).
+// It hears nothing while WatchIdentities is not running.
+func (s *Store) OnCredit(credited func(token bool, id int64)) {
+	s.credited.Store(&credited)
+}
+
+func (s *Store) credit(token bool, id int64) {
+	if f := s.credited.Load(); f != nil {
+		(*f)(token, id)
 	}
 }

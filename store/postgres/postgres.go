@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,9 @@ func init() {
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	pool *pgxpool.Pool
+	// credited hears the credits announced on the identity channel
+	// (OnCredit); nil until a ledger asks
+	credited atomic.Pointer[func(token bool, id int64)]
 }
 
 var _ store.Store = (*Store)(nil)

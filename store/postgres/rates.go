@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +23,15 @@ func (s *Store) ShareRates(ctx context.Context, owner string, until time.Time, u
 	out := make([]store.RateShare, len(uses))
 	nowMS := now().UnixMilli()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// each key's reports are written and read one instance at a
+		// time, so that of two instances claiming a key at once the
+		// second reads the first's claim (billing/ratesharing.go); the
+		// keys are locked in one order, so two syncs wait rather than
+		// deadlock
+		kinds, ids := rateLocks(uses)
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k, i) FROM unnest($1::int[], $2::int[]) AS t(k, i)`, kinds, ids); err != nil {
+			return err
+		}
 		for i, u := range uses {
 			kind := int16(0)
 			if u.Token {
@@ -52,4 +63,29 @@ func (s *Store) ShareRates(ctx context.Context, owner string, until time.Time, u
 		return nil, fmt.Errorf("share rates: %w", err)
 	}
 	return out, nil
+}
+
+// rateLockSpace tags the advisory locks of rate reports ("rate"), in the
+// two-key space, apart from the gateway's one-key locks.
+const rateLockSpace int32 = 0x72617465
+
+// rateLocks are the advisory lock keys of uses' keys, sorted and distinct:
+// a key's id beyond 32 bits shares a lock with another, which only makes
+// one wait for the other.
+func rateLocks(uses []store.RateUse) (kinds, ids []int32) {
+	type lock struct{ kind, id int32 }
+	locks := make([]lock, 0, len(uses))
+	for _, u := range uses {
+		l := lock{rateLockSpace, int32(u.ID)}
+		if u.Token {
+			l.kind++
+		}
+		locks = append(locks, l)
+	}
+	slices.SortFunc(locks, func(a, b lock) int { return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.id, b.id)) })
+	locks = slices.Compact(locks)
+	for _, l := range locks {
+		kinds, ids = append(kinds, l.kind), append(ids, l.id)
+	}
+	return kinds, ids
 }
