@@ -112,3 +112,26 @@ func TestPresetPricedFields(t *testing.T) {
 		}
 	}
 }
+
+// OpenRouter's failure after the stream began ends it with the error
+// whatever the chunk's spacing (Python's json.dumps writes ": "), and a
+// finish reason that only contains the word is no failure.
+func TestErrorFinishSpaced(t *testing.T) {
+	a := load(t, "openrouter")
+	req := &adapters.Request{Op: adapters.OpChat, Dialect: "anthropic", Model: "m", Stream: true, Chat: &adapters.ChatRequest{}}
+	for _, tc := range []struct {
+		data   string
+		failed bool
+	}{
+		{`{"id":"x","error":{"code":502,"message":"Provider disconnected"},"choices":[{"delta":{"content":""},"finish_reason":"error"}]}`, true},
+		{`{"id": "x", "error": {"code": 502, "message": "Provider disconnected"}, "choices": [{"delta": {"content": ""}, "finish_reason" : "error"}]}`, true},
+		// the finish reason alone, spaced: the chunk names no error member
+		{`{"id": "x", "choices": [{"delta": {}, "finish_reason" : "error"}]}`, true},
+		{`{"id": "x", "choices": [{"delta": {"content": "an error"}, "finish_reason": "stop"}]}`, false},
+	} {
+		_, _, err := a.NewStreamStep(req).Probe(&adapters.SSEEvent{Data: []byte(tc.data)})
+		if (err != nil) != tc.failed {
+			t.Errorf("%s: error %v, want failed=%v", tc.data, err, tc.failed)
+		}
+	}
+}

@@ -18,10 +18,15 @@ type errorChunkStep struct {
 	decode func(int, []byte) *adapters.Error
 }
 
-var errorFinish = []byte(`"finish_reason":"error"`)
+var (
+	finishKey   = adapters.Key("finish_reason")
+	errorReason = []byte(`"error"`)
+)
 
+// failed is the chunk's error when its finish reason is "error", however
+// the JSON is spaced.
 func (s *errorChunkStep) failed(data []byte) error {
-	if !bytes.Contains(data, errorFinish) {
+	if v, ok := adapters.MemberValue(data, finishKey); !ok || !bytes.HasPrefix(v, errorReason) {
 		return nil
 	}
 	e := s.decode(http.StatusBadGateway, data)
