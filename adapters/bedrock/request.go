@@ -139,17 +139,19 @@ func claude(model string) bool {
 }
 
 // modelFields renders the model-specific fields Converse passes on in
-// additionalModelRequestFields: top_k and thinking, for Claude only.
+// additionalModelRequestFields: top_k and thinking, for Claude only; other
+// models get neither.
 func modelFields(c *adapters.ChatRequest, model string) (json.RawMessage, error) {
 	budget := thinkingBudget(c.Reasoning)
 	if c.TopK == nil && budget == 0 {
 		return nil, nil
 	}
 	if !claude(model) {
-		if c.TopK != nil {
-			return nil, adapters.Unsupported("'top_k' cannot be sent to Bedrock model %q: this gateway sends it to Anthropic Claude models only", model)
-		}
-		return nil, adapters.Unsupported("reasoning cannot be asked of Bedrock model %q: this gateway sends a thinking budget to Anthropic Claude models only", model)
+		// Both are hints every coding agent sends (Claude Code asks for
+		// thinking, Gemini CLI sets topK): another model answers without
+		// them, as it would had the agent not asked, rather than the agent
+		// failing on every call.
+		return nil, nil
 	}
 	f := map[string]any{}
 	if c.TopK != nil {
