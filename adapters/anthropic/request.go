@@ -75,7 +75,7 @@ func requestToWire(req *adapters.Request, model string, generate bool, defaultMa
 		if c.MaxTokens != nil {
 			maxTokens = *c.MaxTokens
 		}
-		if budget := thinkingBudget(c.Reasoning); budget > 0 {
+		if budget := ThinkingBudget(c.Reasoning); budget > 0 {
 			switch {
 			case c.MaxTokens == nil && budget >= maxTokens:
 				maxTokens = budget + defaultMax
@@ -102,7 +102,7 @@ func requestToWire(req *adapters.Request, model string, generate bool, defaultMa
 				return nil, adapters.Unsupported("response format %q cannot be sent to an Anthropic channel", rf.Type)
 			}
 		}
-	} else if budget := thinkingBudget(c.Reasoning); budget > 0 {
+	} else if budget := ThinkingBudget(c.Reasoning); budget > 0 {
 		w.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: budget}
 	}
 	// instructions given mid-conversation join the others: the vendor
@@ -182,9 +182,10 @@ func checkSampling(c *adapters.ChatRequest) error {
 	return nil
 }
 
-// thinkingBudget turns a neutral reasoning request into budget_tokens; 0
-// means no thinking.
-func thinkingBudget(r *adapters.Reasoning) int64 {
+// ThinkingBudget turns a neutral reasoning request into Claude's
+// budget_tokens; 0 means no thinking. Exported for the clouds that serve
+// Claude with its own thinking field (Bedrock).
+func ThinkingBudget(r *adapters.Reasoning) int64 {
 	if r == nil {
 		return 0
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/adapters/anthropic"
 )
 
 // NewRequest implements adapters.ChatProvider: a conversation becomes a
@@ -142,7 +143,7 @@ func claude(model string) bool {
 // additionalModelRequestFields: top_k and thinking, for Claude only; other
 // models get neither.
 func modelFields(c *adapters.ChatRequest, model string) (json.RawMessage, error) {
-	budget := thinkingBudget(c.Reasoning)
+	budget := anthropic.ThinkingBudget(c.Reasoning) // Claude's own budget_tokens
 	if c.TopK == nil && budget == 0 {
 		return nil, nil
 	}
@@ -161,33 +162,6 @@ func modelFields(c *adapters.ChatRequest, model string) (json.RawMessage, error)
 		f["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
 	}
 	return json.Marshal(f)
-}
-
-// minThinkingBudget is the least budget_tokens Claude takes.
-const minThinkingBudget = 1024
-
-// thinkingBudget turns a neutral reasoning request into budget_tokens; 0
-// means no thinking.
-func thinkingBudget(r *adapters.Reasoning) int64 {
-	if r == nil {
-		return 0
-	}
-	if r.BudgetTokens > 0 {
-		return max(r.BudgetTokens, minThinkingBudget)
-	}
-	switch r.Effort {
-	case "none":
-		return 0
-	case "minimal":
-		return minThinkingBudget
-	case "low":
-		return 2048
-	case "", "medium":
-		return 8192
-	case "high":
-		return 16384
-	}
-	return 32768
 }
 
 // toolsToWire renders the tools and the choice among them. Converse has
