@@ -185,25 +185,45 @@ func TestAlertsOncePerCrossingAcrossInstances(t *testing.T) {
 	gws[0].CLI("user", "budget", "--username", "spread", "--daily", "0.001")
 	uid := gws[0].User("spread").ID
 
-	// one request at a time, each to the next instance; one refused while
-	// the window's last room is claimed by another instance goes to the
-	// next (claims come back within token_cache_ttl)
+	// all three instances at once, until ten are answered; one refused
+	// while the window's last room is claimed by another instance is sent
+	// again (claims come back within token_cache_ttl)
+	var mu sync.Mutex
 	answered, refused := 0, 0
-	for i := 0; answered < 10; i++ {
-		if refused > 200 {
-			t.Fatalf("%d answered, then %d refusals in a row", answered, refused)
-		}
-		err := alertChat(context.Background(), gws[i%len(gws)], key)
-		var e *openai.Error
-		switch {
-		case err == nil:
-			answered, refused = answered+1, 0
-		case errors.As(err, &e) && e.StatusCode == 429:
-			refused++
-			time.Sleep(50 * time.Millisecond)
-		default:
-			t.Fatal(err)
-		}
+	var wg sync.WaitGroup
+	for _, gw := range gws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				done := answered >= 10 || refused > 300
+				mu.Unlock()
+				if done {
+					return
+				}
+				err := alertChat(context.Background(), gw, key)
+				var e *openai.Error
+				mu.Lock()
+				switch {
+				case err == nil:
+					answered++
+				case errors.As(err, &e) && e.StatusCode == 429:
+					refused++
+				default:
+					t.Error(err)
+					refused = 1000
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if answered != 10 {
+		t.Fatalf("%d requests answered (%d refused); want the window's ten", answered, refused)
 	}
 	if err := alertChat(context.Background(), gws[0], key); err == nil {
 		t.Fatal("an eleventh request was answered: the window was not full at ten")
