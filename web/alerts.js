@@ -52,7 +52,7 @@ function alertWhat(a) {
   else if (kind === 'key') whose = tr('alerts.subject.key', 'key {id}', { id });
   else if (kind === 'group') whose = tr('alerts.subject.group', 'group {id}', { id });
   else if (kind === 'plan') whose = tr('alerts.subject.plan', 'plan {id}', { id: id.split('/')[0] });
-  let what = a.window;
+  let what = tr('budget.window.' + a.window, a.window);
   if (a.window === 'balance') what = tr('alerts.window.balance', 'balance');
   else if (a.window === 'quota') what = tr('alerts.window.quota', 'spending limit');
   const at = a.period.includes('@') && a.window !== 'balance' && a.window !== 'quota' ? ' (' + a.period.split('@')[1] + ')' : '';
