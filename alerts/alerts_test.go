@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -404,5 +405,33 @@ func TestFullQueueNeverBlocks(t *testing.T) {
 			t.Fatalf("event %s delivered twice", e.ID)
 		}
 		ids[e.ID] = true
+	}
+}
+
+// TestPendingIsBounded: commits of more users and keys than maxPending
+// while the checker is behind keep at most maxPending of them (the rest
+// are counted dropped), and a row's window ids at most maxWindowIDs.
+func TestPendingIsBounded(t *testing.T) {
+	n, err := New(Config{BalanceThresholds: []int{50}}, nil, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// not started: nothing drains the set
+	rows := make([]*store.UsageLog, maxPending+5)
+	for i := range rows {
+		rows[i] = &store.UsageLog{UserID: int64(i + 1), Cost: 1}
+	}
+	var ids []string
+	for i := range maxWindowIDs + 10 {
+		ids = append(ids, "user:1/5h@"+strconv.Itoa(i*300))
+	}
+	rows[0].Windows = strings.Join(ids, ",")
+	n.Committed(rows)
+	n.Committed([]*store.UsageLog{{UserID: 1, TokenID: 0, Cost: 1}}) // already pending: kept
+	if _, _, dropped := n.Counts(); len(n.pending) != maxPending || dropped != 5 {
+		t.Fatalf("pending %d, dropped %d; want %d and 5", len(n.pending), dropped, maxPending)
+	}
+	if got := len(n.pending[pair{1, 0}]); got != maxWindowIDs {
+		t.Fatalf("a pending key holds %d window ids; want %d", got, maxWindowIDs)
 	}
 }

@@ -260,12 +260,13 @@ func TestAlertsOncePerCrossingAcrossInstances(t *testing.T) {
 // failing twice gets the event at the third attempt; one that hangs is
 // given up after max_attempts of timeout each while the user's requests
 // go on being answered; a user's own threshold on their key (set through
-// the account API) is announced with the key.
+// the account API) is announced with the key; a reload keeps alerts on.
 func TestAlertsDeliveryFaultsAndKeyThresholds(t *testing.T) {
 	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
 	hook := newHookReceiver(t)
-	gw := gatewaytest.Start(t, alertsConfig("thresholds 50% 100%", "timeout 300ms", "max_attempts 3").String(),
-		gatewaytest.Vars{"UP": up.URL, "HOOK": hook.URL})
+	cfg := alertsConfig("thresholds 50% 100%", "timeout 300ms", "max_attempts 3").String()
+	vars := gatewaytest.Vars{"UP": up.URL, "HOOK": hook.URL}
+	gw := gatewaytest.Start(t, cfg, vars)
 	st := gw.Store()
 	users := map[string]int64{}
 	keys := map[string]string{}
@@ -356,6 +357,22 @@ func TestAlertsDeliveryFaultsAndKeyThresholds(t *testing.T) {
 	if len(got) != 1 || got[0].Threshold != 30 || got[0].KeyID != keyID || got[0].Window != "daily" {
 		t.Fatalf("keyed events %+v; want 30 %% of the daily window with key %d", got, keyID)
 	}
+	// after a reload the new configuration judges the commits: a user
+	// crossing 50 % then is announced (the old one let go of the writer's
+	// hook without taking the new one's)
+	gw.Reload(cfg, vars)
+	after := gw.AddUser("after", 100_000_000)
+	gw.CLI("user", "budget", "--username", "after", "--daily", "0.001")
+	for range 5 {
+		if err := alertChat(context.Background(), gw, after); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "a crossing after the reload announced", func() bool {
+		got, _ := hook.of(gw.User("after").ID)
+		return len(got) == 1 && got[0].Threshold == 50
+	})
+
 	// the user sees their own alerts, not another's
 	resp, body = gw.Do("GET", "/api/user/alerts", keys["keyed"], nil, nil)
 	var mine struct{ Data []store.Alert }
