@@ -264,9 +264,8 @@ func TestAlertsOncePerCrossingAcrossInstances(t *testing.T) {
 func TestAlertsDeliveryFaultsAndKeyThresholds(t *testing.T) {
 	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
 	hook := newHookReceiver(t)
-	cfg := alertsConfig("thresholds 50% 100%", "timeout 300ms", "max_attempts 3").String()
-	vars := gatewaytest.Vars{"UP": up.URL, "HOOK": hook.URL}
-	gw := gatewaytest.Start(t, cfg, vars)
+	gw := gatewaytest.Start(t, alertsConfig("thresholds 50% 100%", "timeout 300ms", "max_attempts 3").String(),
+		gatewaytest.Vars{"UP": up.URL, "HOOK": hook.URL})
 	st := gw.Store()
 	users := map[string]int64{}
 	keys := map[string]string{}
@@ -360,7 +359,7 @@ func TestAlertsDeliveryFaultsAndKeyThresholds(t *testing.T) {
 	// after a reload the new configuration judges the commits: a user
 	// crossing 50 % then is announced (the old one let go of the writer's
 	// hook without taking the new one's)
-	gw.Reload(cfg, vars)
+	gw.ForceReload()
 	after := gw.AddUser("after", 100_000_000)
 	gw.CLI("user", "budget", "--username", "after", "--daily", "0.001")
 	for range 5 {
