@@ -435,3 +435,29 @@ func TestPendingIsBounded(t *testing.T) {
 		t.Fatalf("a pending key holds %d window ids; want %d", got, maxWindowIDs)
 	}
 }
+
+// TestNoSendPastTheLease: an alert that waited in the queue until its
+// lease could end during the attempt is left to the outbox, not sent: the
+// instance that leases it next would send it too.
+func TestNoSendPastTheLease(t *testing.T) {
+	st := openStore(t)
+	rc := newReceiver(t, "whsec_test")
+	n, err := New(testConfig(rc.srv.URL), st, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &store.Alert{ID: "evt_late", Subject: "user:1", Window: "balance", Period: "balance@100", Threshold: 50,
+		UserID: 1, Spent: 60, Limit: 100, LeaseUntil: time.Now().Add(n.cfg.Timeout / 2)}
+	if won, err := st.ClaimAlert(context.Background(), a); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	n.deliver(a)
+	if rc.calls != 0 {
+		t.Fatalf("sent with %v of its lease left, under one timeout", n.cfg.Timeout/2)
+	}
+	a.LeaseUntil = time.Now().Add(3 * n.cfg.Timeout)
+	n.deliver(a)
+	if rc.calls != 1 {
+		t.Fatalf("not sent with its whole lease left: %d calls", rc.calls)
+	}
+}

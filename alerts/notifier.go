@@ -386,8 +386,11 @@ func (n *Notifier) worker() {
 // deliver makes one attempt and records it: sent, failed for good, or
 // pending again after its backoff.
 func (n *Notifier) deliver(a *store.Alert) {
-	if !a.LeaseUntil.IsZero() && !n.now().Before(a.LeaseUntil) {
-		return // waited past its lease: another instance may have it now
+	if !a.LeaseUntil.IsZero() && n.now().Add(n.cfg.Timeout).After(a.LeaseUntil) {
+		// waited so long in the queue that the attempt could outlast the
+		// lease, and another instance lease and send it meanwhile: the
+		// outbox has it once the lease is over
+		return
 	}
 	err := n.post(a)
 	if n.ctx.Err() != nil {
