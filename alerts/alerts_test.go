@@ -461,3 +461,24 @@ func TestNoSendPastTheLease(t *testing.T) {
 		t.Fatalf("not sent with its whole lease left: %d calls", rc.calls)
 	}
 }
+
+func TestConfigValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"webhook without secret": {Config{Webhook: "https://hooks.example.com/x"}, "needs a secret"},
+		"relative webhook":       {Config{Webhook: "/hooks", Secret: "s"}, "absolute http or https URL"},
+		"ftp webhook":            {Config{Webhook: "ftp://hooks.example.com/", Secret: "s"}, "absolute http or https URL"},
+		"threshold 0":            {Config{Thresholds: []int{0}}, "thresholds: threshold 0%"},
+		"balance twice":          {Config{BalanceThresholds: []int{80, 80}}, "balance_thresholds: threshold 80% is given twice"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", name, err, tc.want)
+		}
+	}
+	ok := Config{Webhook: "https://hooks.example.com/x", Secret: "s", Thresholds: []int{50, 100}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a good configuration: %v", err)
+	}
+}

@@ -197,6 +197,9 @@ func (n *Notifier) check(ctx context.Context, k pair, ids map[string]struct{}) e
 	}
 	if len(balanceTs) > 0 {
 		u, err := n.st.UserByID(ctx, k.user)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted since: nothing to announce
+		}
 		if err != nil {
 			return err
 		}
@@ -210,6 +213,9 @@ func (n *Notifier) check(ctx context.Context, k pair, ids map[string]struct{}) e
 	}
 	if len(windowTs) > 0 && k.token != 0 {
 		t, err := n.st.TokenByID(ctx, k.token)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted since
+		}
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,7 @@ type hookReceiver struct {
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
+	gatewaytest.Secret(hookSecret) // TestMain checks no log line holds it
 	h := &hookReceiver{attempts: map[string]int{}, failFirst: map[int64]int{}, hang: map[int64]bool{}, done: make(chan struct{})}
 	h.Server = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(func() { close(h.done); h.Close() })
