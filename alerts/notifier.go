@@ -34,7 +34,7 @@ const (
 	// maxKnown bounds the crossings remembered as claimed, so each costs
 	// one insert per instance and period, not one per commit
 	maxKnown = 50000
-	// rolling is the rolling window: 60 five-minute buckets
+	// the rolling window is 60 five-minute buckets
 	rollingBuckets = 60
 	bucketSeconds  = 300
 )

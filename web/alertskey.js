@@ -1,10 +1,19 @@
-// A key's own alert thresholds, in the home page's edit-key dialog: a field
+// The home page's part of budget alerts: the alerts page's link, shown once
+// logged in, and a key's own thresholds in the edit-key dialog: a field
 // added to the dialog, filled from GET /api/user/tokens/{id}/alerts when
 // it opens and saved with PUT when the dialog is saved. Kept apart from
 // console.js, which it reads only its `editing` key from.
 'use strict';
 
 document.addEventListener('DOMContentLoaded', () => {
+  // the alerts page's link shows with the logout button: once logged in
+  const link = $('nav-alerts');
+  const logout = $('logout');
+  if (link && logout) {
+    const sync = () => { link.hidden = logout.hidden; };
+    new MutationObserver(sync).observe(logout, { attributes: true, attributeFilter: ['hidden'] });
+    sync();
+  }
   const form = $('edit-form');
   const dialog = $('edit-key');
   if (!form || !dialog) return;
