@@ -64,7 +64,15 @@ type Config struct {
 	// AllowPrivate lets the webhook reach loopback and private addresses,
 	// which the gateway's address policy refuses otherwise
 	AllowPrivate bool
+	// Keep is how long alerts of calendar and rolling windows are kept
+	// (default 90 days, at least MinKeep); those of lifetime windows,
+	// balances and key limits are kept for good, as they are their claims
+	Keep time.Duration
 }
+
+// MinKeep is the shortest Keep: longer than the longest period (a month),
+// so a period's claims outlive it.
+const MinKeep = 35 * 24 * time.Hour
 
 func (c *Config) defaults() {
 	if c.Timeout <= 0 {
@@ -95,6 +103,9 @@ func (c *Config) defaults() {
 	if c.Check <= 0 {
 		c.Check = time.Second
 	}
+	if c.Keep <= 0 {
+		c.Keep = 90 * 24 * time.Hour
+	}
 }
 
 // Validate refuses a configuration that cannot work.
@@ -107,6 +118,9 @@ func (c *Config) Validate() error {
 		if c.Secret == "" {
 			return errors.New("alerts: a webhook needs a secret to sign with (secret {env.ALERTS_SECRET})")
 		}
+	}
+	if c.Keep > 0 && c.Keep < MinKeep {
+		return fmt.Errorf("alerts: keep %s is shorter than %s: a month's alerts must outlive the month", c.Keep, MinKeep)
 	}
 	if err := store.CheckThresholds(c.Thresholds); err != nil {
 		return fmt.Errorf("alerts: thresholds: %w", err)

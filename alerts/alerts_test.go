@@ -472,6 +472,7 @@ func TestConfigValidate(t *testing.T) {
 		"ftp webhook":            {Config{Webhook: "ftp://hooks.example.com/", Secret: "s"}, "absolute http or https URL"},
 		"threshold 0":            {Config{Thresholds: []int{0}}, "thresholds: threshold 0%"},
 		"balance twice":          {Config{BalanceThresholds: []int{80, 80}}, "balance_thresholds: threshold 80% is given twice"},
+		"keep a week":            {Config{Keep: 7 * 24 * time.Hour}, "a month's alerts must outlive the month"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %q", name, err, tc.want)
@@ -480,5 +481,36 @@ func TestConfigValidate(t *testing.T) {
 	ok := Config{Webhook: "https://hooks.example.com/x", Secret: "s", Thresholds: []int{50, 100}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a good configuration: %v", err)
+	}
+}
+
+// TestOldAlertsDeleted: the poller deletes alerts of windows older than
+// Keep, and keeps a balance's, whose claim it is.
+func TestOldAlertsDeleted(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	for _, a := range []*store.Alert{
+		{ID: "evt_old", Subject: "user:1", Window: "daily", Period: "daily@x", Threshold: 50, UserID: 1, Spent: 5, Limit: 10, CreatedAt: old},
+		{ID: "evt_bal", Subject: "user:1", Window: "balance", Period: "balance@10", Threshold: 50, UserID: 1, Spent: 5, Limit: 10, CreatedAt: old},
+	} {
+		if _, err := st.ClaimAlert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AlertAttempted(ctx, a.ID, store.AlertSent, 1, time.Time{}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig("")
+	cfg.Keep = MinKeep
+	n, err := New(cfg, st, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	defer n.Stop()
+	waitFor(t, func() bool { return len(alertsOf(t, st)) == 1 })
+	if l := alertsOf(t, st); l[0].ID != "evt_bal" {
+		t.Fatalf("kept %s; want the balance's", l[0].ID)
 	}
 }

@@ -344,17 +344,25 @@ func (n *Notifier) enqueue(a *store.Alert) {
 }
 
 // poller leases alerts due from the outbox: retries, alerts a full queue
-// left there, and those of instances that died before sending.
+// left there, and those of instances that died before sending; and once
+// an hour it deletes alerts older than Keep.
 func (n *Notifier) poller() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.Poll)
 	defer t.Stop()
+	var swept time.Time // old alerts are deleted hourly
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
 		case <-n.outbox:
+		}
+		if now := n.now(); now.Sub(swept) >= time.Hour {
+			swept = now
+			if _, err := n.st.DeleteAlertsBefore(n.ctx, now.Add(-n.cfg.Keep)); err != nil && n.ctx.Err() == nil {
+				n.log.Warn("deleting old alerts", zap.Error(err))
+			}
 		}
 		if n.cfg.Webhook == "" {
 			continue

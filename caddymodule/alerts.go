@@ -44,6 +44,9 @@ type AlertsConfig struct {
 	// AllowPrivateAddresses lets the webhook reach loopback and private
 	// addresses, which the gateway's address policy refuses otherwise.
 	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty"`
+	// Keep is how long alerts of calendar and rolling windows are kept.
+	// Default 90 days, at least 35.
+	Keep caddy.Duration `json:"keep,omitempty"`
 }
 
 // notifier makes this configuration's notifier on its database.
@@ -55,7 +58,7 @@ func (c *AlertsConfig) notifier(a *App, repl *caddy.Replacer) (*alerts.Notifier,
 		Backoff: time.Duration(c.Backoff), MaxBackoff: time.Duration(c.MaxBackoff),
 		Queue: c.Queue, Workers: c.Workers,
 		Poll: time.Duration(c.PollInterval), Check: time.Duration(c.CheckInterval),
-		AllowPrivate: c.AllowPrivateAddresses,
+		AllowPrivate: c.AllowPrivateAddresses, Keep: time.Duration(c.Keep),
 	}
 	return alerts.New(cfg, a.db.store, a.gate.Budgets, a.log.Named("alerts"))
 }

@@ -25,6 +25,7 @@ import (
 //		poll_interval 10s
 //		check_interval 1s
 //		allow_private_addresses
+//		keep 90d
 //	}
 func parseAlerts(d *caddyfile.Dispenser) (*AlertsConfig, error) {
 	c := &AlertsConfig{}
@@ -74,7 +75,7 @@ func parseAlerts(d *caddyfile.Dispenser) (*AlertsConfig, error) {
 			} else {
 				c.BalanceThresholds = ts
 			}
-		case "timeout", "max_age", "poll_interval", "check_interval":
+		case "timeout", "max_age", "poll_interval", "check_interval", "keep":
 			v, err := one()
 			if err != nil {
 				return nil, err
@@ -84,7 +85,7 @@ func parseAlerts(d *caddyfile.Dispenser) (*AlertsConfig, error) {
 				return nil, err
 			}
 			*map[string]*caddy.Duration{"timeout": &c.Timeout, "max_age": &c.MaxAge,
-				"poll_interval": &c.PollInterval, "check_interval": &c.CheckInterval}[opt] = t
+				"poll_interval": &c.PollInterval, "check_interval": &c.CheckInterval, "keep": &c.Keep}[opt] = t
 		case "backoff":
 			if len(args) < 1 || len(args) > 2 {
 				return nil, d.Errf("alerts: backoff takes the first wait and, optionally, the longest: backoff 1s 10m")
@@ -115,7 +116,7 @@ func parseAlerts(d *caddyfile.Dispenser) (*AlertsConfig, error) {
 			c.AllowPrivateAddresses = true
 		default:
 			return nil, d.Errf("alerts: unrecognized option %q (known: webhook, secret, thresholds, balance_thresholds, timeout, "+
-				"max_attempts, max_age, backoff, queue, workers, poll_interval, check_interval, allow_private_addresses)", opt)
+				"max_attempts, max_age, backoff, queue, workers, poll_interval, check_interval, allow_private_addresses, keep)", opt)
 		}
 	}
 	return c, nil

@@ -75,7 +75,17 @@ type AlertStore interface {
 	SetKeyAlertThresholds(ctx context.Context, tokenID int64, thresholds []int) error
 	// KeyAlertThresholds returns a key's own thresholds; none when unset.
 	KeyAlertThresholds(ctx context.Context, tokenID int64) ([]int, error)
+	// DeleteAlertsBefore deletes delivered or given-up alerts of calendar
+	// and rolling windows (whose periods cannot come again) created
+	// before t, and returns how many; the claims of lifetime windows,
+	// balances and key limits stay, so their crossings are never
+	// announced twice.
+	DeleteAlertsBefore(ctx context.Context, t time.Time) (int64, error)
 }
+
+// ExpiringAlertWindows are the windows whose alerts DeleteAlertsBefore
+// may delete, as an SQL list.
+const ExpiringAlertWindows = `('5h', 'daily', 'weekly', 'monthly')`
 
 // MaxThresholds bounds the thresholds of one key (and of a configuration).
 const MaxThresholds = 10

@@ -110,3 +110,13 @@ func (s *Store) KeyAlertThresholds(ctx context.Context, tokenID int64) ([]int, e
 	}
 	return store.ParseThresholds(v)
 }
+
+// DeleteAlertsBefore implements store.AlertStore.
+func (s *Store) DeleteAlertsBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM alerts WHERE created_at < ? AND status != 'pending'
+		AND window_name IN `+store.ExpiringAlertWindows, t.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("delete old alerts: %w", err)
+	}
+	return res.RowsAffected()
+}

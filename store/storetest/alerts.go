@@ -203,3 +203,51 @@ func testInstancesClaimAlertOnce(t *testing.T, open InstancesOpener) {
 		}
 	}
 }
+
+// testDeleteOldAlerts: old delivered alerts of calendar windows go; the
+// pending, the recent and those of lifetime, balance and key limits stay
+// (their crossings could otherwise be claimed again).
+func testDeleteOldAlerts(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+	old := time.Now().Add(-100 * 24 * time.Hour)
+	mk := func(id, window string, created time.Time, sent bool) {
+		a := newAlert(id, "user:1", window+"@x", 50, 1)
+		a.Window, a.CreatedAt = window, created
+		if won, err := s.ClaimAlert(ctx, a); err != nil || !won {
+			t.Fatal(won, err)
+		}
+		if sent {
+			if err := s.AlertAttempted(ctx, id, store.AlertSent, 1, time.Time{}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("old-daily", "daily", old, true)
+	mk("old-5h", "5h", old, true)
+	mk("old-pending", "monthly", old, false)
+	mk("old-lifetime", "lifetime", old, true)
+	mk("old-balance", "balance", old, true)
+	mk("new-daily", "weekly", time.Now(), true)
+	n, err := s.DeleteAlertsBefore(ctx, time.Now().Add(-90*24*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d, %v; want the two old delivered window alerts", n, err)
+	}
+	var left []string
+	for _, a := range mustAlerts(t, s) {
+		left = append(left, a.ID)
+	}
+	slices.Sort(left)
+	if want := []string{"new-daily", "old-balance", "old-lifetime", "old-pending"}; !slices.Equal(left, want) {
+		t.Fatalf("left %v; want %v", left, want)
+	}
+}
+
+func mustAlerts(t *testing.T, s store.Store) []*store.Alert {
+	t.Helper()
+	l, err := s.ListAlerts(context.Background(), store.AlertFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

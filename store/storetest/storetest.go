@@ -122,6 +122,7 @@ func Run(t *testing.T, open Opener) {
 			{"ClaimOnce", testAlertClaimOnce},
 			{"Outbox", testAlertOutbox},
 			{"KeyThresholds", testKeyAlertThresholds},
+			{"DeleteOld", testDeleteOldAlerts},
 		}},
 	}
 	for _, a := range areas {
