@@ -322,8 +322,8 @@ func TestHangingReceiverIsBounded(t *testing.T) {
 	if a.Attempts != 2 || a.LastError == "" {
 		t.Fatalf("alert %+v; want 2 attempts and the timeout recorded", a)
 	}
-	if _, failed, _ := n.Counts(); failed != 1 {
-		t.Fatalf("failed = %d", failed)
+	if st := n.Stats(); st.GivenUp != 1 || st.Claimed != 1 || st.Sent != 0 {
+		t.Fatalf("stats %+v; want one claimed and given up", st)
 	}
 }
 
@@ -428,7 +428,7 @@ func TestPendingIsBounded(t *testing.T) {
 	rows[0].Windows = strings.Join(ids, ",")
 	n.Committed(rows)
 	n.Committed([]*store.UsageLog{{UserID: 1, TokenID: 0, Cost: 1}}) // already pending: kept
-	if _, _, dropped := n.Counts(); len(n.pending) != maxPending || dropped != 5 {
+	if dropped := n.Stats().Dropped; len(n.pending) != maxPending || dropped != 5 {
 		t.Fatalf("pending %d, dropped %d; want %d and 5", len(n.pending), dropped, maxPending)
 	}
 	if got := len(n.pending[pair{1, 0}]); got != maxWindowIDs {

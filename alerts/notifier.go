@@ -60,7 +60,7 @@ type Notifier struct {
 	ctx    context.Context
 	wg     sync.WaitGroup
 
-	dropped, sent, failed atomic.Uint64
+	claimed, dropped, sent, failed atomic.Uint64
 }
 
 type pair struct{ user, token int64 }
@@ -97,10 +97,19 @@ func (n *Notifier) Stop() {
 	n.client.CloseIdleConnections()
 }
 
-// Counts are what the Notifier did, for tests and logs: deliveries sent,
-// alerts given up, commits dropped from a full pending set.
-func (n *Notifier) Counts() (sent, failed, dropped uint64) {
-	return n.sent.Load(), n.failed.Load(), n.dropped.Load()
+// Stats are what a Notifier did since it started.
+type Stats struct {
+	Claimed uint64 // crossings this instance won the claim of
+	Sent    uint64 // deliveries answered 2xx
+	GivenUp uint64 // alerts given up after their bounded attempts
+	Dropped uint64 // users and keys a full pending set left out
+	Queued  int    // alerts waiting for a delivery worker now
+}
+
+// Stats reports what the Notifier did, for metrics and tests.
+func (n *Notifier) Stats() Stats {
+	return Stats{Claimed: n.claimed.Load(), Sent: n.sent.Load(), GivenUp: n.failed.Load(),
+		Dropped: n.dropped.Load(), Queued: len(n.queue)}
 }
 
 // Committed is the usage writer's hook (billing.Writer.OnCommitted): it
@@ -314,6 +323,7 @@ func (n *Notifier) cross(ctx context.Context, k pair, c crossing, ts []int) erro
 		if !won {
 			continue
 		}
+		n.claimed.Add(1)
 		n.log.Info("budget threshold crossed", zap.String("subject", c.subject), zap.String("period", c.period),
 			zap.Int("threshold", t), zap.String("event_id", a.ID))
 		if n.cfg.Webhook == "" {

@@ -357,6 +357,14 @@ func TestAlertsDeliveryFaultsAndKeyThresholds(t *testing.T) {
 	if len(got) != 1 || got[0].Threshold != 30 || got[0].KeyID != keyID || got[0].Window != "daily" {
 		t.Fatalf("keyed events %+v; want 30 %% of the daily window with key %d", got, keyID)
 	}
+	m := gw.Metrics()
+	if m["gateway_alerts_claimed_total"] != 3 || m["gateway_alerts_delivered_total"] != 2 || m["gateway_alerts_given_up_total"] != 1 ||
+		m["gateway_alerts_dropped_total"] != 0 || m["gateway_alerts_queue_depth"] != 0 {
+		t.Fatalf("alert metrics: claimed %v, delivered %v, given up %v, dropped %v, queued %v; want 3, 2, 1, 0, 0",
+			m["gateway_alerts_claimed_total"], m["gateway_alerts_delivered_total"], m["gateway_alerts_given_up_total"],
+			m["gateway_alerts_dropped_total"], m["gateway_alerts_queue_depth"])
+	}
+
 	// after a reload the new configuration judges the commits: a user
 	// crossing 50 % then is announced (the old one let go of the writer's
 	// hook without taking the new one's)
