@@ -45,7 +45,8 @@ func TestConsoleAlerts(t *testing.T) {
 	b.logInAs("alma")
 	// the key's own thresholds, in its edit dialog
 	b.waitFor(`document.querySelector('#tokens button[aria-label^="Edit key"]') !== null`)
-	b.do(chromedp.Click(chromedp.CSS(`#tokens button[aria-label^="Edit key"]`)))
+	// clicked from the page: the list is drawn again after a save
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#tokens button[aria-label^="Edit key"]').click()`))
 	b.waitFor(`document.getElementById('edit-key').open && document.getElementById('edit-alerts').dataset.loaded === 'yes'`)
 	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('edit-alerts').value = '30 150'`), chromedp.Click(chromedp.ID("edit-save")))
 	b.waitFor(`document.getElementById('edit-error').textContent.includes('1 to 100')`)
@@ -65,7 +66,8 @@ func TestConsoleAlerts(t *testing.T) {
 		return slices.Equal(ts, []int{30, 90})
 	})
 	// opened again, the dialog shows them
-	b.do(chromedp.Click(chromedp.CSS(`#tokens button[aria-label^="Edit key"]`)))
+	// clicked from the page: the list is drawn again after a save
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#tokens button[aria-label^="Edit key"]').click()`))
 	b.waitFor(`document.getElementById('edit-key').open && document.getElementById('edit-alerts').value === '30 90'`)
 	b.do(chromedp.Click(chromedp.ID("edit-cancel")))
 
