@@ -514,3 +514,25 @@ func TestOldAlertsDeleted(t *testing.T) {
 		t.Fatalf("kept %s; want the balance's", l[0].ID)
 	}
 }
+
+// TestErrorKeepsTheURLOut: a failed delivery's recorded error names
+// neither the webhook's path nor its query, where a token may be.
+func TestErrorKeepsTheURLOut(t *testing.T) {
+	st := openStore(t)
+	rc := newReceiver(t, "whsec_test")
+	rc.srv.Close() // nothing answers there any more
+	cfg := testConfig(rc.srv.URL + "/hooks/gw?token=tok_s3cret")
+	cfg.BalanceThresholds, cfg.MaxAttempts = []int{50}, 1
+	n, err := New(cfg, st, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	defer n.Stop()
+	u := newUser(t, st, 100)
+	spend(t, st, n, u, 60)
+	waitFor(t, func() bool { l := alertsOf(t, st); return len(l) == 1 && l[0].Status == store.AlertFailed })
+	if e := alertsOf(t, st)[0].LastError; e == "" || strings.Contains(e, "tok_s3cret") || strings.Contains(e, "/hooks/gw") {
+		t.Fatalf("the recorded error reads %q", e)
+	}
+}
