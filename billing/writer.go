@@ -111,6 +111,7 @@ type Writer struct {
 	writeErrors  atomic.Uint64
 	failingSince atomic.Int64 // unix nanoseconds; 0 while commits succeed
 	onCommit     atomic.Pointer[func(time.Duration, int, error)]
+	committed    atomic.Pointer[func([]*store.UsageLog)]
 }
 
 // queued is a row and the inflight segment holding it (nil: none).
@@ -143,6 +144,17 @@ func (w *Writer) FailingSince() (since time.Time, ok bool) {
 // how many rows it held and whether it failed. It replaces any before it.
 func (w *Writer) OnCommit(f func(took time.Duration, rows int, err error)) {
 	w.onCommit.Store(&f)
+}
+
+// OnCommitted sets a function told of the rows each commit stored (not
+// those a replay found stored before), once they are in the store, on the
+// writer's goroutine: it must not block. It replaces any before it; the
+// returned function unsets it unless another was set since (a reload's
+// new configuration sets its own before the old one stops).
+func (w *Writer) OnCommitted(f func(rows []*store.UsageLog)) (unset func()) {
+	p := &f
+	w.committed.Store(p)
+	return func() { w.committed.CompareAndSwap(p, nil) }
 }
 
 // NewWriter starts a writer. If the journal holds rows from an earlier run,
@@ -519,6 +531,15 @@ func (w *Writer) commit(batch []*store.UsageLog) error {
 		}
 	}
 	w.ledger.Committed(users, tokens)
+	if f := w.committed.Load(); f != nil {
+		stored := make([]*store.UsageLog, 0, len(batch))
+		for _, r := range batch {
+			if r.ID != 0 {
+				stored = append(stored, r)
+			}
+		}
+		(*f)(stored)
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/alerts"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
@@ -153,6 +154,8 @@ type App struct {
 	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
 	// Budgets are spending windows, plans and model groups.
 	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
+	// Alerts announce budget crossings (docs/alerts.md); off without.
+	Alerts *AlertsConfig `json:"alerts,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -182,6 +185,9 @@ type App struct {
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
+	// this configuration's budget alerts, nil when off
+	alerts       *alerts.Notifier
+	unhookAlerts func()
 }
 
 // DatabaseConfig names a store driver and its data source.
@@ -393,6 +399,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.taskDialect = tasks.Dialect{Dialect: a.dialects[len(a.dialects)-1]}
 	a.tasks = a.newTaskEngine()
+	if a.Alerts != nil {
+		if a.alerts, err = a.Alerts.notifier(a, repl); err != nil {
+			return err
+		}
+		if err := metrics.Register(reg, alertMetrics(a.alerts)...); err != nil {
+			return fmt.Errorf("registering the alerts' metrics: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -686,6 +700,7 @@ func (a *App) Start() error {
 		a.retention.Start()
 	}
 	a.tasks.Start()
+	a.startAlerts()
 	return nil
 }
 
@@ -697,6 +712,7 @@ func (a *App) Stop() error {
 		a.retention.Stop()
 	}
 	a.tasks.Stop()
+	a.stopAlerts()
 	return nil
 }
 

@@ -329,6 +329,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Tasks = tc
+		case "alerts":
+			ac, err := parseAlerts(d)
+			if err != nil {
+				return err
+			}
+			a.Alerts = ac
 		case "usage":
 			uc, err := parseUsage(d)
 			if err != nil {

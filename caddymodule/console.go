@@ -69,6 +69,8 @@ var consolePages = map[string]string{
 	"/console/channels":  "channels.html",
 	"/console/usage-log": "usagelog.html",
 	"/console/audit":     "audit.html",
+	// budget alerts: everyone's for administrators, one's own for a user
+	"/console/alerts": "alerts.html",
 }
 
 // pageData is what a page template is filled with.

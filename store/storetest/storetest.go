@@ -118,6 +118,12 @@ func Run(t *testing.T, open Opener) {
 		{"Traces", []test{
 			{"TraceIDs", testTraceIDs},
 		}},
+		{"Alerts", []test{
+			{"ClaimOnce", testAlertClaimOnce},
+			{"Outbox", testAlertOutbox},
+			{"KeyThresholds", testKeyAlertThresholds},
+			{"DeleteOld", testDeleteOldAlerts},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
@@ -145,6 +151,7 @@ func RunInstances(t *testing.T, open InstancesOpener) {
 		{"FinishTaskOnce", testInstancesFinishTaskOnce},
 		{"MixedMoneyWrites", testInstancesMixedMoneyWrites},
 		{"LeaseRace", testInstancesLeaseRace},
+		{"ClaimAlertOnce", testInstancesClaimAlertOnce},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
 	}
