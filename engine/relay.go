@@ -75,7 +75,7 @@ type relayAttempt struct {
 	pricedType    string
 	fields, betas []string
 	up            *Upstream // the record the answering attempt used
-	n             int // attempts made, for their spans
+	n             int       // attempts made, for their spans
 }
 
 func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {

@@ -22,12 +22,12 @@ const (
 // secrets_key (never clear text); KeyPrefix what the console may show of
 // them.
 type RuntimeItem struct {
-	Kind      string    `json:"kind"`
-	Name      string    `json:"name"`
-	Config    string    `json:"config"`
-	Secret    []byte    `json:"-"`
-	KeyPrefix string    `json:"key_prefix"`
-	Disabled  bool      `json:"disabled"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Config    string `json:"config"`
+	Secret    []byte `json:"-"`
+	KeyPrefix string `json:"key_prefix"`
+	Disabled  bool   `json:"disabled"`
 	// Test is the JSON of the channel's last test, "" before any; writing
 	// it is no configuration change (SetRuntimeTest)
 	Test      string    `json:"test"`
