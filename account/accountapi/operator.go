@@ -50,7 +50,14 @@ type channelView struct {
 	Prices map[string]any `json:"prices"`
 	// Recent is its traffic among the newest usage rows.
 	Recent channelTraffic `json:"recent"`
+	// Setup is how it is set up and where (the Caddyfile, read-only
+	// here, or the database); nil when the gateway keeps no runtime
+	// configuration
+	Setup *ChannelSetup `json:"setup,omitempty"`
 }
+
+// StateDisabled is the state of a database channel taken out of service.
+const StateDisabled = "disabled"
 
 // channelTraffic is a channel's requests among the rows sampled.
 type channelTraffic struct {
@@ -109,9 +116,23 @@ func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller
 			t.LastError, t.LastStatus, t.LastErrorAt = l.Error, l.Status, l.CreatedAt.UTC().Format(time.RFC3339)
 		}
 	}
+	setups, setupList, err := h.setupsByName(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// a disabled database channel is in no routing table: listed all the same
+	listed := map[string]bool{}
+	for _, s := range states {
+		listed[s.Name] = true
+	}
+	for _, s := range setupList {
+		if !listed[s.Name] {
+			states = append(states, routing.ChannelState{Name: s.Name, Type: s.Type, Models: s.Models, State: StateDisabled})
+		}
+	}
 	out := make([]channelView, len(states))
 	for i, s := range states {
-		v := channelView{ChannelState: s, Prices: map[string]any{}}
+		v := channelView{ChannelState: s, Prices: map[string]any{}, Setup: setups[s.Name]}
 		for _, m := range s.Models {
 			if p, ok := prices[m]; ok {
 				v.Prices[m] = p

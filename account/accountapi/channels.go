@@ -1,0 +1,177 @@
+package accountapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/account"
+)
+
+// Channels made at runtime: POST /api/admin/channels makes one, PATCH
+// /api/admin/channels/{name} changes the fields it is given (keys replaced
+// only when given, "disabled" to take it out of service and back), DELETE
+// removes it. They live in the database and every instance applies them
+// at its next request; the Caddyfile's channels are listed beside them,
+// read-only. Keys are never answered, only a masked prefix.
+
+// Runtime is the runtime configuration the admin API edits; the Caddy
+// layer implements it (validation needs the adapters and the fetch
+// policy), this package answers and audits.
+type Runtime interface {
+	// ChannelSetups lists every channel's setup: the Caddyfile's first,
+	// in their order, then the database's by name.
+	ChannelSetups(ctx context.Context) ([]*ChannelSetup, error)
+	// PutChannel makes the channel of fields (create) or changes the
+	// fields given of the database's channel name; it answers the setup
+	// before (nil when made) and after. A refusal is a *Refusal.
+	PutChannel(ctx context.Context, name string, fields map[string]json.RawMessage, create bool) (before, after *ChannelSetup, err error)
+	// DeleteChannel removes a database channel and answers what it was.
+	DeleteChannel(ctx context.Context, name string) (*ChannelSetup, error)
+}
+
+// Sources of a channel's setup.
+const (
+	SourceCaddyfile = "caddyfile"
+	SourceDatabase  = "database"
+)
+
+// ChannelSetup is how a channel is set up, keys masked: what the console
+// shows and edits.
+type ChannelSetup struct {
+	Name string `json:"name"`
+	// Source is caddyfile (read-only here) or database
+	Source    string            `json:"source"`
+	Type      string            `json:"type"`
+	BaseURL   string            `json:"base_url"`
+	Models    []string          `json:"models"`
+	ModelMap  map[string]string `json:"model_map,omitempty"`
+	Priority  int               `json:"priority"`
+	Weight    int               `json:"weight"`
+	KeyPrefix string            `json:"key_prefix"`
+	Keys      int               `json:"keys"`
+	Disabled  bool              `json:"disabled"`
+	// Config is a database channel's configuration as stored, keys left
+	// out (adapter options and timeouts included)
+	Config json.RawMessage `json:"config,omitempty"`
+	// LastTest is a database channel's last test, as the test answered it
+	LastTest  json.RawMessage `json:"last_test,omitempty"`
+	UpdatedAt *time.Time      `json:"updated_at,omitempty"`
+}
+
+// Refusal is a runtime change refused, in the API's terms: Status 400 for
+// bad input, 404 for no such channel, 409 for a name taken.
+type Refusal struct {
+	Status int
+	Code   string
+	Msg    string
+}
+
+func (r *Refusal) Error() string { return r.Msg }
+
+func (h *Handler) runtimeRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /api/admin/channels", h.admin(h.createChannel))
+	m.HandleFunc("PATCH /api/admin/channels/{name}", h.admin(h.updateChannel))
+	m.HandleFunc("DELETE /api/admin/channels/{name}", h.admin(h.deleteChannel))
+}
+
+var errNoRuntime = &apiError{status: http.StatusNotFound, typ: errNotFound, code: "no_runtime_configuration",
+	msg: "this gateway keeps no channels in its database"}
+
+func (h *Handler) createChannel(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	var fields map[string]json.RawMessage
+	if err := decode(r, &fields); err != nil {
+		return nil, err
+	}
+	var name string
+	if raw, ok := fields["name"]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
+		return nil, badRequest("invalid_channel", "give the channel a \"name\"")
+	}
+	_, after, err := h.runtime.PutChannel(r.Context(), name, fields, true)
+	if err != nil {
+		return nil, err
+	}
+	h.audit(r.Context(), c, account.AuditChannelCreate, "channel:"+name, nil, setupFields(after))
+	return after, nil
+}
+
+func (h *Handler) updateChannel(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	var fields map[string]json.RawMessage
+	if err := decode(r, &fields); err != nil {
+		return nil, err
+	}
+	name := r.PathValue("name")
+	before, after, err := h.runtime.PutChannel(r.Context(), name, fields, false)
+	if err != nil {
+		return nil, err
+	}
+	h.audit(r.Context(), c, account.AuditChannelUpdate, "channel:"+name, setupFields(before), setupFields(after))
+	return after, nil
+}
+
+func (h *Handler) deleteChannel(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	name := r.PathValue("name")
+	before, err := h.runtime.DeleteChannel(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	h.audit(r.Context(), c, account.AuditChannelDelete, "channel:"+name, setupFields(before), nil)
+	return map[string]any{"deleted": name}, nil
+}
+
+// setupFields is what the audit log keeps of a setup: never a key, only
+// its masked prefix and how many there are.
+func setupFields(s *ChannelSetup) account.Fields {
+	if s == nil {
+		return nil
+	}
+	f := account.Fields{"type": s.Type, "base_url": s.BaseURL, "models": s.Models, "priority": s.Priority,
+		"weight": s.Weight, "key_prefix": s.KeyPrefix, "keys": s.Keys, "disabled": s.Disabled}
+	if len(s.ModelMap) > 0 {
+		f["model_map"] = s.ModelMap
+	}
+	return f
+}
+
+// refusalError puts a Refusal in the API's error shape.
+func refusalError(err error) (*apiError, bool) {
+	var ref *Refusal
+	if !errors.As(err, &ref) {
+		return nil, false
+	}
+	typ := errInvalidRequest
+	switch ref.Status {
+	case http.StatusNotFound:
+		typ = errNotFound
+	case http.StatusForbidden:
+		typ = errPermission
+	}
+	return &apiError{status: ref.Status, typ: typ, code: ref.Code, msg: ref.Msg}, true
+}
+
+// setupsByName indexes the setups, nil when there is no runtime.
+func (h *Handler) setupsByName(ctx context.Context) (map[string]*ChannelSetup, []*ChannelSetup, error) {
+	if h.runtime == nil {
+		return nil, nil, nil
+	}
+	list, err := h.runtime.ChannelSetups(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	by := make(map[string]*ChannelSetup, len(list))
+	for _, s := range list {
+		by[s.Name] = s
+	}
+	return by, list, nil
+}
