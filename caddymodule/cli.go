@@ -22,7 +22,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "<user|token|redeem|usage> <command> [--config <Caddyfile>] [flags]",
+		Usage: "<user|token|redeem|usage|audit|secrets> <command> [--config <Caddyfile>] [flags]",
 		Short: "Manages the model gateway's users, keys and redemption codes",
 		Long: `
 Manages the model gateway's database directly: users, API keys (tokens),
@@ -36,7 +36,8 @@ the current directory; with neither, the gateway's default database
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database (default: ./Caddyfile)")
 			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
-			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown})
+			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown,
+				Expand: func(s string) string { return caddy.NewReplacer().ReplaceAll(s, "") }})
 		},
 	})
 }

@@ -241,7 +241,7 @@ func (a *App) openChannel(it *store.RuntimeItem) (*ChannelConfig, []string, erro
 		if a.runtime.key == nil {
 			return nil, nil, errors.New("its keys are sealed but this configuration has no secrets_key")
 		}
-		plain, err := a.runtime.key.Open(it.Secret, sealBinding(it.Name))
+		plain, err := a.runtime.key.Open(it.Secret, it.Binding())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -251,9 +251,6 @@ func (a *App) openChannel(it *store.RuntimeItem) (*ChannelConfig, []string, erro
 	}
 	return cc, keys, nil
 }
-
-// sealBinding binds a channel's sealed keys to its row.
-func sealBinding(name string) string { return store.RuntimeChannel + "/" + name }
 
 // ChannelSetups implements accountapi.Runtime.
 func (a *App) ChannelSetups(ctx context.Context) ([]*accountapi.ChannelSetup, error) {
@@ -434,7 +431,7 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 	it := &store.RuntimeItem{Kind: store.RuntimeChannel, Name: name, Config: string(cfgJSON), KeyPrefix: keyPrefix(keys), Disabled: disabled}
 	if len(keys) > 0 {
 		plain, _ := json.Marshal(keys)
-		if it.Secret, err = a.runtime.key.Seal(plain, sealBinding(name)); err != nil {
+		if it.Secret, err = a.runtime.key.Seal(plain, it.Binding()); err != nil {
 			return nil, nil, err
 		}
 	}

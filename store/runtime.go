@@ -35,6 +35,10 @@ type RuntimeItem struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// Binding names the row a sealed secret belongs to: a secret sealed for
+// one row does not open as another's.
+func (it *RuntimeItem) Binding() string { return it.Kind + "/" + it.Name }
+
 // RuntimeStore keeps runtime configuration. Every write that changes what
 // the gateway serves (not SetRuntimeTest) is announced to the other
 // instances (PostgreSQL: migration 0018's trigger; a SQLite file has one
