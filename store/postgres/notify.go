@@ -95,6 +95,10 @@ func (s *Store) listen(ctx context.Context, ready func(), changed func(string, i
 		if err != nil {
 			return fmt.Errorf("waiting for key and user changes: %w", err)
 		}
+		if n.Channel == identityChannel && n.Payload == "r" {
+			s.runtimeChanged()
+			continue
+		}
 		if n.Channel != identityChannel || len(n.Payload) < 2 {
 			continue
 		}
@@ -105,8 +109,6 @@ func (s *Store) listen(ctx context.Context, ready func(), changed func(string, i
 			if id, err := strconv.ParseInt(what, 10, 64); err == nil && id != 0 {
 				changed("", id)
 			}
-		case 'r':
-			s.runtimeChanged()
 		case 'c', 'k':
 			if id, err := strconv.ParseInt(what, 10, 64); err == nil && id != 0 {
 				s.credit(n.Payload[0] == 'k', id)

@@ -1,0 +1,269 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// Channels made at runtime: an administrator adds a channel with its
+// vendor key through the admin API (or the console) and every instance
+// serves it at its next request, without a reload; its key is sealed in
+// the database with the gateway's secrets_key, shown only as a masked
+// prefix, audited without it, and re-sealed by the rotation command.
+
+// secretsKeyFile writes a fresh secrets_key to a file of the test's and
+// returns its path; the key must never reach a log.
+func secretsKeyFile(t *testing.T, name string) string {
+	t.Helper()
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	material := base64.StdEncoding.EncodeToString(raw)
+	gatewaytest.Secret(material)
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(material+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runtimeConfig is the account gateway with a secrets_key from keyFile
+// ("": none) and loopback upstreams allowed, gpt-4o-mini priced and
+// served by no Caddyfile channel.
+func runtimeConfig(keyFile string) *caddyfile {
+	c := accountConfig("off", 1000, 1000).
+		option("token_cache_ttl 10m").
+		option("allow_private_upstreams 127.0.0.1").
+		price("gpt-4o-mini", "input 0.15", "output 0.60")
+	if keyFile != "" {
+		c = c.option("secrets_key {file." + keyFile + "}")
+	}
+	return c
+}
+
+// sdkChat asks gw for a chat completion of model with the OpenAI SDK.
+func sdkChat(gw *gatewaytest.Gateway, key, model string) (*openai.ChatCompletion, error) {
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	return client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model:    model,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+	})
+}
+
+type channelList struct {
+	Data []struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+		Setup *struct {
+			Source    string `json:"source"`
+			KeyPrefix string `json:"key_prefix"`
+			Keys      int    `json:"keys"`
+			Disabled  bool   `json:"disabled"`
+			BaseURL   string `json:"base_url"`
+		} `json:"setup"`
+	} `json:"data"`
+}
+
+// TestRuntimeChannelsOnEveryInstance: on three instances, a channel added
+// with its key through instance A's admin API serves B and C (the OpenAI
+// SDK) without a reload; they list it as the database's with a masked
+// key; disabled on C, B stops routing to it; changed on B (another key),
+// A serves with the new key; deleted, it is gone everywhere. Bad input
+// is refused with a 400 that changes nothing, a Caddyfile channel's name
+// with a 409, and the audit log has every change without the key.
+func TestRuntimeChannelsOnEveryInstance(t *testing.T) {
+	keyFile := secretsKeyFile(t, "secrets.key")
+	gws := gatewaytest.StartInstances(t, instances, runtimeConfig(keyFile).String(), nil)
+	vendor := gatewaytest.NewFakeOpenAI(t, "sk-vendor-runtime-first-0001")
+	admin := loggedIn(t, gws[0], "boss", 0, "admin")
+	key := gws[0].AddUser("kim", 100_000_000)
+
+	if _, err := sdkChat(gws[1], key, "gpt-4o-mini"); err == nil {
+		t.Fatal("gpt-4o-mini served before any channel serves it")
+	}
+	// refusals first: each changes nothing
+	for _, bad := range []struct {
+		body   map[string]any
+		status int
+		code   string
+		says   string
+	}{
+		{map[string]any{"name": "x", "type": "no-such-vendor", "base_url": vendor.URL, "keys": []string{"k"}, "models": []string{"gpt-4o-mini"}},
+			http.StatusBadRequest, "invalid_channel", "unknown type"},
+		{map[string]any{"name": "x", "type": "openai", "base_url": "http://10.1.2.3", "keys": []string{"k"}, "models": []string{"gpt-4o-mini"}},
+			http.StatusBadRequest, "base_url_not_allowed", "allow_private_upstreams"},
+		{map[string]any{"name": "x", "type": "openai", "base_url": vendor.URL, "models": []string{"gpt-4o-mini"}},
+			http.StatusBadRequest, "invalid_channel", "key"},
+		{map[string]any{"name": "x", "type": "openai", "base_url": vendor.URL, "keys": []string{"k"}},
+			http.StatusBadRequest, "invalid_channel", "models"},
+		{map[string]any{"name": "demo", "type": "openai", "base_url": vendor.URL, "keys": []string{"k"}, "models": []string{"gpt-4o-mini"}},
+			http.StatusConflict, "channel_in_caddyfile", "Caddyfile"},
+	} {
+		msg := admin.do(http.MethodPost, "/api/admin/channels", bad.body).apiErr(t, bad.status, bad.code)
+		if !strings.Contains(msg, bad.says) {
+			t.Errorf("%v: %q does not say %q", bad.body, msg, bad.says)
+		}
+	}
+	if items, err := gws[0].Store().ListRuntime(context.Background(), ""); err != nil || len(items) != 0 {
+		t.Fatalf("after refusals the database holds %d items (%v)", len(items), err)
+	}
+
+	created := admin.ok(http.MethodPost, "/api/admin/channels", map[string]any{
+		"name": "runtime-east", "type": "openai", "base_url": vendor.URL, "keys": []string{vendor.Key},
+		"models": []string{"gpt-4o-mini"}, "priority": 5, "response_header_timeout": "5s"})
+	if bytes.Contains(created.body, []byte(vendor.Key)) {
+		t.Fatalf("the answer holds the key: %s", created.body)
+	}
+	for i, gw := range gws {
+		within(t, heard, fmt.Sprintf("the new channel served on instance %d", i), func() bool {
+			resp, err := sdkChat(gw, key, "gpt-4o-mini")
+			return err == nil && len(resp.Choices) == 1 && resp.Choices[0].Message.Content != ""
+		})
+	}
+	var list channelList
+	adminOn(t, gws[1]).ok(http.MethodGet, "/api/admin/channels", nil).decode(t, &list)
+	found := false
+	for _, ch := range list.Data {
+		switch {
+		case ch.Name == "demo" && (ch.Setup == nil || ch.Setup.Source != "caddyfile"):
+			t.Errorf("the Caddyfile's channel: %+v", ch.Setup)
+		case ch.Name == "runtime-east":
+			found = true
+			if ch.Setup == nil || ch.Setup.Source != "database" || ch.Setup.Keys != 1 || !strings.HasSuffix(ch.Setup.KeyPrefix, "…") ||
+				len(ch.Setup.KeyPrefix) > len("sk-ven…") {
+				t.Errorf("the database's channel: %+v", ch.Setup)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("instance 1 does not list the channel: %+v", list)
+	}
+
+	// disabled through C: B stops serving it
+	adminOn(t, gws[2]).ok(http.MethodPatch, "/api/admin/channels/runtime-east", map[string]any{"disabled": true})
+	within(t, heard, "the disabled channel left on instance 1", func() bool {
+		_, err := sdkChat(gws[1], key, "gpt-4o-mini")
+		return err != nil
+	})
+	// another vendor account's key through B, and back in service: A uses it
+	second := gatewaytest.NewFakeOpenAI(t, "sk-vendor-runtime-second-0002")
+	adminOn(t, gws[1]).ok(http.MethodPatch, "/api/admin/channels/runtime-east", map[string]any{
+		"disabled": false, "base_url": second.URL, "keys": []string{second.Key}})
+	within(t, heard, "the changed channel served on instance 0 with its new key", func() bool {
+		_, err := sdkChat(gws[0], key, "gpt-4o-mini")
+		return err == nil && len(second.Requests()) > 0
+	})
+	admin.ok(http.MethodDelete, "/api/admin/channels/runtime-east", nil)
+	for i, gw := range gws {
+		within(t, heard, fmt.Sprintf("the deleted channel gone on instance %d", i), func() bool {
+			_, err := sdkChat(gw, key, "gpt-4o-mini")
+			return err != nil
+		})
+	}
+	var audit struct {
+		Data []struct {
+			Action string          `json:"action"`
+			Before json.RawMessage `json:"before"`
+			After  json.RawMessage `json:"after"`
+		} `json:"data"`
+	}
+	a := admin.ok(http.MethodGet, "/api/admin/audit?action=channel.", nil)
+	a.decode(t, &audit)
+	var actions []string
+	for _, e := range audit.Data {
+		actions = append(actions, e.Action)
+	}
+	if got := strings.Join(actions, " "); got != "channel.delete channel.update channel.update channel.create" {
+		t.Errorf("audited %q", got)
+	}
+	if bytes.Contains(a.body, []byte(vendor.Key)) || bytes.Contains(a.body, []byte(second.Key)) {
+		t.Errorf("the audit log holds a key: %s", a.body)
+	}
+}
+
+// adminOn is the administrator "boss" signed in on gw.
+func adminOn(t *testing.T, gw *gatewaytest.Gateway) *client {
+	t.Helper()
+	c := newClient(t, gw)
+	c.login("boss")
+	return c
+}
+
+func init() {
+	gatewaytest.SQLiteOnly("TestRuntimeChannelKeysSealedAtRest", "it reads the SQLite file for the vendor key in clear; "+
+		"TestRuntimeChannelsOnEveryInstance runs channels made at runtime on PostgreSQL")
+}
+
+// TestRuntimeChannelKeysSealedAtRest: on SQLite, a channel's key is not in
+// the database file in clear; the channel serves again after a restart;
+// the rotation command re-seals it under a new secrets_key (refusing a
+// wrong old key and changing nothing then), after which the gateway
+// serves it with the new key. Without a secrets_key a channel's key is
+// refused, saying what to set.
+func TestRuntimeChannelKeysSealedAtRest(t *testing.T) {
+	oldKey := secretsKeyFile(t, "old.key")
+	newKey := secretsKeyFile(t, "new.key")
+	gw := gatewaytest.Start(t, runtimeConfig(oldKey).String(), nil)
+	vendor := gatewaytest.NewFakeOpenAI(t, "sk-vendor-sealed-at-rest-0003")
+	admin := loggedIn(t, gw, "boss", 0, "admin")
+	key := gw.AddUser("kim", 100_000_000)
+	admin.ok(http.MethodPost, "/api/admin/channels", map[string]any{
+		"name": "sealed", "type": "openai", "base_url": vendor.URL, "keys": []string{vendor.Key}, "models": []string{"gpt-4o-mini"}})
+	if _, err := sdkChat(gw, key, "gpt-4o-mini"); err != nil {
+		t.Fatalf("served at once on the instance that made it: %v", err)
+	}
+	for _, f := range []string{gw.DBPath, gw.DBPath + "-wal"} {
+		raw, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte(vendor.Key)) {
+			t.Fatalf("%s holds the vendor key in clear", f)
+		}
+	}
+	gw.Restart()
+	if _, err := sdkChat(gw, key, "gpt-4o-mini"); err != nil {
+		t.Fatalf("after a restart: %v", err)
+	}
+
+	_, errOut, err := gw.TryCLI("secrets", "rotate", "--old", "{file."+newKey+"}", "--new", "{file."+oldKey+"}")
+	if err == nil || !strings.Contains(errOut, "does not open") {
+		t.Fatalf("rotating from a wrong key: %v %s", err, errOut)
+	}
+	out := gw.CLI("secrets", "rotate", "--old", "{file."+oldKey+"}", "--new", "{file."+newKey+"}")
+	if !strings.Contains(out, `"resealed": 1`) {
+		t.Fatalf("rotate printed %s", out)
+	}
+	// the configuration follows the rotation
+	gw.Reload(runtimeConfig(newKey).String(), nil)
+	if _, err := sdkChat(gw, key, "gpt-4o-mini"); err != nil {
+		t.Fatalf("with the new secrets_key: %v", err)
+	}
+	items, err := gw.Store().ListRuntime(context.Background(), store.RuntimeChannel)
+	if err != nil || len(items) != 1 {
+		t.Fatal(items, err)
+	}
+
+	bare := gatewaytest.Start(t, runtimeConfig("").String(), nil)
+	boss := loggedIn(t, bare, "boss", 0, "admin")
+	msg := boss.do(http.MethodPost, "/api/admin/channels", map[string]any{
+		"name": "nokey", "type": "openai", "base_url": vendor.URL, "keys": []string{vendor.Key}, "models": []string{"gpt-4o-mini"}}).
+		apiErr(t, http.StatusBadRequest, "no_secrets_key")
+	if !strings.Contains(msg, "secrets_key {file./path}") {
+		t.Errorf("the refusal does not say what to set: %q", msg)
+	}
+}
