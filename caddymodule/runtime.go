@@ -45,6 +45,8 @@ type runtimeState struct {
 	mu    sync.Mutex
 	built map[string]*runtimeChannel
 	key   *sealed.Key // nil: no secrets_key
+	// testMu serializes keeping tests (keepTest)
+	testMu sync.Mutex
 	// allowNets and allowHosts are allow_private_upstreams
 	allowNets  []netip.Prefix
 	allowHosts []string
@@ -543,3 +545,37 @@ func (rs *runtimeState) checkBaseURL(ctx context.Context, raw string) error {
 
 // Interface guard.
 var _ accountapi.Runtime = (*App)(nil)
+
+// keepTest keeps a database channel's test on its row, beside its other
+// models' last tests, for every instance's console; a Caddyfile channel
+// has no row, and its tests are answered only.
+func (a *App) keepTest(ctx context.Context, t *accountapi.ChannelTest) {
+	if a.runtime == nil || a.caddyfileChannel(t.Channel) != nil {
+		return
+	}
+	// one read-modify-write at a time: "test all" tests a channel's models at once
+	a.runtime.testMu.Lock()
+	defer a.runtime.testMu.Unlock()
+	items, err := a.db.store.ListRuntime(ctx, store.RuntimeChannel)
+	if err != nil {
+		a.log.Warn("keeping a channel's test", zap.String("channel", t.Channel), zap.Error(err))
+		return
+	}
+	for _, it := range items {
+		if it.Name != t.Channel {
+			continue
+		}
+		var kept []*accountapi.ChannelTest
+		_ = json.Unmarshal([]byte(it.Test), &kept)
+		out := []*accountapi.ChannelTest{t}
+		for _, k := range kept {
+			if k != nil && k.Model != t.Model {
+				out = append(out, k)
+			}
+		}
+		raw, _ := json.Marshal(out)
+		if err := a.db.store.SetRuntimeTest(ctx, store.RuntimeChannel, t.Channel, string(raw)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			a.log.Warn("keeping a channel's test", zap.String("channel", t.Channel), zap.Error(err))
+		}
+	}
+}

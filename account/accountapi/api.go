@@ -135,6 +135,7 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("POST /api/admin/users/{id}/password", h.admin(h.resetPassword))
 	m.HandleFunc("GET /api/admin/channels", h.admin(h.listChannels))
 	m.HandleFunc("POST /api/admin/channels/{name}/test", h.admin(h.testChannel))
+	m.HandleFunc("POST /api/admin/channels/test_all", h.admin(h.testAllChannels))
 	m.HandleFunc("GET /api/admin/dashboard", h.admin(h.dashboard))
 	m.HandleFunc("GET /api/admin/audit", h.admin(h.listAudit))
 	m.HandleFunc("GET /api/admin/codes/export", h.admin(h.exportCodes))

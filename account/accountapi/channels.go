@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/account"
@@ -174,4 +175,52 @@ func (h *Handler) setupsByName(ctx context.Context) (map[string]*ChannelSetup, [
 		by[s.Name] = s
 	}
 	return by, list, nil
+}
+
+// testParallelism bounds the tests "test all" runs at once: each is one
+// request upstream, and a gateway with many channels must not burst.
+const testParallelism = 4
+
+// testAllChannels answers POST /api/admin/channels/test_all: one
+// one-token request per model of every channel in service here, at most
+// testParallelism at once, in the channels' and models' order.
+func (h *Handler) testAllChannels(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.testChan == nil || h.channels == nil {
+		return nil, &apiError{status: http.StatusNotFound, typ: errNotFound, code: "no_channels", msg: "this gateway has no channels to test"}
+	}
+	type job struct{ channel, model string }
+	var jobs []job
+	for _, s := range h.channels() {
+		for _, m := range s.Models {
+			jobs = append(jobs, job{s.Name, m})
+		}
+	}
+	results := make([]*ChannelTest, len(jobs))
+	sem := make(chan struct{}, testParallelism)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := h.testChan(r.Context(), j.channel, j.model)
+			if err != nil {
+				res = &ChannelTest{Channel: j.channel, Model: j.model, Error: err.Error()}
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	var ok, failed int
+	var cost int64
+	for _, res := range results {
+		if res.OK {
+			ok++
+		} else {
+			failed++
+		}
+		cost += res.Cost
+	}
+	h.audit(r.Context(), c, account.AuditChannelTest, "channels", nil, account.Fields{"tests": len(results), "ok": ok, "failed": failed})
+	return map[string]any{"data": results, "ok": ok, "failed": failed, "cost": cost}, nil
 }

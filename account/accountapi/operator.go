@@ -41,6 +41,10 @@ type ChannelTest struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
 	Reply            string `json:"reply,omitempty"`
+	// Cost is what the request would have cost a caller at the model's
+	// price, in quota units (billed to nobody); 0 for a model without one
+	Cost     int64     `json:"cost"`
+	TestedAt time.Time `json:"tested_at"`
 }
 
 // channelView is a channel as the channels page shows it.
