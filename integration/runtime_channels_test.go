@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -266,4 +267,66 @@ func TestRuntimeChannelKeysSealedAtRest(t *testing.T) {
 	if !strings.Contains(msg, "secrets_key {file./path}") {
 		t.Errorf("the refusal does not say what to set: %q", msg)
 	}
+}
+
+// TestConsoleAddsAChannel: in the browser, on one of two PostgreSQL
+// instances, an administrator adds a channel with its key on the channels
+// page (1280 px), sees it as the database's with only a masked key, tests
+// it (OK, its cost), and a request through the other instance is served by
+// it without a reload; at 390 px and in Chinese the page, with its form,
+// does not scroll sideways, and the change form keeps the key unshown.
+func TestConsoleAddsAChannel(t *testing.T) {
+	keyFile := secretsKeyFile(t, "secrets.key")
+	gws := gatewaytest.StartInstances(t, 2, runtimeConfig(keyFile).String(), nil)
+	vendor := gatewaytest.NewFakeOpenAI(t, "sk-vendor-console-added-0004")
+	key := gws[0].AddUser("kim", 100_000_000)
+	b := adminBrowser(t, gws[0], "boss")
+	b.open("/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 1`)
+	if src := evalJS[string](b, `document.querySelector('[data-setup="demo"]').innerText`); src != "from the Caddyfile" {
+		t.Fatalf("the Caddyfile's channel's setup cell says %q", src)
+	}
+	b.do(chromedp.SendKeys(chromedp.ID("ch-name"), "console-east"),
+		chromedp.SendKeys(chromedp.ID("ch-type"), "openai"),
+		chromedp.SendKeys(chromedp.ID("ch-base"), vendor.URL),
+		chromedp.SendKeys(chromedp.ID("ch-keys"), vendor.Key),
+		chromedp.SendKeys(chromedp.ID("ch-models"), "gpt-4o-mini"),
+		chromedp.Click(chromedp.ID("ch-submit")))
+	b.waitFor(`document.querySelector('#channels tr[data-channel="console-east"]') !== null`)
+	setup := evalJS[string](b, `document.querySelector('[data-setup="console-east"]').innerText`)
+	if !strings.Contains(setup, "database") || !strings.Contains(setup, "key sk-ven…") {
+		t.Fatalf("the new channel's setup cell says %q", setup)
+	}
+	if html := evalJS[string](b, `document.documentElement.outerHTML`); strings.Contains(html, vendor.Key) {
+		t.Fatal("the page still holds the key after saving it")
+	}
+	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Test channel console-east"]`)))
+	b.waitFor(`document.querySelector('.test-result[data-channel="console-east"]').textContent.startsWith('OK')`)
+	res := evalJS[string](b, `document.querySelector('.test-result[data-channel="console-east"]').textContent`)
+	if !strings.Contains(res, "HTTP 200") || !strings.Contains(res, "cost $") {
+		t.Fatalf("the test says %q", res)
+	}
+	b.screenshot("runtime-channel-added-desktop")
+	within(t, heard, "the console's channel served on the other instance", func() bool {
+		resp, err := sdkChat(gws[1], key, "gpt-4o-mini")
+		return err == nil && len(resp.Choices) == 1
+	})
+
+	// the kept test shows on a fresh page; the change form shows no key
+	b.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem('gateway.lang', 'zh')`))
+	b.phone()
+	b.open("/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 2`)
+	if kept := evalJS[string](b, `document.querySelector('.test-result[data-channel="console-east"]').textContent`); !strings.Contains(kept, "gpt-4o-mini") {
+		t.Errorf("the kept test shows as %q", kept)
+	}
+	if h := b.text("h-channel-form"); h != "添加渠道" {
+		t.Errorf("the form's title in Chinese is %q", h)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Edit channel console-east"]`)))
+	b.waitFor(`document.getElementById('ch-name').value === 'console-east'`)
+	if k := evalJS[string](b, `document.getElementById('ch-keys').value`); k != "" {
+		t.Errorf("the change form shows keys %q", k)
+	}
+	b.noSideScroll("the channels page with its form")
+	b.screenshot("runtime-channel-edit-phone-zh")
+	b.desktop()
 }
