@@ -33,6 +33,9 @@ const (
 	AuditChannelCreate = "channel.create"
 	AuditChannelUpdate = "channel.update"
 	AuditChannelDelete = "channel.delete"
+	AuditPriceCreate   = "price.create"
+	AuditPriceUpdate   = "price.update"
+	AuditPriceDelete   = "price.delete"
 	AuditUserBudget    = "user.budget" // the user's own spending windows
 	AuditKeyBudget     = "key.budget"  // the key's own spending windows
 	AuditUserPlan      = "user.plan"   // plan, its end, budget group

@@ -108,7 +108,7 @@ func (h *Account) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 func (a *App) pricedModels() []accountapi.Model {
 	var out []accountapi.Model
 	for _, m := range a.channels.Models() {
-		if p, ok := a.prices[m]; ok {
+		if p, ok := a.priceTable.Get(m); ok {
 			out = append(out, accountapi.Model{ID: m, Chat: p.Chat(), Price: p})
 		}
 	}

@@ -172,9 +172,18 @@ func (a *App) reloadRuntime(ctx context.Context) error {
 	rs := a.runtime
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	items, err := a.db.store.ListRuntime(ctx, store.RuntimeChannel)
+	all, err := a.db.store.ListRuntime(ctx, "")
 	if err != nil {
 		return err
+	}
+	var items, prices []*store.RuntimeItem
+	for _, it := range all {
+		switch it.Kind {
+		case store.RuntimeChannel:
+			items = append(items, it)
+		case store.RuntimePrice:
+			prices = append(prices, it)
+		}
 	}
 	built := map[string]*runtimeChannel{}
 	chans := append([]*routing.Channel(nil), a.static...)
@@ -214,6 +223,7 @@ func (a *App) reloadRuntime(ctx context.Context) error {
 		ups[it.Name] = rc.up
 	}
 	rs.built = built
+	a.priceTable.Replace(a.runtimePrices(prices))
 	// upstreams first: a request that plans on the new table finds its records
 	a.upstreams.Replace(ups)
 	a.channels.Replace(chans)
@@ -426,6 +436,14 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 	// a trial build checks what the table would refuse, and the URL
 	if _, _, err := a.trialChannel(cc, keys); err != nil {
 		return nil, nil, refuse("invalid_channel", "%v", err)
+	}
+	// the gateway refuses requests for a model without a price: a channel
+	// serving one would look in service and answer nobody
+	for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
+		if _, ok := a.priceTable.Get(m); !ok {
+			return nil, nil, refuse("model_without_price", "the model %q has no price, and the gateway refuses requests for a model without one: "+
+				"give it a price first (POST /api/admin/prices, the prices page, or the Caddyfile; {\"free\": true} for a free model)", m)
+		}
 	}
 	if err := a.runtime.checkBaseURL(ctx, cc.BaseURL); err != nil {
 		return nil, nil, refuse("base_url_not_allowed", "%v", err)

@@ -113,6 +113,8 @@ func TestRuntimeChannelsOnEveryInstance(t *testing.T) {
 			http.StatusBadRequest, "invalid_channel", "models"},
 		{map[string]any{"name": "demo", "type": "openai", "base_url": vendor.URL, "keys": []string{"k"}, "models": []string{"gpt-4o-mini"}},
 			http.StatusConflict, "channel_in_caddyfile", "Caddyfile"},
+		{map[string]any{"name": "x", "type": "openai", "base_url": vendor.URL, "keys": []string{"k"}, "models": []string{"gpt-4o"}},
+			http.StatusBadRequest, "model_without_price", "POST /api/admin/prices"},
 	} {
 		msg := admin.do(http.MethodPost, "/api/admin/channels", bad.body).apiErr(t, bad.status, bad.code)
 		if !strings.Contains(msg, bad.says) {
@@ -193,6 +195,59 @@ func TestRuntimeChannelsOnEveryInstance(t *testing.T) {
 	}
 	if bytes.Contains(a.body, []byte(vendor.Key)) || bytes.Contains(a.body, []byte(second.Key)) {
 		t.Errorf("the audit log holds a key: %s", a.body)
+	}
+
+	// a price made at runtime, then a channel for its model: each
+	// instance bills it to the unit, and the changed price at once
+	for _, bad := range []struct {
+		body       map[string]any
+		status     int
+		code, says string
+	}{
+		{map[string]any{"model": "gpt-4o", "price": map[string]any{"input": -1, "output": 10}}, http.StatusBadRequest, "invalid_price", "input must not be negative"},
+		{map[string]any{"model": "gpt-4o", "price": map[string]any{"inptu": 1}}, http.StatusBadRequest, "invalid_price", "inptu"},
+		{map[string]any{"model": "demo", "price": map[string]any{"input": 1}}, http.StatusConflict, "price_in_caddyfile", "Caddyfile"},
+	} {
+		if msg := admin.do(http.MethodPost, "/api/admin/prices", bad.body).apiErr(t, bad.status, bad.code); !strings.Contains(msg, bad.says) {
+			t.Errorf("%v: %q does not say %q", bad.body, msg, bad.says)
+		}
+	}
+	admin.ok(http.MethodPost, "/api/admin/prices", map[string]any{"model": "gpt-4o", "price": map[string]any{"input": 2_500_000, "output": 10_000_000}})
+	admin.ok(http.MethodPost, "/api/admin/channels", map[string]any{
+		"name": "runtime-west", "type": "openai", "base_url": vendor.URL, "keys": []string{vendor.Key}, "models": []string{"gpt-4o"}})
+	lee := gws[0].AddUser("lee", 100_000_000)
+	rows := 0
+	costs := func(want int64) {
+		t.Helper()
+		for i, gw := range gws {
+			within(t, heard, fmt.Sprintf("gpt-4o at %d units on instance %d", want, i), func() bool {
+				if _, err := sdkChat(gw, lee, "gpt-4o"); err != nil {
+					return false
+				}
+				rows++
+				got := gws[0].WaitUsage("lee", rows)
+				return got[len(got)-1].Cost == want
+			})
+		}
+	}
+	// 10 prompt and 20 completion tokens at $2.50 and $10 per million
+	costs(225)
+	adminOn(t, gws[2]).ok(http.MethodPatch, "/api/admin/prices/gpt-4o", map[string]any{"price": map[string]any{"input": 5_000_000, "output": 20_000_000}})
+	costs(450)
+	var prices struct {
+		Data []struct {
+			Model  string          `json:"model"`
+			Source string          `json:"source"`
+			Price  json.RawMessage `json:"price"`
+		} `json:"data"`
+	}
+	adminOn(t, gws[1]).ok(http.MethodGet, "/api/admin/prices", nil).decode(t, &prices)
+	var seen []string
+	for _, p := range prices.Data {
+		seen = append(seen, p.Model+"/"+p.Source+"/"+string(p.Price))
+	}
+	if got := strings.Join(seen, " "); !strings.Contains(got, `gpt-4o/database/{"input":5000000,"output":20000000}`) || !strings.Contains(got, "demo/caddyfile/") {
+		t.Errorf("the prices listed: %s", got)
 	}
 }
 

@@ -31,6 +31,24 @@ type Runtime interface {
 	PutChannel(ctx context.Context, name string, fields map[string]json.RawMessage, create bool) (before, after *ChannelSetup, err error)
 	// DeleteChannel removes a database channel and answers what it was.
 	DeleteChannel(ctx context.Context, name string) (*ChannelSetup, error)
+	// PriceSetups lists every price: the Caddyfile's, then the database's.
+	PriceSetups(ctx context.Context) ([]*PriceSetup, error)
+	// PutPrice makes (create) or replaces the database's price of model,
+	// given as the JSON of the price type; it answers the price before
+	// (nil when made) and after. A refusal is a *Refusal.
+	PutPrice(ctx context.Context, model string, price json.RawMessage, create bool) (before, after *PriceSetup, err error)
+	// DeletePrice removes a database price and answers what it was.
+	DeletePrice(ctx context.Context, model string) (*PriceSetup, error)
+}
+
+// PriceSetup is one model's price and where it is set.
+type PriceSetup struct {
+	Model  string `json:"model"`
+	Source string `json:"source"`
+	// Price is the price as the gateway reads it, in quota units (see
+	// Model.Price)
+	Price     json.RawMessage `json:"price"`
+	UpdatedAt *time.Time      `json:"updated_at,omitempty"`
 }
 
 // Sources of a channel's setup.
@@ -76,6 +94,90 @@ func (h *Handler) runtimeRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /api/admin/channels", h.admin(h.createChannel))
 	m.HandleFunc("PATCH /api/admin/channels/{name}", h.admin(h.updateChannel))
 	m.HandleFunc("DELETE /api/admin/channels/{name}", h.admin(h.deleteChannel))
+	m.HandleFunc("GET /api/admin/prices", h.admin(h.listPrices))
+	m.HandleFunc("POST /api/admin/prices", h.admin(h.createPrice))
+	m.HandleFunc("PATCH /api/admin/prices/{model}", h.admin(h.updatePrice))
+	m.HandleFunc("DELETE /api/admin/prices/{model}", h.admin(h.deletePrice))
+}
+
+// Prices kept in the database: GET /api/admin/prices lists every price
+// with its source, POST makes one ({"model": ..., "price": {...}}, the
+// price in quota units as GET /api/user/models shows it), PATCH
+// /api/admin/prices/{model} replaces it ({"price": {...}}), DELETE
+// removes it; the Caddyfile's are read-only.
+
+type priceBody struct {
+	Model string          `json:"model"`
+	Price json.RawMessage `json:"price"`
+}
+
+func (h *Handler) listPrices(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	list, err := h.runtime.PriceSetups(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []*PriceSetup{}
+	}
+	return map[string]any{"data": list}, nil
+}
+
+func (h *Handler) createPrice(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	var in priceBody
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	_, after, err := h.runtime.PutPrice(r.Context(), in.Model, in.Price, true)
+	if err != nil {
+		return nil, err
+	}
+	h.audit(r.Context(), c, account.AuditPriceCreate, "price:"+in.Model, nil, priceFields(after))
+	return after, nil
+}
+
+func (h *Handler) updatePrice(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	var in struct {
+		Price json.RawMessage `json:"price"`
+	}
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	model := r.PathValue("model")
+	before, after, err := h.runtime.PutPrice(r.Context(), model, in.Price, false)
+	if err != nil {
+		return nil, err
+	}
+	h.audit(r.Context(), c, account.AuditPriceUpdate, "price:"+model, priceFields(before), priceFields(after))
+	return after, nil
+}
+
+func (h *Handler) deletePrice(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+	if h.runtime == nil {
+		return nil, errNoRuntime
+	}
+	model := r.PathValue("model")
+	before, err := h.runtime.DeletePrice(r.Context(), model)
+	if err != nil {
+		return nil, err
+	}
+	h.audit(r.Context(), c, account.AuditPriceDelete, "price:"+model, priceFields(before), nil)
+	return map[string]any{"deleted": model}, nil
+}
+
+func priceFields(p *PriceSetup) account.Fields {
+	if p == nil {
+		return nil
+	}
+	return account.Fields{"price": p.Price}
 }
 
 var errNoRuntime = &apiError{status: http.StatusNotFound, typ: errNotFound, code: "no_runtime_configuration",
