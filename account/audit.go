@@ -36,6 +36,9 @@ const (
 	AuditPriceCreate   = "price.create"
 	AuditPriceUpdate   = "price.update"
 	AuditPriceDelete   = "price.delete"
+	AuditPlanCreate    = "plan.create"
+	AuditPlanUpdate    = "plan.update"
+	AuditPlanDelete    = "plan.delete"
 	AuditUserBudget    = "user.budget" // the user's own spending windows
 	AuditKeyBudget     = "key.budget"  // the key's own spending windows
 	AuditUserPlan      = "user.plan"   // plan, its end, budget group

@@ -176,13 +176,15 @@ func (a *App) reloadRuntime(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var items, prices []*store.RuntimeItem
+	var items, prices, plans []*store.RuntimeItem
 	for _, it := range all {
 		switch it.Kind {
 		case store.RuntimeChannel:
 			items = append(items, it)
 		case store.RuntimePrice:
 			prices = append(prices, it)
+		case store.RuntimePlan:
+			plans = append(plans, it)
 		}
 	}
 	built := map[string]*runtimeChannel{}
@@ -224,6 +226,9 @@ func (a *App) reloadRuntime(ctx context.Context) error {
 	}
 	rs.built = built
 	a.priceTable.Replace(a.runtimePrices(prices))
+	if a.gate != nil && a.gate.Budgets != nil {
+		a.gate.Budgets.SetRuntimePlans(a.runtimePlans(plans))
+	}
 	// upstreams first: a request that plans on the new table finds its records
 	a.upstreams.Replace(ups)
 	a.channels.Replace(chans)

@@ -249,6 +249,34 @@ func TestRuntimeChannelsOnEveryInstance(t *testing.T) {
 	if got := strings.Join(seen, " "); !strings.Contains(got, `gpt-4o/database/{"input":5000000,"output":20000000}`) || !strings.Contains(got, "demo/caddyfile/") {
 		t.Errorf("the prices listed: %s", got)
 	}
+
+	// a plan made at runtime: refused naming an unknown model group;
+	// made on A, assigned on B, in force on C
+	msg := admin.do(http.MethodPost, "/api/admin/plans", map[string]any{"name": "gold", "plan": map[string]any{"models": []string{"group:nope"}}}).
+		apiErr(t, http.StatusBadRequest, "invalid_plan")
+	if !strings.Contains(msg, `unknown model group "nope"`) {
+		t.Errorf("a plan naming an unknown model group: %q", msg)
+	}
+	admin.ok(http.MethodPost, "/api/admin/plans", map[string]any{"name": "gold", "plan": map[string]any{"windows": map[string]string{"daily": "0.0003"}, "models": []string{"gpt-4o"}}})
+	leeUser := gws[0].User("lee")
+	within(t, heard, "the plan known on instance 1", func() bool {
+		return adminOn(t, gws[1]).do(http.MethodPut, fmt.Sprintf("/api/admin/users/%d/plan", leeUser.ID), map[string]any{"plan": "gold"}).status == http.StatusOK
+	})
+	leeOn2 := newClient(t, gws[2])
+	leeOn2.login("lee")
+	var self struct {
+		Budget struct {
+			Plan    string `json:"plan"`
+			Windows []struct {
+				Subject string `json:"subject"`
+				Limit   int64  `json:"limit"`
+			} `json:"windows"`
+		} `json:"budget"`
+	}
+	within(t, heard, "the plan in force on instance 2", func() bool {
+		leeOn2.ok(http.MethodGet, "/api/user/self", nil).decode(t, &self)
+		return self.Budget.Plan == "gold" && len(self.Budget.Windows) == 1 && self.Budget.Windows[0].Limit == 300
+	})
 }
 
 // adminOn is the administrator "boss" signed in on gw.

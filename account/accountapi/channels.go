@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // Channels made at runtime: POST /api/admin/channels makes one, PATCH
@@ -31,24 +32,49 @@ type Runtime interface {
 	PutChannel(ctx context.Context, name string, fields map[string]json.RawMessage, create bool) (before, after *ChannelSetup, err error)
 	// DeleteChannel removes a database channel and answers what it was.
 	DeleteChannel(ctx context.Context, name string) (*ChannelSetup, error)
-	// PriceSetups lists every price: the Caddyfile's, then the database's.
-	PriceSetups(ctx context.Context) ([]*PriceSetup, error)
-	// PutPrice makes (create) or replaces the database's price of model,
-	// given as the JSON of the price type; it answers the price before
-	// (nil when made) and after. A refusal is a *Refusal.
-	PutPrice(ctx context.Context, model string, price json.RawMessage, create bool) (before, after *PriceSetup, err error)
-	// DeletePrice removes a database price and answers what it was.
-	DeletePrice(ctx context.Context, model string) (*PriceSetup, error)
+	// Items lists every price or plan (kind store.RuntimePrice or
+	// store.RuntimePlan): the Caddyfile's, then the database's.
+	Items(ctx context.Context, kind string) ([]*ItemSetup, error)
+	// PutItem makes (create) or replaces the database's price or plan
+	// name, given as the JSON of its configuration type; it answers it
+	// before (nil when made) and after. A refusal is a *Refusal.
+	PutItem(ctx context.Context, kind, name string, value json.RawMessage, create bool) (before, after *ItemSetup, err error)
+	// DeleteItem removes a database price or plan and answers what it was.
+	DeleteItem(ctx context.Context, kind, name string) (*ItemSetup, error)
 }
 
-// PriceSetup is one model's price and where it is set.
-type PriceSetup struct {
-	Model  string `json:"model"`
-	Source string `json:"source"`
-	// Price is the price as the gateway reads it, in quota units (see
-	// Model.Price)
-	Price     json.RawMessage `json:"price"`
-	UpdatedAt *time.Time      `json:"updated_at,omitempty"`
+// ItemSetup is one price (of a model) or plan and where it is set. Its
+// JSON names them as the API's bodies do: {"model", "price"} or
+// {"name", "plan"}.
+type ItemSetup struct {
+	Kind   string
+	Name   string
+	Source string
+	// Value is the price in quota units (see Model.Price) or the plan as
+	// the Caddyfile's plans are configured
+	Value     json.RawMessage
+	UpdatedAt *time.Time
+}
+
+// MarshalJSON names the item by its kind.
+func (s *ItemSetup) MarshalJSON() ([]byte, error) {
+	k := itemKinds[s.Kind]
+	m := map[string]any{k.nameField: s.Name, "source": s.Source, k.valueField: s.Value}
+	if s.UpdatedAt != nil {
+		m["updated_at"] = s.UpdatedAt
+	}
+	return json.Marshal(m)
+}
+
+// itemKind is how the API names a kind of item.
+type itemKind struct {
+	path, nameField, valueField string
+	create, update, remove      string // audit actions
+}
+
+var itemKinds = map[string]itemKind{
+	store.RuntimePrice: {"prices", "model", "price", account.AuditPriceCreate, account.AuditPriceUpdate, account.AuditPriceDelete},
+	store.RuntimePlan:  {"plans", "name", "plan", account.AuditPlanCreate, account.AuditPlanUpdate, account.AuditPlanDelete},
 }
 
 // Sources of a channel's setup.
@@ -94,90 +120,12 @@ func (h *Handler) runtimeRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /api/admin/channels", h.admin(h.createChannel))
 	m.HandleFunc("PATCH /api/admin/channels/{name}", h.admin(h.updateChannel))
 	m.HandleFunc("DELETE /api/admin/channels/{name}", h.admin(h.deleteChannel))
-	m.HandleFunc("GET /api/admin/prices", h.admin(h.listPrices))
-	m.HandleFunc("POST /api/admin/prices", h.admin(h.createPrice))
-	m.HandleFunc("PATCH /api/admin/prices/{model}", h.admin(h.updatePrice))
-	m.HandleFunc("DELETE /api/admin/prices/{model}", h.admin(h.deletePrice))
-}
-
-// Prices kept in the database: GET /api/admin/prices lists every price
-// with its source, POST makes one ({"model": ..., "price": {...}}, the
-// price in quota units as GET /api/user/models shows it), PATCH
-// /api/admin/prices/{model} replaces it ({"price": {...}}), DELETE
-// removes it; the Caddyfile's are read-only.
-
-type priceBody struct {
-	Model string          `json:"model"`
-	Price json.RawMessage `json:"price"`
-}
-
-func (h *Handler) listPrices(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
-	if h.runtime == nil {
-		return nil, errNoRuntime
+	for kind, k := range itemKinds {
+		m.HandleFunc("GET /api/admin/"+k.path, h.admin(h.listItems(kind)))
+		m.HandleFunc("POST /api/admin/"+k.path, h.admin(h.createItem(kind)))
+		m.HandleFunc("PATCH /api/admin/"+k.path+"/{name}", h.admin(h.updateItem(kind)))
+		m.HandleFunc("DELETE /api/admin/"+k.path+"/{name}", h.admin(h.deleteItem(kind)))
 	}
-	list, err := h.runtime.PriceSetups(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	if list == nil {
-		list = []*PriceSetup{}
-	}
-	return map[string]any{"data": list}, nil
-}
-
-func (h *Handler) createPrice(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
-	if h.runtime == nil {
-		return nil, errNoRuntime
-	}
-	var in priceBody
-	if err := decode(r, &in); err != nil {
-		return nil, err
-	}
-	_, after, err := h.runtime.PutPrice(r.Context(), in.Model, in.Price, true)
-	if err != nil {
-		return nil, err
-	}
-	h.audit(r.Context(), c, account.AuditPriceCreate, "price:"+in.Model, nil, priceFields(after))
-	return after, nil
-}
-
-func (h *Handler) updatePrice(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
-	if h.runtime == nil {
-		return nil, errNoRuntime
-	}
-	var in struct {
-		Price json.RawMessage `json:"price"`
-	}
-	if err := decode(r, &in); err != nil {
-		return nil, err
-	}
-	model := r.PathValue("model")
-	before, after, err := h.runtime.PutPrice(r.Context(), model, in.Price, false)
-	if err != nil {
-		return nil, err
-	}
-	h.audit(r.Context(), c, account.AuditPriceUpdate, "price:"+model, priceFields(before), priceFields(after))
-	return after, nil
-}
-
-func (h *Handler) deletePrice(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
-	if h.runtime == nil {
-		return nil, errNoRuntime
-	}
-	model := r.PathValue("model")
-	before, err := h.runtime.DeletePrice(r.Context(), model)
-	if err != nil {
-		return nil, err
-	}
-	h.audit(r.Context(), c, account.AuditPriceDelete, "price:"+model, priceFields(before), nil)
-	return map[string]any{"deleted": model}, nil
-}
-
-func priceFields(p *PriceSetup) account.Fields {
-	if p == nil {
-		return nil
-	}
-	return account.Fields{"price": p.Price}
 }
 
 var errNoRuntime = &apiError{status: http.StatusNotFound, typ: errNotFound, code: "no_runtime_configuration",
@@ -245,6 +193,106 @@ func setupFields(s *ChannelSetup) account.Fields {
 		f["model_map"] = s.ModelMap
 	}
 	return f
+}
+
+// Prices and plans kept in the database: GET /api/admin/prices lists
+// every price with its source; POST makes one ({"model": ..., "price":
+// {...}}, the price in quota units as GET /api/user/models shows it);
+// PATCH /api/admin/prices/{model} replaces it ({"price": {...}}); DELETE
+// removes it. /api/admin/plans is the same with {"name": ..., "plan":
+// {"windows": {"daily": "5"}, "models": [...], "rpm": ...}}. The
+// Caddyfile's are read-only.
+
+func (h *Handler) listItems(kind string) userHandlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+		if h.runtime == nil {
+			return nil, errNoRuntime
+		}
+		list, err := h.runtime.Items(r.Context(), kind)
+		if err != nil {
+			return nil, err
+		}
+		if list == nil {
+			list = []*ItemSetup{}
+		}
+		return map[string]any{"data": list}, nil
+	}
+}
+
+func (h *Handler) createItem(kind string) userHandlerFunc {
+	k := itemKinds[kind]
+	return func(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+		if h.runtime == nil {
+			return nil, errNoRuntime
+		}
+		var in map[string]json.RawMessage
+		if err := decode(r, &in); err != nil {
+			return nil, err
+		}
+		var name string
+		if raw, ok := in[k.nameField]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
+			return nil, badRequest("invalid_"+kind, "give the %s's %q", kind, k.nameField)
+		}
+		for f := range in {
+			if f != k.nameField && f != k.valueField {
+				return nil, badRequest("invalid_"+kind, "unknown field %q: send %q and %q", f, k.nameField, k.valueField)
+			}
+		}
+		_, after, err := h.runtime.PutItem(r.Context(), kind, name, in[k.valueField], true)
+		if err != nil {
+			return nil, err
+		}
+		h.audit(r.Context(), c, k.create, kind+":"+name, nil, itemFields(after))
+		return after, nil
+	}
+}
+
+func (h *Handler) updateItem(kind string) userHandlerFunc {
+	k := itemKinds[kind]
+	return func(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+		if h.runtime == nil {
+			return nil, errNoRuntime
+		}
+		var in map[string]json.RawMessage
+		if err := decode(r, &in); err != nil {
+			return nil, err
+		}
+		for f := range in {
+			if f != k.valueField {
+				return nil, badRequest("invalid_"+kind, "unknown field %q: send %q (the name is in the path)", f, k.valueField)
+			}
+		}
+		name := r.PathValue("name")
+		before, after, err := h.runtime.PutItem(r.Context(), kind, name, in[k.valueField], false)
+		if err != nil {
+			return nil, err
+		}
+		h.audit(r.Context(), c, k.update, kind+":"+name, itemFields(before), itemFields(after))
+		return after, nil
+	}
+}
+
+func (h *Handler) deleteItem(kind string) userHandlerFunc {
+	k := itemKinds[kind]
+	return func(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
+		if h.runtime == nil {
+			return nil, errNoRuntime
+		}
+		name := r.PathValue("name")
+		before, err := h.runtime.DeleteItem(r.Context(), kind, name)
+		if err != nil {
+			return nil, err
+		}
+		h.audit(r.Context(), c, k.remove, kind+":"+name, itemFields(before), nil)
+		return map[string]any{"deleted": name}, nil
+	}
+}
+
+func itemFields(s *ItemSetup) account.Fields {
+	if s == nil {
+		return nil
+	}
+	return account.Fields{itemKinds[s.Kind].valueField: s.Value}
 }
 
 // refusalError puts a Refusal in the API's error shape.
