@@ -353,8 +353,8 @@ func TestRuntimeChannelKeysSealedAtRest(t *testing.T) {
 }
 
 // TestConsoleAddsAChannel: in the browser, on one of two PostgreSQL
-// instances, an administrator adds a channel with its key on the channels
-// page (1280 px), sees it as the database's with only a masked key, tests
+// instances, an administrator prices a model on the prices page and adds
+// a channel for it with its key on the channels page (1280 px), sees it as the database's with only a masked key, tests
 // it (OK, its cost), and a request through the other instance is served by
 // it without a reload; at 390 px and in Chinese the page, with its form,
 // does not scroll sideways, and the change form keeps the key unshown.
@@ -364,6 +364,17 @@ func TestConsoleAddsAChannel(t *testing.T) {
 	vendor := gatewaytest.NewFakeOpenAI(t, "sk-vendor-console-added-0004")
 	key := gws[0].AddUser("kim", 100_000_000)
 	b := adminBrowser(t, gws[0], "boss")
+	// gpt-4o gets its price on the prices page first: a channel needs one
+	b.open("/console/pricing", `document.querySelectorAll('#prices tr[data-model]').length === 2`)
+	b.do(chromedp.SendKeys(chromedp.ID("pr-model"), "gpt-4o"),
+		chromedp.SendKeys(chromedp.ID("pr-input"), "2.5"),
+		chromedp.SendKeys(chromedp.ID("pr-output"), "10"),
+		chromedp.Click(chromedp.ID("pr-submit")))
+	b.waitFor(`document.querySelector('#prices tr[data-model="gpt-4o"]') !== null`)
+	if row := evalJS[string](b, `document.querySelector('#prices tr[data-model="gpt-4o"]').innerText`); !strings.Contains(row, "database") ||
+		!strings.Contains(row, "$2.50 per 1M input tokens") || !strings.Contains(row, "$10.00 per 1M output tokens") {
+		t.Fatalf("the new price's row: %q", row)
+	}
 	b.open("/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 1`)
 	if src := evalJS[string](b, `document.querySelector('[data-setup="demo"]').innerText`); src != "from the Caddyfile" {
 		t.Fatalf("the Caddyfile's channel's setup cell says %q", src)
@@ -372,7 +383,7 @@ func TestConsoleAddsAChannel(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("ch-type"), "openai"),
 		chromedp.SendKeys(chromedp.ID("ch-base"), vendor.URL),
 		chromedp.SendKeys(chromedp.ID("ch-keys"), vendor.Key),
-		chromedp.SendKeys(chromedp.ID("ch-models"), "gpt-4o-mini"),
+		chromedp.SendKeys(chromedp.ID("ch-models"), "gpt-4o"),
 		chromedp.Click(chromedp.ID("ch-submit")))
 	b.waitFor(`document.querySelector('#channels tr[data-channel="console-east"]') !== null`)
 	setup := evalJS[string](b, `document.querySelector('[data-setup="console-east"]').innerText`)
@@ -385,12 +396,13 @@ func TestConsoleAddsAChannel(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Test channel console-east"]`)))
 	b.waitFor(`document.querySelector('.test-result[data-channel="console-east"]').textContent.startsWith('OK')`)
 	res := evalJS[string](b, `document.querySelector('.test-result[data-channel="console-east"]').textContent`)
-	if !strings.Contains(res, "HTTP 200") || !strings.Contains(res, "cost $") {
+	// the probe's 10 + 20 tokens at $2.50 and $10 per million
+	if !strings.Contains(res, "HTTP 200") || !strings.Contains(res, "cost $0.000225") {
 		t.Fatalf("the test says %q", res)
 	}
 	b.screenshot("runtime-channel-added-desktop")
 	within(t, heard, "the console's channel served on the other instance", func() bool {
-		resp, err := sdkChat(gws[1], key, "gpt-4o-mini")
+		resp, err := sdkChat(gws[1], key, "gpt-4o")
 		return err == nil && len(resp.Choices) == 1
 	})
 
@@ -398,7 +410,7 @@ func TestConsoleAddsAChannel(t *testing.T) {
 	b.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem('gateway.lang', 'zh')`))
 	b.phone()
 	b.open("/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 2`)
-	if kept := evalJS[string](b, `document.querySelector('.test-result[data-channel="console-east"]').textContent`); !strings.Contains(kept, "gpt-4o-mini") {
+	if kept := evalJS[string](b, `document.querySelector('.test-result[data-channel="console-east"]').textContent`); !strings.Contains(kept, "gpt-4o") {
 		t.Errorf("the kept test shows as %q", kept)
 	}
 	if h := b.text("h-channel-form"); h != "添加渠道" {
@@ -411,5 +423,11 @@ func TestConsoleAddsAChannel(t *testing.T) {
 	}
 	b.noSideScroll("the channels page with its form")
 	b.screenshot("runtime-channel-edit-phone-zh")
+	b.open("/console/pricing", `document.querySelectorAll('#prices tr[data-model]').length === 3`)
+	if h := b.text("h-plans"); h != "套餐" {
+		t.Errorf("the plans' title in Chinese is %q", h)
+	}
+	b.noSideScroll("the prices and plans page")
+	b.screenshot("runtime-pricing-phone-zh")
 	b.desktop()
 }
