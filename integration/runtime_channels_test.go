@@ -296,7 +296,7 @@ func init() {
 // the database file in clear; the channel serves again after a restart;
 // the rotation command re-seals it under a new secrets_key (refusing a
 // wrong old key and changing nothing then), after which the gateway
-// serves it with the new key. Without a secrets_key a channel's key is
+// serves it with the new key; the CLI assigns a plan made at runtime. Without a secrets_key a channel's key is
 // refused, saying what to set.
 func TestRuntimeChannelKeysSealedAtRest(t *testing.T) {
 	oldKey := secretsKeyFile(t, "old.key")
@@ -341,6 +341,12 @@ func TestRuntimeChannelKeysSealedAtRest(t *testing.T) {
 	if err != nil || len(items) != 1 {
 		t.Fatal(items, err)
 	}
+	// the CLI knows a plan made at runtime as it knows the Caddyfile's
+	if _, errOut, err := gw.TryCLI("user", "plan", "--username", "kim", "--plan", "silver"); err == nil || !strings.Contains(errOut, "silver") {
+		t.Fatalf("an unknown plan assigned with the CLI: %v %s", err, errOut)
+	}
+	admin.ok(http.MethodPost, "/api/admin/plans", map[string]any{"name": "silver", "plan": map[string]any{"windows": map[string]string{"monthly": "1"}}})
+	gw.CLI("user", "plan", "--username", "kim", "--plan", "silver")
 
 	bare := gatewaytest.Start(t, runtimeConfig("").String(), nil)
 	boss := loggedIn(t, bare, "boss", 0, "admin")
