@@ -277,6 +277,29 @@ func TestRuntimeChannelsOnEveryInstance(t *testing.T) {
 		leeOn2.ok(http.MethodGet, "/api/user/self", nil).decode(t, &self)
 		return self.Budget.Plan == "gold" && len(self.Budget.Windows) == 1 && self.Budget.Windows[0].Limit == 300
 	})
+
+	// a database channel's failures count under it: failing before ejection
+	admin.ok(http.MethodPatch, "/api/admin/channels/runtime-west", map[string]any{"base_url": "http://127.0.0.1:1"})
+	if _, err := sdkChat(gws[0], key, "gpt-4o"); err == nil {
+		t.Fatal("served through a channel whose upstream is down")
+	}
+	var states struct {
+		Data []struct {
+			Name           string `json:"name"`
+			State          string `json:"state"`
+			FailedAttempts int64  `json:"failed_attempts"`
+		} `json:"data"`
+	}
+	admin.ok(http.MethodGet, "/api/admin/channels", nil).decode(t, &states)
+	failing := false
+	for _, s := range states.Data {
+		if s.Name == "runtime-west" {
+			failing = s.State == "failing" && s.FailedAttempts == 1
+		}
+	}
+	if !failing {
+		t.Errorf("the failing database channel is not listed as failing once: %+v", states.Data)
+	}
 }
 
 // adminOn is the administrator "boss" signed in on gw.
