@@ -470,7 +470,7 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 		}
 		return nil, nil, err
 	}
-	if err := a.reloadRuntime(ctx); err != nil {
+	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
 		a.log.Error("applying a change to the channels made at runtime", zap.Error(err))
 	}
 	after = setupOf(it)
@@ -510,7 +510,7 @@ func (a *App) DeleteChannel(ctx context.Context, name string) (*accountapi.Chann
 		}
 		return nil, err
 	}
-	if err := a.reloadRuntime(ctx); err != nil {
+	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
 		a.log.Error("applying a change to the channels made at runtime", zap.Error(err))
 	}
 	return before, nil

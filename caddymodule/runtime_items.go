@@ -140,7 +140,7 @@ func (a *App) PutItem(ctx context.Context, kind, name string, raw json.RawMessag
 		}
 		return nil, nil, err
 	}
-	if err := a.reloadRuntime(ctx); err != nil {
+	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
 		a.log.Error("applying a change to the runtime configuration", zap.Error(err))
 	}
 	return before, itemSetupOf(it), nil
@@ -169,7 +169,7 @@ func (a *App) DeleteItem(ctx context.Context, kind, name string) (*accountapi.It
 		}
 		return nil, err
 	}
-	if err := a.reloadRuntime(ctx); err != nil {
+	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
 		a.log.Error("applying a change to the runtime configuration", zap.Error(err))
 	}
 	return before, nil
