@@ -75,6 +75,10 @@ type channelList struct {
 			Keys      int    `json:"keys"`
 			Disabled  bool   `json:"disabled"`
 			BaseURL   string `json:"base_url"`
+			LastTest  []struct {
+				Model string `json:"model"`
+				OK    bool   `json:"ok"`
+			} `json:"last_test"`
 		} `json:"setup"`
 	} `json:"data"`
 }
@@ -345,6 +349,36 @@ func TestRuntimeChannelKeysSealedAtRest(t *testing.T) {
 	gw.Restart()
 	if _, err := sdkChat(gw, key, "gpt-4o-mini"); err != nil {
 		t.Fatalf("after a restart: %v", err)
+	}
+
+	// tests: every model of the channel, then every channel, four at a time
+	admin = adminOn(t, gw)
+	admin.ok(http.MethodPatch, "/api/admin/channels/sealed", map[string]any{"models": []string{"gpt-4o-mini", "demo"}})
+	var tests struct {
+		Data []struct {
+			Channel string `json:"channel"`
+			Model   string `json:"model"`
+			OK      bool   `json:"ok"`
+			Cost    int64  `json:"cost"`
+		} `json:"data"`
+		OK, Failed int
+		Cost       int64
+	}
+	admin.ok(http.MethodPost, "/api/admin/channels/sealed/test", map[string]any{"all": true}).decode(t, &tests)
+	// 10 + 20 tokens: gpt-4o-mini at $0.15 and $0.60, demo at $1 and $2 per million
+	if len(tests.Data) != 2 || tests.OK != 2 || tests.Cost != 14+50 {
+		t.Fatalf("every model of sealed tested: %+v", tests)
+	}
+	admin.ok(http.MethodPost, "/api/admin/channels/test_all", map[string]any{}).decode(t, &tests)
+	if len(tests.Data) != 3 || tests.OK != 3 {
+		t.Fatalf("every channel tested: %+v", tests)
+	}
+	var kept channelList
+	admin.ok(http.MethodGet, "/api/admin/channels", nil).decode(t, &kept)
+	for _, ch := range kept.Data {
+		if ch.Name == "sealed" && (ch.Setup == nil || len(ch.Setup.LastTest) != 2) {
+			t.Errorf("sealed's kept tests: %+v", ch.Setup)
+		}
 	}
 
 	_, errOut, err := gw.TryCLI("secrets", "rotate", "--old", "{file."+newKey+"}", "--new", "{file."+oldKey+"}")

@@ -41,11 +41,18 @@ function channelRow(c) {
     el('div', { class: 'muted', 'data-attempts': c.name }, tr('channels.attempts', '{attempts} attempts here, {failed} failed', { attempts: fmtNumber(c.attempts || 0), failed: fmtNumber(c.failed_attempts || 0) })));
   const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
   const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
+  if (c.models.length > 1) pick.append(el('option', { value: '*' }, tr('rt.everyModel', 'every model')));
   const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });
   const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, tr('op.test', 'Test'));
   btn.addEventListener('click', () => runAction(btn, result, async () => {
     result.className = 'test-result';
     result.textContent = tr('channels.testing', 'Testing…');
+    if (pick.value === '*') {
+      const all = await api('POST', '/api/admin/channels/' + encodeURIComponent(c.name) + '/test', { all: true });
+      result.className = 'test-result ' + (all.failed ? 'bad' : 'good');
+      result.textContent = tr('rt.testAllDone', '{ok} passed, {failed} failed; together they would have cost {cost}.', { ok: all.ok, failed: all.failed, cost: usd(all.cost || 0) });
+      return;
+    }
     const t = await api('POST', '/api/admin/channels/' + encodeURIComponent(c.name) + '/test', { model: pick.value });
     result.className = 'test-result ' + (t.ok ? 'good' : 'bad');
     const parts = [t.ok ? tr('channels.ok', 'OK') : tr('channels.failed', 'Failed'), 'HTTP ' + t.status, fmtMS(t.latency_ms)];

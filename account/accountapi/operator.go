@@ -159,11 +159,16 @@ func (h *Handler) testChannel(_ http.ResponseWriter, r *http.Request, c *caller)
 	}
 	var in struct {
 		Model string `json:"model"`
+		// All tests every model of the channel, one after another
+		All bool `json:"all"`
 	}
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
 	name := r.PathValue("name")
+	if in.All {
+		return h.testEveryModel(r, c, name)
+	}
 	res, err := h.testChan(r.Context(), name, in.Model)
 	var ae *adapters.Error
 	if errors.As(err, &ae) {
@@ -459,4 +464,38 @@ func (h *Handler) nameKeys(ctx context.Context, list []*series) error {
 		}
 	}
 	return nil
+}
+
+// testEveryModel tests each model of the channel in turn: {"data":
+// [...], "ok", "failed", "cost"}, as test_all answers for every channel.
+func (h *Handler) testEveryModel(r *http.Request, c *caller, name string) (any, error) {
+	var models []string
+	if h.channels != nil {
+		for _, s := range h.channels() {
+			if s.Name == name {
+				models = s.Models
+			}
+		}
+	}
+	if len(models) == 0 {
+		return nil, &apiError{status: http.StatusNotFound, typ: errNotFound, code: "channel_test_refused", msg: "there is no channel " + strconv.Quote(name) + " in service to test"}
+	}
+	out := make([]*ChannelTest, 0, len(models))
+	var ok, failed int
+	var cost int64
+	for _, m := range models {
+		res, err := h.testChan(r.Context(), name, m)
+		if err != nil {
+			res = &ChannelTest{Channel: name, Model: m, Error: err.Error()}
+		}
+		if res.OK {
+			ok++
+		} else {
+			failed++
+		}
+		cost += res.Cost
+		out = append(out, res)
+	}
+	h.audit(r.Context(), c, account.AuditChannelTest, "channel:"+name, nil, account.Fields{"tests": len(out), "ok": ok, "failed": failed})
+	return map[string]any{"data": out, "ok": ok, "failed": failed, "cost": cost}, nil
 }
