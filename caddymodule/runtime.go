@@ -21,10 +21,11 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// Channels made at runtime, in the console or the admin API, live in the
-// database (store.RuntimeStore) beside the Caddyfile's. The request path
-// reads one routing table and one upstream table, each behind an atomic
-// pointer; a change rebuilds them off the request path and swaps them in:
+// Channels, prices and plans made at runtime, in the console or the admin
+// API, live in the database (store.RuntimeStore) beside the Caddyfile's.
+// The request path reads one routing table, one upstream table, one price
+// table and the plans, each behind an atomic pointer; a change rebuilds
+// them off the request path and swaps them in:
 // on this instance when it makes the change, on the others when
 // PostgreSQL announces it (store/postgres/notify.go). A channel that did
 // not change keeps its record, so its health and key rotation carry over.
@@ -158,8 +159,10 @@ func (a *App) runtimeChanged() {
 	}
 }
 
-// reloadRuntime rebuilds the tables from the Caddyfile's channels and the
-// database's, and swaps them in.
+// reloadRuntime rebuilds the tables from the Caddyfile's channels, prices
+// and plans and the database's, and swaps them in. A database channel that
+// cannot be loaded now (its keys sealed under another secrets_key) keeps
+// the record it had, if any.
 func (a *App) reloadRuntime(ctx context.Context) error {
 	rs := a.runtime
 	rs.mu.Lock()
