@@ -25,7 +25,7 @@ async function load() {
   try {
     const r = await api('GET', '/api/admin/channels');
     const rows = r.data.map(channelRow);
-    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 14 }, tr('channels.none', 'No channels are configured.'))));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 13 }, tr('channels.none', 'No channels are configured.'))));
     $('channels').replaceChildren(...rows);
     $('channels-sample').textContent = tr('channels.recentSince', 'Recent figures count every request since {since}. Failures, ejections and state are this instance\'s since it started.', { since: fmtTime(r.since) });
   } catch (e) {
@@ -66,7 +66,9 @@ function channelRow(c) {
   const last = lastTests(c);
   if (last) { result.className = 'test-result muted'; result.textContent = last; }
   return el('tr', { 'data-channel': c.name },
-    el('td', {}, c.name), el('td', {}, c.type), el('td', {}, state),
+    // where it is set up goes under its name: a column more would widen the table past its card
+    el('td', { class: 'wrap' }, el('div', {}, c.name), el('div', { class: 'setup', 'data-setup': c.name }, setupCell(c))),
+    el('td', {}, c.type), el('td', {}, state),
     el('td', { class: 'num' }, c.consecutive_failures), el('td', { class: 'num' }, c.ejections),
     el('td', {}, c.last_failure ? fmtTime(c.last_failure) : '—'),
     el('td', { class: 'num' }, fmtNumber(rec.requests)), el('td', { class: 'num' }, fmtNumber(rec.errors)),
@@ -75,15 +77,14 @@ function channelRow(c) {
     el('td', { class: 'error-text', 'data-last-error': c.name }, lastError(c, rec)),
     el('td', { class: 'wrap' }, models),
     // one box in the cell, so a phone's stacked row keeps the result under the button
-    el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)),
-    el('td', { class: 'wrap', 'data-setup': c.name }, setupCell(c)));
+    el('td', { class: 'wrap' }, el('div', {}, el('div', { class: 'row' }, pick, btn), result)));
 }
 
 // setupCell says where the channel is set up: the Caddyfile (read-only
 // here) or the database, with its masked key and its controls.
 function setupCell(c) {
   const s = c.setup;
-  if (!s) return '—';
+  if (!s) return '';
   if (s.source !== 'database') return el('span', { class: 'muted' }, tr('rt.fromCaddyfile', 'from the Caddyfile'));
   const err = el('p', { class: 'error', role: 'alert' });
   const edit = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit channel ' + c.name }, tr('rt.edit', 'Edit'));

@@ -469,7 +469,6 @@ const I18N = {
   "rt.headerTimeout": { en: "Response header timeout", zh: "响应头超时" },
   "rt.add": { en: "Add channel", zh: "添加渠道" },
   "rt.keepKeys": { en: "Leave the keys empty to keep the ones the channel has.", zh: "密钥留空则保留渠道现有的密钥。" },
-  "rt.setup": { en: "Setup", zh: "配置" },
   "rt.testAll": { en: "Test all", zh: "全部测试" },
   "rt.testAllDone": { en: "{ok} passed, {failed} failed; together they would have cost {cost}.", zh: "{ok} 个通过，{failed} 个失败；合计费用为 {cost}。" },
   "rt.cost": { en: "cost {cost}", zh: "费用 {cost}" },
