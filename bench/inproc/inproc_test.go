@@ -56,7 +56,7 @@ const (
 
 // The bench's request bodies (bench/load).
 var (
-	chatBody   = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}]}`)
+	chatBody = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}]}`)
 	// dbChatBody asks for the model only a channel kept in the database
 	// serves: it must cost what the Caddyfile's channel costs
 	dbChatBody = []byte(`{"model":"gpt-4o-db","messages":[{"role":"user","content":"Say hello"}]}`)
