@@ -447,6 +447,7 @@ func TestConsoleAddsAChannel(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("ch-base"), vendor.URL),
 		chromedp.SendKeys(chromedp.ID("ch-keys"), vendor.Key),
 		chromedp.SendKeys(chromedp.ID("ch-models"), "gpt-4o"),
+		chromedp.SendKeys(chromedp.ID("ch-extra"), `{"model_map": {"gpt-4o": "gpt-4o-2024-08-06"}}`),
 		chromedp.Click(chromedp.ID("ch-submit")))
 	b.waitFor(`document.querySelector('#channels tr[data-channel="console-east"]') !== null`)
 	setup := evalJS[string](b, `document.querySelector('[data-setup="console-east"]').innerText`)
@@ -462,6 +463,9 @@ func TestConsoleAddsAChannel(t *testing.T) {
 	// the probe's 10 + 20 tokens at $2.50 and $10 per million
 	if !strings.Contains(res, "HTTP 200") || !strings.Contains(res, "cost $0.000225") {
 		t.Fatalf("the test says %q", res)
+	}
+	if reqs := vendor.Requests(); len(reqs) != 1 || reqs[0].Model != "gpt-4o-2024-08-06" {
+		t.Fatalf("the upstream was asked %+v, want gpt-4o-2024-08-06 once (the model_map given as more settings)", reqs)
 	}
 	b.screenshot("runtime-channel-added-desktop")
 	within(t, heard, "the console's channel served on the other instance", func() bool {
@@ -483,6 +487,9 @@ func TestConsoleAddsAChannel(t *testing.T) {
 	b.waitFor(`document.getElementById('ch-name').value === 'console-east'`)
 	if k := evalJS[string](b, `document.getElementById('ch-keys').value`); k != "" {
 		t.Errorf("the change form shows keys %q", k)
+	}
+	if more := evalJS[string](b, `document.getElementById('ch-extra').value`); more != `{"model_map":{"gpt-4o":"gpt-4o-2024-08-06"}}` {
+		t.Errorf("the change form's more settings: %q", more)
 	}
 	b.noSideScroll("the channels page with its form")
 	b.screenshot("runtime-channel-edit-phone-zh")

@@ -139,6 +139,11 @@ function editChannel(s) {
   $('ch-priority').value = s.priority || 0;
   $('ch-weight').value = s.weight || 1;
   $('ch-header-timeout').value = (s.config && s.config.response_header_timeout) || '';
+  // what the form has no field for, as JSON
+  const extra = Object.assign({}, s.config || {});
+  for (const k of ['type', 'base_url', 'models', 'priority', 'weight', 'response_header_timeout']) delete extra[k];
+  if (extra.adapter && s.type) delete extra.type;
+  $('ch-extra').value = Object.keys(extra).length ? JSON.stringify(extra) : '';
   $('ch-name').scrollIntoView({ block: 'center' });
 }
 
@@ -157,6 +162,15 @@ async function saveChannel(ev) {
   body.response_header_timeout = timeout || null;
   const name = editing || $('ch-name').value.trim();
   await runAction($('ch-submit'), $('channel-form-error'), async () => {
+    const extra = $('ch-extra').value.trim();
+    if (extra) {
+      let more;
+      try { more = JSON.parse(extra); } catch (e) { throw new Error(tr('rt.extraInvalid', 'More settings must be a JSON object: {error}', { error: e.message })); }
+      if (!more || typeof more !== 'object' || Array.isArray(more)) throw new Error(tr('rt.extraInvalid', 'More settings must be a JSON object: {error}', { error: typeof more }));
+      // an adapter object replaces the type field
+      if (more.adapter) delete body.type;
+      Object.assign(body, more);
+    }
     if (editing) {
       await api('PATCH', '/api/admin/channels/' + encodeURIComponent(editing), body);
     } else {

@@ -487,6 +487,8 @@ const I18N = {
   "rt.saved": { en: "Saved: {name} is in service on every instance at its next request.", zh: "已保存：{name} 在每个实例的下一个请求时生效。" },
   "nav.pricing": { en: "Prices & plans", zh: "价格与套餐" },
   "rt.everyModel": { en: "every model", zh: "全部模型" },
+  "rt.extra": { en: "More settings, as JSON (model_map, adapter options, other timeouts)", zh: "更多设置，JSON 格式（model_map、适配器选项、其他超时）" },
+  "rt.extraInvalid": { en: "More settings must be a JSON object: {error}", zh: "更多设置必须是 JSON 对象：{error}" },
   "rt.pricingTitle": { en: "Model Gateway · Prices and plans", zh: "模型网关 · 价格与套餐" },
   "rt.prices": { en: "Prices", zh: "价格" },
   "rt.pricesIntro": { en: "A model is served only with a price. Prices added here are kept in the database and used by every instance at its next request; those from the Caddyfile are changed there.", zh: "模型必须有价格才会提供服务。在这里添加的价格保存在数据库中，每个实例在下一个请求时即开始使用；来自 Caddyfile 的价格请在 Caddyfile 中修改。" },
