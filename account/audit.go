@@ -29,9 +29,19 @@ const (
 	AuditCodeCreate   = "code.create"
 	AuditCodeUpdate   = "code.update" // enabled or disabled
 	AuditChannelTest  = "channel.test"
-	AuditUserBudget   = "user.budget" // the user's own spending windows
-	AuditKeyBudget    = "key.budget"  // the key's own spending windows
-	AuditUserPlan     = "user.plan"   // plan, its end, budget group
+	// channels made at runtime (never their keys: a masked prefix)
+	AuditChannelCreate = "channel.create"
+	AuditChannelUpdate = "channel.update"
+	AuditChannelDelete = "channel.delete"
+	AuditPriceCreate   = "price.create"
+	AuditPriceUpdate   = "price.update"
+	AuditPriceDelete   = "price.delete"
+	AuditPlanCreate    = "plan.create"
+	AuditPlanUpdate    = "plan.update"
+	AuditPlanDelete    = "plan.delete"
+	AuditUserBudget    = "user.budget" // the user's own spending windows
+	AuditKeyBudget     = "key.budget"  // the key's own spending windows
+	AuditUserPlan      = "user.plan"   // plan, its end, budget group
 )
 
 // CLIActor is the actor the server's command line acts as.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -87,7 +89,7 @@ type Budgets struct {
 	Loc    *time.Location // calendar windows' zone; nil is UTC
 	Models ModelGroups
 	Groups map[string]*UserGroup
-	Plans  map[string]*Plan
+	Plans  map[string]*Plan // the configuration's; see Plan
 	// TTL is how long a user's and key's settings are cached; a change
 	// made by another process takes effect within it. Default 30s.
 	TTL time.Duration
@@ -95,6 +97,41 @@ type Budgets struct {
 	mu    sync.Mutex
 	users map[int64]*userBudget
 	keys  map[int64]*keyBudget
+	// runtime are the plans made at runtime, replaced whole (SetRuntimePlans)
+	runtime atomic.Pointer[map[string]*Plan]
+}
+
+// Plan is the plan of that name, the configuration's or one made at
+// runtime (the configuration's wins a name both have); nil when none.
+func (b *Budgets) Plan(name string) *Plan {
+	if pl := b.Plans[name]; pl != nil {
+		return pl
+	}
+	if m := b.runtime.Load(); m != nil {
+		return (*m)[name]
+	}
+	return nil
+}
+
+// SetRuntimePlans makes m the plans made at runtime; m is not changed after.
+func (b *Budgets) SetRuntimePlans(m map[string]*Plan) { b.runtime.Store(&m) }
+
+// PlanNames lists every plan's name, sorted: the configuration's and
+// those made at runtime.
+func (b *Budgets) PlanNames() []string {
+	var out []string
+	for name := range b.Plans {
+		out = append(out, name)
+	}
+	if m := b.runtime.Load(); m != nil {
+		for name := range *m {
+			if b.Plans[name] == nil {
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 type userBudget struct {
@@ -169,7 +206,7 @@ func (b *Budgets) Profile(ctx context.Context, now time.Time, u *store.User, t *
 	if ub.b.Plan != "" && (ub.b.PlanUntil.IsZero() || now.Before(ub.b.PlanUntil)) {
 		plan = ub.b.Plan
 	}
-	if pl := b.Plans[plan]; pl != nil {
+	if pl := b.Plan(plan); pl != nil {
 		p.Plan = pl
 		p.PlanBudget = Budget{Subject: "plan:" + pl.Name + "/user:" + strconv.FormatInt(u.ID, 10), Limits: pl.Windows}
 	}

@@ -91,18 +91,11 @@ func (c *BudgetConfig) Build(spend *Spend, st store.BudgetStore, ttl time.Durati
 		b.Models[name] = slices.Clone(pats)
 	}
 	for name, pc := range c.Plans {
-		w, err := ParseWindows(pc.Windows)
+		pl, err := b.BuildPlan(name, pc)
 		if err != nil {
-			return nil, fmt.Errorf("plan %s: %w", name, err)
+			return nil, err
 		}
-		if err := b.Models.Check(pc.Models); err != nil {
-			return nil, fmt.Errorf("plan %s: %w", name, err)
-		}
-		if pc.RPM < 0 || pc.TPM < 0 || pc.MaxParallel < 0 {
-			return nil, fmt.Errorf("plan %s: rate limits must not be negative", name)
-		}
-		b.Plans[name] = &Plan{Name: name, Windows: w, Models: pc.Models, ThenBalance: pc.ThenBalance,
-			Limits: store.Limits{RPM: pc.RPM, TPM: pc.TPM, MaxParallel: pc.MaxParallel}}
+		b.Plans[name] = pl
 	}
 	for name, gc := range c.Groups {
 		w, err := ParseWindows(gc.Windows)
@@ -115,4 +108,21 @@ func (c *BudgetConfig) Build(spend *Spend, st store.BudgetStore, ttl time.Durati
 		b.Groups[name] = &UserGroup{Windows: w, Plan: gc.Plan}
 	}
 	return b, nil
+}
+
+// BuildPlan makes the plan name of pc, its model groups checked against
+// b's: the configuration's plans and those made at runtime alike.
+func (b *Budgets) BuildPlan(name string, pc *PlanConfig) (*Plan, error) {
+	w, err := ParseWindows(pc.Windows)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if err := b.Models.Check(pc.Models); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, err)
+	}
+	if pc.RPM < 0 || pc.TPM < 0 || pc.MaxParallel < 0 {
+		return nil, fmt.Errorf("plan %s: rate limits must not be negative", name)
+	}
+	return &Plan{Name: name, Windows: w, Models: pc.Models, ThenBalance: pc.ThenBalance,
+		Limits: store.Limits{RPM: pc.RPM, TPM: pc.TPM, MaxParallel: pc.MaxParallel}}, nil
 }

@@ -70,6 +70,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		SSO:           sso,
 		Log:           ctx.Logger(),
 		Budgets:       app.gate.Budgets,
+		Runtime:       app,
 	})
 	return nil
 }
@@ -107,7 +108,7 @@ func (h *Account) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 func (a *App) pricedModels() []accountapi.Model {
 	var out []accountapi.Model
 	for _, m := range a.channels.Models() {
-		if p, ok := a.prices[m]; ok {
+		if p, ok := a.priceTable.Get(m); ok {
 			out = append(out, accountapi.Model{ID: m, Chat: p.Chat(), Price: p})
 		}
 	}
@@ -134,9 +135,15 @@ func (a *App) testChannel(log *zap.Logger) func(context.Context, string, string)
 		if err != nil {
 			return nil, err
 		}
-		return &accountapi.ChannelTest{Channel: res.Channel, Model: res.Model, OK: res.OK, Status: res.Status,
+		t := &accountapi.ChannelTest{Channel: res.Channel, Model: res.Model, OK: res.OK, Status: res.Status,
 			LatencyMS: res.Latency.Milliseconds(), Error: res.Error, Detail: res.Detail, UpstreamID: res.UpstreamID,
-			PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, Reply: res.Reply}, nil
+			PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, Reply: res.Reply,
+			TestedAt: time.Now().UTC().Truncate(time.Second)}
+		if p, ok := a.priceTable.Get(res.Model); ok && res.OK {
+			t.Cost = p.Cost(res.Usage)
+		}
+		a.keepTest(ctx, t)
+		return t, nil
 	}
 }
 

@@ -156,10 +156,30 @@ type App struct {
 	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
 	// Alerts announce budget crossings (docs/alerts.md); off without.
 	Alerts *AlertsConfig `json:"alerts,omitempty"`
+	// SecretsKey seals the vendor keys of channels made at runtime (in
+	// the console or the admin API) in the database: give it as a
+	// placeholder, {file./path} or {env.NAME}, never in clear, since the
+	// admin API serves the configuration. Unset, such channels cannot be
+	// given keys. "caddy gateway secrets rotate" changes it.
+	SecretsKey string `json:"secrets_key,omitempty"`
+	// AllowPrivateUpstreams are the hosts, addresses and networks (CIDR)
+	// a channel made at runtime may name in its base URL although they
+	// are not public (loopback, private, link-local): an administrator's
+	// account must not reach into the gateway's own network unless the
+	// operator said so. The Caddyfile's own channels are not checked.
+	AllowPrivateUpstreams []string `json:"allow_private_upstreams,omitempty"`
 
 	db       *database
 	channels *routing.Set
-	prices   map[string]*billing.Price
+	prices   map[string]*billing.Price // the Caddyfile's
+	// upstreams and priceTable are what requests read: the Caddyfile's
+	// channels and prices and those made at runtime (runtime.go)
+	upstreams  *engine.UpstreamTable
+	priceTable *engine.PriceTable
+	// static and staticUpstreams are the Caddyfile's channels
+	static          []*routing.Channel
+	staticUpstreams map[string]*engine.Upstream
+	runtime         *runtimeState
 	// partTokens is what one image part reserves, by model (see PartTokens)
 	partTokens map[string]int64
 	// dialects in routing order
@@ -387,8 +407,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.gate.Budgets, err = a.Budgets.Build(db.spend, db.store, time.Duration(a.TokenCacheTTL)); err != nil {
 		return err
 	}
-	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
-		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
+	a.upstreams = engine.NewUpstreamTable(upstreams)
+	a.priceTable = engine.NewPriceTable(a.prices)
+	a.engine = &engine.Engine{Channels: a.channels, Upstreams: a.upstreams, Gate: a.gate,
+		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
 		Drain: drain}
 	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
@@ -407,7 +429,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("registering the alerts' metrics: %w", err)
 		}
 	}
-	return nil
+	return a.provisionRuntime(ctx, repl)
 }
 
 // loadDialects returns every adapter that is also a client dialect, in the
@@ -535,7 +557,8 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 
 // provisionChannels loads each channel's adapter and builds the channel
 // table (a.channels) and each channel's upstream record, by name; a channel
-// without a key is skipped, with a warning.
+// without a key is skipped, with a warning. These are the Caddyfile's
+// channels; those made at runtime join them (runtime.go).
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[string]*engine.Upstream, error) {
 	a.partTokens = map[string]int64{}
 	a.transports = map[transportKey]*http.Client{}
@@ -550,22 +573,6 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 			return nil, fmt.Errorf("channel %q is defined twice", cc.Name)
 		}
 		seen[cc.Name] = true
-		typ, err := cc.adapterType()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := caddy.GetModule("gateway.adapters." + typ); err != nil {
-			return nil, fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, typ, strings.Join(knownAdapters(), ", "))
-		}
-		mod, err := ctx.LoadModule(cc, "AdapterRaw")
-		if err != nil {
-			return nil, fmt.Errorf("channel %q: loading its %s adapter: %w", cc.Name, typ, err)
-		}
-		prov, ok := mod.(adapters.Provider)
-		if !ok {
-			return nil, fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, typ)
-		}
-		_, local := prov.(adapters.Transporter)
 		var keys []string
 		for _, k := range cc.Keys {
 			// a key pair joined from two empty variables ("{env.A}:{env.B}") is no key
@@ -573,37 +580,80 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 				keys = append(keys, k)
 			}
 		}
-		base := strings.TrimRight(repl.ReplaceAll(cc.BaseURL, ""), "/")
-		if d, ok := prov.(adapters.BaseURLDefaulter); ok && base == "" {
-			base = strings.TrimRight(d.DefaultBaseURL(), "/")
+		ch, up, err := a.buildChannel(ctx, cc, keys, repl.ReplaceAll(cc.BaseURL, ""), false)
+		if err != nil {
+			return nil, err
 		}
-		if !local {
-			if len(keys) == 0 {
-				a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
-					// {env.X} is the gateway's own environment, at a reload too
-					zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
-				continue
-			}
-			if base == "" {
-				if unset := unsetEnv(cc.BaseURL); len(unset) > 0 {
-					return nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
-						cc.Name, cc.BaseURL, strings.Join(unset, ", "))
-				}
-				return nil, fmt.Errorf("channel %q: base_url is required", cc.Name)
-			}
-			if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-				return nil, fmt.Errorf("channel %q: base_url %q must start with http:// or https://", cc.Name, base)
-			}
+		if ch == nil {
+			continue
 		}
-		if len(cc.Models) == 0 && len(cc.ModelMap) == 0 {
-			return nil, fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
-		}
-		if cp, ok := prov.(adapters.ChannelProvisioner); ok {
-			err := cp.ProvisionChannel(adapters.ChannelSettings{Name: cc.Name, BaseURL: base, Keys: keys, Models: upstreamModels(cc)})
-			if err != nil {
-				return nil, fmt.Errorf("channel %q: %w", cc.Name, err)
+		upstreams[cc.Name] = up
+		chans = append(chans, ch)
+	}
+	a.channels = routing.NewSet(chans)
+	a.static = chans
+	a.staticUpstreams = upstreams
+	return upstreams, nil
+}
+
+// buildChannel loads a channel's adapter and makes its routing record and
+// upstream record, of its keys and base URL as resolved. A Caddyfile
+// channel without a key is skipped with a warning (nil, nil, nil); one
+// made at runtime (runtime) is refused instead, and its models' image
+// allowances are not noted (the table the request path reads is the
+// Caddyfile's alone: a model served only at runtime reserves the default).
+func (a *App) buildChannel(ctx caddy.Context, cc *ChannelConfig, keys []string, base string, runtime bool) (*routing.Channel, *engine.Upstream, error) {
+	typ, err := cc.adapterType()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := caddy.GetModule("gateway.adapters." + typ); err != nil {
+		return nil, nil, fmt.Errorf("channel %q: unknown type %q (known: %s)", cc.Name, typ, strings.Join(knownAdapters(), ", "))
+	}
+	mod, err := ctx.LoadModule(cc, "AdapterRaw")
+	if err != nil {
+		return nil, nil, fmt.Errorf("channel %q: loading its %s adapter: %w", cc.Name, typ, err)
+	}
+	prov, ok := mod.(adapters.Provider)
+	if !ok {
+		return nil, nil, fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, typ)
+	}
+	_, local := prov.(adapters.Transporter)
+	base = strings.TrimRight(base, "/")
+	if d, ok := prov.(adapters.BaseURLDefaulter); ok && base == "" {
+		base = strings.TrimRight(d.DefaultBaseURL(), "/")
+	}
+	if !local {
+		if len(keys) == 0 {
+			if runtime {
+				return nil, nil, fmt.Errorf("channel %q: give it at least one key (\"keys\": [\"...\"])", cc.Name)
 			}
+			a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
+				// {env.X} is the gateway's own environment, at a reload too
+				zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
+			return nil, nil, nil
 		}
+		if base == "" {
+			if unset := unsetEnv(cc.BaseURL); len(unset) > 0 && !runtime {
+				return nil, nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
+					cc.Name, cc.BaseURL, strings.Join(unset, ", "))
+			}
+			return nil, nil, fmt.Errorf("channel %q: base_url is required", cc.Name)
+		}
+		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			return nil, nil, fmt.Errorf("channel %q: base_url %q must start with http:// or https://", cc.Name, base)
+		}
+	}
+	if len(cc.Models) == 0 && len(cc.ModelMap) == 0 {
+		return nil, nil, fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
+	}
+	if cp, ok := prov.(adapters.ChannelProvisioner); ok {
+		err := cp.ProvisionChannel(adapters.ChannelSettings{Name: cc.Name, BaseURL: base, Keys: keys, Models: upstreamModels(cc)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("channel %q: %w", cc.Name, err)
+		}
+	}
+	if !runtime {
 		for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
 			if _, ok := a.prices[m]; !ok {
 				a.log.Warn("model has no price: requests for it will be refused until it gets one or is marked free", zap.String("model", m), zap.String("channel", cc.Name))
@@ -617,26 +667,24 @@ func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[st
 				a.notePartTokens(m, it.ImageTokens(upstream))
 			}
 		}
-		up := &engine.Upstream{Provider: prov, Bounds: cc.bounds(), Allowance: engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}}
-		if t, ok := prov.(adapters.Transporter); ok {
-			up.Client = &http.Client{Transport: t.Transport()}
-		} else {
-			up.Client = a.clientFor(up.Bounds)
-		}
-		if w, ok := prov.(adapters.TransportWrapper); ok {
-			c := *up.Client
-			c.Transport = w.WrapTransport(c.Transport)
-			up.Client = &c
-		}
-		upstreams[cc.Name] = up
-		chans = append(chans, &routing.Channel{
-			Name: cc.Name, Type: typ, BaseURL: base, Keys: keys,
-			Models: cc.Models, ModelMap: cc.ModelMap,
-			Priority: cc.Priority, Weight: cc.Weight,
-		})
 	}
-	a.channels = routing.NewSet(chans)
-	return upstreams, nil
+	up := &engine.Upstream{Provider: prov, Bounds: cc.bounds(), Allowance: engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}}
+	if t, ok := prov.(adapters.Transporter); ok {
+		up.Client = &http.Client{Transport: t.Transport()}
+	} else {
+		up.Client = a.clientFor(up.Bounds)
+	}
+	if w, ok := prov.(adapters.TransportWrapper); ok {
+		c := *up.Client
+		c.Transport = w.WrapTransport(c.Transport)
+		up.Client = &c
+	}
+	ch := &routing.Channel{
+		Name: cc.Name, Type: typ, BaseURL: base, Keys: keys,
+		Models: cc.Models, ModelMap: cc.ModelMap,
+		Priority: cc.Priority, Weight: cc.Weight,
+	}
+	return ch, up, nil
 }
 
 // adapterType names the channel's adapter, turning the short form ("type"
@@ -701,6 +749,7 @@ func (a *App) Start() error {
 	}
 	a.tasks.Start()
 	a.startAlerts()
+	a.startRuntime()
 	return nil
 }
 
@@ -713,16 +762,22 @@ func (a *App) Stop() error {
 	}
 	a.tasks.Stop()
 	a.stopAlerts()
+	a.stopRuntime()
 	return nil
 }
 
 // Cleanup releases the app's hold on the shared database and its idle
 // upstream connections.
 func (a *App) Cleanup() error {
+	if a.runtime != nil {
+		a.runtime.mu.Lock()
+		defer a.runtime.mu.Unlock()
+	}
 	for _, c := range a.transports {
 		c.CloseIdleConnections()
 	}
 	if a.db != nil {
+		a.db.unwatchRuntime(a)
 		return a.db.release()
 	}
 	return nil

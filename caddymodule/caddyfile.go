@@ -341,6 +341,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Usage = uc
+		case "secrets_key", "allow_private_upstreams":
+			if err := a.parseRuntimeOption(d); err != nil {
+				return err
+			}
 		case "channel":
 			ch, err := parseChannel(d)
 			if err != nil {

@@ -22,7 +22,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "<user|token|redeem|usage> <command> [--config <Caddyfile>] [flags]",
+		Usage: "<user|token|redeem|usage|audit|secrets> <command> [--config <Caddyfile>] [flags]",
 		Short: "Manages the model gateway's users, keys and redemption codes",
 		Long: `
 Manages the model gateway's database directly: users, API keys (tokens),
@@ -36,7 +36,8 @@ the current directory; with neither, the gateway's default database
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database (default: ./Caddyfile)")
 			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
-			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown})
+			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown,
+				Expand: func(s string) string { return caddy.NewReplacer().ReplaceAll(s, "") }})
 		},
 	})
 }
@@ -135,17 +136,38 @@ type cliBudgets struct {
 	Groups map[string]json.RawMessage `json:"groups"`
 }
 
-// cliKnown says whether the config names a plan or a budget group; nil
-// when the command read no config.
+// cliKnown says whether the config names a plan or a budget group, or
+// the database keeps a plan made at runtime of that name; nil when the
+// command read no config.
 func cliKnown(cmd *cobra.Command) (func(kind, name string) bool, error) {
-	_, b, err := cliDatabase(cmd)
+	dbc, b, err := cliDatabase(cmd)
 	if err != nil || b == nil {
 		return nil, err
 	}
 	return func(kind, name string) bool {
 		if kind == "plan" {
-			return b.Plans[name] != nil
+			return b.Plans[name] != nil || runtimePlanKnown(dbc, name)
 		}
 		return b.Groups[name] != nil
 	}, nil
+}
+
+// runtimePlanKnown says whether the database keeps a plan of that name
+// made in the console or the admin API.
+func runtimePlanKnown(dbc DatabaseConfig, name string) bool {
+	st, err := store.Open(dbc.Driver, dbc.DSN)
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	items, err := st.ListRuntime(context.Background(), store.RuntimePlan)
+	if err != nil {
+		return false
+	}
+	for _, it := range items {
+		if it.Name == name && !it.Disabled {
+			return true
+		}
+	}
+	return false
 }

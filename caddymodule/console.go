@@ -67,6 +67,7 @@ var consolePages = map[string]string{
 	// the operators' pages
 	"/console/dashboard": "dashboard.html",
 	"/console/channels":  "channels.html",
+	"/console/pricing":   "pricing.html",
 	"/console/usage-log": "usagelog.html",
 	"/console/audit":     "audit.html",
 	// budget alerts: everyone's for administrators, one's own for a user

@@ -57,6 +57,39 @@ type database struct {
 	// active counts requests between admission and their usage row: the
 	// store is not closed under them
 	active atomic.Int64
+	// apps hear of runtime configuration changes other instances make
+	appsMu sync.Mutex
+	apps   map[*App]bool
+}
+
+// runtimeFeed is a store that announces runtime configuration changes
+// (PostgreSQL; a SQLite file has one gateway).
+type runtimeFeed interface{ OnRuntimeChange(func()) }
+
+// watchRuntime has a hear of runtime configuration changes until
+// unwatchRuntime.
+func (db *database) watchRuntime(a *App) {
+	db.appsMu.Lock()
+	defer db.appsMu.Unlock()
+	if db.apps == nil {
+		db.apps = map[*App]bool{}
+	}
+	db.apps[a] = true
+}
+
+func (db *database) unwatchRuntime(a *App) {
+	db.appsMu.Lock()
+	defer db.appsMu.Unlock()
+	delete(db.apps, a)
+}
+
+// runtimeChanged tells every app; it does not block.
+func (db *database) runtimeChanged() {
+	db.appsMu.Lock()
+	defer db.appsMu.Unlock()
+	for a := range db.apps {
+		a.runtimeChanged()
+	}
 }
 
 // enter and leave bracket a request's use of the database.
@@ -109,6 +142,9 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.D
 		go func() { defer db.wg.Done(); db.limiter.RunSync(ctx) }()
 		if feed, ok := st.(billing.CreditFeed); ok { // heard on the connection the key cache follows
 			feed.OnCredit(db.ledger.Credited)
+		}
+		if feed, ok := st.(runtimeFeed); ok {
+			feed.OnRuntimeChange(db.runtimeChanged)
 		}
 		if feed, ok := st.(keys.ChangeFeed); ok { // PostgreSQL: changes from other instances at once
 			db.wg.Add(1)

@@ -20,7 +20,7 @@ func (e *Engine) Admit(x *Exchange) *adapters.Error {
 	if !e.Channels.Has(req.Model) {
 		return UnknownModel(req.Model)
 	}
-	price, ok := e.Prices[req.Model]
+	price, ok := e.Prices.Get(req.Model)
 	if !ok {
 		return &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + req.Model + " has no price configured, so it cannot be billed: the operator must add 'price " + req.Model + " { ... }' (or mark it free) in the gateway's Caddyfile"}
@@ -62,7 +62,7 @@ func (e *Engine) Precheck(x *Exchange) *adapters.Error {
 			return true
 		}
 		groups := e.Gate.Models()
-		for model, p := range e.Prices {
+		for model, p := range e.Prices.All() {
 			if costless(p) && groups.Allows(t.Models, model) && e.Channels.Has(model) {
 				return true
 			}

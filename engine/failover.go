@@ -51,7 +51,7 @@ func (f AttemptFunc) Try(ch *routing.Channel) *Failure { return f(ch) }
 type Engine struct {
 	Channels *routing.Set
 	// Upstreams are the channels' adapters, clients and bounds, by name
-	Upstreams map[string]*Upstream
+	Upstreams *UpstreamTable
 	// MaxAttempts is the retry budget: the most channels one request tries
 	MaxAttempts int
 	Health      routing.HealthPolicy
@@ -62,7 +62,7 @@ type Engine struct {
 	// Prices by model; DefaultMaxTokens is the output a priced model
 	// without max_output reserves; PartTokens what one image part of a
 	// model's prompt reserves
-	Prices           map[string]*billing.Price
+	Prices           *PriceTable
 	DefaultMaxTokens int64
 	PartTokens       func(model string) int64
 	// Gate admits requests and settles them; Rows and Meter record them

@@ -186,3 +186,18 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedChannelFailsOver: a channel made at runtime and removed (or
+// changed) between a request's plan and its attempt has no upstream
+// record: the attempt is the channel's failure, so the next one is tried,
+// rather than a panic on a missing record.
+func TestRemovedChannelFailsOver(t *testing.T) {
+	e, _ := newEngine(3)
+	e.Upstreams = NewUpstreamTable(map[string]*Upstream{})
+	plan := e.Plan("m", nil)
+	x := &Exchange{R: (&http.Request{}).WithContext(context.Background()), Req: &adapters.Request{Op: adapters.OpChat, Model: "m"}}
+	f := (&relayAttempt{e: e, x: x}).Try(plan[0])
+	if f == nil || !f.Channel || f.Err.Status != http.StatusServiceUnavailable {
+		t.Fatalf("an attempt on a removed channel: %+v", f)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 // Failure is one attempt's failure: what the client is told if no other
@@ -28,6 +29,13 @@ type Failure struct {
 	// did not answer: the failure log's status, since the client's is in
 	// the access log and the operator fixes what the upstream said
 	UpstreamStatus int
+}
+
+// removedChannel is the failure of a channel removed (made at runtime and
+// deleted or changed) between a request's plan and its attempt: the next
+// channel of the plan is tried.
+func removedChannel(ch *routing.Channel) *Failure {
+	return &Failure{Err: adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "channel %q was removed while the request waited for it", ch.Name), Channel: true}
 }
 
 // maxFailureSummary bounds what a channel's record keeps of its last failure.

@@ -40,7 +40,7 @@ func (e *Engine) planFor(x *Exchange, keep func(*routing.Channel) bool) []*routi
 
 // provider is ch's family, nil for a channel of no configured upstream.
 func (e *Engine) provider(ch *routing.Channel) adapters.Provider {
-	if up := e.Upstreams[ch.Name]; up != nil {
+	if up := e.Upstreams.Get(ch.Name); up != nil {
 		return up.Provider
 	}
 	return nil

@@ -68,7 +68,7 @@ func planEngine(fams map[string]adapters.Provider, order ...string) *Engine {
 		chans = append(chans, &routing.Channel{Name: n, Type: n, Keys: []string{"k"}, Models: []string{"m"}, Priority: 10 - i})
 		ups[n] = &Upstream{Provider: fams[n]}
 	}
-	return &Engine{Channels: routing.NewSet(chans), Upstreams: ups, MaxAttempts: 5, Health: routing.DefaultHealthPolicy,
+	return &Engine{Channels: routing.NewSet(chans), Upstreams: NewUpstreamTable(ups), MaxAttempts: 5, Health: routing.DefaultHealthPolicy,
 		FailureLog: &routing.LogThrottle{Interval: time.Second}, Log: zap.NewNop()}
 }
 

@@ -47,7 +47,7 @@ const probePrompt = "Reply with the word ok."
 // that fails is a result with OK false.
 func (e *Engine) Probe(ctx context.Context, channel, model string) (*ProbeResult, error) {
 	ch := e.Channels.Channel(channel)
-	up := e.Upstreams[channel]
+	up := e.Upstreams.Get(channel)
 	if ch == nil || up == nil {
 		return nil, adapters.Errorf(http.StatusNotFound, adapters.ErrNotFound, "there is no channel %q", channel)
 	}
@@ -75,7 +75,7 @@ func (e *Engine) Probe(ctx context.Context, channel, model string) (*ProbeResult
 	res := &ProbeResult{Channel: channel, Model: model}
 	at := NewAttempt(ctx, up.Bounds.Timeout, up.Bounds.StreamIdle, false)
 	defer at.End()
-	resp, f := e.send(x, at, ch, up.Provider, cp.NewRequest, 1)
+	resp, f := e.send(x, at, ch, up, cp.NewRequest, 1)
 	res.UpstreamID = x.UpstreamID
 	if f != nil {
 		res.Latency = time.Since(x.Start)

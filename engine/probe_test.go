@@ -68,10 +68,10 @@ func probeEngine(t *testing.T, h http.HandlerFunc, timeout time.Duration) *Engin
 	b := Bounds{Timeout: timeout, StreamIdle: time.Second, MaxResponseBody: 1 << 20}
 	return &Engine{Channels: routing.NewSet(chans), MaxAttempts: 2, Health: routing.HealthPolicy{ConsecutiveFailures: 1, BaseEjection: time.Minute, MaxEjection: time.Minute},
 		FailureLog: &routing.LogThrottle{Interval: time.Second}, Log: zap.NewNop(),
-		Upstreams: map[string]*Upstream{
+		Upstreams: NewUpstreamTable(map[string]*Upstream{
 			"main":  {Provider: probeFamily{}, Client: srv.Client(), Bounds: b},
 			"video": {Provider: noChat{}, Client: srv.Client(), Bounds: b},
-		}}
+		})}
 }
 
 func TestProbeSendsOneTokenThroughTheChannel(t *testing.T) {

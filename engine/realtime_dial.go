@@ -34,7 +34,10 @@ func (e *Engine) dialRealtime(x *Exchange, model string) (*websocket.Conn, *rout
 
 // dialRealtimeChannel is one Realtime connect attempt.
 func (e *Engine) dialRealtimeChannel(x *Exchange, ch *routing.Channel, model string, n int) (*websocket.Conn, *Failure) {
-	up := e.Upstreams[ch.Name]
+	up := e.Upstreams.Get(ch.Name)
+	if up == nil {
+		return nil, removedChannel(ch)
+	}
 	prov, b := up.Provider, up.Bounds
 	u, hdr, err := prov.(adapters.RealtimeProvider).RealtimeDial(&adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: ch.Key(), Model: ch.UpstreamModel(model)}, x.R)
 	if err != nil {

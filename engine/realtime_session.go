@@ -146,7 +146,11 @@ func (s *RealtimeSession) Open() *adapters.Error {
 	}
 	s.up, s.ch = up, ch
 	x.Channel = ch.Name
-	u := s.e.Upstreams[ch.Name]
+	u := s.e.Upstreams.Get(ch.Name)
+	if u == nil {
+		up.CloseNow()
+		return removedChannel(ch).Err
+	}
 	s.bounds = u.Bounds
 	s.sess = u.Provider.(adapters.RealtimeProvider).RealtimeSession(x.R, adapters.RealtimeLimits{
 		MaxOutputTokens: s.e.RealtimeOutput(x.Price),

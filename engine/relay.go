@@ -23,7 +23,7 @@ func (e *Engine) Serve(x *Exchange, plan []*routing.Channel) error {
 	}
 	x.Channel = ch.Name
 	e.answered(x, ch)
-	up := e.Upstreams[ch.Name]
+	up := try.up
 	switch {
 	case x.Media != nil && x.Req.Op == adapters.OpSpeech:
 		return e.relaySpeech(x, try.at, ch, up.Bounds, try.resp)
@@ -74,24 +74,30 @@ type relayAttempt struct {
 	// pricedType: read once per vendor, not once per channel tried
 	pricedType    string
 	fields, betas []string
-	n             int // attempts made, for their spans
+	up            *Upstream // the record the answering attempt used
+	n             int       // attempts made, for their spans
 }
 
 func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 	e, x := ra.e, ra.x
-	prov := e.Upstreams[ch.Name].Provider
+	up := e.Upstreams.Get(ch.Name)
+	if up == nil {
+		return removedChannel(ch)
+	}
+	ra.up = up
+	prov := up.Provider
 	if ra.pricedType != ch.Type {
 		ra.pricedType = ch.Type
 		ra.fields, ra.betas = PricedFields(prov, x.Req)
 	}
-	if refused := e.Upstreams[ch.Name].Allowance.Check(ch.Name, x.Req.Model, ra.fields, ra.betas); refused != nil {
+	if refused := up.Allowance.Check(ch.Name, x.Req.Model, ra.fields, ra.betas); refused != nil {
 		return &Failure{Err: refused}
 	}
 	build := builder(prov, x)
 	if build == nil {
 		return &Failure{Err: Unserved(ch, prov, x.Req.Op)}
 	}
-	b := e.Upstreams[ch.Name].Bounds
+	b := up.Bounds
 	// media answers are timed whole, and only chat streams
 	stream := x.Req.Stream && x.Media == nil && x.Req.Op != adapters.OpRerank
 	if stream {
@@ -104,7 +110,7 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 		ra.at = NewAttempt(x.R.Context(), b.Timeout, b.StreamIdle, false)
 	}
 	ra.n++
-	resp, f := e.send(x, ra.at, ch, prov, build, ra.n)
+	resp, f := e.send(x, ra.at, ch, up, build, ra.n)
 	if f == nil && stream {
 		ra.dec, ra.first, f = e.openStream(x, ra.at, ch, b, prov.(adapters.ChatProvider), resp)
 	}
@@ -122,7 +128,8 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 
 // send makes one attempt on one channel. It returns the upstream response
 // when its status is 2xx, and otherwise why not.
-func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapters.Provider, build buildFunc, n int) (*http.Response, *Failure) {
+func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, rec *Upstream, build buildFunc, n int) (*http.Response, *Failure) {
+	prov := rec.Provider
 	up := &adapters.Upstream{Channel: ch.Name, BaseURL: ch.BaseURL, Key: x.upstreamKey(ch), Model: ch.UpstreamModel(x.Req.Model)}
 	hr, err := build(at.Ctx, up, x.Req)
 	if err != nil {
@@ -131,7 +138,7 @@ func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, prov adapte
 	if x.Trace != nil {
 		e.traceAttempt(x, ch, up.Model, n, hr)
 	}
-	resp, err := e.Upstreams[ch.Name].Client.Do(hr)
+	resp, err := rec.Client.Do(hr)
 	if err == nil {
 		x.UpstreamID = UpstreamRequestID(prov, resp.Header)
 		if x.Trace != nil {

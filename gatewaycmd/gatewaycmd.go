@@ -37,6 +37,9 @@ type Env struct {
 	// group (kind "plan" or "group") of that name, for the commands that
 	// assign them; a nil func (no configuration read) checks nothing
 	Known func(cmd *cobra.Command) (func(kind, name string) bool, error)
+	// Expand replaces {file./path} and {env.NAME} placeholders as the
+	// Caddyfile does; nil leaves them as they are
+	Expand func(string) string
 }
 
 // known is e.Known's check for cmd, nil for none.
@@ -65,8 +68,10 @@ func AddCommands(cmd *cobra.Command, e Env) {
 	usage.AddCommand(e.usageExportCommand())
 	auditLog := &cobra.Command{Use: "audit", Short: "Shows the audit log of administrators' actions"}
 	auditLog.AddCommand(e.auditListCommand())
-	cmd.AddCommand(user, token, redeem, usage, auditLog)
-	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog} {
+	secrets := &cobra.Command{Use: "secrets", Short: "Manages the secrets_key that seals vendor keys in the database"}
+	secrets.AddCommand(e.secretsRotateCommand())
+	cmd.AddCommand(user, token, redeem, usage, auditLog, secrets)
+	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog, secrets} {
 		strictGroup(group)
 	}
 }

@@ -165,7 +165,7 @@ func (c *Channel) State(now time.Time) ChannelState {
 
 // Channel returns the channel of that name, or nil.
 func (s *Set) Channel(name string) *Channel {
-	for _, c := range s.all {
+	for _, c := range s.cur.Load().all {
 		if c.Name == name {
 			return c
 		}
@@ -175,13 +175,14 @@ func (s *Set) Channel(name string) *Channel {
 
 // All returns every channel, in configuration order. The slice is the
 // set's own: read it, do not change it.
-func (s *Set) All() []*Channel { return s.all }
+func (s *Set) All() []*Channel { return s.cur.Load().all }
 
 // States returns every channel's health, in configuration order.
 func (s *Set) States() []ChannelState {
 	now := time.Now()
-	out := make([]ChannelState, len(s.all))
-	for i, c := range s.all {
+	all := s.cur.Load().all
+	out := make([]ChannelState, len(all))
+	for i, c := range all {
 		out[i] = c.State(now)
 	}
 	return out

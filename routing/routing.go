@@ -42,9 +42,15 @@ func (c *Channel) UpstreamModel(model string) string {
 	return model
 }
 
-// Set is the channel table, built once per configuration and read by every
-// request without locks.
+// Set is the channel table, read by every request without locks. Its
+// channels are replaced whole (Replace) when channels made at runtime
+// change: a request reads one table, at the cost of one atomic load.
 type Set struct {
+	cur atomic.Pointer[table]
+}
+
+// table is one generation of the channel table, never changed once built.
+type table struct {
 	byModel map[string][]tier // tiers in descending priority
 	all     []*Channel        // in configuration order
 	models  []string
@@ -59,7 +65,19 @@ type tier struct {
 // NewSet indexes channels by the models they serve (their models and the
 // asked names of their model map).
 func NewSet(channels []*Channel) *Set {
-	s := &Set{byModel: map[string][]tier{}, owner: map[string]string{}, all: channels}
+	s := &Set{}
+	s.Replace(channels)
+	return s
+}
+
+// Replace makes channels the set's table: requests that planned on the
+// table before keep their channels, later ones plan on these. A channel
+// kept from the table before (the same *Channel) keeps its health and
+// key rotation.
+func (s *Set) Replace(channels []*Channel) { s.cur.Store(newTable(channels)) }
+
+func newTable(channels []*Channel) *table {
+	s := &table{byModel: map[string][]tier{}, owner: map[string]string{}, all: channels}
 	grouped := map[string]map[int][]*Channel{}
 	for _, c := range channels {
 		if c.Weight <= 0 {
@@ -102,13 +120,13 @@ func NewSet(channels []*Channel) *Set {
 }
 
 // Models lists every model some channel serves, sorted.
-func (s *Set) Models() []string { return s.models }
+func (s *Set) Models() []string { return s.cur.Load().models }
 
 // Owner is the channel type of the model's first channel, for model lists.
-func (s *Set) Owner(model string) string { return s.owner[model] }
+func (s *Set) Owner(model string) string { return s.cur.Load().owner[model] }
 
 // Has reports whether any channel serves the model.
-func (s *Set) Has(model string) bool { return len(s.byModel[model]) > 0 }
+func (s *Set) Has(model string) bool { return len(s.cur.Load().byModel[model]) > 0 }
 
 // Plan returns the order in which to try the model's channels: by priority,
 // and within a priority a weighted random order, so load spreads by weight
@@ -121,7 +139,7 @@ func (s *Set) Plan(model string, max int) []*Channel { return s.PlanFor(model, m
 // chosen before health and the max, so a channel that cannot serve the
 // request neither spends an attempt nor counts as the healthy one.
 func (s *Set) PlanFor(model string, max int, keep func(*Channel) bool) []*Channel {
-	tiers := s.byModel[model]
+	tiers := s.cur.Load().byModel[model]
 	var out []*Channel
 	for _, t := range tiers {
 		if len(t.channels) == 1 {

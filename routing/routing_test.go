@@ -1,6 +1,10 @@
 package routing
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 func TestPlanPriorityAndWeight(t *testing.T) {
 	hi := &Channel{Name: "hi", Models: []string{"m"}, Priority: 10}
@@ -50,4 +54,50 @@ func names(cs []*Channel) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// TestSetReplaceWhileRequestsPlan: plans made while the table is replaced
+// come whole from one table or the other, and a channel kept across a
+// replacement keeps its health record (run with -race).
+func TestSetReplaceWhileRequestsPlan(t *testing.T) {
+	kept := &Channel{Name: "kept", Models: []string{"m"}, Priority: 1}
+	genA := []*Channel{kept, {Name: "a", Models: []string{"m"}}}
+	genB := []*Channel{kept, {Name: "b", Models: []string{"m"}}}
+	s := NewSet(genA)
+	done := make(chan struct{})
+	errs := make(chan string, 1)
+	go func() {
+		defer close(done)
+		for range 2000 {
+			p := s.Plan("m", 5)
+			if len(p) != 2 || p[0] != kept || (p[1].Name != "a" && p[1].Name != "b") {
+				select {
+				case errs <- fmt.Sprintf("a plan of %d channels: %v", len(p), p):
+				default:
+				}
+				return
+			}
+		}
+	}()
+	for i := range 500 {
+		if i%2 == 0 {
+			s.Replace(genB)
+		} else {
+			s.Replace(genA)
+		}
+	}
+	<-done
+	select {
+	case e := <-errs:
+		t.Fatal(e)
+	default:
+	}
+	kept.Failed(DefaultHealthPolicy, time.Now(), 0)
+	s.Replace(genB)
+	if got := s.Channel("kept").Failing(); got != 1 {
+		t.Fatalf("the kept channel's failures after a replacement: %d, want 1", got)
+	}
+	if s.Channel("a") != nil || s.Channel("b") == nil || !s.Has("m") {
+		t.Fatal("the replacement's channels are not the set's")
+	}
 }

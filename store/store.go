@@ -380,6 +380,7 @@ type Store interface {
 	BudgetStore       // spending windows (budgets.go)
 	ClientSecretStore // Realtime client secrets (clientsecrets.go)
 	AlertStore        // budget alerts (alerts.go)
+	RuntimeStore      // channels, prices and plans made at runtime (runtime.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

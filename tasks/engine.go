@@ -94,7 +94,7 @@ func (e *Engine) channel(name string) *Channel {
 }
 
 func (e *Engine) withUpstream(ch *routing.Channel) *Channel {
-	up := e.deps.Engine.Upstreams[ch.Name]
+	up := e.deps.Engine.Upstreams.Get(ch.Name)
 	if up == nil {
 		return &Channel{Channel: ch}
 	}

@@ -95,9 +95,9 @@ func newRig(t *testing.T) *rig {
 		upstreams[name] = &engine.Upstream{Provider: fakeProvider{TaskProvider: map[string]*fakeVendor{"a": r.a, "b": r.b}[name]},
 			Client: http.DefaultClient, Bounds: engine.Bounds{Timeout: time.Second, MaxResponseBody: 1 << 20}}
 	}
-	eng := &engine.Engine{Channels: routing.NewSet(chans), Upstreams: upstreams, MaxAttempts: 3, Health: routing.DefaultHealthPolicy,
+	eng := &engine.Engine{Channels: routing.NewSet(chans), Upstreams: engine.NewUpstreamTable(upstreams), MaxAttempts: 3, Health: routing.DefaultHealthPolicy,
 		FailureLog: &routing.LogThrottle{Interval: time.Second}, Log: zap.NewNop(),
-		Prices: map[string]*billing.Price{"video": {VideoSecond: 100_000, MaxSeconds: 10}},
+		Prices: engine.NewPriceTable(map[string]*billing.Price{"video": {VideoSecond: 100_000, MaxSeconds: 10}}),
 		Gate:   &billing.Gate{Limiter: billing.NewLimiter(), Ledger: r.ledger, Usage: nil}, Rows: r.usage}
 	r.eng = New(Config{PollInterval: time.Millisecond}, Deps{Store: st, Engine: eng})
 	return r

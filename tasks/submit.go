@@ -69,7 +69,7 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 	if ae != nil {
 		return refuse(ae)
 	}
-	price := eng.Prices[model]
+	price, _ := eng.Prices.Get(model)
 	amount := price.TaskReservation(int64(sub.Req.Duration))
 	// No usage-queue slot: a task's row is written with the task, in the
 	// store's transaction, not through the queue.
@@ -158,7 +158,7 @@ func (e *Engine) submit(ctx context.Context, req SubmitRequest, tr *tracing.Requ
 func (e *Engine) submitLease(plan []*routing.Channel) time.Duration {
 	var d time.Duration
 	for _, ch := range plan {
-		if up := e.deps.Engine.Upstreams[ch.Name]; up != nil {
+		if up := e.deps.Engine.Upstreams.Get(ch.Name); up != nil {
 			d += up.Bounds.Timeout
 		}
 	}
@@ -178,7 +178,7 @@ func (e *Engine) plan(id *keys.Identity, sub *Submission) ([]*routing.Channel, *
 	if !eng.Channels.Has(model) {
 		return nil, engine.UnknownModel(model)
 	}
-	price, ok := eng.Prices[model]
+	price, ok := eng.Prices.Get(model)
 	if !ok {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' (or mark it free) in the gateway's Caddyfile"}

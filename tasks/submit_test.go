@@ -53,7 +53,7 @@ func TestSubmitHonoursRetryAfter(t *testing.T) {
 	}))
 	defer srv.Close()
 	eng := r.eng.deps.Engine
-	eng.Upstreams["a"].Provider = fakeProvider{TaskProvider: &httpVendor{url: srv.URL}}
+	eng.Upstreams.Get("a").Provider = fakeProvider{TaskProvider: &httpVendor{url: srv.URL}}
 	obs := &observed{}
 	eng.Observer = obs
 	task, e := r.submit(t, `{"model":"video","prompt":"a cat"}`)
@@ -106,7 +106,7 @@ func TestSubmitClassifiesAsTheRelay(t *testing.T) {
 	answering := func(t *testing.T, r *rig, status int) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
 		t.Cleanup(srv.Close)
-		r.eng.deps.Engine.Upstreams["a"].Provider = fakeProvider{TaskProvider: &httpVendor{url: srv.URL}}
+		r.eng.deps.Engine.Upstreams.Get("a").Provider = fakeProvider{TaskProvider: &httpVendor{url: srv.URL}}
 	}
 	for _, status := range []int{http.StatusPaymentRequired, http.StatusNotFound} {
 		r := newRig(t)

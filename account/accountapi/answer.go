@@ -67,6 +67,8 @@ func asAPIError(err error) (*apiError, bool) {
 	switch {
 	case errors.As(err, &ae):
 		return ae, true
+	case errors.As(err, new(*Refusal)):
+		return refusalError(err)
 	case errors.As(err, &ie):
 		return badRequest(codeOrInvalid(ie.Code), "%s", ie.Msg), true
 	case errors.As(err, &ref) && ref.Reason == account.TooManyAttempts:

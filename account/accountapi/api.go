@@ -75,6 +75,8 @@ type Config struct {
 	Log *zap.Logger
 	// Budgets are the spending windows and plans; nil: none shown
 	Budgets *billing.Budgets
+	// Runtime is the channels made at runtime; nil: none can be made
+	Runtime Runtime
 }
 
 // Handler serves the API. Callers are known by the login session's
@@ -93,12 +95,13 @@ type Handler struct {
 	log      *zap.Logger
 	mux      *http.ServeMux
 	budgets  *billing.Budgets
+	runtime  Runtime
 }
 
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
-		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets}
+		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets, runtime: cfg.Runtime}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -132,11 +135,13 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("POST /api/admin/users/{id}/password", h.admin(h.resetPassword))
 	m.HandleFunc("GET /api/admin/channels", h.admin(h.listChannels))
 	m.HandleFunc("POST /api/admin/channels/{name}/test", h.admin(h.testChannel))
+	m.HandleFunc("POST /api/admin/channels/test_all", h.admin(h.testAllChannels))
 	m.HandleFunc("GET /api/admin/dashboard", h.admin(h.dashboard))
 	m.HandleFunc("GET /api/admin/audit", h.admin(h.listAudit))
 	m.HandleFunc("GET /api/admin/codes/export", h.admin(h.exportCodes))
 	h.budgetRoutes(m)
 	h.alertRoutes(m)
+	h.runtimeRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))

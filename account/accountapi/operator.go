@@ -41,6 +41,10 @@ type ChannelTest struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
 	Reply            string `json:"reply,omitempty"`
+	// Cost is what the request would have cost a caller at the model's
+	// price, in quota units (billed to nobody); 0 for a model without one
+	Cost     int64     `json:"cost"`
+	TestedAt time.Time `json:"tested_at"`
 }
 
 // channelView is a channel as the channels page shows it.
@@ -50,7 +54,14 @@ type channelView struct {
 	Prices map[string]any `json:"prices"`
 	// Recent is its traffic among the newest usage rows.
 	Recent channelTraffic `json:"recent"`
+	// Setup is how it is set up and where (the Caddyfile, read-only
+	// here, or the database); nil when the gateway keeps no runtime
+	// configuration
+	Setup *ChannelSetup `json:"setup,omitempty"`
 }
+
+// StateDisabled is the state of a database channel taken out of service.
+const StateDisabled = "disabled"
 
 // channelTraffic is a channel's requests among the rows sampled.
 type channelTraffic struct {
@@ -109,9 +120,23 @@ func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller
 			t.LastError, t.LastStatus, t.LastErrorAt = l.Error, l.Status, l.CreatedAt.UTC().Format(time.RFC3339)
 		}
 	}
+	setups, setupList, err := h.setupsByName(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// a disabled database channel is in no routing table: listed all the same
+	listed := map[string]bool{}
+	for _, s := range states {
+		listed[s.Name] = true
+	}
+	for _, s := range setupList {
+		if !listed[s.Name] {
+			states = append(states, routing.ChannelState{Name: s.Name, Type: s.Type, Models: s.Models, State: StateDisabled})
+		}
+	}
 	out := make([]channelView, len(states))
 	for i, s := range states {
-		v := channelView{ChannelState: s, Prices: map[string]any{}}
+		v := channelView{ChannelState: s, Prices: map[string]any{}, Setup: setups[s.Name]}
 		for _, m := range s.Models {
 			if p, ok := prices[m]; ok {
 				v.Prices[m] = p
@@ -134,11 +159,16 @@ func (h *Handler) testChannel(_ http.ResponseWriter, r *http.Request, c *caller)
 	}
 	var in struct {
 		Model string `json:"model"`
+		// All tests every model of the channel, one after another
+		All bool `json:"all"`
 	}
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
 	name := r.PathValue("name")
+	if in.All {
+		return h.testEveryModel(r, c, name)
+	}
 	res, err := h.testChan(r.Context(), name, in.Model)
 	var ae *adapters.Error
 	if errors.As(err, &ae) {
@@ -434,4 +464,38 @@ func (h *Handler) nameKeys(ctx context.Context, list []*series) error {
 		}
 	}
 	return nil
+}
+
+// testEveryModel tests each model of the channel in turn: {"data":
+// [...], "ok", "failed", "cost"}, as test_all answers for every channel.
+func (h *Handler) testEveryModel(r *http.Request, c *caller, name string) (any, error) {
+	var models []string
+	if h.channels != nil {
+		for _, s := range h.channels() {
+			if s.Name == name {
+				models = s.Models
+			}
+		}
+	}
+	if len(models) == 0 {
+		return nil, &apiError{status: http.StatusNotFound, typ: errNotFound, code: "channel_test_refused", msg: "there is no channel " + strconv.Quote(name) + " in service to test"}
+	}
+	out := make([]*ChannelTest, 0, len(models))
+	var ok, failed int
+	var cost int64
+	for _, m := range models {
+		res, err := h.testChan(r.Context(), name, m)
+		if err != nil {
+			res = &ChannelTest{Channel: name, Model: m, Error: err.Error()}
+		}
+		if res.OK {
+			ok++
+		} else {
+			failed++
+		}
+		cost += res.Cost
+		out = append(out, res)
+	}
+	h.audit(r.Context(), c, account.AuditChannelTest, "channel:"+name, nil, account.Fields{"tests": len(out), "ok": ok, "failed": failed})
+	return map[string]any{"data": out, "ok": ok, "failed": failed, "cost": cost}, nil
 }

@@ -38,6 +38,8 @@ import (
 	_ "github.com/caddy-model-gateway/gateway"
 	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/bench/mock"
+	"github.com/caddy-model-gateway/gateway/internal/sealed"
+	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/store/sqlite"
 )
 
@@ -54,7 +56,10 @@ const (
 
 // The bench's request bodies (bench/load).
 var (
-	chatBody   = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}]}`)
+	chatBody = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}]}`)
+	// dbChatBody asks for the model only a channel kept in the database
+	// serves: it must cost what the Caddyfile's channel costs
+	dbChatBody = []byte(`{"model":"gpt-4o-db","messages":[{"role":"user","content":"Say hello"}]}`)
 	streamBody = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`)
 )
 
@@ -118,12 +123,15 @@ func load() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	upAddr := strings.TrimPrefix(up.URL, "http://")
+	if err := createDBChannel(db, "http://"+upAddr); err != nil {
+		return nil, err
+	}
 	// gateway, reverse_proxy, and each with the access log
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
-	upAddr := strings.TrimPrefix(up.URL, "http://")
 	caddyfile := fmt.Sprintf(`{
 	admin off
 	persist_config off
@@ -143,6 +151,11 @@ func load() (*env, error) {
 			input 0.15
 			output 0.60
 		}
+		price gpt-4o-db {
+			input 0.15
+			output 0.60
+		}
+		secrets_key {env.GATEWAY_BENCH_SECRETS_KEY}
 	}
 }
 
@@ -248,6 +261,32 @@ func createToken(db string) (string, error) {
 	return key, nil
 }
 
+// benchSecretsKey seals the database channel's key in the bench's own database.
+const benchSecretsKey = "bench-secrets-key-0123456789abcdef"
+
+// createDBChannel keeps a channel in the database, as the console makes
+// one, serving gpt-4o-db from the mock upstream.
+func createDBChannel(db, base string) error {
+	if err := os.Setenv("GATEWAY_BENCH_SECRETS_KEY", benchSecretsKey); err != nil {
+		return err
+	}
+	st, err := sqlite.Open(db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	k, err := sealed.NewKey(benchSecretsKey)
+	if err != nil {
+		return err
+	}
+	it := &store.RuntimeItem{Kind: store.RuntimeChannel, Name: "mock-db",
+		Config: fmt.Sprintf(`{"type":"openai","base_url":%q,"models":["gpt-4o-db"]}`, base)}
+	if it.Secret, err = k.Seal([]byte(`["sk-upstream-test"]`), it.Binding()); err != nil {
+		return err
+	}
+	return st.PutRuntime(context.Background(), it, false)
+}
+
 // freePorts finds n distinct free ports: each listener is held until all
 // are found, so none is handed out twice.
 func freePorts(n int) ([]int, error) {
@@ -330,6 +369,7 @@ func (e *env) serve(st site, body []byte, w *sink) error {
 func BenchmarkPlain(b *testing.B) {
 	e := start(b)
 	b.Run("gateway", func(b *testing.B) { bench(b, e, e.gateway, chatBody, plainAllocBudget) })
+	b.Run("gateway_db_channel", func(b *testing.B) { bench(b, e, e.gateway, dbChatBody, plainAllocBudget) })
 	b.Run("reverse_proxy", func(b *testing.B) { bench(b, e, e.proxy, chatBody, 0) })
 	b.Run("gateway_logged", func(b *testing.B) { bench(b, e, e.gatewayLogged, chatBody, plainAllocBudget+loggedAllocs) })
 	b.Run("reverse_proxy_logged", func(b *testing.B) { bench(b, e, e.proxyLogged, chatBody, 0) })

@@ -12,7 +12,8 @@ import (
 
 // identityChannel carries the announcements of migration 0013's triggers,
 // 't' and a key's hash or 'u' and a user's id, and of migration 0017's,
-// 'c' and a user's id or 'k' and a key's id: a balance credited.
+// 'c' and a user's id or 'k' and a key's id: a balance credited; and of
+// migration 0018's, 'r': runtime configuration changed.
 const identityChannel = "gateway_identity"
 
 const (
@@ -41,6 +42,7 @@ func (s *Store) WatchIdentities(ctx context.Context, changed func(keyHash string
 			if listened {
 				changed("", 0)
 				s.credit(false, 0)
+				s.runtimeChanged()
 			}
 			listened = true
 			backoff = minListenBackoff
@@ -93,6 +95,10 @@ func (s *Store) listen(ctx context.Context, ready func(), changed func(string, i
 		if err != nil {
 			return fmt.Errorf("waiting for key and user changes: %w", err)
 		}
+		if n.Channel == identityChannel && n.Payload == "r" {
+			s.runtimeChanged()
+			continue
+		}
 		if n.Channel != identityChannel || len(n.Payload) < 2 {
 			continue
 		}
@@ -123,5 +129,20 @@ func (s *Store) OnCredit(credited func(token bool, id int64)) {
 func (s *Store) credit(token bool, id int64) {
 	if f := s.credited.Load(); f != nil {
 		(*f)(token, id)
+	}
+}
+
+// OnRuntimeChange has changed hear, on the connection WatchIdentities
+// listens on, every change any process commits to runtime configuration
+// (channels, prices, plans), and the connection coming back, when changes
+// may have been missed. It hears nothing while WatchIdentities is not
+// running.
+func (s *Store) OnRuntimeChange(changed func()) {
+	s.runtimeHook.Store(&changed)
+}
+
+func (s *Store) runtimeChanged() {
+	if f := s.runtimeHook.Load(); f != nil {
+		(*f)()
 	}
 }

@@ -91,3 +91,74 @@ func TestWatchIdentities(t *testing.T) {
 		t.Fatalf("after the key was deleted, heard %q", h)
 	}
 }
+
+// TestWatchRuntimeChanges: a channel made, changed or deleted by one
+// process is announced to another's watcher; its test result kept is not.
+func TestWatchRuntimeChanges(t *testing.T) {
+	dsn := postgres.NewTestDatabase(t)
+	writer, watcher := openAt(t, dsn), openAt(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	heard := make(chan struct{}, 16)
+	done := make(chan struct{})
+	watcher.(*postgres.Store).OnRuntimeChange(func() { heard <- struct{}{} })
+	go func() {
+		defer close(done)
+		watcher.(*postgres.Store).WatchIdentities(ctx, func(string, int64) {},
+			func(err error) { t.Errorf("the watcher lost its connection: %v", err) })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	// once the watcher listens, a change is heard
+	deadline := time.After(10 * time.Second)
+	for n := 0; ; n++ {
+		if err := writer.PutRuntime(ctx, &store.RuntimeItem{Kind: store.RuntimePlan, Name: fmt.Sprint("probe", n), Config: `{}`}, false); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+		case <-time.After(100 * time.Millisecond):
+			continue
+		case <-deadline:
+			t.Fatal("the watcher never listened")
+		}
+		break
+	}
+	// a probe heard late (sent just after its wait ended) is drained too
+	for drained := false; !drained; {
+		select {
+		case <-heard:
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
+	expect := func(what string, want bool) {
+		t.Helper()
+		select {
+		case <-heard:
+			if !want {
+				t.Fatalf("%s was announced", what)
+			}
+		case <-time.After(time.Second):
+			if want {
+				t.Fatalf("%s was not announced", what)
+			}
+		}
+	}
+	it := &store.RuntimeItem{Kind: store.RuntimeChannel, Name: "east", Config: `{}`}
+	if err := writer.PutRuntime(ctx, it, false); err != nil {
+		t.Fatal(err)
+	}
+	expect("a channel made", true)
+	if err := writer.SetRuntimeTest(ctx, store.RuntimeChannel, "east", `{"ok":true}`); err != nil {
+		t.Fatal(err)
+	}
+	expect("a test result kept", false)
+	it.Disabled = true
+	if err := writer.PutRuntime(ctx, it, true); err != nil {
+		t.Fatal(err)
+	}
+	expect("a channel disabled", true)
+	if err := writer.DeleteRuntime(ctx, store.RuntimeChannel, "east"); err != nil {
+		t.Fatal(err)
+	}
+	expect("a channel deleted", true)
+}

@@ -47,6 +47,8 @@ type Store struct {
 	// credited hears the credits announced on the identity channel
 	// (OnCredit); nil until a ledger asks
 	credited atomic.Pointer[func(token bool, id int64)]
+	// runtimeHook hears runtime configuration changes announced there
+	runtimeHook atomic.Pointer[func()]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -80,6 +80,10 @@ func Run(t *testing.T, open Opener) {
 		{"ClientSecrets", []test{
 			{"ClientSecrets", testClientSecrets},
 		}},
+		{"Runtime", []test{
+			{"RuntimeItemsCreateReplaceDelete", testRuntimeItems},
+			{"RuntimeResealIsAllOrNothing", testRuntimeReseal},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
