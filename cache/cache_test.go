@@ -39,7 +39,9 @@ func TestKeyCanonical(t *testing.T) {
 	differ := map[string]func(*Request){
 		"content":     func(r *Request) { r.Body = bytes.Replace(r.Body, []byte(`"hi"`), []byte(`"ho"`), 1) },
 		"array order": func(r *Request) { r.Body = bytes.Replace(r.Body, []byte(`[1,2]`), []byte(`[2,1]`), 1) },
-		"number":      func(r *Request) { r.Body = bytes.Replace(r.Body, []byte(`"temperature":0`), []byte(`"temperature":1`), 1) },
+		"number": func(r *Request) {
+			r.Body = bytes.Replace(r.Body, []byte(`"temperature":0`), []byte(`"temperature":1`), 1)
+		},
 		"string not number": func(r *Request) {
 			r.Body = bytes.Replace(r.Body, []byte(`"temperature":0`), []byte(`"temperature":"0"`), 1)
 		},
@@ -172,8 +174,11 @@ type recorded struct {
 	flush  int
 }
 
-func (w *recorded) Write(b []byte) (int, error) { w.writes = append(w.writes, string(b)); return len(b), nil }
-func (w *recorded) Flush() error                { w.flush++; return nil }
+func (w *recorded) Write(b []byte) (int, error) {
+	w.writes = append(w.writes, string(b))
+	return len(b), nil
+}
+func (w *recorded) Flush() error { w.flush++; return nil }
 
 func TestPlay(t *testing.T) {
 	now := time.Now()
