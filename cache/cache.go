@@ -28,9 +28,11 @@ type Cache struct {
 	Store *Memory
 }
 
-// New is the cache c configures over store, nil when c is off.
+// New is the cache c configures over store, nil when c is off (store's
+// entries are then dropped: a reload that turns the cache off frees them).
 func New(c *Config, store *Memory) *Cache {
 	if c == nil || !c.Enable {
+		store.Resize(0)
 		return nil
 	}
 	cfg := c.withDefaults()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/cache"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/metrics"
@@ -153,6 +154,8 @@ type App struct {
 	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
 	// Budgets are spending windows, plans and model groups.
 	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
+	// Cache is the exact response cache; off unless enabled.
+	Cache *cache.Config `json:"cache,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -384,7 +387,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
-		Drain: drain}
+		Drain: drain, Cache: cache.New(a.Cache, responses)}
 	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
 		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
 	}

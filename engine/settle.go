@@ -63,7 +63,21 @@ func (e *Engine) Settle(x *Exchange) {
 			cost = x.Price.Cost(u)
 		}
 	}
-	e.Gate.Settle(time.Now(), billing.Admission{Ticket: x.Ticket, Hold: x.Hold}, u.PromptTokens+u.CompletionTokens, cost)
+	tokens := u.PromptTokens + u.CompletionTokens
+	var saved int64
+	if x.CacheHit() {
+		// a hit bills its configured share of what the answer cost on
+		// its miss, at today's price, and no upstream tokens
+		if x.Price != nil {
+			full := x.Price.Cost(u)
+			cost = e.Cache.Charge(full)
+			saved = full - cost
+		}
+		tokens = 0
+	} else if x.cache != nil {
+		e.settleCached(x, u)
+	}
+	e.Gate.Settle(time.Now(), billing.Admission{Ticket: x.Ticket, Hold: x.Hold}, tokens, cost)
 	took := time.Since(x.Start)
 	row := &store.UsageLog{
 		CreatedAt:        x.Start,
@@ -88,6 +102,8 @@ func (e *Engine) Settle(x *Exchange) {
 		UpstreamRequestID: x.UpstreamID,
 		Windows:           x.Hold.Windows.WindowIDs(),
 		Plan:              x.Hold.Windows.PaidBy(),
+		CacheHit:          x.CacheHit(),
+		CacheSaved:        saved,
 	}
 	if tr := e.tracer(x); tr != nil {
 		e.traceSettled(tr, x, u, cost)

@@ -118,6 +118,9 @@ func Run(t *testing.T, open Opener) {
 		{"Traces", []test{
 			{"TraceIDs", testTraceIDs},
 		}},
+		{"Cache", []test{
+			{"CacheHits", testCacheHits},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
