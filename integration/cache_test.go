@@ -1,0 +1,288 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
+)
+
+// The exact response cache (docs/cache.md): a deterministic request asked
+// again, keys reordered and respaced, is answered from the cache in the
+// caller's dialect, streamed event by event as the miss was, billed its
+// configured share and marked on its usage row; another user misses; a
+// sampled request, a refused one and an oversized answer are not kept;
+// max_bytes evicts; force caches what is not deterministic.
+
+// responseCacheConfig prices coder-1 so the fakes' 10 prompt and 20 completion
+// tokens cost 10 + 200 = 210 units.
+func responseCacheConfig(cacheLines ...string) *caddyfile {
+	return gatewayConfig().
+		option(block("cache", cacheLines...)).
+		channel("up", "openai", "{{UP}}", "sk-up", "coder-1").
+		channel("claude", "anthropic", "{{ANT}}", "sk-ant-up", "claude-1").
+		price("coder-1", "input 1", "output 10").
+		price("claude-1", "input 1", "output 10")
+}
+
+// reordered rewrites a JSON request body with every object's keys in
+// reverse order and spaced out: the same request, other bytes.
+func reordered() option.RequestOption {
+	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, err
+		}
+		var out bytes.Buffer
+		writeReversed(&out, v)
+		r.Body = io.NopCloser(bytes.NewReader(out.Bytes()))
+		r.ContentLength = int64(out.Len())
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out.Bytes())), nil }
+		return next(r)
+	})
+}
+
+func writeReversed(w *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+		w.WriteString("{\n  ")
+		for i, k := range keys {
+			if i > 0 {
+				w.WriteString(" ,\n  ")
+			}
+			kb, _ := json.Marshal(k)
+			w.Write(kb)
+			w.WriteString(" : ")
+			writeReversed(w, v[k])
+		}
+		w.WriteString("\n}")
+	case []any:
+		w.WriteString("[ ")
+		for i, e := range v {
+			if i > 0 {
+				w.WriteString(", ")
+			}
+			writeReversed(w, e)
+		}
+		w.WriteString(" ]")
+	default:
+		b, _ := json.Marshal(v)
+		w.Write(b)
+	}
+}
+
+func cacheHeader(into *string) option.RequestOption {
+	return option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(r)
+		if resp != nil {
+			*into = resp.Header.Get("X-Gateway-Cache")
+		}
+		return resp, err
+	})
+}
+
+func TestResponseCache(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	ant := gatewaytest.NewFakeAnthropic(t, "sk-ant-up")
+	gw := gatewaytest.Start(t, responseCacheConfig("enable", "ttl 1h", "max_entry_bytes 8KiB", "bill 25%").String(),
+		gatewaytest.Vars{"UP": up.URL, "ANT": ant.BaseURL()})
+	alice := gw.AddUser("alice", 1_000_000)
+	bob := gw.AddUser("bob", 1_000_000)
+	ctx := context.Background()
+	client := func(key string, opts ...option.RequestOption) openai.Client {
+		return openai.NewClient(append([]option.RequestOption{option.WithBaseURL(gw.URL + "/v1"), option.WithAPIKey(key), option.WithMaxRetries(0)}, opts...)...)
+	}
+	params := openai.ChatCompletionNewParams{Model: "coder-1", Temperature: openai.Float(0),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be exact."), openai.UserMessage("What is 2+2?")}}
+	upstream := func() int { return len(up.Requests()) }
+
+	// a miss, then the same request with its keys reordered: a hit that
+	// never reaches the upstream, whose reply has changed meanwhile
+	var header string
+	c := client(alice, cacheHeader(&header))
+	miss, err := c.Chat.Completions.New(ctx, params)
+	if err != nil || header != "miss" || upstream() != 1 {
+		t.Fatalf("first request: header %q, %d upstream requests, %v", header, upstream(), err)
+	}
+	up.Set(func(b *gatewaytest.Behavior) { b.Reply = "something else" })
+	hit, err := c.Chat.Completions.New(ctx, params, reordered())
+	if err != nil || header != "hit" || upstream() != 1 {
+		t.Fatalf("reordered request: header %q, %d upstream requests, %v", header, upstream(), err)
+	}
+	if hit.RawJSON() != miss.RawJSON() || hit.Choices[0].Message.Content != "Hello from the fake upstream" {
+		t.Fatalf("the hit answered %s; the miss %s", hit.RawJSON(), miss.RawJSON())
+	}
+	rows := gw.WaitUsage("alice", 2)
+	if rows[0].CacheHit || rows[0].Cost != 210 {
+		t.Fatalf("the miss's row: hit %v cost %d; want a miss at 210", rows[0].CacheHit, rows[0].Cost)
+	}
+	// 25% of 210 is 52.5, rounded up
+	if h := rows[1]; !h.CacheHit || h.Cost != 53 || h.CacheSaved != 157 || h.PromptTokens != 10 || h.CompletionTokens != 20 || h.Status != 200 {
+		t.Fatalf("the hit's row: %+v; want a hit charged 53 that saved 157", h)
+	}
+	if q, _ := gw.Quota("alice"); q != 1_000_000-210-53 {
+		t.Fatalf("alice's balance %d; want charged 263", q)
+	}
+
+	// another user asking the same misses
+	cb := client(bob, cacheHeader(&header))
+	if _, err := cb.Chat.Completions.New(ctx, params); err != nil || header != "miss" || upstream() != 2 {
+		t.Fatalf("bob: header %q, %d upstream requests, %v", header, upstream(), err)
+	}
+	if _, err := cb.Chat.Completions.New(ctx, params); err != nil || header != "hit" || upstream() != 2 {
+		t.Fatalf("bob again: header %q, %d upstream requests, %v", header, upstream(), err)
+	}
+
+	// the caller refuses the cache, or keeps the answer out of it
+	for _, h := range [][2]string{{"X-Gateway-Cache", "refuse"}, {"Cache-Control", "no-store"}} {
+		n := upstream()
+		if _, err := c.Chat.Completions.New(ctx, params, option.WithHeader(h[0], h[1])); err != nil || header != "" || upstream() != n+1 {
+			t.Fatalf("%s: %s: header %q, %d upstream requests, %v", h[0], h[1], header, upstream()-n, err)
+		}
+	}
+
+	// a sampled request is not deterministic: never cached
+	sampled := params
+	sampled.Temperature = openai.Float(0.7)
+	for range 2 {
+		n := upstream()
+		if _, err := c.Chat.Completions.New(ctx, sampled); err != nil || header != "" || upstream() != n+1 {
+			t.Fatalf("sampled request: header %q, %d upstream requests, %v", header, upstream()-n, err)
+		}
+	}
+
+	// a stream: the hit replays the miss's events, one for one
+	seeded := openai.ChatCompletionNewParams{Model: "coder-1", Seed: openai.Int(7),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Count to five.")}}
+	streamed := func(opts ...option.RequestOption) []string {
+		t.Helper()
+		st := c.Chat.Completions.NewStreaming(ctx, seeded, opts...)
+		var events []string
+		for st.Next() {
+			events = append(events, st.Current().RawJSON())
+		}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return events
+	}
+	n := upstream()
+	first := streamed()
+	if header != "miss" || upstream() != n+1 || len(first) < 3 {
+		t.Fatalf("stream miss: header %q, %d upstream requests, %d events", header, upstream()-n, len(first))
+	}
+	up.Set(func(b *gatewaytest.Behavior) { b.Reply = "yet another reply" })
+	again := streamed(reordered())
+	if header != "hit" || upstream() != n+1 {
+		t.Fatalf("stream hit: header %q, %d upstream requests", header, upstream()-n)
+	}
+	if !slices.Equal(first, again) {
+		t.Fatalf("the replayed events differ:\n%s\nwant\n%s", strings.Join(again, "\n"), strings.Join(first, "\n"))
+	}
+	rows = gw.WaitUsage("alice", 8)
+	if last := rows[len(rows)-1]; !last.CacheHit || !last.Stream || last.Cost != 53 {
+		t.Fatalf("the stream hit's row: %+v", last)
+	}
+
+	// Anthropic's Messages stream, in its own dialect
+	ac := anthropic.NewClient(aoption.WithBaseURL(gw.URL), aoption.WithAPIKey(alice), aoption.WithMaxRetries(0),
+		aoption.WithMiddleware(func(r *http.Request, next aoption.MiddlewareNext) (*http.Response, error) {
+			resp, err := next(r)
+			if resp != nil {
+				header = resp.Header.Get("X-Gateway-Cache")
+			}
+			return resp, err
+		}))
+	mp := anthropic.MessageNewParams{Model: "claude-1", MaxTokens: 100, Temperature: anthropic.Float(0),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Say hello."))}}
+	messages := func() []string {
+		t.Helper()
+		st := ac.Messages.NewStreaming(ctx, mp)
+		var events []string
+		for st.Next() {
+			events = append(events, st.Current().RawJSON())
+		}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return events
+	}
+	am := messages()
+	if header != "miss" || len(ant.Requests()) != 1 || len(am) < 4 {
+		t.Fatalf("messages miss: header %q, %d upstream requests, %d events", header, len(ant.Requests()), len(am))
+	}
+	ant.Set(func(b *gatewaytest.Behavior) { b.Reply = "changed" })
+	ah := messages()
+	if header != "hit" || len(ant.Requests()) != 1 {
+		t.Fatalf("messages hit: header %q, %d upstream requests", header, len(ant.Requests()))
+	}
+	if !slices.Equal(am, ah) {
+		t.Fatalf("the replayed Messages events differ:\n%s\nwant\n%s", strings.Join(ah, "\n"), strings.Join(am, "\n"))
+	}
+}
+
+// TestResponseCacheBounds: max_bytes evicts the least recently used
+// answer, an answer over max_entry_bytes is not kept, and force caches a
+// request that is not deterministic.
+func TestResponseCacheBounds(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	ant := gatewaytest.NewFakeAnthropic(t, "sk-ant-up")
+	// one answer (about 700 bytes with its overhead) fits, two do not
+	gw := gatewaytest.Start(t, responseCacheConfig("enable", "force", "max_bytes 1200B", "max_entry_bytes 1200B").String(),
+		gatewaytest.Vars{"UP": up.URL, "ANT": ant.BaseURL()})
+	key := gw.AddUser("carol", 1_000_000)
+	var header string
+	c := openai.NewClient(option.WithBaseURL(gw.URL+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0), cacheHeader(&header))
+	ctx := context.Background()
+	ask := func(prompt, want string) {
+		t.Helper()
+		n := len(up.Requests())
+		// no temperature, no seed: cached only because of force
+		_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "coder-1",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}})
+		got := map[bool]string{true: "miss", false: "hit"}[len(up.Requests()) > n]
+		if err != nil || header != want || got != want {
+			t.Fatalf("%s: header %q, upstream says %s, %v; want %s", prompt, header, got, err, want)
+		}
+	}
+	ask("one", "miss")
+	ask("one", "hit")
+	ask("two", "miss") // evicts one
+	ask("two", "hit")
+	ask("one", "miss")
+	// an answer larger than max_entry_bytes is served, not kept
+	up.Set(func(b *gatewaytest.Behavior) { b.Reply = strings.Repeat("long words ", 150) })
+	ask("three", "miss")
+	ask("three", "miss")
+	rows := gw.WaitUsage("carol", 7)
+	hits := 0
+	for _, r := range rows {
+		if r.CacheHit {
+			hits++
+		}
+	}
+	if hits != 2 {
+		t.Fatalf("%d rows marked as hits; want 2", hits)
+	}
+}
