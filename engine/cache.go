@@ -146,7 +146,9 @@ func (x *Exchange) CacheHit() bool { return x.cache != nil && x.cache.hit != nil
 
 // settleCached keeps a miss's complete, successful answer, billed on u.
 func (e *Engine) settleCached(x *Exchange, u adapters.Usage) {
-	if rec := x.recording(); rec != nil && x.Status == http.StatusOK && !x.Cut && x.ErrMsg == "" && x.Channel != "" {
+	// a client that left before the end may have missed its last bytes
+	// (the status could not say so): its answer is not trusted whole
+	if rec := x.recording(); rec != nil && x.Status == http.StatusOK && !x.Cut && x.ErrMsg == "" && x.Channel != "" && x.R.Context().Err() == nil {
 		e.Cache.Commit(x.cache.key, rec, u, x.Channel, time.Now())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -203,6 +204,40 @@ func TestResponseCache(t *testing.T) {
 	rows = gw.WaitUsage("alice", 8)
 	if last := rows[len(rows)-1]; !last.CacheHit || !last.Stream || last.Cost != 53 {
 		t.Fatalf("the stream hit's row: %+v", last)
+	}
+
+	// a stream that broke off, or that its client left, is not kept: the
+	// same request asked again goes upstream
+	broken := openai.ChatCompletionNewParams{Model: "coder-1", Seed: openai.Int(8),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Count to six.")}}
+	up.Set(func(b *gatewaytest.Behavior) { b.BreakAfter = 2 })
+	st := c.Chat.Completions.NewStreaming(ctx, broken)
+	for st.Next() {
+	}
+	if st.Err() == nil || header != "miss" {
+		t.Fatalf("a broken stream: header %q, error %v", header, st.Err())
+	}
+	// slow enough that the client leaves before the stream ends
+	up.Set(func(b *gatewaytest.Behavior) { b.BreakAfter, b.ChunkDelay = 0, 50*time.Millisecond })
+	left, leave := context.WithCancel(ctx)
+	st = c.Chat.Completions.NewStreaming(left, broken)
+	if !st.Next() {
+		t.Fatalf("the stream to leave: %v", st.Err())
+	}
+	leave()
+	for st.Next() {
+	}
+	st.Close()
+	// the row of the stream the client left is written before the next
+	// request can look its answer up
+	gw.WaitUsage("alice", 10)
+	up.Set(func(b *gatewaytest.Behavior) { b.ChunkDelay = 0 })
+	n = upstream()
+	st = c.Chat.Completions.NewStreaming(ctx, broken)
+	for st.Next() {
+	}
+	if st.Err() != nil || header != "miss" || upstream() != n+1 {
+		t.Fatalf("after a broken and a left stream: header %q, %d upstream requests, %v", header, upstream()-n, st.Err())
 	}
 
 	// Anthropic's Messages stream, in its own dialect
