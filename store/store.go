@@ -569,6 +569,15 @@ type Store interface {
 	// channels, counted by the database rather than over fetched rows.
 	UsageTotals(ctx context.Context, f UsageFilter, by UsageGroup) ([]UsageTotal, error)
 
+	// The response cache's entries shared by several instances. Entries
+	// are opaque bytes under a key. GetCachedResponse returns key's entry
+	// unless it expired by now (ErrNotFound), marking it used now.
+	// PutCachedResponse keeps entry (replacing key's), drops expired
+	// entries, then the least recently used until the entries' sizes sum
+	// to at most maxBytes; an entry larger than maxBytes is not kept.
+	GetCachedResponse(ctx context.Context, key string, now time.Time) ([]byte, error)
+	PutCachedResponse(ctx context.Context, key string, entry []byte, expires, now time.Time, maxBytes int64) error
+
 	Close() error
 }
 

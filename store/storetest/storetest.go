@@ -120,6 +120,7 @@ func Run(t *testing.T, open Opener) {
 		}},
 		{"Cache", []test{
 			{"CacheHits", testCacheHits},
+			{"CachedResponses", testCachedResponses},
 		}},
 	}
 	for _, a := range areas {
