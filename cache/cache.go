@@ -22,22 +22,29 @@ const (
 	Miss   = "miss"
 )
 
-// Cache is one configuration's cache over the process's shared entries.
+// Cache is one configuration's cache over the entries it shares: the
+// process's, or the database's.
 type Cache struct {
 	Config
-	Store *Memory
+	Store Backend
 }
 
-// New is the cache c configures over store, nil when c is off (store's
-// entries are then dropped: a reload that turns the cache off frees them).
-func New(c *Config, store *Memory) *Cache {
+// New is the cache c configures over the process's entries mem, or with
+// store database over shared; nil when c is off. mem's entries are
+// dropped when they are not used: a reload that turns the cache off, or
+// to the database, frees them.
+func New(c *Config, mem *Memory, shared ResponseStore) *Cache {
 	if c == nil || !c.Enable {
-		store.Resize(0)
+		mem.Resize(0)
 		return nil
 	}
 	cfg := c.withDefaults()
-	store.Resize(cfg.MaxBytes)
-	return &Cache{Config: cfg, Store: store}
+	if cfg.Store == StoreDatabase {
+		mem.Resize(0)
+		return &Cache{Config: cfg, Store: NewDatabase(shared, cfg.MaxBytes)}
+	}
+	mem.Resize(cfg.MaxBytes)
+	return &Cache{Config: cfg, Store: mem}
 }
 
 // Ask is what decides whether a request uses the cache.
@@ -84,7 +91,7 @@ func (c *Cache) Decide(a Ask) Decision {
 }
 
 // Get returns k's entry, nil on a miss.
-func (c *Cache) Get(k Key) *Entry { return c.Store.Get(k) }
+func (c *Cache) Get(ctx context.Context, k Key) *Entry { return c.Store.Get(ctx, k) }
 
 // Recorder keeps a miss's answer as it is written, within max_entry_bytes:
 // past it, it drops what it held and keeps nothing more.

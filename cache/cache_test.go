@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 func key(t *testing.T, r Request) Key {
@@ -105,13 +106,13 @@ func TestMemoryBoundsAndEviction(t *testing.T) {
 			t.Fatal("an entry within bounds was refused")
 		}
 	}
-	s.Get(ks[0]) // the first is now the most recently used: the second goes
+	s.Get(ctx, ks[0]) // the first is now the most recently used: the second goes
 	s.Put(ks[3], entry(100, now))
-	if s.Get(ks[1]) != nil {
+	if s.Get(ctx, ks[1]) != nil {
 		t.Error("the least recently used entry was kept past max_bytes")
 	}
 	for _, k := range []Key{ks[0], ks[2], ks[3]} {
-		if s.Get(k) == nil {
+		if s.Get(ctx, k) == nil {
 			t.Errorf("entry %d was evicted", k[0])
 		}
 	}
@@ -138,11 +139,11 @@ func TestMemoryExpiry(t *testing.T) {
 		t.Fatal("not kept")
 	}
 	now = now.Add(59 * time.Second)
-	if e := c.Get(Key{1}); e == nil || string(e.Body) != `{"ok":true}` || e.Usage.PromptTokens != 3 {
+	if e := c.Get(ctx, Key{1}); e == nil || string(e.Body) != `{"ok":true}` || e.Usage.PromptTokens != 3 {
 		t.Fatalf("entry before its ttl: %+v", e)
 	}
 	now = now.Add(time.Second)
-	if c.Get(Key{1}) != nil {
+	if c.Get(ctx, Key{1}) != nil {
 		t.Fatal("entry served at its ttl")
 	}
 	if n, b := s.Stats(); n != 0 || b != 0 {
@@ -190,7 +191,7 @@ func TestPlay(t *testing.T) {
 		}
 		c.Commit(Key{1}, r, adapters.Usage{}, "", now)
 		var w recorded
-		if err := c.Play(context.Background(), &w, c.Get(Key{1})); err != nil {
+		if err := c.Play(context.Background(), &w, c.Get(ctx, Key{1})); err != nil {
 			t.Fatal(err)
 		}
 		got := strings.Join(w.writes, "")
@@ -239,7 +240,7 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if (*Cache)(nil).Decide(Ask{Deterministic: true}) != (Decision{}) || New(&Config{}, NewMemory(1)) != nil {
+	if (*Cache)(nil).Decide(Ask{Deterministic: true}) != (Decision{}) || New(&Config{}, NewMemory(1), nil) != nil {
 		t.Error("a cache that is off is used")
 	}
 }
@@ -247,7 +248,7 @@ func TestDecide(t *testing.T) {
 func TestConfigSetAndCharge(t *testing.T) {
 	var c Config
 	for _, o := range [][]string{{"enable"}, {"ttl", "90s"}, {"max_bytes", "2MiB"}, {"max_entry_bytes", "64KiB"}, {"scope", "key"},
-		{"bill", "12.5%"}, {"replay", "pace"}, {"force"}, {"mode", "request"}, {"keys", "ci", "7"}, {"plans", "pro"}} {
+		{"bill", "12.5%"}, {"replay", "pace"}, {"force"}, {"mode", "request"}, {"keys", "ci", "7"}, {"plans", "pro"}, {"store", "database"}} {
 		if err := c.Set(o[0], o[1:]); err != nil {
 			t.Fatalf("%v: %v", o, err)
 		}
@@ -255,11 +256,11 @@ func TestConfigSetAndCharge(t *testing.T) {
 	want := Config{Enable: true, TTL: 90 * time.Second, MaxBytes: 2 << 20, MaxEntry: 64 << 10, Scope: ScopeKey, Bill: 1250,
 		Replay: ReplayPace, Force: true, Mode: ModeRequest, Keys: []string{"ci", "7"}, Plans: []string{"pro"}}
 	if c.TTL != want.TTL || c.MaxBytes != want.MaxBytes || c.MaxEntry != want.MaxEntry || c.Scope != want.Scope || c.Bill != want.Bill ||
-		c.Replay != want.Replay || !c.Force || !c.Enable || c.Mode != want.Mode || len(c.Keys) != 2 || len(c.Plans) != 1 {
+		c.Replay != want.Replay || !c.Force || !c.Enable || c.Mode != want.Mode || len(c.Keys) != 2 || len(c.Plans) != 1 || c.Store != StoreDatabase {
 		t.Fatalf("config %+v", c)
 	}
 	for _, o := range [][]string{{"ttl", "0s"}, {"ttl"}, {"max_bytes", "lots"}, {"scope", "team"}, {"bill", "101%"}, {"bill", "50"},
-		{"bill", "-1%"}, {"bill", "1.234%"}, {"replay", "slow"}, {"enable", "yes"}, {"mode", "always"}, {"keys"}, {"size", "1"}} {
+		{"bill", "-1%"}, {"bill", "1.234%"}, {"replay", "slow"}, {"enable", "yes"}, {"mode", "always"}, {"keys"}, {"size", "1"}, {"store", "redis"}} {
 		if err := c.Set(o[0], o[1:]); err == nil {
 			t.Errorf("%v accepted", o)
 		}
@@ -271,5 +272,68 @@ func TestConfigSetAndCharge(t *testing.T) {
 		if got := c.Charge(tc.full); got != tc.want {
 			t.Errorf("%d bp of %d: %d, want %d", tc.bill, tc.full, got, tc.want)
 		}
+	}
+}
+
+var ctx = context.Background()
+
+// fakeResponses is a ResponseStore in a map, for the Database's own logic
+// (the SQL is the store contract suite's).
+type fakeResponses struct {
+	m map[string][]byte
+}
+
+func (f *fakeResponses) GetCachedResponse(_ context.Context, key string, _ time.Time) ([]byte, error) {
+	if b, ok := f.m[key]; ok {
+		return b, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeResponses) PutCachedResponse(_ context.Context, key string, entry []byte, _, _ time.Time, maxBytes int64) error {
+	if int64(len(entry)) <= maxBytes {
+		f.m[key] = entry
+	}
+	return nil
+}
+
+func TestDatabaseRoundTrip(t *testing.T) {
+	f := &fakeResponses{m: map[string][]byte{}}
+	c := New(&Config{Enable: true, Store: StoreDatabase, MaxBytes: 4096}, NewMemory(1<<20), f)
+	d, ok := c.Store.(*Database)
+	if !ok {
+		t.Fatalf("store database gave %T", c.Store)
+	}
+	now := time.Now()
+	r := c.Record()
+	r.ContentType("text/event-stream")
+	r.Event([]byte("data: 1\n\n"), now)
+	r.Event([]byte("data: [DONE]\n\n"), now.Add(time.Millisecond))
+	u := adapters.Usage{PromptTokens: 10, CompletionTokens: 20, CachedTokens: 4}
+	if !c.Commit(Key{7}, r, u, "up", now) {
+		t.Fatal("not kept")
+	}
+	for range MaxWriting { // every write done
+		d.writing <- struct{}{}
+	}
+	for range MaxWriting {
+		<-d.writing
+	}
+	e := c.Get(ctx, Key{7})
+	if e == nil || string(e.Body) != "data: 1\n\ndata: [DONE]\n\n" || len(e.Events) != 2 || e.Events[0].End != 9 ||
+		e.Events[1].At != time.Millisecond || e.Usage != u || e.Channel != "up" || e.ContentType != "text/event-stream" {
+		t.Fatalf("read back %+v", e)
+	}
+	if c.Get(ctx, Key{8}) != nil {
+		t.Fatal("a key never kept was found")
+	}
+	// a full set of writes under way: the answer is dropped, not waited for
+	for range MaxWriting {
+		d.writing <- struct{}{}
+	}
+	r = c.Record()
+	r.Body("application/json", []byte(`{}`))
+	if c.Commit(Key{9}, r, u, "up", now) {
+		t.Fatal("kept while every write slot was taken")
 	}
 }

@@ -34,6 +34,12 @@ const (
 	ReplayPace   Replay = "pace"
 )
 
+// Where entries are kept.
+const (
+	StoreMemory   = "memory"
+	StoreDatabase = "database"
+)
+
 // Mode says which requests of an enabled cache use it.
 type Mode string
 
@@ -75,6 +81,9 @@ type Config struct {
 	// requests paid by these plans; neither: every key
 	Keys  []string `json:"keys,omitempty"`
 	Plans []string `json:"plans,omitempty"`
+	// Store is where entries are kept: memory (default: each instance
+	// its own) or database (shared by the instances on one database)
+	Store string `json:"store,omitempty"`
 }
 
 // Set sets one option of the Caddyfile's cache block from its arguments.
@@ -146,6 +155,12 @@ func (c *Config) Set(opt string, args []string) error {
 			return err
 		}
 		c.Bill = bp
+	case "store":
+		if v == StoreMemory || v == StoreDatabase {
+			c.Store = v
+			return nil
+		}
+		return fmt.Errorf("cache: store %q: want memory or database", v)
 	case "replay":
 		if r := Replay(v); r == ReplayAtOnce || r == ReplayPace {
 			c.Replay = r
@@ -153,7 +168,7 @@ func (c *Config) Set(opt string, args []string) error {
 		}
 		return fmt.Errorf("cache: replay %q: want at_once or pace", v)
 	default:
-		return fmt.Errorf("cache: unknown option %q: want enable, mode, ttl, max_bytes, max_entry_bytes, scope, bill, replay, force, keys or plans", opt)
+		return fmt.Errorf("cache: unknown option %q: want enable, mode, ttl, max_bytes, max_entry_bytes, scope, bill, replay, force, keys, plans or store", opt)
 	}
 	return nil
 }
@@ -207,6 +222,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replay == "" {
 		c.Replay = ReplayAtOnce
+	}
+	if c.Store == "" {
+		c.Store = StoreMemory
 	}
 	return c
 }

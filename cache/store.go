@@ -2,6 +2,7 @@ package cache
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 
@@ -87,7 +88,7 @@ func (s *Memory) Resize(maxBytes int64) {
 
 // Get returns k's entry unless it has expired. The entry is shared: read
 // it, never change it.
-func (s *Memory) Get(k Key) *Entry {
+func (s *Memory) Get(_ context.Context, k Key) *Entry {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,14 +1,39 @@
 package caddymodule
 
 import (
+	"time"
+
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/cache"
+	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // responses are the process's cached answers, shared by every
 // configuration so a reload keeps them; the cache block bounds them.
 var responses = cache.NewMemory(cache.DefaultMaxBytes)
+
+// responseCache is the cache cc configures: over the process's entries,
+// or (store database) the database's, whose failures are logged at most
+// once a second each.
+func responseCache(cc *cache.Config, st store.Store, log *zap.Logger) *cache.Cache {
+	c := cache.New(cc, responses, st)
+	if c == nil {
+		return nil
+	}
+	if d, ok := c.Store.(*cache.Database); ok {
+		throttle := &routing.LogThrottle{Interval: time.Second}
+		log = log.Named("cache")
+		d.OnError = func(op string, err error) {
+			if ok, n := throttle.Allow(op, time.Now()); ok {
+				log.Warn("response cache: the database failed; the request was answered without it", zap.String("op", op), zap.Int("times", n), zap.Error(err))
+			}
+		}
+	}
+	return c
+}
 
 // parseCache reads the response cache's block:
 //
@@ -24,6 +49,7 @@ var responses = cache.NewMemory(cache.DefaultMaxBytes)
 //		force
 //		keys <name or id>...
 //		plans <plan>...
+//		store memory|database
 //	}
 //
 // A bare `cache` line is `cache { enable }`.

@@ -49,7 +49,7 @@ func (e *Engine) serveCached(x *Exchange) (served bool, err error) {
 	}
 	x.cache = &cached{key: k}
 	if d.Lookup {
-		if ent := c.Get(k); ent != nil {
+		if ent := c.Get(x.R.Context(), k); ent != nil {
 			x.cache.hit = ent
 			return true, e.replay(x, ent)
 		}

@@ -321,3 +321,33 @@ func TestResponseCacheBounds(t *testing.T) {
 		t.Fatalf("%d rows marked as hits; want 2", hits)
 	}
 }
+
+// TestResponseCacheInstances: with store database, an answer one instance
+// kept is served by another; another user still misses there.
+func TestResponseCacheInstances(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	ant := gatewaytest.NewFakeAnthropic(t, "sk-ant-up")
+	gws := gatewaytest.StartInstances(t, 2, responseCacheConfig("enable", "store database", "max_bytes 1MiB").String(),
+		gatewaytest.Vars{"UP": up.URL, "ANT": ant.BaseURL()})
+	dee := gws[0].AddUser("dee", 1_000_000)
+	eve := gws[0].AddUser("eve", 1_000_000)
+	body := []byte(`{"model":"coder-1","temperature":0,"messages":[{"role":"user","content":"Shared?"}]}`)
+	resp, miss := gws[0].Do(http.MethodPost, "/v1/chat/completions", dee, body, nil)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Gateway-Cache") != "miss" {
+		t.Fatalf("instance 0: %d %q %s", resp.StatusCode, resp.Header.Get("X-Gateway-Cache"), miss)
+	}
+	// the upstream fails from now on: an answer from instance 1 is the
+	// one instance 0 kept (written after its request: awaited)
+	up.Set(func(b *gatewaytest.Behavior) { b.FailStatus = http.StatusInternalServerError })
+	eventually(t, "instance 1 serves instance 0's answer", func() bool {
+		resp, b := gws[1].Do(http.MethodPost, "/v1/chat/completions", dee, body, nil)
+		if resp.StatusCode == 200 && string(b) != string(miss) {
+			t.Fatalf("instance 1 answered %s; instance 0 kept %s", b, miss)
+		}
+		return resp.StatusCode == 200 && resp.Header.Get("X-Gateway-Cache") == "hit"
+	})
+	resp, b := gws[1].Do(http.MethodPost, "/v1/chat/completions", eve, body, nil)
+	if resp.StatusCode == 200 || resp.Header.Get("X-Gateway-Cache") != "miss" {
+		t.Fatalf("another user on instance 1: %d %q %s", resp.StatusCode, resp.Header.Get("X-Gateway-Cache"), b)
+	}
+}
