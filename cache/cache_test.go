@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,7 +62,18 @@ func TestKeyCanonical(t *testing.T) {
 			t.Errorf("%s: same key", name)
 		}
 	}
-	for _, b := range []string{`[1]`, `{"a":1} {"b":2}`, `{"a":`, ``} {
+	// strings holding brackets, quotes and escapes; nested objects reordered
+	tricky := `{"a":"x}]\\\"{","n":{"z":[{"q":"]","p":null},true,-1.5e3],"y":{}},"b\"k":[]}`
+	reordered := "{ \"b\\\"k\" : [ ] ,\n \"n\":{\"y\":{ },\"z\":[{\"p\":null,\"q\":\"]\"},true,-1.5e3]}, \"a\":\"x}]\\\\\\\"{\"}"
+	r1, r2 := base, base
+	r1.Body, r2.Body = []byte(tricky), []byte(reordered)
+	if !json.Valid(r1.Body) || !json.Valid(r2.Body) {
+		t.Fatalf("test bodies are not JSON: %s %s", r1.Body, r2.Body)
+	}
+	if key(t, r1) != key(t, r2) {
+		t.Errorf("reordered tricky bodies have two keys:\n%s\n%s", r1.Body, r2.Body)
+	}
+	for _, b := range []string{`[1]`, `{"a":1} {"b":2}`, `{"a":`, ``, `{"a":1,}`, `{"a" 1}`, `{"a":tru}`, `{"a":"x}`, `{"a":[1,2}`, `{"a":{"b":1]}`, `{,}`} {
 		r := base
 		r.Body = []byte(b)
 		if _, err := KeyOf(&r); err == nil {
@@ -336,4 +348,44 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	if c.Commit(Key{9}, r, u, "up", now) {
 		t.Fatal("kept while every write slot was taken")
 	}
+}
+
+// BenchmarkKey is the canonical key of a short chat request: what a miss
+// pays before the relay.
+func BenchmarkKey(b *testing.B) {
+	r := Request{Scope: ScopeUser, UserID: 1, Dialect: "openai", Path: "/v1/chat/completions", Model: "gpt-4o-mini",
+		Headers: []string{"", "", ""},
+		Body:    []byte(`{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := KeyOf(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzKey: the canonical key never panics, and a JSON object respaced
+// (json.Indent and json.Compact keep every token as written) keeps its key.
+func FuzzKey(f *testing.F) {
+	for _, s := range []string{`{"model":"m","temperature":0,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"a":"x}]\\\"{","n":{"z":[{"q":"]"},true,-1.5e3]}}`, `{}`, `{"a":[]}`, `{"a":{"b":{"c":null}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := Request{Scope: ScopeUser, Dialect: "openai", Path: "/p", Model: "m", Body: body}
+		k, err := KeyOf(&r)
+		if err != nil || !json.Valid(body) {
+			return
+		}
+		var spaced, compact bytes.Buffer
+		if json.Indent(&spaced, body, " ", "\t") != nil || json.Compact(&compact, body) != nil {
+			return
+		}
+		for _, b := range [][]byte{spaced.Bytes(), compact.Bytes()} {
+			r.Body = b
+			if k2, err := KeyOf(&r); err != nil || k2 != k {
+				t.Fatalf("%q and %q: %v", body, b, err)
+			}
+		}
+	})
 }
