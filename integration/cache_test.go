@@ -279,7 +279,8 @@ func TestResponseCache(t *testing.T) {
 
 // TestResponseCacheBounds: max_bytes evicts the least recently used
 // answer, an answer over max_entry_bytes is not kept, and force caches a
-// request that is not deterministic.
+// request that is not deterministic; a reload keeps the entries, and in
+// mode request only a request that asks with X-Gateway-Cache: use gets one.
 func TestResponseCacheBounds(t *testing.T) {
 	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
 	ant := gatewaytest.NewFakeAnthropic(t, "sk-ant-up")
@@ -319,6 +320,21 @@ func TestResponseCacheBounds(t *testing.T) {
 	}
 	if hits != 2 {
 		t.Fatalf("%d rows marked as hits; want 2", hits)
+	}
+
+	// reloaded into mode request for this key: the entries are kept, and
+	// used only by a request that asks for them
+	gw.Reload(responseCacheConfig("enable", "force", "max_bytes 1200B", "max_entry_bytes 1200B", "mode request", "keys default").String(),
+		gatewaytest.Vars{"UP": up.URL, "ANT": ant.BaseURL()})
+	up.Set(func(b *gatewaytest.Behavior) { b.Reply = "after the reload" })
+	n := len(up.Requests())
+	one := openai.ChatCompletionNewParams{Model: "coder-1", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("one")}}
+	if _, err := c.Chat.Completions.New(ctx, one); err != nil || header != "" || len(up.Requests()) != n+1 {
+		t.Fatalf("not asked for: header %q, %d upstream requests, %v", header, len(up.Requests())-n, err)
+	}
+	got, err := c.Chat.Completions.New(ctx, one, option.WithHeader("X-Gateway-Cache", "use"))
+	if err != nil || header != "hit" || len(up.Requests()) != n+1 || got.Choices[0].Message.Content != "Hello from the fake upstream" {
+		t.Fatalf("asked for after the reload: header %q, %d upstream requests, %v", header, len(up.Requests())-n, err)
 	}
 }
 
