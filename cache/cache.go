@@ -27,6 +27,14 @@ const (
 type Cache struct {
 	Config
 	Store Backend
+	// Observer counts the requests the cache was used for; may be nil
+	Observer Observer
+}
+
+// Observer is told of each request the cache was used for: a hit (and
+// what it saved) or a miss. The server layer's metrics implement it.
+type Observer interface {
+	Used(hit bool, saved int64)
 }
 
 // New is the cache c configures over the process's entries mem, or with

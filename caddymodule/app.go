@@ -387,7 +387,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: upstreams, Gate: a.gate,
 		Prices: a.prices, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
-		Drain: drain, Cache: responseCache(a.Cache, db.store, a.log)}
+		Drain: drain}
+	if a.engine.Cache, err = responseCache(a.Cache, db.store, a.log, reg); err != nil {
+		return err
+	}
 	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
 		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
 	}

@@ -1,12 +1,15 @@
 package caddymodule
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/cache"
+	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -18,11 +21,16 @@ var responses = cache.NewMemory(cache.DefaultMaxBytes)
 // responseCache is the cache cc configures: over the process's entries,
 // or (store database) the database's, whose failures are logged at most
 // once a second each.
-func responseCache(cc *cache.Config, st store.Store, log *zap.Logger) *cache.Cache {
+func responseCache(cc *cache.Config, st store.Store, log *zap.Logger, reg prometheus.Registerer) (*cache.Cache, error) {
 	c := cache.New(cc, responses, st)
 	if c == nil {
-		return nil
+		return nil, nil
 	}
+	m, err := metrics.NewResponseCache(reg, responses)
+	if err != nil {
+		return nil, fmt.Errorf("registering the response cache's metrics: %w", err)
+	}
+	c.Observer = m
 	if d, ok := c.Store.(*cache.Database); ok {
 		throttle := &routing.LogThrottle{Interval: time.Second}
 		log = log.Named("cache")
@@ -32,7 +40,7 @@ func responseCache(cc *cache.Config, st store.Store, log *zap.Logger) *cache.Cac
 			}
 		}
 	}
-	return c
+	return c, nil
 }
 
 // parseCache reads the response cache's block:

@@ -62,11 +62,11 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	x.W.Header().Set("Content-Type", ct)
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
-	if _, err := x.W.Write(encoded); err == nil { // else the client is gone
-		if rec := x.recording(); rec != nil {
-			rec.Body(ct, encoded)
-		}
+	if rec := x.recording(); rec != nil {
+		rec.Body(ct, encoded)
+		e.keepAnswer(x)
 	}
+	_, _ = x.W.Write(encoded) // a write error is the client gone
 	if x.Trace == nil {
 		// out and encoded, which may be body or parts of it, are done
 		// with; a traced answer's span may still hold them
@@ -127,6 +127,10 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 				buf = enc.Finish(buf)
 				if rec != nil {
 					rec.Event(buf[n:], time.Now())
+					if !x.Usage.Known() {
+						x.Tail = dec.PartialText() // as below, for the usage kept
+					}
+					e.keepAnswer(x)
 				}
 				if _, werr := x.W.Write(buf); werr == nil {
 					_ = rc.Flush()

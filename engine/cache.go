@@ -144,11 +144,15 @@ func (x *Exchange) recording() *cache.Recorder {
 // CacheHit reports whether the request was answered from the cache.
 func (x *Exchange) CacheHit() bool { return x.cache != nil && x.cache.hit != nil }
 
-// settleCached keeps a miss's complete, successful answer, billed on u.
-func (e *Engine) settleCached(x *Exchange, u adapters.Usage) {
-	// a client that left before the end may have missed its last bytes
-	// (the status could not say so): its answer is not trusted whole
-	if rec := x.recording(); rec != nil && x.Status == http.StatusOK && !x.Cut && x.ErrMsg == "" && x.Channel != "" && x.R.Context().Err() == nil {
-		e.Cache.Commit(x.cache.key, rec, u, x.Channel, time.Now())
+// keepAnswer keeps a miss's complete, successful answer, billed as
+// Settle will bill it. It runs before the answer's last bytes are
+// written: a client that asks again as soon as it has them finds it.
+// A client that has already left is not trusted to have had it whole.
+func (e *Engine) keepAnswer(x *Exchange) {
+	rec := x.recording()
+	if rec == nil || x.Channel == "" || x.Cut || x.ErrMsg != "" || x.R.Context().Err() != nil {
+		return
 	}
+	e.Cache.Commit(x.cache.key, rec, x.billedUsage(), x.Channel, time.Now())
+	x.cache.rec = nil
 }

@@ -275,6 +275,16 @@ func TestResponseCache(t *testing.T) {
 	if !slices.Equal(am, ah) {
 		t.Fatalf("the replayed Messages events differ:\n%s\nwant\n%s", strings.Join(ah, "\n"), strings.Join(am, "\n"))
 	}
+
+	// the metrics: four hits (alice's, bob's, the two streams'), each
+	// saving 210 - 53 units; seven misses (the refused and sampled
+	// requests did not use the cache)
+	m := gw.Metrics()
+	hits, misses := m[`gateway_response_cache_requests_total{result="hit"}`], m[`gateway_response_cache_requests_total{result="miss"}`]
+	if hits != 4 || misses != 7 || m["gateway_response_cache_saved_units_total"] != 4*157 || m["gateway_response_cache_entries"] != 5 {
+		t.Fatalf("metrics: %v hits, %v misses, %v saved, %v entries, %v bytes", hits, misses, m["gateway_response_cache_saved_units_total"],
+			m["gateway_response_cache_entries"], m["gateway_response_cache_bytes"])
+	}
 }
 
 // TestResponseCacheBounds: max_bytes evicts the least recently used
