@@ -16,6 +16,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"google.golang.org/genai"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
@@ -276,12 +277,50 @@ func TestResponseCache(t *testing.T) {
 		t.Fatalf("the replayed Messages events differ:\n%s\nwant\n%s", strings.Join(ah, "\n"), strings.Join(am, "\n"))
 	}
 
-	// the metrics: four hits (alice's, bob's, the two streams'), each
-	// saving 210 - 53 units; seven misses (the refused and sampled
+	// Gemini's stream, from the genai SDK, on the Anthropic channel
+	var gheader string
+	gc, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: alice, Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: gw.URL},
+		HTTPClient: &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			resp, err := http.DefaultTransport.RoundTrip(r)
+			if resp != nil {
+				gheader = resp.Header.Get("X-Gateway-Cache")
+			}
+			return resp, err
+		})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemini := func() []string {
+		t.Helper()
+		var events []string
+		for resp, err := range gc.Models.GenerateContentStream(ctx, "claude-1", genai.Text("Say hi."), &genai.GenerateContentConfig{Temperature: genai.Ptr[float32](0)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.SDKHTTPResponse = nil // the answer's headers: a hit's differ
+			b, _ := json.Marshal(resp)
+			events = append(events, string(b))
+		}
+		return events
+	}
+	n = len(ant.Requests())
+	gm := gemini()
+	if gheader != "miss" || len(ant.Requests()) != n+1 || len(gm) < 2 {
+		t.Fatalf("gemini miss: header %q, %d upstream requests, %d events", gheader, len(ant.Requests())-n, len(gm))
+	}
+	ant.Set(func(b *gatewaytest.Behavior) { b.Reply = "changed again" })
+	gh := gemini()
+	if gheader != "hit" || len(ant.Requests()) != n+1 || !slices.Equal(gm, gh) {
+		t.Fatalf("gemini hit: header %q, %d upstream requests; events\n%s\nwant\n%s", gheader, len(ant.Requests())-n, strings.Join(gh, "\n"), strings.Join(gm, "\n"))
+	}
+
+	// the metrics: five hits (alice's, bob's, the three streams'), each
+	// saving 210 - 53 units; eight misses (the refused and sampled
 	// requests did not use the cache)
 	m := gw.Metrics()
 	hits, misses := m[`gateway_response_cache_requests_total{result="hit"}`], m[`gateway_response_cache_requests_total{result="miss"}`]
-	if hits != 4 || misses != 7 || m["gateway_response_cache_saved_units_total"] != 4*157 || m["gateway_response_cache_entries"] != 5 {
+	if hits != 5 || misses != 8 || m["gateway_response_cache_saved_units_total"] != 5*157 || m["gateway_response_cache_entries"] != 6 {
 		t.Fatalf("metrics: %v hits, %v misses, %v saved, %v entries, %v bytes", hits, misses, m["gateway_response_cache_saved_units_total"],
 			m["gateway_response_cache_entries"], m["gateway_response_cache_bytes"])
 	}
@@ -377,3 +416,8 @@ func TestResponseCacheInstances(t *testing.T) {
 		t.Fatalf("another user on instance 1: %d %q %s", resp.StatusCode, resp.Header.Get("X-Gateway-Cache"), b)
 	}
 }
+
+// roundTrip is a function as an http.RoundTripper.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
