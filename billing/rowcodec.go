@@ -53,6 +53,12 @@ func appendRow(b []byte, r *store.UsageLog) []byte {
 	if r.Plan != "" {
 		b = appendField(b, "plan", r.Plan)
 	}
+	if r.CacheHit {
+		b = appendBool(b, "cache_hit", true)
+	}
+	if r.CacheSaved != 0 {
+		b = appendInt(b, "cache_saved", r.CacheSaved)
+	}
 	return append(b, '}')
 }
 

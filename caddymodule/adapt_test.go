@@ -108,6 +108,10 @@ func TestAdaptErrors(t *testing.T) {
 		{"tasks concurrency", "tasks {\n concurrency 0\n}", "tasks: concurrency must be a positive integer"},
 		{"max_seconds", "price sora-2 {\n max_seconds many\n}", "max_seconds must be a positive number"},
 		{"task price", "price sora-2 {\n task lots\n}", "price sora-2: task"},
+		{"cache option", "cache {\n size 1\n}", `cache: unknown option "size"`},
+		{"cache bill", "cache {\n bill 50\n}", "cache: bill \"50\": want a share of the price from 0% to 100%"},
+		{"cache scope", "cache {\n scope team\n}", "want user, key or shared"},
+		{"cache with an argument", "cache on", "wrong argument count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

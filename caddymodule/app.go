@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/alerts"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/cache"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/metrics"
@@ -168,6 +169,8 @@ type App struct {
 	// account must not reach into the gateway's own network unless the
 	// operator said so. The Caddyfile's own channels are not checked.
 	AllowPrivateUpstreams []string `json:"allow_private_upstreams,omitempty"`
+	// Cache is the exact response cache; off unless enabled.
+	Cache *cache.Config `json:"cache,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -413,6 +416,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
 		Drain: drain}
+	if a.engine.Cache, err = responseCache(a.Cache, db.store, a.log, reg); err != nil {
+		return err
+	}
 	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
 		return fmt.Errorf("registering prompt-cache affinity's metrics: %w", err)
 	}

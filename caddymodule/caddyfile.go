@@ -62,6 +62,7 @@ func init() {
 //			per_user
 //		}
 //		affinity off | affinity { ttl <duration>; max_entries <n> }
+//		cache { enable; ttl; max_bytes; scope; bill; replay; force; ... } (cache.go)
 //		usage_retention <duration> {
 //			interval <duration>
 //			batch_size <n>
@@ -305,6 +306,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 				a.ImageFetchPorts = append(a.ImageFetchPorts, p)
 			}
+		case "cache":
+			cc, err := parseCache(d, a.Cache)
+			if err != nil {
+				return err
+			}
+			a.Cache = cc
 		case "affinity":
 			ac, err := parseAffinity(d)
 			if err != nil {

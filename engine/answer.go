@@ -62,6 +62,10 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	x.W.Header().Set("Content-Type", ct)
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
+	if rec := x.recording(); rec != nil {
+		rec.Body(ct, encoded)
+		e.keepAnswer(x)
+	}
 	_, _ = x.W.Write(encoded) // a write error is the client gone
 	if x.Trace == nil {
 		// out and encoded, which may be body or parts of it, are done
@@ -96,6 +100,10 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	hdr.Set("X-Accel-Buffering", "no")
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
+	rec := x.recording()
+	if rec != nil {
+		rec.ContentType(enc.ContentType())
+	}
 
 	// Events are encoded into buf and written when the decoder holds no
 	// more of them (or buf grew past writeAt), one Write and one Flush for
@@ -115,7 +123,15 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	for {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				n := len(buf)
 				buf = enc.Finish(buf)
+				if rec != nil {
+					rec.Event(buf[n:], time.Now())
+					if !x.Usage.Known() {
+						x.Tail = dec.PartialText() // as below, for the usage kept
+					}
+					e.keepAnswer(x)
+				}
 				if _, werr := x.W.Write(buf); werr == nil {
 					_ = rc.Flush()
 				}
@@ -147,7 +163,11 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			}
 		}
 		x.Observe(ev)
+		n := len(buf)
 		buf = enc.Encode(buf, ev)
+		if rec != nil {
+			rec.Event(buf[n:], time.Now())
+		}
 		pending := dec.Pending()
 		if len(buf) > 0 && (!pending || len(buf) >= writeAt) {
 			if _, err := x.W.Write(buf); err != nil {

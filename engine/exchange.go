@@ -50,6 +50,8 @@ type Exchange struct {
 	// Pin is the conversation's binding, for chat and responses requests
 	// when affinity is on
 	Pin *Pin
+	// cache is the response cache's part in the request; nil: none
+	cache *cached
 }
 
 // Media is what an exchange keeps of a media request.

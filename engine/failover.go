@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/cache"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
 
@@ -76,6 +77,8 @@ type Engine struct {
 	Affinity *routing.Affinity
 	// Drain bounds reading a stream on after its client has gone
 	Drain DrainBounds
+	// Cache is the exact response cache; nil: off
+	Cache *cache.Cache
 }
 
 // Run tries the plan's channels in order until one answers, and returns

@@ -55,6 +55,9 @@ func (e *Engine) Relay(x *Exchange) error {
 	if ae := e.Admit(x); ae != nil {
 		return x.Fail(ae)
 	}
+	if served, err := e.serveCached(x); served {
+		return err
+	}
 	req := x.Req
 	var keep func(*routing.Channel) bool
 	switch req.Op {

@@ -23,6 +23,17 @@ type Meter interface {
 	Observe(x *Exchange, u adapters.Usage, cost int64, took time.Duration)
 }
 
+// billedUsage is what the request is billed on: a Realtime response as
+// its response.done reported it, a media request by what it produced,
+// others by the upstream's counts or, without them, the local tokenizer.
+func (x *Exchange) billedUsage() adapters.Usage {
+	u := x.Usage
+	if x.Channel != "" && x.Req.Op != adapters.OpCountTokens && x.Req.Op != adapters.OpRealtime && x.Media == nil {
+		u = BilledUsage(x.Req, x.Usage, x.Text.String(), x.Tail, x.Cut)
+	}
+	return billing.Clamp(u)
+}
+
 // CountLocally answers count_tokens with the offline tokenizer.
 func CountLocally(x *Exchange) error {
 	enc, ok := x.Dialect.(adapters.TokenCountEncoder)
@@ -45,13 +56,7 @@ func CountLocally(x *Exchange) error {
 // closing chunk) goes out.
 func (e *Engine) Settle(x *Exchange) {
 	req := x.Req
-	u := x.Usage
-	// a Realtime response is billed as its response.done reported it, a
-	// media request by what it produced
-	if x.Channel != "" && req.Op != adapters.OpCountTokens && req.Op != adapters.OpRealtime && x.Media == nil {
-		u = BilledUsage(x.Req, x.Usage, x.Text.String(), x.Tail, x.Cut)
-	}
-	u = billing.Clamp(u)
+	u := x.billedUsage()
 	cost := int64(0)
 	// counting tokens is free, whoever counts
 	if x.Price != nil && x.Channel != "" && req.Op != adapters.OpCountTokens {
@@ -63,7 +68,22 @@ func (e *Engine) Settle(x *Exchange) {
 			cost = x.Price.Cost(u)
 		}
 	}
-	e.Gate.Settle(time.Now(), billing.Admission{Ticket: x.Ticket, Hold: x.Hold}, u.PromptTokens+u.CompletionTokens, cost)
+	tokens := u.PromptTokens + u.CompletionTokens
+	var saved int64
+	if x.CacheHit() {
+		// a hit bills its configured share of what the answer cost on
+		// its miss, at today's price, and no upstream tokens
+		if x.Price != nil {
+			full := x.Price.Cost(u)
+			cost = e.Cache.Charge(full)
+			saved = full - cost
+		}
+		tokens = 0
+	}
+	if x.cache != nil && e.Cache.Observer != nil {
+		e.Cache.Observer.Used(x.CacheHit(), saved)
+	}
+	e.Gate.Settle(time.Now(), billing.Admission{Ticket: x.Ticket, Hold: x.Hold}, tokens, cost)
 	took := time.Since(x.Start)
 	row := &store.UsageLog{
 		CreatedAt:        x.Start,
@@ -88,6 +108,8 @@ func (e *Engine) Settle(x *Exchange) {
 		UpstreamRequestID: x.UpstreamID,
 		Windows:           x.Hold.Windows.WindowIDs(),
 		Plan:              x.Hold.Windows.PaidBy(),
+		CacheHit:          x.CacheHit(),
+		CacheSaved:        saved,
 	}
 	if tr := e.tracer(x); tr != nil {
 		e.traceSettled(tr, x, u, cost)

@@ -180,6 +180,10 @@ type UsageLog struct {
 	// Plan is the plan that paid Cost: the user's balance and the key's
 	// used quota are not charged with it
 	Plan string `json:"plan,omitempty"`
+	// CacheHit says the response cache answered; CacheSaved is what the
+	// answer would have cost beyond what the hit was charged
+	CacheHit   bool  `json:"cache_hit,omitempty"`
+	CacheSaved int64 `json:"cache_saved,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:
@@ -567,6 +571,15 @@ type Store interface {
 	// channels, counted by the database rather than over fetched rows.
 	UsageTotals(ctx context.Context, f UsageFilter, by UsageGroup) ([]UsageTotal, error)
 
+	// The response cache's entries shared by several instances. Entries
+	// are opaque bytes under a key. GetCachedResponse returns key's entry
+	// unless it expired by now (ErrNotFound), marking it used now.
+	// PutCachedResponse keeps entry (replacing key's), drops expired
+	// entries, then the least recently used until the entries' sizes sum
+	// to at most maxBytes; an entry larger than maxBytes is not kept.
+	GetCachedResponse(ctx context.Context, key string, now time.Time) ([]byte, error)
+	PutCachedResponse(ctx context.Context, key string, entry []byte, expires, now time.Time, maxBytes int64) error
+
 	Close() error
 }
 
@@ -622,6 +635,10 @@ type UsageTotal struct {
 	// LatencyMS and TTFBMS are sums, for averages.
 	LatencyMS int64 `json:"latency_ms"`
 	TTFBMS    int64 `json:"ttfb_ms"`
+	// CacheHits are the rows the response cache answered, CacheSaved
+	// what they would have cost beyond what they were charged
+	CacheHits  int64 `json:"cache_hits"`
+	CacheSaved int64 `json:"cache_saved"`
 }
 
 // Opener opens a store from a data source name (a file path for SQLite).

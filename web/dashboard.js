@@ -52,6 +52,26 @@ async function load() {
   $('dash-series').value = opts.some((o) => o.value === keep) ? keep : '';
   drawChart();
   drawTable();
+  drawResponseCache();
+}
+
+// drawResponseCache is the response cache's hit rate and money saved per
+// model and per key, from the recent rows' sums.
+function drawResponseCache() {
+  const r = dash.recent;
+  const of = [['model', tr('rcache.model', 'model'), r.models || []], ['key', tr('rcache.key', 'key'), r.keys || []]];
+  const trs = [];
+  for (const [g, label, list] of of) {
+    for (const s of list) {
+      if (!s.cache_hits) continue;
+      trs.push(el('tr', { 'data-rcache': g + ':' + s.name },
+        el('td', {}, label), el('td', {}, s.name), el('td', { class: 'num' }, fmtNumber(s.requests)),
+        el('td', { class: 'num' }, fmtNumber(s.cache_hits)), el('td', { class: 'num' }, s.requests ? pct(s.cache_hits / s.requests) : '–'),
+        el('td', { class: 'num' }, usd(s.cache_saved))));
+    }
+  }
+  if (!trs.length) trs.push(el('tr', {}, el('td', { colspan: 6 }, tr('rcache.none', 'No request was answered from the response cache in this period.'))));
+  $('rcache-rows').replaceChildren(...trs);
 }
 
 function pct(x) { return (100 * (x || 0)).toFixed(1) + '%'; }

@@ -544,6 +544,16 @@ const I18N = {
   "rt.savePlan": { en: "Save plan", zh: "保存套餐" },
   "rt.planSaved": { en: "Saved: the plan {name} is in force on every instance at its next request.", zh: "已保存：套餐 {name} 在每个实例的下一个请求时生效。" },
   "rt.deleteItemConfirm": { en: "Delete {name} on every instance?", zh: "在所有实例上删除 {name}？" },
+  // the response cache's card on the dashboard (h/cache)
+  "rcache.title": { en: "Response cache", zh: "响应缓存" },
+  "rcache.of": { en: "Of", zh: "类别" },
+  "rcache.hits": { en: "Hits", zh: "命中" },
+  "rcache.rate": { en: "Hit rate", zh: "命中率" },
+  "rcache.saved": { en: "Saved", zh: "节省" },
+  "rcache.model": { en: "model", zh: "模型" },
+  "rcache.key": { en: "key", zh: "密钥" },
+  "rcache.none": { en: "No request was answered from the response cache in this period.", zh: "此时间段内没有请求由响应缓存应答。" },
+  "rcache.note": { en: "Requests answered again from the gateway's response cache (docs/cache.md), per model and per key, among the newest requests counted; saved is what the answers would have cost beyond the share a hit is billed.", zh: "由网关响应缓存再次应答的请求（见 docs/cache.md），按模型和密钥统计，范围为已计入的最新请求；节省是这些应答原本的费用减去命中时计费的部分。" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';

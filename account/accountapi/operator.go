@@ -230,6 +230,10 @@ type point struct {
 	// vendor's prompt cache, for the cache hit share
 	Prompt int64 `json:"prompt_tokens"`
 	Cached int64 `json:"cached_tokens"`
+	// CacheHits are the requests the gateway's response cache answered,
+	// CacheSaved what they would have cost beyond what they were charged
+	CacheHits  int64 `json:"cache_hits,omitempty"`
+	CacheSaved int64 `json:"cache_saved,omitempty"`
 }
 
 // series is one model's, user's, channel's or key's usage over the days.
@@ -244,6 +248,9 @@ type series struct {
 	Daily    []point `json:"daily"`
 	Prompt   int64   `json:"prompt_tokens"`
 	Cached   int64   `json:"cached_tokens"`
+	// the response cache's hits and savings (see point)
+	CacheHits  int64 `json:"cache_hits"`
+	CacheSaved int64 `json:"cache_saved"`
 }
 
 // dayIndex places days on a window of n days ending today.
@@ -288,12 +295,16 @@ func (s *seriesSet) add(key, name string, id int64, day time.Time, p point) *ser
 	d.Errors += p.Errors
 	d.Prompt += p.Prompt
 	d.Cached += p.Cached
+	d.CacheHits += p.CacheHits
+	d.CacheSaved += p.CacheSaved
 	se.Requests += p.Requests
 	se.Cost += p.Cost
 	se.Tokens += p.Tokens
 	se.Errors += p.Errors
 	se.Prompt += p.Prompt
 	se.Cached += p.Cached
+	se.CacheHits += p.CacheHits
+	se.CacheSaved += p.CacheSaved
 	return se
 }
 
@@ -390,7 +401,8 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 			return nil, err
 		}
 		for _, d := range totals {
-			g.add(d, point{Requests: d.Requests, Cost: d.Cost, Tokens: d.Tokens, Errors: d.Errors, Prompt: d.PromptTokens, Cached: d.CachedTokens})
+			g.add(d, point{Requests: d.Requests, Cost: d.Cost, Tokens: d.Tokens, Errors: d.Errors, Prompt: d.PromptTokens, Cached: d.CachedTokens,
+				CacheHits: d.CacheHits, CacheSaved: d.CacheSaved})
 		}
 	}
 	topUsers, topKeys := users.top(dashboardTop), tokens.top(dashboardTop)

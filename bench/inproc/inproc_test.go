@@ -82,6 +82,10 @@ const accessLog = `log {
 type site struct {
 	srv  *caddyhttp.Server
 	host string
+	// cached: requests use the key the response cache is on for; fresh:
+	// they ask for a fresh answer (Cache-Control: no-cache), a miss that
+	// is recorded and kept (cache_test.go)
+	cached, fresh bool
 }
 
 // env is a running configuration: the gateway's site and reverse_proxy's,
@@ -91,7 +95,9 @@ type env struct {
 	// the same two with Caddyfile.example's access log, written nowhere
 	gatewayLogged, proxyLogged site
 	key                        string
-	mock                       *mock.Handler
+	// cacheKey is the key the response cache is on for (cache_test.go)
+	cacheKey string
+	mock     *mock.Handler
 }
 
 var (
@@ -119,7 +125,7 @@ func load() (*env, error) {
 		return nil, err
 	}
 	db := filepath.Join(dir, "gateway.db")
-	key, err := createToken(db)
+	key, cacheKey, err := createToken(db)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +162,13 @@ func load() (*env, error) {
 			output 0.60
 		}
 		secrets_key {env.GATEWAY_BENCH_SECRETS_KEY}
+		# only the bench-cache key uses it (cache_test.go): the other
+		# benchmarks' key is outside it, as with the cache off
+		cache {
+			enable
+			keys bench-cache
+			max_entry_bytes 64KiB
+		}
 	}
 }
 
@@ -194,7 +207,7 @@ http://127.0.0.1:%[6]d {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{key: key, mock: m}
+	e := &env{key: key, cacheKey: cacheKey, mock: m}
 	sites := []*site{&e.gateway, &e.proxy, &e.gatewayLogged, &e.proxyLogged}
 	for i, port := range ports {
 		for _, srv := range app.(*caddyhttp.App).Servers {
@@ -241,24 +254,27 @@ func tempDir() (string, error) {
 	return scratch, err
 }
 
-// createToken makes the bench user and a key for it, as `caddy gateway
-// user add` and `token add` do.
-func createToken(db string) (string, error) {
+// createToken makes the bench user and two keys for it, as `caddy gateway
+// user add` and `token add` do: the benchmarks' key, and bench-cache, the
+// one the response cache is on for.
+func createToken(db string) (key, cacheKey string, err error) {
 	st, err := sqlite.Open(db)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer st.Close()
 	ctx := context.Background()
 	u, err := account.CreateUser(ctx, st, account.Operator, account.NewUser{Username: "bench", Password: "benchbench", Quota: 1_000_000_000_000_000})
 	if err != nil {
-		return "", fmt.Errorf("creating the bench user: %w", err)
+		return "", "", fmt.Errorf("creating the bench user: %w", err)
 	}
-	key, _, err := account.CreateToken(ctx, st, u.ID, account.TokenSpec{})
-	if err != nil {
-		return "", fmt.Errorf("creating the bench token: %w", err)
+	if key, _, err = account.CreateToken(ctx, st, u.ID, account.TokenSpec{}); err != nil {
+		return "", "", fmt.Errorf("creating the bench token: %w", err)
 	}
-	return key, nil
+	if cacheKey, _, err = account.CreateToken(ctx, st, u.ID, account.TokenSpec{Name: "bench-cache"}); err != nil {
+		return "", "", fmt.Errorf("creating the bench-cache token: %w", err)
+	}
+	return key, cacheKey, nil
 }
 
 // benchSecretsKey seals the database channel's key in the bench's own database.
@@ -340,7 +356,14 @@ func (s *sink) reset() {
 func (e *env) request(st site, body []byte) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "http://"+st.host+"/v1/chat/completions", bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Authorization", "Bearer "+e.key)
+	key := e.key
+	if st.cached {
+		key = e.cacheKey
+	}
+	r.Header.Set("Authorization", "Bearer "+key)
+	if st.fresh {
+		r.Header.Set("Cache-Control", "no-cache")
+	}
 	r.RemoteAddr = "127.0.0.1:40000"
 	return r
 }

@@ -128,6 +128,10 @@ func Run(t *testing.T, open Opener) {
 			{"KeyThresholds", testKeyAlertThresholds},
 			{"DeleteOld", testDeleteOldAlerts},
 		}},
+		{"Cache", []test{
+			{"CacheHits", testCacheHits},
+			{"CachedResponses", testCachedResponses},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -308,10 +308,15 @@ func run(ctx context.Context, o *options) (int, error) {
 	if b.report.Families, err = runFamilies(ctx, root, o.quick); err != nil {
 		return 1, err
 	}
+	logf("measuring the response cache per request (BenchmarkCache)")
+	if b.report.Cache, err = runCache(ctx, root, o.quick); err != nil {
+		return 1, err
+	}
 	b.report.Finished = time.Now()
 	b.report.buildFigures(o)
 	b.report.printTable(os.Stdout)
 	printFamilies(os.Stdout, b.report.Families)
+	printCache(os.Stdout, b.report.Cache)
 	dir := o.out
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)

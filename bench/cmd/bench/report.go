@@ -37,6 +37,8 @@ type report struct {
 	WindowChecks map[string]*windowsCheck `json:"window_checks,omitempty"`
 	// each family's own work per request (families.go)
 	Families map[string]*familyFigure `json:"families,omitempty"`
+	// the response cache's hit, miss and uncached requests (cache.go)
+	Cache map[string]*cacheFigure `json:"cache,omitempty"`
 
 	pg bool // gateway_pg is a target: the table has its columns
 }

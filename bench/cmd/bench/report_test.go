@@ -158,3 +158,23 @@ PASS
 		t.Errorf("report:\n%s", out.String())
 	}
 }
+
+// TestCacheLines: the cache benchmark's lines are read by name, with the
+// CPU per request, and printed as ratios to reverse_proxy.
+func TestCacheLines(t *testing.T) {
+	figs := parseCache(strings.NewReader(`goos: linux
+BenchmarkCache/plain/reverse_proxy-2         	     300	    200000 ns/op	       260.2 allocs/req	       200.0 cpu-µs/req	   24214 B/op	     260 allocs/op
+BenchmarkCache/plain/gateway-2               	     300	    160000 ns/op	       270.0 allocs/req	       160.0 cpu-µs/req	   25347 B/op	     270 allocs/op
+BenchmarkCache/plain/hit-2                   	     300	     80000 ns/op	       195.6 allocs/req	        50.0 cpu-µs/req	   17361 B/op	     195 allocs/op
+PASS`))
+	if len(figs) != 3 || figs["plain/hit"].CPUPerReqUs != 50 || figs["plain/hit"].AllocsPerOp != 195 || figs["plain/gateway"].NsPerOp != 160000 {
+		t.Fatalf("figures %v", figs)
+	}
+	var out strings.Builder
+	printCache(&out, figs)
+	for _, want := range []string{"plain    hit", "0.40x", "0.25x", "0.31x"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
