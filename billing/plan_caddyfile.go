@@ -3,6 +3,7 @@ package billing
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -17,8 +18,8 @@ import (
 // without a block refuses any): a window
 // (`<window> <usd>` or `window <window> <usd>`), and for a plan `models
 // <name|group:g>...` or `models group <g>`, `rpm`/`tpm`/`max_parallel
-// <n>`, `then balance`; for a group `plan <name>`. The Caddy layer only
-// walks the tokens.
+// <n>`, `then balance`, `multiplier <name|group:g>... <factor>`; for a
+// group `plan <name>`. The Caddy layer only walks the tokens.
 func (c *BudgetConfig) Set(opt string, args []string) (line func(opt string, args []string) error, err error) {
 	noBlock := func(string, []string) error { return errors.New("takes no block") }
 	switch {
@@ -55,6 +56,11 @@ func (p *PlanConfig) line(opt string, v []string) bool {
 		p.Models = append(p.Models, v...)
 	case opt == "then" && len(v) == 1 && v[0] == "balance":
 		p.ThenBalance = true
+	case opt == "multiplier" && len(v) >= 2:
+		if _, err := ParseMultiplier(v[len(v)-1]); err != nil {
+			return false
+		}
+		p.Multipliers = append(p.Multipliers, MultiplierConfig{Models: slices.Clone(v[:len(v)-1]), Factor: v[len(v)-1]})
 	case (opt == "rpm" || opt == "tpm" || opt == "max_parallel") && len(v) == 1:
 		n, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil || n < 0 {

@@ -53,6 +53,9 @@ func appendRow(b []byte, r *store.UsageLog) []byte {
 	if r.Plan != "" {
 		b = appendField(b, "plan", r.Plan)
 	}
+	if r.PriceTier != 0 {
+		b = appendInt(b, "price_tier", r.PriceTier)
+	}
 	return append(b, '}')
 }
 

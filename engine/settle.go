@@ -52,7 +52,7 @@ func (e *Engine) Settle(x *Exchange) {
 		u = BilledUsage(x.Req, x.Usage, x.Text.String(), x.Tail, x.Cut)
 	}
 	u = billing.Clamp(u)
-	cost := int64(0)
+	cost, tier := int64(0), int64(0)
 	// counting tokens is free, whoever counts
 	if x.Price != nil && x.Channel != "" && req.Op != adapters.OpCountTokens {
 		if x.Media != nil && req.Media != nil {
@@ -61,8 +61,11 @@ func (e *Engine) Settle(x *Exchange) {
 			u.Estimated = x.Usage.Estimated || estimated
 		} else {
 			cost = x.Price.Cost(u)
+			tier = x.Price.TierAbove(u.PromptTokens)
 		}
 	}
+	// a plan that pays is charged its multiplier for the model
+	cost = x.Hold.Windows.Charge(cost)
 	e.Gate.Settle(time.Now(), billing.Admission{Ticket: x.Ticket, Hold: x.Hold}, u.PromptTokens+u.CompletionTokens, cost)
 	took := time.Since(x.Start)
 	row := &store.UsageLog{
@@ -88,6 +91,7 @@ func (e *Engine) Settle(x *Exchange) {
 		UpstreamRequestID: x.UpstreamID,
 		Windows:           x.Hold.Windows.WindowIDs(),
 		Plan:              x.Hold.Windows.PaidBy(),
+		PriceTier:         tier,
 	}
 	if tr := e.tracer(x); tr != nil {
 		e.traceSettled(tr, x, u, cost)

@@ -180,6 +180,10 @@ type UsageLog struct {
 	// Plan is the plan that paid Cost: the user's balance and the key's
 	// used quota are not charged with it
 	Plan string `json:"plan,omitempty"`
+	// PriceTier is the tier of the model's price the request was billed
+	// at: the prompt length in tokens the tier applies above, 0 for the
+	// base prices
+	PriceTier int64 `json:"price_tier,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:
