@@ -23,6 +23,18 @@ type PriceTier struct {
 	CacheWrite1h *int64 `json:"cache_write_1h,omitempty"`
 }
 
+// TierConfig is a PriceTier as the configuration and catalogues give it:
+// USD per million tokens as exact decimal strings. Unset cache prices are
+// the tier's input price.
+type TierConfig struct {
+	Above        int64  `json:"above"`
+	Input        string `json:"input"`
+	Output       string `json:"output"`
+	CachedInput  string `json:"cached_input,omitempty"`
+	CacheWrite   string `json:"cache_write,omitempty"`
+	CacheWrite1h string `json:"cache_write_1h,omitempty"`
+}
+
 // tier is the index of the tier a prompt of n tokens is billed at, -1
 // for the base prices.
 func (p *Price) tier(n int64) int {
@@ -69,7 +81,7 @@ func (p *Price) CheckTiers() error {
 			if t.Above <= 0 {
 				return fmt.Errorf("tier above %d: the threshold must be a positive number of prompt tokens", t.Above)
 			}
-			return fmt.Errorf("tier above %d: tiers must be listed by ascending threshold, each once", t.Above)
+			return fmt.Errorf("tier above %d: tiers must ascend by threshold, each threshold once", t.Above)
 		}
 		last = t.Above
 	}

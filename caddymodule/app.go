@@ -244,6 +244,12 @@ type PriceConfig struct {
 	Output      string `json:"output,omitempty"`
 	CachedInput string `json:"cached_input,omitempty"`
 	CacheWrite  string `json:"cache_write,omitempty"`
+	// CacheWrite1h is USD per million tokens written to a 1-hour cache;
+	// unset, they cost what cache_write says.
+	CacheWrite1h string `json:"cache_write_1h,omitempty"`
+	// Tiers are the token prices of prompts longer than a threshold
+	// (prices.go).
+	Tiers []PriceTierConfig `json:"tiers,omitempty"`
 	// Request is USD per request.
 	Request string `json:"request,omitempty"`
 	// AudioInput and AudioOutput are USD per million audio tokens
@@ -479,6 +485,9 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 			return nil, err
 		}
 		p.CacheWrite = &v
+	}
+	if err := pc.tierPrices(p, parse); err != nil {
+		return nil, err
 	}
 	for name, field := range map[string]struct {
 		s   string
