@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddy-model-gateway/gateway/adapters")
+	"github.com/caddy-model-gateway/gateway/adapters"
+)
 
 func ptr(v int64) *int64 { return &v }
 
@@ -146,7 +147,7 @@ func TestMultiplier(t *testing.T) {
 	}{
 		{half, 10, 5}, {half, 11, 6}, // 5.5 rounds up
 		{double, 7, 14},
-		{third, 3, 1},              // 0.999999 -> 1
+		{third, 3, 1},               // 0.999999 -> 1
 		{third, 1_000_000, 333_333}, // exact
 		{0, 9, 9}, {MultiplierOne, 9, 9},
 		{double, math.MaxInt64, math.MaxInt64}, // saturates
