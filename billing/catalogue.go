@@ -90,12 +90,12 @@ func ReadCatalogue(data []byte, format string) ([]*CatalogueEntry, error) {
 	var errs []error
 	for _, m := range models {
 		if strings.TrimSpace(m) == "" || strings.ContainsAny(m, " \t\r\n{}\"") {
-			errs = append(errs, fmt.Errorf("model %q: not a name a price can have (no spaces, quotes or braces)", m))
+			errs = append(errs, &CatalogueError{Model: m, Err: errors.New("not a name a price can have (no spaces, quotes or braces)")})
 			continue
 		}
 		e, err := read(m, raw[m])
 		if err != nil {
-			errs = append(errs, fmt.Errorf("model %s: %w", m, err))
+			errs = append(errs, &CatalogueError{Model: m, Err: err})
 			continue
 		}
 		if e != nil {
@@ -105,6 +105,21 @@ func ReadCatalogue(data []byte, format string) ([]*CatalogueEntry, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+// CatalogueError is an entry of a catalogue that could not be read.
+type CatalogueError struct {
+	Model string
+	Err   error
+}
+
+func (e *CatalogueError) Error() string {
+	if strings.ContainsAny(e.Model, " \t\r\n{}\"") || e.Model == "" {
+		return fmt.Sprintf("model %q: %v", e.Model, e.Err)
+	}
+	return fmt.Sprintf("model %s: %v", e.Model, e.Err)
+}
+
+func (e *CatalogueError) Unwrap() error { return e.Err }
 
 // detectCatalogue tells the public catalogue (costs per token, its
 // sample_spec) from the operator's own.
@@ -169,6 +184,9 @@ func (e *CatalogueEntry) Price() (*Price, error) {
 	opt("cached_input", e.CachedInput, &p.CachedInput)
 	opt("cache_write", e.CacheWrite, &p.CacheWrite)
 	opt("cache_write_1h", e.CacheWrite1h, &p.CacheWrite1h)
+	if err != nil {
+		return nil, err
+	}
 	for _, tc := range e.Tiers {
 		if tc.Input == "" || tc.Output == "" {
 			return nil, fmt.Errorf("tier above %d: a tier needs both its input and output prices", tc.Above)
@@ -183,9 +201,6 @@ func (e *CatalogueEntry) Price() (*Price, error) {
 			return nil, fmt.Errorf("tier above %d: %w", tc.Above, err)
 		}
 		p.Tiers = append(p.Tiers, t)
-	}
-	if err != nil {
-		return nil, err
 	}
 	sort.Slice(p.Tiers, func(i, j int) bool { return p.Tiers[i].Above < p.Tiers[j].Above })
 	return p, p.CheckTiers()

@@ -22,7 +22,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "<user|token|redeem|usage> <command> [--config <Caddyfile>] [flags]",
+		Usage: "<user|token|redeem|usage|audit|prices> <command> [--config <Caddyfile>] [flags]",
 		Short: "Manages the model gateway's users, keys and redemption codes",
 		Long: `
 Manages the model gateway's database directly: users, API keys (tokens),

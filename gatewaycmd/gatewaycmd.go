@@ -8,7 +8,8 @@
 // a duration as the Caddyfile does.
 //
 // Every command prints JSON (times in RFC 3339, UTC; null for never; []
-// for nothing), except those that print a secret, which print it alone. A
+// for nothing), except those that print a secret, which print it alone,
+// and 'prices import', which prints Caddyfile price blocks to paste. A
 // mistake on the command line is one line on stderr and a non-zero exit.
 package gatewaycmd
 
@@ -65,10 +66,14 @@ func AddCommands(cmd *cobra.Command, e Env) {
 	usage.AddCommand(e.usageExportCommand())
 	auditLog := &cobra.Command{Use: "audit", Short: "Shows the audit log of administrators' actions"}
 	auditLog.AddCommand(e.auditListCommand())
-	cmd.AddCommand(user, token, redeem, usage, auditLog)
-	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog} {
+	prices := &cobra.Command{Use: "prices", Short: "Reads price catalogues"}
+	pricesImport := e.pricesImportCommand()
+	prices.AddCommand(pricesImport)
+	cmd.AddCommand(user, token, redeem, usage, auditLog, prices)
+	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog, prices} {
 		strictGroup(group)
 	}
+	pricesImport.Args = cobra.ExactArgs(1) // the file, as cp names one
 }
 
 // strictGroup makes a group of commands refuse what is not one of its
