@@ -40,6 +40,9 @@ type App struct {
 	Channels []*ChannelConfig `json:"channels,omitempty"`
 	// Prices by model, in USD.
 	Prices map[string]*PriceConfig `json:"prices,omitempty"`
+	// PriceFiles are price catalogues read from disk at every load, for
+	// the models Prices does not price (prices.go).
+	PriceFiles []PriceFileConfig `json:"price_files,omitempty"`
 	// TokenCacheTTL is how long a key's token and user are trusted before
 	// they are re-read (in the background); disabling a token takes effect
 	// within about this long. Default 5s.
@@ -447,7 +450,7 @@ func (a *App) provisionPrices() error {
 		}
 		a.prices[model] = p
 	}
-	return nil
+	return a.provisionPriceFiles()
 }
 
 func (pc *PriceConfig) price() (*billing.Price, error) {

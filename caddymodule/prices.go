@@ -2,9 +2,14 @@ package caddymodule
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"os"
+	"path"
 	"slices"
 	"strconv"
+
+	"go.uber.org/zap"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -53,6 +58,106 @@ func (pc *PriceConfig) tierPrices(p *billing.Price, parse func(name, s string) (
 	}
 	slices.SortFunc(p.Tiers, func(a, b billing.PriceTier) int { return cmp.Compare(a.Above, b.Above) })
 	return p.CheckTiers()
+}
+
+// PriceFileConfig is a price catalogue on disk (billing.ReadCatalogue's
+// formats): `prices_file <path> [<model glob>...]`. It is read at every
+// load, so a reload takes its changes; it is never fetched.
+type PriceFileConfig struct {
+	Path string `json:"path"`
+	// Format is gateway or litellm; empty detects it
+	Format string `json:"format,omitempty"`
+	// Models keeps the catalogue's models matching one of these globs;
+	// empty keeps every model
+	Models []string `json:"models,omitempty"`
+}
+
+// parsePriceFile reads `prices_file <path> [<model glob>...] [{ format
+// gateway|litellm }]`.
+func parsePriceFile(d *caddyfile.Dispenser) (PriceFileConfig, error) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return PriceFileConfig{}, d.Errf("prices_file needs a file: 'prices_file <path> [<model glob>...]'")
+	}
+	pf := PriceFileConfig{Path: args[0], Models: args[1:]}
+	for _, g := range pf.Models {
+		if _, err := path.Match(g, ""); err != nil {
+			return pf, d.Errf("prices_file %s: bad model glob %q: %v", pf.Path, g, err)
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "format" || !d.Args(&pf.Format) || d.NextArg() ||
+			(pf.Format != billing.CatalogueGateway && pf.Format != billing.CatalogueLiteLLM) {
+			return pf, d.Errf("prices_file %s: its block takes 'format %s' or 'format %s'", pf.Path, billing.CatalogueGateway, billing.CatalogueLiteLLM)
+		}
+	}
+	return pf, nil
+}
+
+// provisionPriceFiles prices, from the catalogues, the models the
+// configuration's own price blocks do not (those win); the first file
+// that prices a model wins over later ones. A bad entry of a model the
+// file is kept to fails the load; other models' are not looked at.
+func (a *App) provisionPriceFiles() error {
+	for _, pf := range a.PriceFiles {
+		data, err := os.ReadFile(pf.Path)
+		if err != nil {
+			return fmt.Errorf("prices_file: %w", err)
+		}
+		if len(data) > billing.MaxCatalogueSize {
+			return fmt.Errorf("prices_file %s: %d bytes, more than the %d a catalogue may be", pf.Path, len(data), billing.MaxCatalogueSize)
+		}
+		entries, bad := billing.ReadCatalogue(data, pf.Format)
+		if bad != nil && !errors.As(bad, new(*billing.CatalogueError)) {
+			return fmt.Errorf("prices_file %s: %w", pf.Path, bad)
+		}
+		for _, err := range unjoined(bad) {
+			var ce *billing.CatalogueError
+			if errors.As(err, &ce) && matchesAny(pf.Models, ce.Model) {
+				return fmt.Errorf("prices_file %s: %w", pf.Path, err)
+			}
+		}
+		n := 0
+		for _, e := range entries {
+			if !matchesAny(pf.Models, e.Model) {
+				continue
+			}
+			if _, own := a.prices[e.Model]; own {
+				continue
+			}
+			p, err := e.Price()
+			if err != nil {
+				return fmt.Errorf("prices_file %s: model %s: %w", pf.Path, e.Model, err)
+			}
+			a.prices[e.Model] = p
+			n++
+		}
+		a.log.Info("prices read from a catalogue", zap.String("file", pf.Path), zap.Int("models", n))
+	}
+	return nil
+}
+
+// matchesAny reports whether model matches one of globs (none: all).
+func matchesAny(globs []string, model string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func unjoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // parsePriceTier reads `above <tokens> { input <usd> output <usd>
