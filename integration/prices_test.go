@@ -141,7 +141,7 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 		rows := gw.WaitUsage("cacher", 2)
 		for i, r := range rows {
 			if r.Cost != want {
-				t.Errorf("row %d: cost %d, want %d (every write at the 5-minute price: %d)", i, r.Cost, want, want-8700)
+				t.Errorf("row %d: cost %d, want %d (every write at the 5-minute price: %d)", i, r.Cost, want, want-9000)
 			}
 		}
 	})

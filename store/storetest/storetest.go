@@ -118,6 +118,9 @@ func Run(t *testing.T, open Opener) {
 		{"Traces", []test{
 			{"TraceIDs", testTraceIDs},
 		}},
+		{"Prices", []test{
+			{"UsagePriceTier", testUsagePriceTier},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
