@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -193,4 +195,33 @@ func parsePriceTier(d *caddyfile.Dispenser, model string, pc *PriceConfig) error
 	}
 	pc.Tiers = append(pc.Tiers, tc)
 	return nil
+}
+
+// cliPrices are the prices of the config the command names (found as
+// cliDatabase finds it), its catalogues included; nil when there is no
+// config.
+func cliPrices(cmd *cobra.Command) (map[string]*billing.Price, error) {
+	if path, _ := cmd.Flags().GetString("config"); path == "" {
+		if _, err := os.Stat("Caddyfile"); err != nil {
+			return nil, errors.New("no Caddyfile in the current directory: pass --config with the Caddyfile the gateway runs with")
+		}
+	}
+	body, path, err := cliConfig(cmd)
+	if err != nil || body == nil {
+		return nil, err
+	}
+	var cfg struct {
+		Apps struct {
+			Gateway App `json:"gateway"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		return nil, fmt.Errorf("reading the prices of %s: %w", path, err)
+	}
+	a := &cfg.Apps.Gateway
+	a.log = zap.NewNop()
+	if err := a.provisionPrices(); err != nil {
+		return nil, fmt.Errorf("the prices of %s: %w", path, err)
+	}
+	return a.prices, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -38,6 +39,9 @@ type Env struct {
 	// group (kind "plan" or "group") of that name, for the commands that
 	// assign them; a nil func (no configuration read) checks nothing
 	Known func(cmd *cobra.Command) (func(kind, name string) bool, error)
+	// Prices are the prices of the configuration the command's flags
+	// name, for 'prices import --diff'
+	Prices func(cmd *cobra.Command) (map[string]*billing.Price, error)
 }
 
 // known is e.Known's check for cmd, nil for none.

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/caddy-model-gateway/gateway/billing"
 )
 
 // prices import prints the public catalogue's models as price blocks,
@@ -49,3 +53,38 @@ func TestPricesImport(t *testing.T) {
 	wantError(t, e, `--output must be caddyfile or json`, "prices", "import", file, "--output", "yaml")
 	wantError(t, e, "accepts 1 arg", "prices", "import")
 }
+
+// --diff prints only what is new or priced differently in the config,
+// each after a comment saying what changed.
+func TestPricesImportDiff(t *testing.T) {
+	six, cached := int64(6_000_000), int64(300_000)
+	e := Env{Prices: func(*cobra.Command) (map[string]*billing.Price, error) {
+		return map[string]*billing.Price{
+			// the same as the catalogue
+			"gpt-4o-mini": {Input: 150_000, Output: 600_000, CachedInput: ptr(75_000), MaxOutput: 16384},
+			// an older price, without the 1-hour write or the tier
+			"claude-sonnet-4-5": {Input: 3_000_000, Output: 15_000_000, CachedInput: &cached, CacheWrite: ptr(3_750_000), MaxOutput: 64000,
+				AudioInput: &six},
+		}, nil
+	}}
+	file := filepath.Join("..", "billing", "testdata", "litellm_catalogue.json")
+	out := mustRun(t, e, "prices", "import", file, "--diff", "--model", "gpt-4o-mini", "--model", "claude-*", "--model", "gemini-*")
+	for _, want := range []string{
+		"# changed: claude-sonnet-4-5: cache_write_1h unset -> 6; tiers none -> above 200000 {input 6 output 22.5 cached_input 0.6 cache_write 7.5 cache_write_1h unset}\n" +
+			"# the config's price of claude-sonnet-4-5 has options a catalogue does not carry (audio, images, search, tasks): keep them\nprice claude-sonnet-4-5 {\n",
+		"# new: gemini-2.5-pro has no price in the config\nprice gemini-2.5-pro {\n",
+		"# 1 of the 3 models read are priced the same in the config\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "price gpt-4o-mini") {
+		t.Errorf("an unchanged price printed:\n%s", out)
+	}
+	wantError(t, Env{Prices: func(*cobra.Command) (map[string]*billing.Price, error) { return nil, nil }},
+		"--diff needs the config", "prices", "import", file, "--diff")
+	wantError(t, e, "--diff prints Caddyfile price blocks", "prices", "import", file, "--diff", "--output", "json")
+}
+
+func ptr(v int64) *int64 { return &v }

@@ -187,6 +187,13 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 		if out != "price gpt-4o-mini {\n\tinput 0.15\n\toutput 0.6\n\tcached_input 0.075\n\tmax_output 16384\n}\n" {
 			t.Fatalf("printed %q", out)
 		}
+		// --diff against the running config (its catalogue included):
+		// gpt-4o-mini is the same, gemini-2.5-pro lacks the max_output
+		out = gw.CLI("prices", "import", catalogueFile(t), "--diff", "--model", "gpt-4o-mini", "--model", "gemini-2.5-pro")
+		if !strings.HasPrefix(out, "# changed: gemini-2.5-pro: max_output 0 -> 65535\nprice gemini-2.5-pro {\n") ||
+			!strings.HasSuffix(out, "}\n# 1 of the 2 models read are priced the same in the config\n") {
+			t.Fatalf("diff:\n%s", out)
+		}
 		// a catalogue with a bad entry for a model it is kept to is refused
 		// at a reload, naming it; the running config stays
 		bad := filepath.Join(t.TempDir(), "bad.json")
