@@ -60,7 +60,9 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 
 	t.Run("a 250k-token prompt is billed at its tier", func(t *testing.T) {
 		key := gw.AddUser("long", 10_000_000)
-		oa.Set(func(b *gatewaytest.Behavior) { b.PromptTokens, b.CompletionTokens, b.CachedTokens = 250_000, 1000, 50_000 })
+		oa.Set(func(b *gatewaytest.Behavior) {
+			b.PromptTokens, b.CompletionTokens, b.CachedTokens = 250_000, 1000, 50_000
+		})
 		resp, err := chat(key, "gemini-2.5-pro", "read this long document", 1000)
 		if err != nil {
 			t.Fatal(err)
