@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Set applies one option of the Caddyfile's gateway block to c:
@@ -42,7 +43,16 @@ func (c *BudgetConfig) Set(opt string, args []string) (line func(opt string, arg
 	case opt == "plan" && len(args) == 1:
 		p := &PlanConfig{Windows: map[string]string{}}
 		c.Plans = setIn(c.Plans, args[0], p)
-		return windowLines(p.Windows, p.line), nil
+		lines := windowLines(p.Windows, p.line)
+		return func(opt string, v []string) error {
+			// a multiplier's own mistake, said as such
+			if opt == "multiplier" && len(v) >= 2 {
+				if _, err := ParseMultiplier(v[len(v)-1]); err != nil {
+					return fmt.Errorf("multiplier %s: %w: write 'multiplier <model or group:name>... <factor>'", strings.Join(v[:len(v)-1], " "), err)
+				}
+			}
+			return lines(opt, v)
+		}, nil
 	}
 	return nil, fmt.Errorf("%s: wrong number of arguments %q", opt, args)
 }

@@ -186,8 +186,12 @@ func TestPlanMultiplier(t *testing.T) {
 			t.Fatal(l, err)
 		}
 	}
-	if err := line("multiplier", []string{"claude-haiku", "zero"}); err == nil {
-		t.Error("a factor that is not a number accepted")
+	if err := line("multiplier", []string{"claude-haiku", "zero"}); err == nil ||
+		!strings.Contains(err.Error(), `multiplier claude-haiku: multiplier "zero" is not a positive decimal number`) {
+		t.Errorf("a factor that is not a number: %v", err)
+	}
+	if err := line("multiplier", []string{"2"}); err == nil {
+		t.Error("a multiplier of no model accepted")
 	}
 	b, err := cfg.Build(&Spend{Clock: clock.Now}, nil, 0)
 	if err != nil {
