@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 func ptr(v int64) *int64 { return &v }
@@ -238,4 +239,38 @@ func TestPlanMultiplier(t *testing.T) {
 			t.Errorf("%+v: %v", pc.Multipliers, err)
 		}
 	}
+}
+
+// What a caller may still hold, for the allowance of a request without a
+// limit, is the plan's room before its multiplier for the model: held
+// at the factor, it fits exactly.
+func TestRoomBeforeTheMultiplier(t *testing.T) {
+	now := time.Now()
+	b, err := (&BudgetConfig{Plans: map[string]*PlanConfig{"pro": {Windows: map[string]string{"daily": "1"},
+		Multipliers: []MultiplierConfig{{Models: []string{"m2"}, Factor: "2"}, {Models: []string{"mh"}, Factor: "0.5"}}}}}).
+		Build(&Spend{Clock: func() time.Time { return now }}, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Gate{Limiter: NewLimiter(), Ledger: NewLedger(), Usage: &fakeQueue{}, Budgets: b}
+	u, tok := &store.User{ID: 1}, &store.Token{ID: 2}
+	b.users = map[int64]*userBudget{1: {b: store.UserBudget{Plan: "pro"}, loaded: now}}
+	b.keys = map[int64]*keyBudget{2: {loaded: now}}
+	for model, want := range map[string]int64{"m2": 500_000, "mh": 2_000_000, "m1": 1_000_000} {
+		if got := g.Room(u, tok, model); got != want {
+			t.Errorf("room for %s: %d, want %d", model, got, want)
+		}
+	}
+	room := g.Room(u, tok, "m2")
+	ad, err := g.Admit(now, Ask{User: u, Token: tok, Model: "m2", Scaled: true, Reserve: Reserve(room)})
+	if err != nil {
+		t.Fatalf("the room's worth at 2x: %v", err)
+	}
+	if ad.Hold.Windows.Amount() != 1_000_000 {
+		t.Errorf("held %d, want the whole plan", ad.Hold.Windows.Amount())
+	}
+	if got := g.Room(u, tok, "m2"); got != 0 {
+		t.Errorf("room after: %d", got)
+	}
+	g.Settle(now, ad, 0, ad.Hold.Windows.Charge(room))
 }
