@@ -84,6 +84,11 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 			t.Fatalf("rows: cost %d tier %d, cost %d tier %d; want %d at 200000, %d at 0",
 				rows[0].Cost, rows[0].PriceTier, rows[1].Cost, rows[1].PriceTier, wantTier, wantBase)
 		}
+		// the export says so too
+		csv := gw.CLI("usage", "export", "--format", "csv")
+		if !strings.HasSuffix(strings.SplitN(csv, "\n", 2)[0], ",plan,price_tier") || strings.Count(csv, ",,,,200000\n") != 1 {
+			t.Errorf("export:\n%s", csv)
+		}
 		if q, _ := gw.Quota("long"); q != 10_000_000-wantTier-wantBase {
 			t.Fatalf("balance %d, want %d", q, 10_000_000-wantTier-wantBase)
 		}
