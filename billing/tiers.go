@@ -10,7 +10,8 @@ import (
 // prompt reached, not only the tokens past the threshold. The prompt is
 // every input token, cached and cache-written ones included, as the
 // vendors count it. Prices are per million tokens, in quota units; a nil
-// cache price means the tier's Input price, as on Price. Audio, media and
+// cache price falls back within the tier as on Price (CacheWrite1h to
+// CacheWrite, that and CachedInput to Input). Audio, media and
 // flat prices have no tiers: the base price's apply.
 type PriceTier struct {
 	// Above is the prompt length in tokens beyond which the tier applies
