@@ -15,6 +15,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -38,6 +39,9 @@ func pricesConfig() *caddyfile {
 		option(block("plan pro", "daily 1", "multiplier group:opus 2", "multiplier claude-sonnet-4-5 0.5")).
 		channel("oa", "openai", "{{OA}}", "sk-oa", "gemini-2.5-pro gpt-4o-mini").
 		channel("an", "anthropic", "{{AN}}", "sk-an", "claude-sonnet-4-5 claude-opus-4-1").
+		channel("br", block("bedrock", "region "+bedrockRegion), "{{BR}}", bedrockAPIKey, bedrockClaude,
+			"model_map claude-on-bedrock "+bedrockClaude).
+		price("claude-on-bedrock", "input 3", "output 15", "cached_input 0.30", "cache_write 3.75", "cache_write_1h 6").
 		// Gemini 2.5 Pro's prices: more above 200k prompt tokens
 		price("gemini-2.5-pro", "input 1.25", "output 10", "cached_input 0.125",
 			block("above 200000", "input 2.50", "output 15", "cached_input 0.25")).
@@ -49,7 +53,8 @@ func pricesConfig() *caddyfile {
 func TestPricesAsVendorsCharge(t *testing.T) {
 	oa := gatewaytest.NewFakeOpenAI(t, "sk-oa")
 	an := gatewaytest.NewFakeAnthropic(t, "sk-an")
-	vars := gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "CATALOGUE": catalogueFile(t)}
+	br := gatewaytest.NewFakeBedrock(t, bedrockRegion, aws.Credentials{}, bedrockAPIKey)
+	vars := gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "BR": br.URL, "CATALOGUE": catalogueFile(t)}
 	gw := gatewaytest.Start(t, pricesConfig().String(), vars)
 	ctx := context.Background()
 	chat := func(key, model, prompt string, maxTokens int64) (*openai.ChatCompletion, error) {
@@ -142,10 +147,19 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
+		// Claude on Bedrock: Converse's cacheDetails, by TTL
+		br.Set(func(b *gatewaytest.Behavior) {
+			b.PromptTokens, b.CompletionTokens, b.CachedTokens = 10_000, 100, 1000
+			b.CacheWriteTokens, b.CacheWrite1hTokens = 6000, 4000
+		})
+		params.Model = "claude-on-bedrock"
+		if _, err := c.Messages.New(ctx, params); err != nil {
+			t.Fatal(err)
+		}
 		// 3000 uncached at 3, 2000 5-minute writes at 3.75, 4000 1-hour
 		// writes at 6, 1000 read at 0.30, 100 out at 15
 		want := int64(9000 + 7500 + 24_000 + 300 + 1500)
-		rows := gw.WaitUsage("cacher", 2)
+		rows := gw.WaitUsage("cacher", 3)
 		for i, r := range rows {
 			if r.Cost != want {
 				t.Errorf("row %d: cost %d, want %d (every write at the 5-minute price: %d)", i, r.Cost, want, want-9000)
@@ -207,7 +221,7 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(`{"gpt-4o-mini": {"input_cost_per_token": "cheap"}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		msg, err := gw.TryReload(pricesConfig().String(), gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "CATALOGUE": bad})
+		msg, err := gw.TryReload(pricesConfig().String(), gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "BR": br.URL, "CATALOGUE": bad})
 		if err == nil || !strings.Contains(msg, `prices_file `+bad+`: model gpt-4o-mini: input_cost_per_token:`) {
 			t.Fatalf("reload with a bad catalogue: %v %s", err, msg)
 		}
