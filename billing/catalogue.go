@@ -268,8 +268,8 @@ func readLiteLLMEntry(model string, v json.RawMessage) (*CatalogueEntry, error) 
 		*map[string]*string{"input": &t.Input, "output": &t.Output, "cached_input": &t.CachedInput,
 			"cache_write": &t.CacheWrite, "cache_write_1h": &t.CacheWrite1h}[opt] = usd
 	}
-	if e.Input == "" && e.Output == "" {
-		return nil, nil // not priced by tokens
+	if unpriced(e.Input) && unpriced(e.Output) {
+		return nil, nil // not priced by tokens (or a local model listed at 0)
 	}
 	if raw, ok := fields["max_output_tokens"]; ok && string(raw) != "null" {
 		var n json.Number
@@ -296,6 +296,9 @@ func readLiteLLMEntry(model string, v json.RawMessage) (*CatalogueEntry, error) 
 	}
 	return e, e.Check()
 }
+
+// unpriced is a price the public catalogue leaves out or lists as 0.
+func unpriced(usd string) bool { return usd == "" || usd == "0" }
 
 // usdPerMillion converts a JSON number of USD per token to an exact decimal
 // string of USD per million tokens ("" for null).
