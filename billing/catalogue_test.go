@@ -9,7 +9,8 @@ import (
 )
 
 // The public catalogue's shape: per-token numbers converted exactly, its
-// tiers and 1-hour writes read, models priced otherwise left out.
+// tiers and 1-hour writes read (the two crossed too), service-tier
+// variants (_priority, _flex) and models priced otherwise left out.
 func TestReadLiteLLMCatalogue(t *testing.T) {
 	data, err := os.ReadFile("testdata/litellm_catalogue.json")
 	if err != nil {
@@ -44,6 +45,7 @@ func TestReadLiteLLMCatalogue(t *testing.T) {
 		output 22.5
 		cached_input 0.6
 		cache_write 7.5
+		cache_write_1h 12
 	}
 }
 `

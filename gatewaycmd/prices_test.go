@@ -70,7 +70,7 @@ func TestPricesImportDiff(t *testing.T) {
 	file := filepath.Join("..", "billing", "testdata", "litellm_catalogue.json")
 	out := mustRun(t, e, "prices", "import", file, "--diff", "--model", "gpt-4o-mini", "--model", "claude-*", "--model", "gemini-*")
 	for _, want := range []string{
-		"# changed: claude-sonnet-4-5: cache_write_1h unset -> 6; tiers none -> above 200000 {input 6 output 22.5 cached_input 0.6 cache_write 7.5 cache_write_1h unset}\n" +
+		"# changed: claude-sonnet-4-5: cache_write_1h unset -> 6; tiers none -> above 200000 {input 6 output 22.5 cached_input 0.6 cache_write 7.5 cache_write_1h 12}\n" +
 			"# the config's price of claude-sonnet-4-5 has options a catalogue does not carry (audio, images, search, tasks): keep them\nprice claude-sonnet-4-5 {\n",
 		"# new: gemini-2.5-pro has no price in the config\nprice gemini-2.5-pro {\n",
 		"# 1 of the 3 models read are priced the same in the config\n",
