@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"google.golang.org/genai"
 
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
@@ -42,8 +43,11 @@ func pricesConfig() *caddyfile {
 		channel("br", block("bedrock", "region "+bedrockRegion), "{{BR}}", bedrockAPIKey, bedrockClaude,
 			"model_map claude-on-bedrock "+bedrockClaude).
 		price("claude-on-bedrock", "input 3", "output 15", "cached_input 0.30", "cache_write 3.75", "cache_write_1h 6").
+		channel("ge", "gemini", "{{GE}}", "sk-ge", "gemini-2.5-pro-latest").
 		// Gemini 2.5 Pro's prices: more above 200k prompt tokens
 		price("gemini-2.5-pro", "input 1.25", "output 10", "cached_input 0.125",
+			block("above 200000", "input 2.50", "output 15", "cached_input 0.25")).
+		price("gemini-2.5-pro-latest", "input 1.25", "output 10", "cached_input 0.125",
 			block("above 200000", "input 2.50", "output 15", "cached_input 0.25")).
 		// Claude Sonnet's: a 5-minute cache write at 1.25x, a 1-hour one at 2x
 		price("claude-sonnet-4-5", "input 3", "output 15", "cached_input 0.30", "cache_write 3.75", "cache_write_1h 6").
@@ -54,7 +58,8 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 	oa := gatewaytest.NewFakeOpenAI(t, "sk-oa")
 	an := gatewaytest.NewFakeAnthropic(t, "sk-an")
 	br := gatewaytest.NewFakeBedrock(t, bedrockRegion, aws.Credentials{}, bedrockAPIKey)
-	vars := gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "BR": br.URL, "CATALOGUE": catalogueFile(t)}
+	ge := gatewaytest.NewFakeGemini(t, "sk-ge")
+	vars := gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "BR": br.URL, "GE": ge.URL, "CATALOGUE": catalogueFile(t)}
 	gw := gatewaytest.Start(t, pricesConfig().String(), vars)
 	ctx := context.Background()
 	chat := func(key, model, prompt string, maxTokens int64) (*openai.ChatCompletion, error) {
@@ -84,18 +89,34 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantBase := int64(250_000 + 10_000)
-		rows := gw.WaitUsage("long", 2)
+		// the same through Google's own SDK, on Gemini's own API
+		ge.Set(func(b *gatewaytest.Behavior) { b.PromptTokens, b.CompletionTokens, b.CachedTokens = 250_000, 1000, 50_000 })
+		gc, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: gw.URL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr, err := gc.Models.GenerateContent(ctx, "gemini-2.5-pro-latest", genai.Text("read this long document"), &genai.GenerateContentConfig{MaxOutputTokens: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gr.UsageMetadata == nil || gr.UsageMetadata.PromptTokenCount != 250_000 {
+			t.Fatalf("gemini usage %+v", gr.UsageMetadata)
+		}
+		rows := gw.WaitUsage("long", 3)
+		if rows[2].Cost != wantTier || rows[2].PriceTier != 200_000 {
+			t.Fatalf("gemini row: cost %d tier %d, want %d at 200000", rows[2].Cost, rows[2].PriceTier, wantTier)
+		}
 		if rows[0].Cost != wantTier || rows[0].PriceTier != 200_000 || rows[1].Cost != wantBase || rows[1].PriceTier != 0 {
 			t.Fatalf("rows: cost %d tier %d, cost %d tier %d; want %d at 200000, %d at 0",
 				rows[0].Cost, rows[0].PriceTier, rows[1].Cost, rows[1].PriceTier, wantTier, wantBase)
 		}
 		// the export says so too
 		csv := gw.CLI("usage", "export", "--format", "csv")
-		if !strings.HasSuffix(strings.SplitN(csv, "\n", 2)[0], ",plan,price_tier") || strings.Count(csv, ",,,,200000\n") != 1 {
+		if !strings.HasSuffix(strings.SplitN(csv, "\n", 2)[0], ",plan,price_tier") || strings.Count(csv, ",,,,200000\n") != 2 {
 			t.Errorf("export:\n%s", csv)
 		}
-		if q, _ := gw.Quota("long"); q != 10_000_000-wantTier-wantBase {
-			t.Fatalf("balance %d, want %d", q, 10_000_000-wantTier-wantBase)
+		if q, _ := gw.Quota("long"); q != 10_000_000-2*wantTier-wantBase {
+			t.Fatalf("balance %d, want %d", q, 10_000_000-2*wantTier-wantBase)
 		}
 	})
 
@@ -221,7 +242,7 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(`{"gpt-4o-mini": {"input_cost_per_token": "cheap"}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		msg, err := gw.TryReload(pricesConfig().String(), gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "BR": br.URL, "CATALOGUE": bad})
+		msg, err := gw.TryReload(pricesConfig().String(), gatewaytest.Vars{"OA": oa.URL, "AN": an.URL, "BR": br.URL, "GE": ge.URL, "CATALOGUE": bad})
 		if err == nil || !strings.Contains(msg, `prices_file `+bad+`: model gpt-4o-mini: input_cost_per_token:`) {
 			t.Fatalf("reload with a bad catalogue: %v %s", err, msg)
 		}
