@@ -90,7 +90,9 @@ func TestPricesAsVendorsCharge(t *testing.T) {
 		}
 		wantBase := int64(250_000 + 10_000)
 		// the same through Google's own SDK, on Gemini's own API
-		ge.Set(func(b *gatewaytest.Behavior) { b.PromptTokens, b.CompletionTokens, b.CachedTokens = 250_000, 1000, 50_000 })
+		ge.Set(func(b *gatewaytest.Behavior) {
+			b.PromptTokens, b.CompletionTokens, b.CachedTokens = 250_000, 1000, 50_000
+		})
 		gc, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: gw.URL}})
 		if err != nil {
 			t.Fatal(err)
