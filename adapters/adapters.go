@@ -274,7 +274,11 @@ type Usage struct {
 	CompletionTokens int64
 	CachedTokens     int64 // prompt tokens read from cache
 	CacheWriteTokens int64 // prompt tokens written to cache
-	ReasoningTokens  int64
+	// CacheWrite1hTokens are the CacheWriteTokens written to a cache that
+	// lives an hour (Anthropic's ephemeral_1h, Bedrock's ttl "1h"), which
+	// vendors charge more for than the default five minutes' writes
+	CacheWrite1hTokens int64
+	ReasoningTokens    int64
 	// AudioPromptTokens are the uncached prompt tokens that were audio, and
 	// AudioCompletionTokens the completion tokens that were (both counted
 	// in the totals above too), priced at the model's audio prices.

@@ -33,6 +33,13 @@ type PricedFields interface {
 	PricedFields(req *Request) (fields, betas []string)
 }
 
+// FieldCacheTTL is the priced field a cache write that lives longer than
+// the vendor's default (an hour, not five minutes) is named by. A model
+// whose price has a 1-hour cache write price bills it as the vendor does
+// (Usage.CacheWrite1hTokens), so the gateway relays it without
+// allow_fields.
+const FieldCacheTTL = "cache_control.ttl"
+
 // ImageTokens is implemented by chat providers whose vendor documents how
 // many prompt tokens one image can count for at most: the reservation
 // holds that much per image part (not the size of its URL or data), so a

@@ -57,6 +57,10 @@ type Ask struct {
 	// Model is the model asked for, which a plan may pay for; "" leaves
 	// plans out (the balance pays), within the windows that apply
 	Model string
+	// Scaled applies the plan's multiplier for Model when the plan pays:
+	// the caller charges the settled cost through Hold.Windows.Charge.
+	// Tasks, settled by the store at their stored prices, leave it unset.
+	Scaled bool
 }
 
 // Admission is what a request holds, to be given back by Settle. A refused
@@ -128,7 +132,7 @@ func (g *Gate) Admit(now time.Time, ask Ask) (Admission, error) {
 		}
 		ad.Slot = true
 	}
-	wh, err := g.holdWindows(now, prof, ask.Model, amount)
+	wh, err := g.holdWindows(now, prof, ask.Model, amount, ask.Scaled)
 	if err != nil {
 		return ad, err
 	}

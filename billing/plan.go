@@ -71,6 +71,10 @@ type Plan struct {
 	// their own
 	Limits      store.Limits
 	ThenBalance bool
+	// Multipliers scale what the plan is charged for some models (a
+	// model at 2x empties the plan's windows twice as fast), first match
+	// first; the balance, when it pays, is charged the model's price
+	Multipliers []ModelMultiplier
 }
 
 // UserGroup is a budget group: windows shared by its members together,
@@ -297,18 +301,23 @@ func (e *PlanModelError) Error() string {
 // Hold reserves amount in the windows of p for a request for model: the
 // plan's first (the plan pays), and when it has no room and the plan says
 // so, or the model is not the plan's, the balance (planPaid false); the
-// caps in every case. The error is a *WindowRefusal, a *PlanModelError or
-// the store's.
-func (b *Budgets) Hold(ctx context.Context, now time.Time, p *Profile, model string, amount int64) (*WindowHold, error) {
+// caps in every case. With scale, a plan that pays holds amount at its
+// multiplier for the model (WindowHold.Charge settles at it too). The
+// error is a *WindowRefusal, a *PlanModelError or the store's.
+func (b *Budgets) Hold(ctx context.Context, now time.Time, p *Profile, model string, amount int64, scale bool) (*WindowHold, error) {
 	budgets := p.Caps
 	if pl := p.Plan; pl != nil {
 		covered := b.Models.Allows(pl.Models, model)
 		switch {
 		case covered:
-			h, err := b.Spend.Hold(ctx, now, b.loc(), append(slices.Clip(budgets), p.PlanBudget), amount)
+			m := MultiplierOne
+			if scale {
+				m = pl.Multiplier(b.Models, model)
+			}
+			h, err := b.Spend.Hold(ctx, now, b.loc(), append(slices.Clip(budgets), p.PlanBudget), m.Apply(amount))
 			if _, full := err.(*WindowRefusal); err == nil || !full || !pl.ThenBalance {
 				if h != nil {
-					h.Plan = pl.Name
+					h.Plan, h.Multiplier = pl.Name, m
 				}
 				return h, err
 			}
@@ -352,11 +361,11 @@ func (g *Gate) profile(now time.Time, ask Ask) (*Profile, error) {
 }
 
 // holdWindows reserves amount in p's windows (nil: none apply).
-func (g *Gate) holdWindows(now time.Time, p *Profile, model string, amount int64) (*WindowHold, error) {
+func (g *Gate) holdWindows(now time.Time, p *Profile, model string, amount int64, scale bool) (*WindowHold, error) {
 	if p == nil {
 		return nil, nil
 	}
-	h, err := g.Budgets.Hold(context.Background(), now, p, model, amount)
+	h, err := g.Budgets.Hold(context.Background(), now, p, model, amount, scale)
 	if _, ok := err.(*WindowRefusal); ok {
 		return nil, err
 	}
@@ -371,8 +380,10 @@ func (g *Gate) holdWindows(now time.Time, p *Profile, model string, amount int64
 
 // Room is what the caller may still hold: within the caps, the plan's
 // room when a plan in force pays for model (or the larger of it and the
-// balance's when the balance pays after), else the balance's. It reads
-// cached settings: admission loaded them just before.
+// balance's when the balance pays after), else the balance's. The plan's
+// room is counted before its multiplier for the model: what a reservation
+// may be so that, multiplied, it fits. It reads cached settings:
+// admission loaded them just before.
 func (g *Gate) Room(u *store.User, t *store.Token, model string) int64 {
 	if g.Budgets == nil {
 		return g.Ledger.Room(u, t)
@@ -396,16 +407,15 @@ func (g *Gate) Room(u *store.User, t *store.Token, model string) int64 {
 			caps = min(caps, left)
 		}
 	}
-	var payer int64
-	switch covered := p.Plan != nil && g.Budgets.Models.Allows(p.Plan.Models, model); {
-	case !covered:
-		payer = g.Ledger.Room(u, t)
-	case p.Plan.ThenBalance:
-		payer = max(plan, g.Ledger.Room(u, t))
-	default:
-		payer = plan
+	covered := p.Plan != nil && g.Budgets.Models.Allows(p.Plan.Models, model)
+	if !covered {
+		return min(g.Ledger.Room(u, t), caps)
 	}
-	return min(payer, caps)
+	byPlan := p.Plan.Multiplier(g.Budgets.Models, model).Room(min(plan, caps))
+	if p.Plan.ThenBalance {
+		return max(byPlan, min(g.Ledger.Room(u, t), caps))
+	}
+	return byPlan
 }
 
 // Charged is what a usage row takes from its user's balance and its key's

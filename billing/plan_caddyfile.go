@@ -3,7 +3,9 @@ package billing
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Set applies one option of the Caddyfile's gateway block to c:
@@ -17,8 +19,8 @@ import (
 // without a block refuses any): a window
 // (`<window> <usd>` or `window <window> <usd>`), and for a plan `models
 // <name|group:g>...` or `models group <g>`, `rpm`/`tpm`/`max_parallel
-// <n>`, `then balance`; for a group `plan <name>`. The Caddy layer only
-// walks the tokens.
+// <n>`, `then balance`, `multiplier <name|group:g>... <factor>`; for a
+// group `plan <name>`. The Caddy layer only walks the tokens.
 func (c *BudgetConfig) Set(opt string, args []string) (line func(opt string, args []string) error, err error) {
 	noBlock := func(string, []string) error { return errors.New("takes no block") }
 	switch {
@@ -41,7 +43,16 @@ func (c *BudgetConfig) Set(opt string, args []string) (line func(opt string, arg
 	case opt == "plan" && len(args) == 1:
 		p := &PlanConfig{Windows: map[string]string{}}
 		c.Plans = setIn(c.Plans, args[0], p)
-		return windowLines(p.Windows, p.line), nil
+		lines := windowLines(p.Windows, p.line)
+		return func(opt string, v []string) error {
+			// a multiplier's own mistake, said as such
+			if opt == "multiplier" && len(v) >= 2 {
+				if _, err := ParseMultiplier(v[len(v)-1]); err != nil {
+					return fmt.Errorf("multiplier %s: %w: write 'multiplier <model or group:name>... <factor>'", strings.Join(v[:len(v)-1], " "), err)
+				}
+			}
+			return lines(opt, v)
+		}, nil
 	}
 	return nil, fmt.Errorf("%s: wrong number of arguments %q", opt, args)
 }
@@ -55,6 +66,11 @@ func (p *PlanConfig) line(opt string, v []string) bool {
 		p.Models = append(p.Models, v...)
 	case opt == "then" && len(v) == 1 && v[0] == "balance":
 		p.ThenBalance = true
+	case opt == "multiplier" && len(v) >= 2:
+		if _, err := ParseMultiplier(v[len(v)-1]); err != nil {
+			return false
+		}
+		p.Multipliers = append(p.Multipliers, MultiplierConfig{Models: slices.Clone(v[:len(v)-1]), Factor: v[len(v)-1]})
 	case (opt == "rpm" || opt == "tpm" || opt == "max_parallel") && len(v) == 1:
 		n, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil || n < 0 {

@@ -42,6 +42,16 @@ type PlanConfig struct {
 	// ThenBalance lets the balance pay when the plan has no room (or for
 	// a model the plan does not cover); otherwise those are refused
 	ThenBalance bool `json:"then_balance,omitempty"`
+	// Multipliers scale what the plan is charged for some models; the
+	// first that names a model applies
+	Multipliers []MultiplierConfig `json:"multipliers,omitempty"`
+}
+
+// MultiplierConfig charges the plan Factor (a decimal: "0.5", "2") times
+// the price of the models listed (names and "group:<name>").
+type MultiplierConfig struct {
+	Models []string `json:"models"`
+	Factor string   `json:"factor"`
 }
 
 // ParseWindows converts a window name → USD map to limits in units.
@@ -123,6 +133,20 @@ func (b *Budgets) BuildPlan(name string, pc *PlanConfig) (*Plan, error) {
 	if pc.RPM < 0 || pc.TPM < 0 || pc.MaxParallel < 0 {
 		return nil, fmt.Errorf("plan %s: rate limits must not be negative", name)
 	}
+	var mult []ModelMultiplier
+	for _, mc := range pc.Multipliers {
+		if len(mc.Models) == 0 {
+			return nil, fmt.Errorf("plan %s: multiplier %s names no model", name, mc.Factor)
+		}
+		if err := b.Models.Check(mc.Models); err != nil {
+			return nil, fmt.Errorf("plan %s: multiplier: %w", name, err)
+		}
+		f, err := ParseMultiplier(mc.Factor)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %w", name, err)
+		}
+		mult = append(mult, ModelMultiplier{Models: slices.Clone(mc.Models), Factor: f})
+	}
 	return &Plan{Name: name, Windows: w, Models: pc.Models, ThenBalance: pc.ThenBalance,
-		Limits: store.Limits{RPM: pc.RPM, TPM: pc.TPM, MaxParallel: pc.MaxParallel}}, nil
+		Limits: store.Limits{RPM: pc.RPM, TPM: pc.TPM, MaxParallel: pc.MaxParallel}, Multipliers: mult}, nil
 }

@@ -30,6 +30,13 @@ type Price struct {
 	// to the vendor's cache; nil means the Input price.
 	CachedInput *int64 `json:"cached_input,omitempty"`
 	CacheWrite  *int64 `json:"cache_write,omitempty"`
+	// CacheWrite1h prices prompt tokens written to a cache that lives an
+	// hour (Anthropic's ephemeral_1h); nil means the CacheWrite price.
+	CacheWrite1h *int64 `json:"cache_write_1h,omitempty"`
+	// Tiers are the token prices of long prompts (see PriceTier), by
+	// ascending Above; a request is billed wholly at the tier its prompt
+	// reached, as the vendors charge.
+	Tiers []PriceTier `json:"tiers,omitempty"`
 	// Request is a flat charge per request, in quota units.
 	Request int64 `json:"request,omitempty"`
 	// AudioInput and AudioOutput price audio prompt and completion tokens
@@ -145,9 +152,14 @@ func ParseUSD(s string) (int64, error) {
 
 // Cost is the exact charge for usage, in quota units, rounded up to a whole
 // unit: sum(tokens * price per million) / 1,000,000, plus the flat charge.
+// The token prices are those of the tier the prompt reached (At).
 func (p *Price) Cost(u adapters.Usage) int64 {
 	if p == nil || p.Free {
 		return 0
+	}
+	if len(p.Tiers) > 0 {
+		t := p.At(u.PromptTokens)
+		return t.Cost(u)
 	}
 	cachedPrice, writePrice := p.Input, p.Input
 	if p.CachedInput != nil {
@@ -156,6 +168,11 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	if p.CacheWrite != nil {
 		writePrice = *p.CacheWrite
 	}
+	write1hPrice := writePrice
+	if p.CacheWrite1h != nil {
+		write1hPrice = *p.CacheWrite1h
+	}
+	write1h := min(max(u.CacheWrite1hTokens, 0), max(u.CacheWriteTokens, 0))
 	uncached := u.PromptTokens - u.CachedTokens - u.CacheWriteTokens - u.AudioPromptTokens
 	if uncached < 0 {
 		uncached = 0
@@ -178,7 +195,8 @@ func (p *Price) Cost(u adapters.Usage) int64 {
 	}
 	add(uncached, p.Input)
 	add(u.CachedTokens, cachedPrice)
-	add(u.CacheWriteTokens, writePrice)
+	add(u.CacheWriteTokens-write1h, writePrice)
+	add(write1h, write1hPrice)
 	add(completion, p.Output)
 	if u.AudioPromptTokens > 0 || u.AudioCompletionTokens > 0 {
 		audioIn, audioOut := p.Input, p.Output
@@ -225,6 +243,8 @@ func Clamp(u adapters.Usage) adapters.Usage {
 	c(&u.CompletionTokens)
 	c(&u.CachedTokens)
 	c(&u.CacheWriteTokens)
+	c(&u.CacheWrite1hTokens)
+	u.CacheWrite1hTokens = min(u.CacheWrite1hTokens, u.CacheWriteTokens)
 	c(&u.ReasoningTokens)
 	c(&u.AudioPromptTokens)
 	c(&u.AudioCompletionTokens)
@@ -240,7 +260,14 @@ func Clamp(u adapters.Usage) adapters.Usage {
 //
 // 0 when not even the prompt fits. A free model affords want.
 func (p *Price) Affordable(prompt, want, choices, available int64) int64 {
-	if p == nil || p.Free || p.Output <= 0 {
+	if p == nil || p.Free {
+		return want
+	}
+	if len(p.Tiers) > 0 {
+		t := p.At(prompt)
+		return t.Affordable(prompt, want, choices, available)
+	}
+	if p.Output <= 0 {
 		return want
 	}
 	if choices < 1 {
@@ -276,7 +303,9 @@ func (p *Price) Affordable(prompt, want, choices, available int64) int64 {
 }
 
 // Reservation is what a request holds before it runs: its prompt estimate
-// at the input price plus its completion allowance at the output price.
+// at the input price plus its completion allowance at the output price,
+// at the tier of the estimate. A caller that knows the prompt may be
+// longer than its estimate reserves at p.At(reach) instead.
 func (p *Price) Reservation(promptTokens, completionTokens int64) int64 {
 	return p.Cost(adapters.Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens})
 }

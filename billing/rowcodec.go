@@ -59,6 +59,9 @@ func appendRow(b []byte, r *store.UsageLog) []byte {
 	if r.CacheSaved != 0 {
 		b = appendInt(b, "cache_saved", r.CacheSaved)
 	}
+	if r.PriceTier != 0 {
+		b = appendInt(b, "price_tier", r.PriceTier)
+	}
 	return append(b, '}')
 }
 

@@ -343,6 +343,18 @@ type WindowHold struct {
 	Reset     time.Time
 	// Plan is the plan that pays the request, "" when the balance pays
 	Plan string
+	// Multiplier is the plan's factor for the request's model, applied
+	// to the amount held and, by Charge, to the cost settled
+	Multiplier Multiplier
+}
+
+// Charge is what a request that cost cost (at the model's price) is
+// charged: the plan's multiplier applied when a plan pays, rounded up.
+func (h *WindowHold) Charge(cost int64) int64 {
+	if !h.PlanPaid() {
+		return cost
+	}
+	return h.Multiplier.Apply(cost)
 }
 
 // PaidBy is the plan that pays the hold's request, "" for the balance.

@@ -408,7 +408,7 @@ func BenchmarkWindowHold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		h, err := budgets.Hold(ctx, now, p, "m", 100)
+		h, err := budgets.Hold(ctx, now, p, "m", 100, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func BenchmarkWindowHoldClaimed(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		h, err := budgets.Hold(ctx, now, p, "m", 100)
+		h, err := budgets.Hold(ctx, now, p, "m", 100, false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -42,6 +42,9 @@ type App struct {
 	Channels []*ChannelConfig `json:"channels,omitempty"`
 	// Prices by model, in USD.
 	Prices map[string]*PriceConfig `json:"prices,omitempty"`
+	// PriceFiles are price catalogues read from disk at every load, for
+	// the models Prices does not price (prices.go).
+	PriceFiles []PriceFileConfig `json:"price_files,omitempty"`
 	// TokenCacheTTL is how long a key's token and user are trusted before
 	// they are re-read (in the background); disabling a token takes effect
 	// within about this long. Default 5s.
@@ -273,6 +276,12 @@ type PriceConfig struct {
 	Output      string `json:"output,omitempty"`
 	CachedInput string `json:"cached_input,omitempty"`
 	CacheWrite  string `json:"cache_write,omitempty"`
+	// CacheWrite1h is USD per million tokens written to a 1-hour cache;
+	// unset, they cost what cache_write says.
+	CacheWrite1h string `json:"cache_write_1h,omitempty"`
+	// Tiers are the token prices of prompts longer than a threshold
+	// (prices.go).
+	Tiers []PriceTierConfig `json:"tiers,omitempty"`
 	// Request is USD per request.
 	Request string `json:"request,omitempty"`
 	// AudioInput and AudioOutput are USD per million audio tokens
@@ -483,7 +492,7 @@ func (a *App) provisionPrices() error {
 		}
 		a.prices[model] = p
 	}
-	return nil
+	return a.provisionPriceFiles()
 }
 
 func (pc *PriceConfig) price() (*billing.Price, error) {
@@ -521,6 +530,9 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 			return nil, err
 		}
 		p.CacheWrite = &v
+	}
+	if err := pc.tierPrices(p, parse); err != nil {
+		return nil, err
 	}
 	for name, field := range map[string]struct {
 		s   string

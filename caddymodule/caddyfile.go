@@ -367,6 +367,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.Prices = map[string]*PriceConfig{}
 			}
 			a.Prices[model] = pc
+		case "prices_file":
+			pf, err := parsePriceFile(d)
+			if err != nil {
+				return err
+			}
+			a.PriceFiles = append(a.PriceFiles, pf)
 		default:
 			return d.Errf("unrecognized gateway option %q", d.Val())
 		}

@@ -199,6 +199,12 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			}
 			continue
 		}
+		if opt == "above" {
+			if err := parsePriceTier(d, model, pc); err != nil {
+				return "", nil, err
+			}
+			continue
+		}
 		if !d.NextArg() {
 			return "", nil, d.ArgErr()
 		}
@@ -215,6 +221,8 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			pc.CachedInput = v
 		case "cache_write":
 			pc.CacheWrite = v
+		case "cache_write_1h":
+			pc.CacheWrite1h = v
 		case "request":
 			pc.Request = v
 		case "audio_input":

@@ -22,7 +22,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "gateway",
-		Usage: "<user|token|redeem|usage|audit|secrets> <command> [--config <Caddyfile>] [flags]",
+		Usage: "<user|token|redeem|usage|audit|secrets|prices> <command> [--config <Caddyfile>] [flags]",
 		Short: "Manages the model gateway's users, keys and redemption codes",
 		Long: `
 Manages the model gateway's database directly: users, API keys (tokens),
@@ -36,7 +36,7 @@ the current directory; with neither, the gateway's default database
 		CobraFunc: func(cmd *cobra.Command) {
 			cmd.PersistentFlags().StringP("config", "c", "", "Caddyfile (or JSON config) naming the gateway database (default: ./Caddyfile)")
 			cmd.PersistentFlags().String("adapter", "", "config adapter (default: caddyfile, unless the file ends in .json)")
-			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown,
+			gatewaycmd.AddCommands(cmd, gatewaycmd.Env{OpenStore: cliStore, ParseDuration: caddy.ParseDuration, Known: cliKnown, Prices: cliPrices,
 				Expand: func(s string) string { return caddy.NewReplacer().ReplaceAll(s, "") }})
 		},
 	})
@@ -75,37 +75,9 @@ func cliStore(cmd *cobra.Command) (store.Store, error) {
 // unchecked).
 func cliDatabase(cmd *cobra.Command) (DatabaseConfig, *cliBudgets, error) {
 	dbc := DatabaseConfig{Driver: "sqlite", DSN: defaultDSN}
-	path, _ := cmd.Flags().GetString("config")
-	adapterName, _ := cmd.Flags().GetString("adapter")
-	if path == "" {
-		if adapterName != "" {
-			return dbc, nil, errors.New("--adapter needs --config: the file to adapt")
-		}
-		path = "Caddyfile"
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Stat(defaultDSN); err != nil {
-				return dbc, nil, errors.New("no Caddyfile in the current directory: pass --config with the Caddyfile the gateway runs with")
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "no ./Caddyfile: using the default database %s (--config names another)\n", defaultDSN)
-			return dbc, nil, nil
-		}
-	}
-	body, err := os.ReadFile(path)
-	if err != nil {
-		return dbc, nil, fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
-	}
-	if adapterName == "" && !strings.HasSuffix(path, ".json") {
-		adapterName = "caddyfile"
-	}
-	if adapterName != "" {
-		adapter := caddyconfig.GetAdapter(adapterName)
-		if adapter == nil {
-			return dbc, nil, fmt.Errorf("unknown config adapter %q", adapterName)
-		}
-		body, _, err = adapter.Adapt(body, map[string]any{"filename": path})
-		if err != nil {
-			return dbc, nil, fmt.Errorf("adapting config %s: %w", path, err)
-		}
+	body, path, err := cliConfig(cmd)
+	if err != nil || body == nil {
+		return dbc, nil, err
 	}
 	var cfg struct {
 		Apps struct {
@@ -128,6 +100,45 @@ func cliDatabase(cmd *cobra.Command) (DatabaseConfig, *cliBudgets, error) {
 		}
 	}
 	return dbc, &cfg.Apps.Gateway.Budgets, nil
+}
+
+// cliConfig is the config, adapted to JSON, that cliDatabase describes
+// finding, and its path; nil when there is none and the default database
+// stands.
+func cliConfig(cmd *cobra.Command) ([]byte, string, error) {
+	path, _ := cmd.Flags().GetString("config")
+	adapterName, _ := cmd.Flags().GetString("adapter")
+	if path == "" {
+		if adapterName != "" {
+			return nil, "", errors.New("--adapter needs --config: the file to adapt")
+		}
+		path = "Caddyfile"
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(defaultDSN); err != nil {
+				return nil, "", errors.New("no Caddyfile in the current directory: pass --config with the Caddyfile the gateway runs with")
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "no ./Caddyfile: using the default database %s (--config names another)\n", defaultDSN)
+			return nil, "", nil
+		}
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading config: %w (pass --config <Caddyfile>)", err)
+	}
+	if adapterName == "" && !strings.HasSuffix(path, ".json") {
+		adapterName = "caddyfile"
+	}
+	if adapterName != "" {
+		adapter := caddyconfig.GetAdapter(adapterName)
+		if adapter == nil {
+			return nil, "", fmt.Errorf("unknown config adapter %q", adapterName)
+		}
+		body, _, err = adapter.Adapt(body, map[string]any{"filename": path})
+		if err != nil {
+			return nil, "", fmt.Errorf("adapting config %s: %w", path, err)
+		}
+	}
+	return body, path, nil
 }
 
 // cliBudgets are the names of the config's plans and budget groups.

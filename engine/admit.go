@@ -30,7 +30,7 @@ func (e *Engine) Admit(x *Exchange) *adapters.Error {
 			Message: "the model " + req.Model + " runs as a task: submit it to POST /api/generate/submit and poll GET /api/generate/status/{task_id}"}
 	}
 	x.Price = price
-	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true, Model: req.Model}
+	ask := billing.Ask{User: x.ID.User, Token: x.ID.Token, Slot: true, Model: req.Model, Scaled: true}
 	if req.Op != adapters.OpCountTokens {
 		ask.Reserve = func() (int64, error) {
 			amount, refused := e.Reservation(x)
@@ -83,7 +83,7 @@ func costless(p *billing.Price) bool {
 	}
 	zero := func(v *int64) bool { return v == nil || *v == 0 }
 	return p.Input == 0 && p.Output == 0 && p.Request == 0 && p.SearchUnit == 0 &&
-		zero(p.CachedInput) && zero(p.CacheWrite) && zero(p.AudioInput) && zero(p.AudioOutput) && zero(p.ImageInput) &&
+		zero(p.CachedInput) && zero(p.CacheWrite) && zero(p.CacheWrite1h) && len(p.Tiers) == 0 && zero(p.AudioInput) && zero(p.AudioOutput) && zero(p.ImageInput) &&
 		len(p.Images) == 0 && p.AudioSecond == 0 && p.Characters == 0 && p.Task == 0 && p.VideoSecond == 0
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
 )
 
 // Allowance is what price-changing passthrough a channel relays: its
@@ -23,6 +24,15 @@ func PricedFields(prov adapters.Provider, req *adapters.Request) (fields, betas 
 		return pf.PricedFields(req)
 	}
 	return nil, nil
+}
+
+// PricedBy leaves out of fields those price prices itself: a 1-hour cache
+// write where the price has cache_write_1h.
+func PricedBy(price *billing.Price, fields []string) []string {
+	if price == nil || price.CacheWrite1h == nil || !slices.Contains(fields, adapters.FieldCacheTTL) {
+		return fields
+	}
+	return slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == adapters.FieldCacheTTL })
 }
 
 // Check refuses, with a 400 naming it, a price-changing field or beta (see

@@ -89,6 +89,7 @@ func (ra *relayAttempt) Try(ch *routing.Channel) *Failure {
 	if ra.pricedType != ch.Type {
 		ra.pricedType = ch.Type
 		ra.fields, ra.betas = PricedFields(prov, x.Req)
+		ra.fields = PricedBy(x.Price, ra.fields)
 	}
 	if refused := up.Allowance.Check(ch.Name, x.Req.Model, ra.fields, ra.betas); refused != nil {
 		return &Failure{Err: refused}

@@ -10,7 +10,9 @@ const MaxChoices = 128
 
 // TokenReservation is a token-billed request's worst-case cost: its
 // prompt estimate at the input price and its output allowance, once per choice, at the output
-// price. A request without an output limit of its own gets one, sent on to
+// price. A price with tiers by prompt length is taken at the tier the
+// prompt could reach (PromptReach), not the one its estimate is in: the
+// estimate may fall short of the real count, which settles at its tier. A request without an output limit of its own gets one, sent on to
 // the upstream as its limit: the model's max_output (default_max_tokens
 // for a priced model without one), lowered to what the caller's quota
 // covers. A free model without max_output keeps the channel's default.
@@ -22,6 +24,10 @@ func TokenReservation(req *adapters.Request, price *billing.Price, partTokens, d
 	prompt, parts := PromptEstimate(req)
 	if parts > 0 {
 		prompt = billing.AddSat(prompt, billing.MulSat(parts, partTokens))
+	}
+	if len(price.Tiers) > 0 {
+		at := price.At(max(prompt, PromptReach(req, parts, partTokens)))
+		price = &at
 	}
 	if !req.Op.Conversation() && req.Op != adapters.OpCompletion {
 		return price.Reservation(prompt, 0), nil
@@ -70,13 +76,30 @@ func OutputLimit(req *adapters.Request) (limit, choices int64) {
 	return limit, choices
 }
 
+// PromptReach is the most prompt tokens the request's body can hold: a
+// token is at least one byte of text, so the text's bytes (its image
+// data left out, as PromptEstimate leaves it) plus what its parts
+// reserve. Context the body only points at (a previous response, a
+// vendor-side cache) is not in it: that settles at the tier it reached.
+func PromptReach(req *adapters.Request, parts, partTokens int64) int64 {
+	text, _ := promptBytes(req)
+	return billing.AddSat(text, billing.MulSat(parts, partTokens))
+}
+
 // PromptEstimate guesses the prompt's tokens from its size (about four
 // bytes a token) rather than tokenizing it, to keep admission cheap; an
 // image, audio or file part is not counted by the size of its URL or data:
 // it returns how many there are, for the caller to count at what the
 // model's vendor documents.
 func PromptEstimate(req *adapters.Request) (textTokens, parts int64) {
-	size := int64(len(req.Raw))
+	size, parts := promptBytes(req)
+	return size / 4, parts
+}
+
+// promptBytes is the body's size without its image data, and how many
+// parts it has that are not text.
+func promptBytes(req *adapters.Request) (size, parts int64) {
+	size = int64(len(req.Raw))
 	if req.Chat != nil {
 		for _, m := range req.Chat.Messages {
 			for _, p := range m.Parts {
@@ -92,5 +115,5 @@ func PromptEstimate(req *adapters.Request) (textTokens, parts int64) {
 			}
 		}
 	}
-	return max(size, 0) / 4, parts
+	return max(size, 0), parts
 }

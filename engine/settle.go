@@ -57,7 +57,7 @@ func CountLocally(x *Exchange) error {
 func (e *Engine) Settle(x *Exchange) {
 	req := x.Req
 	u := x.billedUsage()
-	cost := int64(0)
+	cost, tier := int64(0), int64(0)
 	// counting tokens is free, whoever counts
 	if x.Price != nil && x.Channel != "" && req.Op != adapters.OpCountTokens {
 		if x.Media != nil && req.Media != nil {
@@ -66,6 +66,7 @@ func (e *Engine) Settle(x *Exchange) {
 			u.Estimated = x.Usage.Estimated || estimated
 		} else {
 			cost = x.Price.Cost(u)
+			tier = x.Price.TierAbove(u.PromptTokens)
 		}
 	}
 	tokens := u.PromptTokens + u.CompletionTokens
@@ -83,6 +84,8 @@ func (e *Engine) Settle(x *Exchange) {
 	if x.cache != nil && e.Cache.Observer != nil {
 		e.Cache.Observer.Used(x.CacheHit(), saved)
 	}
+	// a plan that pays is charged its multiplier for the model
+	cost = x.Hold.Windows.Charge(cost)
 	e.Gate.Settle(time.Now(), billing.Admission{Ticket: x.Ticket, Hold: x.Hold}, tokens, cost)
 	took := time.Since(x.Start)
 	row := &store.UsageLog{
@@ -110,6 +113,7 @@ func (e *Engine) Settle(x *Exchange) {
 		Plan:              x.Hold.Windows.PaidBy(),
 		CacheHit:          x.CacheHit(),
 		CacheSaved:        saved,
+		PriceTier:         tier,
 	}
 	if tr := e.tracer(x); tr != nil {
 		e.traceSettled(tr, x, u, cost)

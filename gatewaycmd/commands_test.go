@@ -325,8 +325,8 @@ func TestCommandLineMistakes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "caddy gateway needs a command: one of audit, redeem, secrets, token, usage, user"},
-		{[]string{"frob"}, `caddy gateway has no command "frob": type one of audit, redeem, secrets, token, usage, user`},
+		{nil, "caddy gateway needs a command: one of audit, prices, redeem, secrets, token, usage, user"},
+		{[]string{"frob"}, `caddy gateway has no command "frob": type one of audit, prices, redeem, secrets, token, usage, user`},
 		{[]string{"user"}, "gateway user needs a command: one of add, budget, disable, enable, list, passwd, plan, quota, role, set, show"},
 		{[]string{"user", "lst"}, `gateway user has no command "lst" (did you mean "list"?)`},
 		{[]string{"token", "remove"}, `gateway token has no command "remove": type one of add, budget, delete, disable, enable, list, rename, set`},

@@ -77,7 +77,7 @@ func (e Env) parseSince(s string, now time.Time) (time.Time, error) {
 
 var usageCSVHeader = []string{"id", "created_at", "request_id", "upstream_request_id", "user_id", "token_id",
 	"model", "channel", "endpoint", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
-	"cost", "status", "estimated", "stream", "latency_ms", "ttfb_ms", "error", "windows", "plan"}
+	"cost", "status", "estimated", "stream", "latency_ms", "ttfb_ms", "error", "windows", "plan", "price_tier"}
 
 func exportUsage(ctx context.Context, st store.Store, since time.Time, format string, out *bufio.Writer) error {
 	var cw *csv.Writer
@@ -108,7 +108,8 @@ func exportUsage(ctx context.Context, st store.Store, since time.Time, format st
 			if err := cw.Write([]string{i64(r.ID), r.CreatedAt.UTC().Format(time.RFC3339Nano), txt(r.RequestID), txt(r.UpstreamRequestID),
 				i64(r.UserID), i64(r.TokenID), txt(r.Model), txt(r.Channel), txt(r.Endpoint), i64(r.PromptTokens), i64(r.CompletionTokens),
 				i64(r.CachedTokens), i64(r.ReasoningTokens), i64(r.Cost), strconv.Itoa(r.Status),
-				strconv.FormatBool(r.Estimated), strconv.FormatBool(r.Stream), i64(r.LatencyMS), i64(r.TTFBMS), txt(r.Error), txt(r.Windows), txt(r.Plan)}); err != nil {
+				strconv.FormatBool(r.Estimated), strconv.FormatBool(r.Stream), i64(r.LatencyMS), i64(r.TTFBMS), txt(r.Error), txt(r.Windows), txt(r.Plan),
+				i64(r.PriceTier)}); err != nil {
 				return err
 			}
 		}

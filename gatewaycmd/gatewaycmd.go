@@ -8,7 +8,8 @@
 // a duration as the Caddyfile does.
 //
 // Every command prints JSON (times in RFC 3339, UTC; null for never; []
-// for nothing), except those that print a secret, which print it alone. A
+// for nothing), except those that print a secret, which print it alone,
+// and 'prices import', which prints Caddyfile price blocks to paste. A
 // mistake on the command line is one line on stderr and a non-zero exit.
 package gatewaycmd
 
@@ -22,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -40,6 +42,9 @@ type Env struct {
 	// Expand replaces {file./path} and {env.NAME} placeholders as the
 	// Caddyfile does; nil leaves them as they are
 	Expand func(string) string
+	// Prices are the prices of the configuration the command's flags
+	// name, for 'prices import --diff'
+	Prices func(cmd *cobra.Command) (map[string]*billing.Price, error)
 }
 
 // known is e.Known's check for cmd, nil for none.
@@ -70,10 +75,14 @@ func AddCommands(cmd *cobra.Command, e Env) {
 	auditLog.AddCommand(e.auditListCommand())
 	secrets := &cobra.Command{Use: "secrets", Short: "Manages the secrets_key that seals vendor keys in the database"}
 	secrets.AddCommand(e.secretsRotateCommand())
-	cmd.AddCommand(user, token, redeem, usage, auditLog, secrets)
-	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog, secrets} {
+	prices := &cobra.Command{Use: "prices", Short: "Reads price catalogues"}
+	pricesImport := e.pricesImportCommand()
+	prices.AddCommand(pricesImport)
+	cmd.AddCommand(user, token, redeem, usage, auditLog, secrets, prices)
+	for _, group := range []*cobra.Command{cmd, user, token, redeem, usage, auditLog, secrets, prices} {
 		strictGroup(group)
 	}
+	pricesImport.Args = cobra.ExactArgs(1) // the file, as cp names one
 }
 
 // strictGroup makes a group of commands refuse what is not one of its

@@ -168,7 +168,7 @@ func ScanSession(sc RowScanner) (*Session, error) {
 const UsageColumns = `id, COALESCE(row_key, ''), created_at, user_id, token_id, model, channel, endpoint,
 	prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost, status,
 	estimated, stream, latency_ms, ttfb_ms, error, request_id, upstream_request_id, trace_id, windows, plan,
-	cache_hit, cache_saved`
+	cache_hit, cache_saved, price_tier`
 
 // ScanUsage reads a row of UsageColumns.
 func ScanUsage(sc RowScanner) (*UsageLog, error) {
@@ -179,7 +179,7 @@ func ScanUsage(sc RowScanner) (*UsageLog, error) {
 	err := sc.Scan(&l.ID, &l.Key, &createdAt, &l.UserID, &l.TokenID, &l.Model, &l.Channel, &l.Endpoint,
 		&l.PromptTokens, &l.CompletionTokens, &l.CachedTokens, &l.ReasoningTokens, &l.Cost,
 		&l.Status, &l.Estimated, &l.Stream, &l.LatencyMS, &l.TTFBMS, &l.Error, &l.RequestID,
-		&l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan, &l.CacheHit, &l.CacheSaved)
+		&l.UpstreamRequestID, &l.TraceID, &l.Windows, &l.Plan, &l.CacheHit, &l.CacheSaved, &l.PriceTier)
 	if err != nil {
 		return nil, err
 	}

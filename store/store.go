@@ -184,6 +184,10 @@ type UsageLog struct {
 	// answer would have cost beyond what the hit was charged
 	CacheHit   bool  `json:"cache_hit,omitempty"`
 	CacheSaved int64 `json:"cache_saved,omitempty"`
+	// PriceTier is the tier of the model's price the request was billed
+	// at: the prompt length in tokens the tier applies above, 0 for the
+	// base prices
+	PriceTier int64 `json:"price_tier,omitempty"`
 }
 
 // UsageDay is one UTC day's usage of one model by one user, with tokens:

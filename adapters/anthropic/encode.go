@@ -110,6 +110,10 @@ func usageToWire(u adapters.Usage) *usage {
 	w := &usage{InputTokens: &input, OutputTokens: u.CompletionTokens}
 	w.CacheCreationInputTokens = &u.CacheWriteTokens
 	w.CacheReadInputTokens = &u.CachedTokens
+	if u.CacheWriteTokens > 0 {
+		h := min(max(u.CacheWrite1hTokens, 0), u.CacheWriteTokens)
+		w.CacheCreation = &cacheCreation{Ephemeral5m: u.CacheWriteTokens - h, Ephemeral1h: h}
+	}
 	return w
 }
 
@@ -122,7 +126,7 @@ func usageFromWire(w *usage) adapters.Usage {
 // usageTotals gathers Anthropic's counts over a stream: message_start has
 // them all, message_delta repeats the ones that changed, cumulatively.
 type usageTotals struct {
-	input, cacheRead, cacheWrite, output, thinking int64
+	input, cacheRead, cacheWrite, cacheWrite1h, output, thinking int64
 }
 
 func (t *usageTotals) merge(w *usage) {
@@ -138,6 +142,13 @@ func (t *usageTotals) merge(w *usage) {
 	if w.CacheCreationInputTokens != nil {
 		t.cacheWrite = *w.CacheCreationInputTokens
 	}
+	if w.CacheCreation != nil {
+		t.cacheWrite1h = w.CacheCreation.Ephemeral1h
+		// the split without the total (not seen, but the two must agree)
+		if w.CacheCreationInputTokens == nil {
+			t.cacheWrite = w.CacheCreation.Ephemeral5m + w.CacheCreation.Ephemeral1h
+		}
+	}
 	if w.OutputTokensDetails != nil {
 		t.thinking = w.OutputTokensDetails.ThinkingTokens
 	}
@@ -151,7 +162,9 @@ func (t usageTotals) neutral() adapters.Usage {
 		CompletionTokens: t.output,
 		CachedTokens:     t.cacheRead,
 		CacheWriteTokens: t.cacheWrite,
-		ReasoningTokens:  t.thinking,
+		// the 1-hour writes are part of the writes
+		CacheWrite1hTokens: min(t.cacheWrite1h, t.cacheWrite),
+		ReasoningTokens:    t.thinking,
 	}
 }
 

@@ -48,7 +48,7 @@ func (Adapter) PricedFields(req *adapters.Request) (fields, betas []string) {
 		}
 	}
 	if strings.Contains(string(req.Raw), `"ttl"`) && strings.Contains(string(req.Raw), `"1h"`) {
-		fields = append(fields, "cache_control.ttl")
+		fields = append(fields, adapters.FieldCacheTTL)
 	}
 	return fields, betas
 }

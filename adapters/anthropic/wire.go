@@ -152,9 +152,17 @@ type usage struct {
 	InputTokens              *int64          `json:"input_tokens,omitempty"`
 	CacheCreationInputTokens *int64          `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     *int64          `json:"cache_read_input_tokens,omitempty"`
+	CacheCreation            *cacheCreation  `json:"cache_creation,omitempty"`
 	OutputTokens             int64           `json:"output_tokens"`
 	OutputTokensDetails      *outputDetails  `json:"output_tokens_details,omitempty"`
 	ServerToolUse            json.RawMessage `json:"server_tool_use,omitempty"`
+}
+
+// cacheCreation splits cache_creation_input_tokens by the cache's
+// lifetime (cache_control's ttl), which Anthropic prices apart.
+type cacheCreation struct {
+	Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 }
 
 type outputDetails struct {

@@ -69,11 +69,18 @@ func usageFromWire(u *usage) adapters.Usage {
 	if u == nil {
 		return adapters.Usage{}
 	}
+	var write1h int64
+	for _, d := range u.CacheDetails {
+		if d.TTL == "1h" {
+			write1h += max(d.InputTokens, 0)
+		}
+	}
 	return adapters.Usage{
-		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens,
-		CompletionTokens: u.OutputTokens,
-		CachedTokens:     u.CacheReadInputTokens,
-		CacheWriteTokens: u.CacheWriteInputTokens,
+		PromptTokens:       u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens,
+		CompletionTokens:   u.OutputTokens,
+		CachedTokens:       u.CacheReadInputTokens,
+		CacheWriteTokens:   u.CacheWriteInputTokens,
+		CacheWrite1hTokens: min(write1h, u.CacheWriteInputTokens),
 	}
 }
 

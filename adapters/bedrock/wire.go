@@ -125,6 +125,16 @@ type usage struct {
 	TotalTokens           int64 `json:"totalTokens"`
 	CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
 	CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
+	// CacheDetails split the cache writes by TTL ("5m", "1h"), which
+	// Anthropic's models on Bedrock price apart
+	CacheDetails []cacheDetail `json:"cacheDetails,omitempty"`
+}
+
+// cacheDetail is Converse's CacheDetail: the tokens written to a cache
+// of one TTL.
+type cacheDetail struct {
+	InputTokens int64  `json:"inputTokens"`
+	TTL         string `json:"ttl"`
 }
 
 // Stream events' payloads (ConverseStreamOutput's members).

@@ -199,8 +199,14 @@ func (f *FakeAnthropic) answer(w http.ResponseWriter, r *http.Request, cfg *Beha
 		if cfg.NoUsage {
 			return map[string]any{"input_tokens": 0, "output_tokens": 0}
 		}
-		return map[string]any{"input_tokens": cfg.PromptTokens - cfg.CachedTokens, "cache_creation_input_tokens": 0,
+		u := map[string]any{"input_tokens": cfg.PromptTokens - cfg.CachedTokens - cfg.CacheWriteTokens, "cache_creation_input_tokens": cfg.CacheWriteTokens,
 			"cache_read_input_tokens": cfg.CachedTokens, "output_tokens": output}
+		if cfg.CacheWriteTokens > 0 {
+			// the writes by cache_control's ttl, as the Messages API reports them
+			u["cache_creation"] = map[string]any{"ephemeral_5m_input_tokens": cfg.CacheWriteTokens - cfg.CacheWrite1hTokens,
+				"ephemeral_1h_input_tokens": cfg.CacheWrite1hTokens}
+		}
+		return u
 	}
 	if !rec.Stream {
 		writeJSONStatus(w, 200, map[string]any{"id": "msg_fake1", "type": "message", "role": "assistant", "model": rec.Model, "content": content,

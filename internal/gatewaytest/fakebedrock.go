@@ -330,8 +330,13 @@ func (f *FakeBedrock) answer(ctx context.Context, w http.ResponseWriter, cfg *Be
 		content = append(content, map[string]any{"toolUse": map[string]any{"toolUseId": fmt.Sprintf("tooluse_fake%d", i+1), "name": c.Name, "input": json.RawMessage(c.Args)}})
 	}
 	// inputTokens are the prompt tokens not read from the cache
-	usage := map[string]any{"inputTokens": cfg.PromptTokens - cfg.CachedTokens, "outputTokens": cfg.CompletionTokens,
-		"totalTokens": cfg.PromptTokens + cfg.CompletionTokens, "cacheReadInputTokens": cfg.CachedTokens, "cacheWriteInputTokens": 0}
+	usage := map[string]any{"inputTokens": cfg.PromptTokens - cfg.CachedTokens - cfg.CacheWriteTokens, "outputTokens": cfg.CompletionTokens,
+		"totalTokens": cfg.PromptTokens + cfg.CompletionTokens, "cacheReadInputTokens": cfg.CachedTokens, "cacheWriteInputTokens": cfg.CacheWriteTokens}
+	if cfg.CacheWriteTokens > 0 {
+		// the writes by TTL, 1h before 5m, as TokenUsage.cacheDetails lists them
+		usage["cacheDetails"] = []any{map[string]any{"inputTokens": cfg.CacheWrite1hTokens, "ttl": "1h"},
+			map[string]any{"inputTokens": cfg.CacheWriteTokens - cfg.CacheWrite1hTokens, "ttl": "5m"}}
+	}
 	w.Header().Set("X-Amzn-Requestid", fmt.Sprintf("fake-bedrock-%d", fakeRequestIDs.Add(1)))
 	if !rec.Stream {
 		out := map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": content}},

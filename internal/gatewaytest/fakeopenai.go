@@ -50,15 +50,20 @@ func (f *FakeOpenAI) Cancelled() int {
 // BreakAfter and SpacedJSON are FakeOpenAI's, ChunkDelay FakeOpenAI's and
 // FakeAnthropic's.
 type Behavior struct {
-	Reply            string        // assistant text without tools, streamed a word a chunk
-	PromptTokens     int64         // reported usage, cached tokens included
-	CompletionTokens int64         // reported usage
-	CachedTokens     int64         // reported cached prompt tokens
-	ReasoningTokens  int64         // reported reasoning tokens (FakeOpenAI's Responses API)
-	FailStatus       int           // answer every request with this error status
-	NoUsage          bool          // report no usage at all
-	BreakAfter       int           // streams: drop the connection after this many chunks
-	ChunkDelay       time.Duration // streams: pause before each chunk (FakeOpenAI, FakeAnthropic)
+	Reply            string // assistant text without tools, streamed a word a chunk
+	PromptTokens     int64  // reported usage, cached tokens included
+	CompletionTokens int64  // reported usage
+	CachedTokens     int64  // reported cached prompt tokens
+	// CacheWriteTokens are prompt tokens reported written to the cache,
+	// CacheWrite1hTokens the share of them written for an hour
+	// (FakeAnthropic's usage.cache_creation)
+	CacheWriteTokens   int64
+	CacheWrite1hTokens int64
+	ReasoningTokens    int64         // reported reasoning tokens (FakeOpenAI's Responses API)
+	FailStatus         int           // answer every request with this error status
+	NoUsage            bool          // report no usage at all
+	BreakAfter         int           // streams: drop the connection after this many chunks
+	ChunkDelay         time.Duration // streams: pause before each chunk (FakeOpenAI, FakeAnthropic)
 	// SpacedJSON: FakeOpenAI writes its stream chunks as Python's
 	// json.dumps does ("usage": {"prompt_tokens": 12, ...})
 	SpacedJSON bool

@@ -49,8 +49,8 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
 	model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 	reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-	request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+	request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved, price_tier)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
 	ON CONFLICT (row_key) DO NOTHING RETURNING id`
 
 // The charges, each sum saturating rather than failing the batch.
@@ -92,7 +92,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		b.Queue(insertUsage, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, l.Estimated, l.Stream,
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, l.CacheHit, l.CacheSaved)
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, l.CacheHit, l.CacheSaved, l.PriceTier)
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range logs {

@@ -56,8 +56,8 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 	ins := `INSERT INTO usage_logs (created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-		request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved, price_tier)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (row_key) DO NOTHING`
 	for i, l := range logs {
 		if err := ctx.Err(); err != nil {
@@ -70,7 +70,7 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 		res, err := tx.ExecContext(exec, ins, createdAt.UnixMilli(), l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved)
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)
 		if err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}

@@ -132,6 +132,9 @@ func Run(t *testing.T, open Opener) {
 			{"CacheHits", testCacheHits},
 			{"CachedResponses", testCachedResponses},
 		}},
+		{"Prices", []test{
+			{"UsagePriceTier", testUsagePriceTier},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
