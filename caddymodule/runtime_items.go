@@ -37,6 +37,10 @@ func (a *App) runtimePrices(items []*store.RuntimeItem) map[string]*billing.Pric
 			a.log.Error("a price made at runtime cannot be read", zap.String("model", it.Name), zap.Error(err))
 			continue
 		}
+		if err := p.CheckTiers(); err != nil {
+			a.log.Error("a price made at runtime has bad tiers", zap.String("model", it.Name), zap.Error(err))
+			continue
+		}
 		out[it.Name] = p
 	}
 	for m, p := range a.prices {
@@ -228,6 +232,11 @@ func checkPrice(raw json.RawMessage) (*billing.Price, error) {
 	}
 	if path := negative(tree, ""); path != "" {
 		return nil, fmt.Errorf("%s must not be negative", path)
+	}
+	// tiers as the Caddyfile's "above" blocks are checked: ascending
+	// positive thresholds, each with its input and output
+	if err := p.CheckTiers(); err != nil {
+		return nil, err
 	}
 	if p.VideoSecond > 0 && p.MaxSeconds == 0 {
 		return nil, errors.New("video_second needs max_seconds, the longest video the vendor makes: a task that names no duration reserves it")

@@ -52,6 +52,9 @@ func TestRuntimePriceChecks(t *testing.T) {
 		`{}`:                                                   "charges nothing",
 		`{"video_second": 10}`:                                 "max_seconds",
 		``:                                                     "give it as",
+		`{"input": 1, "output": 2, "tiers": [{"above": 200000, "input": 2, "output": 4}]}`:         "",
+		`{"input": 1, "output": 2, "tiers": [{"above": 0, "input": 2, "output": 4}]}`:              "positive number of prompt tokens",
+		`{"input": 1, "output": 2, "tiers": [{"above": 9, "input": 2}, {"above": 5, "input": 3}]}`: "must ascend",
 	} {
 		_, err := checkPrice(json.RawMessage(body))
 		switch {
