@@ -136,6 +136,7 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("GET /api/admin/audit", h.admin(h.listAudit))
 	m.HandleFunc("GET /api/admin/codes/export", h.admin(h.exportCodes))
 	h.budgetRoutes(m)
+	h.userPageRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))

@@ -118,6 +118,12 @@ func Run(t *testing.T, open Opener) {
 		{"Traces", []test{
 			{"TraceIDs", testTraceIDs},
 		}},
+		{"UserPage", []test{
+			{"ListUserSessions", testListUserSessions},
+			{"ListInvitees", testListInvitees},
+			{"ListUsersByPlanAndGroup", testListUsersByPlanAndGroup},
+			{"ListCodesUsedBy", testListCodesUsedBy},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -1,0 +1,24 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// ListUserSessions returns userID's live sessions, newest first.
+func (s *Store) ListUserSessions(ctx context.Context, userID int64) ([]*store.Session, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.SessionColumns+` FROM sessions
+		WHERE user_id = ? AND expires_at > ? ORDER BY created_at DESC, id_hash LIMIT ?`, userID, now().UnixMilli(), defaultListLimit)
+	return collect(rows, err, store.ScanSession, "list sessions of user %d", userID)
+}
+
+// ListInvitees returns up to limit users inviterID invited, newest first.
+func (s *Store) ListInvitees(ctx context.Context, inviterID int64, limit int) ([]*store.Invitee, error) {
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.InviteeColumns+` FROM users
+		WHERE invited_by = ? ORDER BY id DESC LIMIT ?`, inviterID, limit)
+	return collect(rows, err, store.ScanInvitee, "list invitees of user %d", inviterID)
+}
