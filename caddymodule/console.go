@@ -69,6 +69,7 @@ var consolePages = map[string]string{
 	"/console/channels":  "channels.html",
 	"/console/usage-log": "usagelog.html",
 	"/console/audit":     "audit.html",
+	"/console/user":      "user.html", // one user, ?id=N
 }
 
 // pageData is what a page template is filled with.
