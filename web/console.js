@@ -140,9 +140,9 @@ function showBudget(b) {
     return t('budget.of.' + kind, { name: (rest || '').split('/')[0] });
   };
   const rows = (b.windows || []).map((w) => el('tr', { 'data-window': w.window },
-    el('td', {}, whose(w.subject) + ' · ' + t('budget.window.' + w.window)),
+    el('td', { class: 'soft' }, whose(w.subject) + ' · ' + t('budget.window.' + w.window)),
     el('td', { class: 'num' }, usd(w.spent) + ' / ' + usd(w.limit)),
-    el('td', {}, w.reset_at ? fmtTime(w.reset_at) : t('budget.never'))));
+    el('td', { class: 'soft' }, w.reset_at ? fmtTime(w.reset_at) : t('budget.never'))));
   if (rows.length) {
     // in a table-wrap, so a phone stacks its rows instead of scrolling
     const table = el('table', { id: 'budget-table' },

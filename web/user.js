@@ -208,14 +208,14 @@ function keyRow(k) {
   }
   const windows = Object.entries(k.windows || {}).map(([w, units]) => tr('budget.window.' + w, w) + ' ' + usd(units)).join(', ');
   return el('tr', { 'data-token-id': k.id },
-    el('td', { class: 'wrap' }, k.name + (k.management ? ' · ' + tr('user.management', 'management key') : '')),
+    el('td', { class: 'soft' }, k.name + (k.management ? ' · ' + tr('user.management', 'management key') : '')),
     el('td', {}, el('code', {}, k.key_prefix + '…')),
     el('td', {}, tr('status.' + k.status, k.status)),
     el('td', { class: 'num' }, usd(k.used_quota)),
     el('td', { class: 'num' }, k.quota_limit ? usd(k.quota_limit) : tr('user.none', 'none')),
-    el('td', { class: 'wrap' }, k.models.length ? k.models.join(', ') : tr('user.everyModel', 'every model')),
+    el('td', { class: 'soft' }, k.models.length ? k.models.join(', ') : tr('user.everyModel', 'every model')),
     el('td', {}, limitsWords(k.limits)),
-    el('td', { class: 'wrap' }, windows || tr('user.none', 'none')),
+    el('td', { class: 'soft' }, windows || tr('user.none', 'none')),
     el('td', {}, k.expires_at ? fmtTime(k.expires_at) : tr('op.never', 'never')),
     el('td', {}, actions));
 }
@@ -311,7 +311,7 @@ async function loadBalance() {
       el('td', {}, e.kind === 'spend' ? fmtDate(e.at) : fmtTime(e.at)),
       el('td', {}, tr('user.kind.' + e.kind, e.kind)),
       el('td', { class: 'num' + (e.amount < 0 ? ' bad' : '') }, e.kind === 'plan_code' ? '—' : usd(e.amount)),
-      el('td', { class: 'wrap' }, balanceDetail(e))));
+      el('td', { class: 'soft' }, balanceDetail(e))));
     if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 4, class: 'muted' }, tr('user.noBalance', 'Nothing came in or went out in these days.'))));
     $('balance').replaceChildren(...rows);
   } catch (e) {
@@ -326,12 +326,16 @@ function balanceDetail(e) {
   return '';
 }
 
+// loadAudit lists the newest entries about the user and their keys (the
+// log keeps a key's changes under key:<id>), merged newest first.
 async function loadAudit() {
   try {
-    const r = await api('GET', '/api/admin/audit?limit=20&target=' + encodeURIComponent('user:' + userID));
-    const rows = r.data.map((a) => el('tr', { 'data-action': a.action },
-      el('td', {}, fmtTime(a.created_at)), el('td', {}, a.actor), el('td', {}, el('code', {}, a.action)),
-      el('td', { class: 'wrap' }, changeWords(a.before || {}, a.after || {}))));
+    const targets = ['user:' + userID, ...((page && page.tokens) || []).slice(0, 20).map((k) => 'key:' + k.id)];
+    const lists = await Promise.all(targets.map((tg) => api('GET', '/api/admin/audit?limit=20&target=' + encodeURIComponent(tg))));
+    const entries = lists.flatMap((r) => r.data).sort((a, b) => b.id - a.id).slice(0, 20);
+    const rows = entries.map((a) => el('tr', { 'data-action': a.action },
+      el('td', {}, fmtTime(a.created_at)), el('td', {}, a.actor), el('td', {}, el('code', {}, a.action), ' ', el('span', { class: 'muted' }, a.target)),
+      el('td', { class: 'soft' }, changeWords(a.before || {}, a.after || {}))));
     if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 4, class: 'muted' }, tr('audit.none', 'Nothing matches.'))));
     $('user-audit').replaceChildren(...rows);
   } catch (e) {
@@ -344,6 +348,6 @@ async function loadAudit() {
 function changeWords(before, after) {
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()
     .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]));
-  const val = (k, v) => (v === null || v === undefined ? '—' : typeof v === 'number' && k === 'quota' ? usd(v) : typeof v === 'object' ? JSON.stringify(v) : String(v));
+  const val = (k, v) => (v === null || v === undefined ? '—' : typeof v === 'number' && /quota/.test(k) ? usd(v) : typeof v === 'object' ? JSON.stringify(v) : String(v));
   return keys.map((k) => k + ': ' + (k in before ? val(k, before[k]) + ' → ' : '') + val(k, after[k])).join('; ') || '—';
 }
