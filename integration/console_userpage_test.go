@@ -304,7 +304,7 @@ func TestConsolePlansAndInvitations(t *testing.T) {
 	if got := b.text("invitees"); !strings.Contains(got, "newbie") || !strings.Contains(got, "$0.25 to come") {
 		t.Fatalf("ivy's invitees: %q", got)
 	}
-	if got := b.text("invite-pending"); !strings.Contains(got, "1 people") || !strings.Contains(got, "$0.25") {
+	if got := b.text("invite-pending"); !strings.Contains(got, "Signed up with your code: 1") || !strings.Contains(got, "$0.25") {
 		t.Fatalf("ivy's pending rewards: %q", got)
 	}
 	b.fits("the home page with invitees on a phone")

@@ -156,19 +156,19 @@ function userRow(u) {
   const actions = el('span', { class: 'row' });
   if (u.id !== me.id && u.role !== 'root' && (u.role !== 'admin' || me.role === 'root')) {
     const on = u.status === 'enabled';
-    const b = el('button', { type: 'button', class: on ? 'danger' : 'secondary', 'aria-label': (on ? 'Disable ' : 'Enable ') + u.username,
+    const b = el('button', { type: 'button', class: on ? 'danger' : 'secondary', 'aria-label': on ? tr('op.disableNamed', 'Disable {name}', { name: u.username }) : tr('op.enableNamed', 'Enable {name}', { name: u.username }),
       onclick: () => patch(b, { status: on ? 'disabled' : 'enabled' }) }, on ? tr('op.disable', 'Disable') : tr('op.enable', 'Enable'));
     actions.append(b);
     if (me.role === 'root') {
       const to = u.role === 'admin' ? 'user' : 'admin';
-      const rb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Make ' + u.username + ' ' + to,
+      const rb = el('button', { type: 'button', class: 'secondary', 'aria-label': tr('op.makeNamed', 'Make {name} {role}', { name: u.username, role: to }),
         onclick: () => patch(rb, { role: to }) }, tr('op.makeRole', 'Make {role}', { role: to }));
       actions.append(rb);
     }
   }
   // administrators manage users; root manages administrators and itself
   if (u.role === 'user' || me.role === 'root' || u.id === me.id) {
-    const qb = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Adjust quota of ' + u.username,
+    const qb = el('button', { type: 'button', class: 'secondary', 'aria-label': tr('op.adjustNamed', 'Adjust quota of {name}', { name: u.username }),
       onclick: () => {
         const text = prompt(tr('op.addQuotaPrompt', "Add to {name}'s quota, in USD (negative to take away):", { name: u.username }), '1');
         if (text === null) return;
@@ -186,7 +186,7 @@ function userRow(u) {
   // limits and passwords: administrators for users, root for
   // administrators; one's own row for quota alone
   if (u.role !== 'root' && (u.role === 'user' || me.role === 'root' || u.id === me.id)) {
-    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': 'Edit ' + u.username, onclick: () => openEditUser(u) }, tr('op.edit', 'Edit')));
+    actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': tr('op.editNamed', 'Edit {name}', { name: u.username }), onclick: () => openEditUser(u) }, tr('op.edit', 'Edit')));
   }
   return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase() },
     el('td', {}, u.id), el('td', {}, el('a', { href: '/console/user?id=' + u.id }, u.username)), el('td', {}, u.role), el('td', {}, tr('status.' + u.status, u.status)),
@@ -276,7 +276,7 @@ function codeRow(c) {
   const actions = el('span', { class: 'row' });
   if (!c.used_by) {
     const on = c.status === 'enabled';
-    const b = el('button', { type: 'button', class: on ? 'danger' : 'secondary', 'aria-label': (on ? 'Disable' : 'Enable') + ' code ' + c.id,
+    const b = el('button', { type: 'button', class: on ? 'danger' : 'secondary', 'aria-label': on ? tr('op.disableCode', 'Disable code {id}', { id: c.id }) : tr('op.enableCode', 'Enable code {id}', { id: c.id }),
       onclick: () => runAction(b, $('code-error'), async () => {
         await api('PATCH', '/api/admin/codes/' + c.id, { status: on ? 'disabled' : 'enabled' });
         await loadCodes(true);
