@@ -115,7 +115,7 @@ function logRow(l) {
   return el('tr', { 'data-id': l.id, 'data-request-id': l.request_id },
     el('td', {}, fmtTime(l.created_at)), el('td', {}, userName(l.user_id)), el('td', {}, l.token_id ? tr('log.keyN', 'key {id}', { id: l.token_id }) : '—'),
     el('td', {}, l.model), el('td', {}, l.channel || '—'), el('td', { class: 'num' + (ok ? '' : ' bad') }, l.status),
-    el('td', { class: 'num' }, fmtNumber(l.prompt_tokens + l.completion_tokens)), el('td', { class: 'num' }, usd(l.cost)),
+    el('td', { class: 'num' }, fmtNumber(l.prompt_tokens + l.completion_tokens)), el('td', { class: 'num' }, l.plan ? el('span', { 'data-plan': l.plan }, usd(l.cost) + ' · ' + tr('usage.byPlan', 'paid by plan {plan}', { plan: l.plan })) : usd(l.cost)),
     el('td', { class: 'num' }, fmtMS(l.latency_ms)), el('td', { class: 'error-text' }, l.error || ''), el('td', {}, btn));
 }
 
