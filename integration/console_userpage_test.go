@@ -29,8 +29,8 @@ func userPageConfig() *caddyfile {
 }
 
 // tablesFit reports every table on the page, shown, that is wider than
-// its card (its scrolling box included: a table may scroll inside a
-// card on a phone, never at 1280 px) and every card that scrolls.
+// its card, and every card that scrolls sideways: a table wider than its
+// card must scroll inside its own box (.table-wrap) within the card.
 func (b *browserSession) tablesFit(page string) {
 	b.t.Helper()
 	bad := evalJS[[]string](b, `(() => {
@@ -39,8 +39,10 @@ func (b *browserSession) tablesFit(page string) {
 			if (!t.offsetParent) continue;
 			const card = t.closest('.card, dialog');
 			if (!card) continue;
-			const c = card.getBoundingClientRect(), r = t.getBoundingClientRect();
-			if (r.right > c.right + 0.5 || r.left < c.left - 0.5 || t.scrollWidth > t.clientWidth + 1)
+			const box = t.closest('.table-wrap') || t;
+			const c = card.getBoundingClientRect(), r = box.getBoundingClientRect();
+			const scrolls = box !== t && getComputedStyle(box).overflowX === 'auto';
+			if (r.right > c.right + 0.5 || r.left < c.left - 0.5 || (!scrolls && t.getBoundingClientRect().width > r.width + 0.5))
 				bad.push((t.id || t.querySelector('tbody') && t.querySelector('tbody').id || '?') + ' ' + Math.round(r.width) + 'px in ' + Math.round(c.width) + 'px');
 		}
 		for (const c of document.querySelectorAll('.card')) {

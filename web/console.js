@@ -279,14 +279,14 @@ function tokenRow(tok) {
       });
     } }, t('keys.delete'));
   return el('tr', { 'data-token-id': tok.id },
-    el('td', {}, tok.name, tok.management ? el('span', { class: 'muted' }, ' (' + t('keys.managementTag') + ')') : null),
+    el('td', { class: 'soft' }, tok.name, tok.management ? el('span', { class: 'muted' }, ' (' + t('keys.managementTag') + ')') : null),
     el('td', {}, el('code', {}, tok.key_prefix + '…')),
     el('td', {}, statusText(tok.status)),
     el('td', { class: 'num' }, usd(tok.used_quota)),
     el('td', { class: 'num' }, tok.quota_limit ? usd(tok.quota_limit) : '—'),
-    el('td', {}, tok.models.length ? tok.models.join(', ') : t('keys.allModels')),
-    el('td', {}, limitsText(tok.limits)),
-    el('td', {}, tok.expires_at ? fmtTime(tok.expires_at) : t('keys.never')),
+    el('td', { class: 'soft' }, tok.models.length ? tok.models.join(', ') : t('keys.allModels')),
+    el('td', { class: 'soft' }, limitsText(tok.limits)),
+    el('td', { class: 'soft' }, tok.expires_at ? fmtTime(tok.expires_at) : t('keys.never')),
     el('td', {}, el('span', { class: 'row' }, editBtn, toggleBtn, deleteBtn)));
 }
 
@@ -355,9 +355,9 @@ async function loadUsage(fromStart) {
     const r = await api('GET', '/api/user/usage?' + q);
     const tbody = $('usage');
     tbody.replaceChildren(...r.data.map((l) => el('tr', {},
-      el('td', {}, fmtTime(l.created_at)),
-      el('td', {}, l.model),
-      el('td', {}, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, t('usage.deletedKey'))),
+      el('td', { class: 'soft' }, fmtTime(l.created_at)),
+      el('td', { class: 'soft' }, l.model),
+      el('td', { class: 'soft' }, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, t('usage.deletedKey'))),
       el('td', { class: 'num' }, l.prompt_tokens),
       el('td', { class: 'num' }, l.completion_tokens),
       // a row a plan paid cost the balance nothing: it says so

@@ -312,11 +312,11 @@ func (h *Handler) invitations(_ http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 	rule := h.gate.InvitationRule()
-	min := rule.MinPayment
-	if min <= 0 {
-		min = rule.Amount
+	least := rule.MinPayment
+	if least <= 0 {
+		least = rule.Amount // the reward itself, as the store reads 0
 	}
 	return map[string]any{"aff_code": c.user.InviteCode, "aff_quota": c.user.InvitationQuota,
-		"reward": rule.Amount, "min_payment": min, "plan_codes": rule.PlanCodes,
+		"reward": rule.Amount, "min_payment": least, "plan_codes": rule.PlanCodes,
 		"registration": h.gate.RegistrationOpen() == nil, "invitees": list, "pending": pending}, nil
 }
