@@ -13,6 +13,29 @@ type UserPageStore interface {
 	// ListInvitees returns up to limit users inviterID invited, newest
 	// first, each with the reward their signup still owes the inviter.
 	ListInvitees(ctx context.Context, inviterID int64, limit int) ([]*Invitee, error)
+	// UserBudgetsOf is UserBudget of each user of ids that has a group or
+	// a plan set, in one read (a users list shows them): the others are
+	// absent.
+	UserBudgetsOf(ctx context.Context, ids []int64) (map[int64]UserBudget, error)
+}
+
+// UserBudgetOf is one user's group and plan, as UserBudgetsOf reads them.
+type UserBudgetOf struct {
+	UserID int64
+	UserBudget
+}
+
+// ScanUserBudgetOf reads a row of user_id and UserBudgetColumns.
+func ScanUserBudgetOf(sc RowScanner) (UserBudgetOf, error) {
+	var (
+		out   UserBudgetOf
+		until int64
+	)
+	if err := sc.Scan(&out.UserID, &out.Group, &out.Plan, &until); err != nil {
+		return out, err
+	}
+	out.PlanUntil = FromMillisOrZero(until)
+	return out, nil
 }
 
 // Invitee is a user someone invited, as their inviter may see them.

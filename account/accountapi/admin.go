@@ -26,12 +26,18 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	if err != nil {
 		return nil, err
 	}
-	// each with the plan and budget group the users list shows
+	// each with the plan and budget group the users list shows, read at once
+	ids := make([]int64, len(users))
+	for i, u := range users {
+		ids[i] = u.ID
+	}
+	budgets, err := h.store.UserBudgetsOf(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]adminUserView, len(users))
 	for i, u := range users {
-		if out[i], err = h.adminUser(r, u); err != nil {
-			return nil, err
-		}
+		out[i] = adminView(u, budgets[u.ID])
 	}
 	next := ""
 	if len(users) == f.Limit {

@@ -37,17 +37,20 @@ type adminUserView struct {
 }
 
 func (h *Handler) adminUser(r *http.Request, u *store.User) (adminUserView, error) {
-	v := adminUserView{UserView: account.ViewUser(u)}
 	b, err := h.store.UserBudget(r.Context(), u.ID)
 	if err != nil {
-		return v, err
+		return adminUserView{}, err
 	}
-	v.Group, v.Plan = b.Group, b.Plan
+	return adminView(u, b), nil
+}
+
+func adminView(u *store.User, b store.UserBudget) adminUserView {
+	v := adminUserView{UserView: account.ViewUser(u), Group: b.Group, Plan: b.Plan}
 	if !b.PlanUntil.IsZero() {
 		until := b.PlanUntil.UTC()
 		v.PlanUntil = &until
 	}
-	return v, nil
+	return v
 }
 
 // tokenWithWindows is a key on the user page: the key and its own

@@ -22,3 +22,20 @@ func (s *Store) ListInvitees(ctx context.Context, inviterID int64, limit int) ([
 		WHERE invited_by = $1 ORDER BY id DESC LIMIT $2`, inviterID, limit)
 	return collect(rows, err, store.ScanInvitee, "list invitees of user %d", inviterID)
 }
+
+// UserBudgetsOf reads the group and plan of each user of ids that has one.
+func (s *Store) UserBudgetsOf(ctx context.Context, ids []int64) (map[int64]store.UserBudget, error) {
+	out := map[int64]store.UserBudget{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT user_id, `+store.UserBudgetColumns+` FROM user_budgets WHERE user_id = ANY($1)`, ids)
+	list, err := collect(rows, err, store.ScanUserBudgetOf, "user budgets of %d users", len(ids))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range list {
+		out[b.UserID] = b.UserBudget
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strings"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -21,4 +22,26 @@ func (s *Store) ListInvitees(ctx context.Context, inviterID int64, limit int) ([
 	rows, err := s.r.QueryContext(ctx, `SELECT `+store.InviteeColumns+` FROM users
 		WHERE invited_by = ? ORDER BY id DESC LIMIT ?`, inviterID, limit)
 	return collect(rows, err, store.ScanInvitee, "list invitees of user %d", inviterID)
+}
+
+// UserBudgetsOf reads the group and plan of each user of ids that has one.
+func (s *Store) UserBudgetsOf(ctx context.Context, ids []int64) (map[int64]store.UserBudget, error) {
+	out := map[int64]store.UserBudget{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT user_id, `+store.UserBudgetColumns+` FROM user_budgets
+		WHERE user_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
+	list, err := collect(rows, err, store.ScanUserBudgetOf, "user budgets of %d users", len(ids))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range list {
+		out[b.UserID] = b.UserBudget
+	}
+	return out, nil
 }

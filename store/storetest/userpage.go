@@ -111,6 +111,18 @@ func testListUsersByPlanAndGroup(t *testing.T, open Opener) {
 			t.Errorf("ListUsers(%+v) = %q, want %q", tc.f, got, tc.want)
 		}
 	}
+	// the groups and plans of a page of users, read at once
+	got, err := s.UserBudgetsOf(ctx, []int64{a.ID, b.ID, c.ID, 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[a.ID].Plan != "pro" || got[a.ID].Group != "team" || got[b.ID].PlanUntil.IsZero() ||
+		got[c.ID].Plan != "" || got[c.ID].Group != "team" {
+		t.Fatalf("UserBudgetsOf: %+v", got)
+	}
+	if none, err := s.UserBudgetsOf(ctx, nil); err != nil || len(none) != 0 {
+		t.Fatalf("UserBudgetsOf(nil): %v, %v", none, err)
+	}
 }
 
 func testListCodesUsedBy(t *testing.T, open Opener) {
