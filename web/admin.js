@@ -162,7 +162,7 @@ function userRow(u) {
     if (me.role === 'root') {
       const to = u.role === 'admin' ? 'user' : 'admin';
       const rb = el('button', { type: 'button', class: 'secondary', 'aria-label': tr('op.makeNamed', 'Make {name} {role}', { name: u.username, role: to }),
-        onclick: () => patch(rb, { role: to }) }, tr('op.makeRole', 'Make {role}', { role: to }));
+        onclick: () => patch(rb, { role: to }) }, tr('op.makeRole', 'Make {role}', { role: tr('role.' + to, to) }));
       actions.append(rb);
     }
   }
@@ -189,7 +189,7 @@ function userRow(u) {
     actions.append(el('button', { type: 'button', class: 'secondary', 'aria-label': tr('op.editNamed', 'Edit {name}', { name: u.username }), onclick: () => openEditUser(u) }, tr('op.edit', 'Edit')));
   }
   return el('tr', { 'data-user-id': u.id, 'data-search': u.username.toLowerCase() },
-    el('td', {}, u.id), el('td', {}, el('a', { href: '/console/user?id=' + u.id }, u.username)), el('td', {}, u.role), el('td', {}, tr('status.' + u.status, u.status)),
+    el('td', {}, u.id), el('td', {}, el('a', { href: '/console/user?id=' + u.id }, u.username)), el('td', {}, tr('role.' + u.role, u.role)), el('td', {}, tr('status.' + u.status, u.status)),
     el('td', { class: 'num' }, usd(u.quota)), el('td', { class: 'num' }, usd(u.used_quota)),
     el('td', {}, u.plan ? u.plan + (u.plan_until ? ' · ' + tr('op.planUntilShort', 'until {date}', { date: fmtDate(u.plan_until) }) : '') : '—'),
     el('td', {}, u.group || '—'), el('td', {}, limitsText(u.limits)), el('td', {}, actions));

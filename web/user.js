@@ -66,7 +66,7 @@ function showProfile(u) {
   const item = (label, value, id) => [el('dt', {}, label), el('dd', id ? { id } : {}, value)];
   $('profile').replaceChildren(
     ...item(tr('op.id', 'ID'), String(u.id)),
-    ...item(tr('op.role', 'Role'), u.role),
+    ...item(tr('op.role', 'Role'), tr('role.' + u.role, u.role)),
     ...item(tr('op.status', 'Status'), tr('status.' + u.status, u.status), 'profile-status'),
     ...item(tr('balance.title', 'Balance'), usd(u.quota), 'profile-quota'),
     ...item(tr('op.used', 'Used'), tr('user.usedIn', '{amount} in {n} requests', { amount: usd(u.used_quota), n: u.request_count })),
