@@ -398,6 +398,27 @@ func TestAdminUserPageAPI(t *testing.T) {
 	boss.do(http.MethodPatch, fmt.Sprintf("/api/admin/tokens/%d", kid), map[string]any{"models": []string{"nope"}}).apiErr(t, 400, "unknown_model")
 	boss.ok(http.MethodPatch, fmt.Sprintf("/api/admin/tokens/%d", kid), map[string]string{"status": "disabled"})
 	eventually(t, "carl's disabled key is refused", func() bool { return chatOnce(t, g, carlKey, "hi") == http.StatusUnauthorized })
+	// a key acts here only as a management key, and changes no key wider
+	// than itself
+	plainKey := newClient(t, g)
+	plainKey.bearer = g.AddToken("boss")
+	plainKey.do(http.MethodGet, fmt.Sprintf("/api/admin/users/%d", carlID), nil).apiErr(t, 403, "management_key_required")
+	for _, tc := range []struct {
+		limit  int64
+		status int
+	}{{1_000_000, 403}, {0, 200}} {
+		var mk apiToken
+		boss.ok(http.MethodPost, "/api/user/tokens", map[string]any{"name": "ops", "management": true, "quota_limit": tc.limit}).decode(t, &mk)
+		manager := newClient(t, g)
+		manager.bearer = mk.Key
+		a := manager.do(http.MethodPatch, fmt.Sprintf("/api/admin/tokens/%d", kid), map[string]string{"status": "enabled"})
+		if tc.status == 403 {
+			a.apiErr(t, 403, "key_too_wide")
+		} else if a.status != 200 {
+			t.Fatalf("an unlimited management key enabling carl's key: %d %s", a.status, a.body)
+		}
+	}
+	boss.ok(http.MethodPatch, fmt.Sprintf("/api/admin/tokens/%d", kid), map[string]string{"status": "disabled"})
 	// one session ended by its id
 	boss.ok(http.MethodDelete, fmt.Sprintf("/api/admin/users/%d/sessions/%s", carlID, page.Sessions[0].ID), nil)
 	carl.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
