@@ -53,5 +53,8 @@ func AuditBatch(codes []*store.RedemptionCode) Fields {
 	if !c.ExpiresAt.IsZero() {
 		f["expires_at"] = c.ExpiresAt.UTC().Format(time.RFC3339)
 	}
+	if c.Plan != "" {
+		f["plan"], f["plan_days"] = c.Plan, c.PlanDays
+	}
 	return f
 }

@@ -79,6 +79,9 @@ type CodeView struct {
 	RedeemedAt string `json:"redeemed_at,omitempty"`
 	ExpiresAt  string `json:"expires_at,omitempty"`
 	Name       string `json:"name"` // the batch's name, "" for none
+	// Plan and PlanDays: what a plan code grants instead of quota
+	Plan     string `json:"plan,omitempty"`
+	PlanDays int64  `json:"plan_days,omitempty"`
 }
 
 // ViewCodes returns codes as shown.
@@ -86,7 +89,7 @@ func ViewCodes(codes []*store.RedemptionCode) []CodeView {
 	out := make([]CodeView, len(codes))
 	for i, c := range codes {
 		v := CodeView{ID: c.ID, Code: c.Code, Quota: c.Quota, Status: c.Status, UsedBy: c.UsedBy, Name: c.Name,
-			CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339)}
+			Plan: c.Plan, PlanDays: c.PlanDays, CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339)}
 		if !c.RedeemedAt.IsZero() {
 			v.RedeemedAt = c.RedeemedAt.UTC().Format(time.RFC3339)
 		}

@@ -72,6 +72,7 @@ var consolePages = map[string]string{
 	"/console/audit":     "audit.html",
 	// budget alerts: everyone's for administrators, one's own for a user
 	"/console/alerts": "alerts.html",
+	"/console/user":   "user.html", // one user, ?id=N
 }
 
 // pageData is what a page template is filled with.

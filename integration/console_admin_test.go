@@ -483,7 +483,24 @@ func TestConsoleAdminOnPhone(t *testing.T) {
 	b.waitFor(`document.getElementById('edit-user').open`)
 	b.noSideScroll("the user dialog")
 	b.screenshot("admin-user-edit-phone")
+	// at 1280 px, with the same rows, no table is wider than its card
 	b.desktop()
+	for _, p := range []struct{ path, ready string }{
+		{"/console/dashboard", `document.getElementById('admin').dataset.loading === 'no' && document.querySelectorAll('#by-rows tr').length === 3`},
+		{"/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 3`},
+		{"/console/usage-log", `document.querySelectorAll('#log tr[data-id]').length === 4`},
+		{"/console/admin", `!document.getElementById('admin').hidden && document.querySelectorAll('#codes tr').length === 2`},
+		{"/console/audit", `document.getElementById('audit').dataset.loading === 'no'`},
+		{fmt.Sprintf("/console/user?id=%d", d.g.User("bob").ID), `!document.getElementById('admin').hidden && document.querySelectorAll('#keys tr[data-token-id]').length === 1`},
+	} {
+		b.open(p.path, p.ready)
+		b.tablesFit(p.path)
+	}
+	b.open("/console/channels", `document.querySelectorAll('#channels tr[data-channel]').length === 3`)
+	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Test channel down"]`)))
+	b.waitFor(`document.querySelector('.test-result[data-channel="down"]').textContent.startsWith('Failed')`)
+	b.tablesFit("the channels page with a test's result")
+	b.screenshot("admin-channels-desktop")
 }
 
 // TestConsoleChannelFailingBeforeEjection: a channel that never answers,

@@ -147,9 +147,9 @@ func TestConsoleOperatorPagesInChinese(t *testing.T) {
 		b.noSideScroll(p.path + " in Chinese")
 		b.screenshot("zh-admin" + strings.ReplaceAll(p.path, "/", "-") + "-phone")
 	}
-	// what a script writes: the edit buttons and the limits
+	// what a script writes: the edit buttons (their labels too) and the limits
 	b.open("/console/admin", `!document.getElementById('admin').hidden && document.querySelectorAll('#users tr').length >= 3`)
-	if got := evalJS[string](b, `document.querySelector('button[aria-label="Edit ann"]').textContent`); got != "编辑" {
+	if got := evalJS[string](b, `document.querySelector('button[aria-label="编辑 ann"]').textContent`); got != "编辑" {
 		t.Fatalf("the edit button reads %q", got)
 	}
 	b.desktop()

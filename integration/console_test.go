@@ -26,6 +26,10 @@ type browserSession struct {
 	ctx   context.Context
 	g     *gatewaytest.Gateway
 	shots string
+	// width is the viewport's emulated width, 0 before phone or desktop:
+	// a phone's browser zooms out a page wider than its screen, so the
+	// window's own width grows with the page and cannot be the measure
+	width int
 }
 
 func startBrowser(t *testing.T, g *gatewaytest.Gateway) *browserSession {
@@ -127,8 +131,15 @@ func (b *browserSession) screenshot(name string) {
 	}
 }
 
-func (b *browserSession) phone()   { b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)) }
-func (b *browserSession) desktop() { b.do(chromedp.EmulateViewport(1280, 900)) }
+func (b *browserSession) phone() {
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b.width = 390
+}
+
+func (b *browserSession) desktop() {
+	b.do(chromedp.EmulateViewport(1280, 900))
+	b.width = 1280
+}
 
 // TestConsoleInBrowser walks the console as a person would: the home view
 // and its copy control, logging in with the keyboard, redeeming a code,

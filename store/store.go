@@ -319,6 +319,9 @@ type UserFilter struct {
 	Limit   int
 	// Search keeps users whose name holds it, in any case.
 	Search string
+	// Plan and Group keep the users assigned that plan or budget group
+	// (user_budgets), exactly; "" does not filter.
+	Plan, Group string
 }
 
 // CodeFilter narrows ListRedemptionCodes: codes with an id below BeforeID
@@ -329,6 +332,8 @@ type CodeFilter struct {
 	// Search keeps codes whose batch name or code holds it, in any case;
 	// Name keeps one batch, by its exact name.
 	Search, Name string
+	// UsedBy keeps the codes a user redeemed (0: no filter).
+	UsedBy int64
 }
 
 // LeaseAccount names a balance that gateway instances lease slices of: a
@@ -386,6 +391,7 @@ type RateShare struct {
 // Store is everything the gateway persists.
 type Store interface {
 	BudgetStore       // spending windows (budgets.go)
+	UserPageStore     // what the console's user page reads (userpage.go)
 	ClientSecretStore // Realtime client secrets (clientsecrets.go)
 	AlertStore        // budget alerts (alerts.go)
 	RuntimeStore      // channels, prices and plans made at runtime (runtime.go)

@@ -40,10 +40,10 @@ function channelRow(c) {
   const state = el('div', {}, stateLabel(c),
     el('div', { class: 'muted', 'data-attempts': c.name }, tr('channels.attempts', '{attempts} attempts here, {failed} failed', { attempts: fmtNumber(c.attempts || 0), failed: fmtNumber(c.failed_attempts || 0) })));
   const models = el('ul', { class: 'plain' }, ...c.models.map((m) => el('li', {}, el('code', {}, m), ': ', priceTerms(c.prices[m]).join(', '))));
-  const pick = el('select', { 'aria-label': 'Model to test on ' + c.name }, ...c.models.map((m) => el('option', { value: m }, m)));
+  const pick = el('select', { 'aria-label': tr('channels.modelFor', 'Model to test on {name}', { name: c.name }) }, ...c.models.map((m) => el('option', { value: m }, m)));
   if (c.models.length > 1) pick.append(el('option', { value: '*' }, tr('rt.everyModel', 'every model')));
   const result = el('div', { class: 'test-result', role: 'status', 'data-channel': c.name });
-  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Test channel ' + c.name }, tr('op.test', 'Test'));
+  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': tr('channels.testNamed', 'Test channel {name}', { name: c.name }) }, tr('op.test', 'Test'));
   btn.addEventListener('click', () => runAction(btn, result, async () => {
     result.className = 'test-result';
     result.textContent = tr('channels.testing', 'Testing…');
@@ -56,10 +56,10 @@ function channelRow(c) {
     const t = await api('POST', '/api/admin/channels/' + encodeURIComponent(c.name) + '/test', { model: pick.value });
     result.className = 'test-result ' + (t.ok ? 'good' : 'bad');
     const parts = [t.ok ? tr('channels.ok', 'OK') : tr('channels.failed', 'Failed'), 'HTTP ' + t.status, fmtMS(t.latency_ms)];
-    if (t.ok) parts.push(t.prompt_tokens + ' + ' + t.completion_tokens + ' tokens');
+    if (t.ok) parts.push(tr('channels.tokens', '{prompt} + {completion} tokens', { prompt: t.prompt_tokens, completion: t.completion_tokens }));
     if (t.error) parts.push(t.error);
-    if (t.detail) parts.push('upstream: ' + t.detail);
-    if (t.upstream_request_id) parts.push('upstream id ' + t.upstream_request_id);
+    if (t.detail) parts.push(tr('channels.upstreamSaid', 'upstream: {detail}', { detail: t.detail }));
+    if (t.upstream_request_id) parts.push(tr('channels.upstreamID', 'upstream id {id}', { id: t.upstream_request_id }));
     if (t.ok) parts.push(tr('rt.cost', 'cost {cost}', { cost: usd(t.cost || 0) }));
     result.textContent = parts.join(' · ');
   }));

@@ -234,9 +234,26 @@ function selectTab(tab, tabs) {
   });
 }
 
-function fmtTime(s) {
-  const d = new Date(s);
-  return isNaN(d) ? '' : d.toLocaleString();
+// pageLocale is the page's language for dates and numbers: the one the
+// console speaks (i18n.js), not the browser's, so a Chinese page shows
+// Chinese dates on an English browser and the other way round.
+function pageLocale() {
+  return typeof LANG !== 'undefined' && LANG === 'zh' ? 'zh-CN' : 'en-US';
+}
+
+const dateFormats = {};
+
+// fmtTime shows a time (RFC 3339, unix milliseconds or a Date) in the
+// page's language and the browser's time zone; fmtDate the day alone.
+function fmtTime(s) { return fmtWith(s, { dateStyle: 'medium', timeStyle: 'short' }); }
+function fmtDate(s) { return fmtWith(s, { dateStyle: 'medium' }); }
+
+function fmtWith(s, opts) {
+  const d = s instanceof Date ? s : new Date(s);
+  if (isNaN(d)) return '';
+  const key = JSON.stringify(opts);
+  if (!dateFormats[key]) dateFormats[key] = new Intl.DateTimeFormat(pageLocale(), opts);
+  return dateFormats[key].format(d);
 }
 
 // priceTerms describes a model's price (GET /api/user/models: quota units,

@@ -17,6 +17,7 @@ document.addEventListener('DOMContentLoaded', () => {
   if ($('register-form')) $('register-form').addEventListener('submit', onRegister);
   $('redeem-form').addEventListener('submit', onRedeem);
   $('transfer-form').addEventListener('submit', onTransfer);
+  $('copy-invite').addEventListener('click', () => copyText($('invite-link').textContent, $('copy-invite-feedback'), $('invite-link')));
   $('logout-all').addEventListener('click', onLogoutAll);
   $('password-form').addEventListener('submit', onChangePassword);
   $('edit-form').addEventListener('submit', onSaveToken);
@@ -34,7 +35,14 @@ async function start() {
   if (user === undefined) return;
   if (!user) {
     $('login-card').hidden = false;
-    $('login-username').focus();
+    // an invitation link (/?aff=CODE) fills in the code at sign-up
+    const aff = new URLSearchParams(location.search).get('aff');
+    if (aff && $('reg-aff')) {
+      $('reg-aff').value = aff;
+      $('reg-username').focus();
+    } else {
+      $('login-username').focus();
+    }
     await showSSO();
     return;
   }
@@ -42,7 +50,7 @@ async function start() {
   $('dashboard').hidden = false;
   $('logout').hidden = false;
   // tokens first: the usage table names the key of each row
-  await Promise.all([loadTokens().then(() => loadUsage(true)), loadChart(), loadModels()]);
+  await Promise.all([loadTokens().then(() => loadUsage(true)), loadChart(), loadModels(), loadInvitations()]);
 }
 
 // showSSO offers single sign-on when the gateway has it, and says why a
@@ -115,24 +123,33 @@ function showBudget(b) {
     $('redeem-form').before(box);
   }
   box.replaceChildren();
+  // when a plan pays, the home page says so: requests it covers cost the
+  // balance nothing
+  $('plan-pays').hidden = !(b && b.plan);
+  if (b && b.plan) {
+    $('plan-pays').textContent = b.plan_until ? t('plan.paysUntil', { plan: b.plan, date: fmtTime(b.plan_until) }) : t('plan.pays', { plan: b.plan });
+  }
   if (!b || (!b.plan && !(b.windows || []).length)) return;
   box.append(el('h3', {}, t('budget.title')));
   if (b.plan) {
     box.append(el('p', { id: 'budget-plan' }, t('budget.plan', { plan: b.plan }) +
-      (b.plan_until ? ' ' + t('budget.until', { date: new Date(b.plan_until).toLocaleString() }) : '')));
+      (b.plan_until ? ' ' + t('budget.until', { date: fmtTime(b.plan_until) }) : '')));
   }
   const whose = (subject) => {
     const [kind, rest] = subject.split(':');
     return t('budget.of.' + kind, { name: (rest || '').split('/')[0] });
   };
   const rows = (b.windows || []).map((w) => el('tr', { 'data-window': w.window },
-    el('td', {}, whose(w.subject) + ' · ' + t('budget.window.' + w.window)),
+    el('td', { class: 'soft' }, whose(w.subject) + ' · ' + t('budget.window.' + w.window)),
     el('td', { class: 'num' }, usd(w.spent) + ' / ' + usd(w.limit)),
-    el('td', {}, w.reset_at ? new Date(w.reset_at).toLocaleString() : t('budget.never'))));
+    el('td', { class: 'soft' }, w.reset_at ? fmtTime(w.reset_at) : t('budget.never'))));
   if (rows.length) {
-    box.append(el('table', { id: 'budget-table' },
+    // in a table-wrap, so a phone stacks its rows instead of scrolling
+    const table = el('table', { id: 'budget-table' },
       el('thead', {}, el('tr', {}, el('th', {}, t('budget.col.window')), el('th', { class: 'num' }, t('budget.col.spent')), el('th', {}, t('budget.col.reset')))),
-      el('tbody', {}, ...rows)));
+      el('tbody', {}, ...rows));
+    box.append(el('div', { class: 'table-wrap' }, table));
+    labelCells(table);
   }
 }
 
@@ -177,13 +194,15 @@ function onRedeem(ev) {
   ev.preventDefault();
   $('redeem-feedback').textContent = '';
   runAction($('redeem-submit'), $('redeem-error'), async () => {
-    await api('POST', '/api/user/topup', { key: $('redeem-key').value.trim() });
+    const r = await api('POST', '/api/user/topup', { key: $('redeem-key').value.trim() });
     $('redeem-key').value = '';
     // the balance read after the topup, so the message cannot be stale
     const u = await currentUser();
     if (u) showUser(u);
-    await Promise.all([loadChart(), loadUsage(true)]);
-    $('redeem-feedback').textContent = t('redeem.done', { balance: usd(u.quota) });
+    await Promise.all([loadChart(), loadUsage(true), loadInvitations()]);
+    // a plan code names its plan and when it ends
+    $('redeem-feedback').textContent = r.plan ? (r.plan_until ? t('redeem.plan', { plan: r.plan, date: fmtTime(r.plan_until) }) : t('redeem.planForever', { plan: r.plan }))
+      : t('redeem.done', { balance: usd(u.quota) });
   });
 }
 
@@ -260,14 +279,14 @@ function tokenRow(tok) {
       });
     } }, t('keys.delete'));
   return el('tr', { 'data-token-id': tok.id },
-    el('td', {}, tok.name, tok.management ? el('span', { class: 'muted' }, ' (' + t('keys.managementTag') + ')') : null),
+    el('td', { class: 'soft' }, tok.name, tok.management ? el('span', { class: 'muted' }, ' (' + t('keys.managementTag') + ')') : null),
     el('td', {}, el('code', {}, tok.key_prefix + '…')),
     el('td', {}, statusText(tok.status)),
     el('td', { class: 'num' }, usd(tok.used_quota)),
     el('td', { class: 'num' }, tok.quota_limit ? usd(tok.quota_limit) : '—'),
-    el('td', {}, tok.models.length ? tok.models.join(', ') : t('keys.allModels')),
-    el('td', {}, limitsText(tok.limits)),
-    el('td', {}, tok.expires_at ? fmtTime(tok.expires_at) : t('keys.never')),
+    el('td', { class: 'soft' }, tok.models.length ? tok.models.join(', ') : t('keys.allModels')),
+    el('td', { class: 'soft' }, limitsText(tok.limits)),
+    el('td', { class: 'soft' }, tok.expires_at ? fmtTime(tok.expires_at) : t('keys.never')),
     el('td', {}, el('span', { class: 'row' }, editBtn, toggleBtn, deleteBtn)));
 }
 
@@ -336,12 +355,13 @@ async function loadUsage(fromStart) {
     const r = await api('GET', '/api/user/usage?' + q);
     const tbody = $('usage');
     tbody.replaceChildren(...r.data.map((l) => el('tr', {},
-      el('td', {}, fmtTime(l.created_at)),
-      el('td', {}, l.model),
-      el('td', {}, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, t('usage.deletedKey'))),
+      el('td', { class: 'soft' }, fmtTime(l.created_at)),
+      el('td', { class: 'soft' }, l.model),
+      el('td', { class: 'soft' }, tokensById.has(l.token_id) ? tokensById.get(l.token_id).name : el('span', { class: 'muted' }, t('usage.deletedKey'))),
       el('td', { class: 'num' }, l.prompt_tokens),
       el('td', { class: 'num' }, l.completion_tokens),
-      el('td', { class: 'num' }, usd(l.cost)),
+      // a row a plan paid cost the balance nothing: it says so
+      el('td', { class: 'num' }, l.plan ? el('span', { 'data-plan': l.plan }, usd(l.cost) + ' · ' + t('usage.byPlan', { plan: l.plan })) : usd(l.cost)),
       el('td', { class: 'num' }, l.status),
       el('td', { class: 'num' }, t('usage.ms', { n: l.latency_ms })),
       el('td', { class: 'error-text' }, l.error || ''))));
@@ -397,4 +417,28 @@ async function loadChart() {
   } catch (e) {
     $('chart-summary').textContent = t('chart.failed', { error: e.message });
   }
+}
+
+// loadInvitations shows the invitation link, the reward rule in words
+// (as configured), the people who signed up with the code and the
+// rewards still owed.
+async function loadInvitations() {
+  let r;
+  try {
+    r = await api('GET', '/api/user/invitations');
+  } catch (e) {
+    showError($('transfer-error'), e);
+    return;
+  }
+  $('invite-link-box').hidden = !r.aff_code;
+  if (r.aff_code) $('invite-link').textContent = location.origin + '/?aff=' + encodeURIComponent(r.aff_code);
+  let rule = r.reward > 0 ? t('invite.rule', { reward: usd(r.reward), min: usd(r.min_payment) }) + ' ' + t(r.plan_codes ? 'invite.rulePlanYes' : 'invite.rulePlanNo')
+    : t('invite.noReward');
+  if (!r.registration) rule += ' ' + t('invite.closed');
+  $('invite-rule').textContent = rule;
+  $('invite-pending').textContent = r.invitees.length ? t('invite.pending', { n: r.invitees.length, amount: usd(r.pending) }) : '';
+  const rows = r.invitees.map((v) => el('tr', {}, el('td', {}, v.username), el('td', {}, fmtTime(v.created_at)),
+    el('td', {}, v.reward_owed ? t('invite.owedYou', { reward: usd(v.reward_owed), min: usd(v.reward_min) }) : t('invite.settled'))));
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 3, class: 'muted' }, t('invite.nobody'))));
+  $('invitees').replaceChildren(...rows);
 }

@@ -41,12 +41,12 @@ async function load() {
   $('stat-tokens').textContent = fmtNumber(t.tokens);
   $('stat-errors').textContent = fmtNumber(r.total.errors) + (r.total.requests ? ' (' + pct(r.total.errors / r.total.requests) + ')' : '');
   $('stat-cache').textContent = pct(dash.cache.share);
-  $('stat-cache').title = fmtNumber(dash.cache.cached_tokens) + ' of ' + fmtNumber(dash.cache.prompt_tokens) + ' prompt tokens read from cache';
+  $('stat-cache').title = tr('dash.cacheOf', '{cached} of {prompt} prompt tokens read from cache', { cached: fmtNumber(dash.cache.cached_tokens), prompt: fmtNumber(dash.cache.prompt_tokens) });
   $('dash-sources').textContent = tr('dash.sources', 'Requests, spend, tokens and cache per day, model and user are the exact daily totals since {since}. Errors, channels and keys are counted over every request of the period that the usage log still keeps.', { since: dash.since });
   const keep = $('dash-series').value;
-  const opts = [el('option', { value: '' }, 'everything')];
+  const opts = [el('option', { value: '' }, tr('op.everything', 'everything'))];
   for (const g of ['model', 'user', 'key', 'channel']) {
-    for (const row of rows(g)) opts.push(el('option', { value: row.ref }, g + ': ' + row.name));
+    for (const row of rows(g)) opts.push(el('option', { value: row.ref }, tr('dash.group.' + g, g) + ': ' + row.name));
   }
   $('dash-series').replaceChildren(...opts);
   $('dash-series').value = opts.some((o) => o.value === keep) ? keep : '';
@@ -102,12 +102,12 @@ function drawChart() {
   const metric = $('dash-metric').value;
   const ref = $('dash-series').value;
   let days = metric === 'errors' ? dash.recent.total.daily : dash.total.daily;
-  let what = 'everything';
+  let what = tr('op.everything', 'everything');
   if (ref) {
     const g = ref.slice(0, ref.indexOf(':'));
     const row = rows(g).find((x) => x.ref === ref);
     if (row) {
-      what = g + ' ' + row.name;
+      what = tr('dash.group.' + g, g) + ' ' + row.name;
       days = metric === 'errors' ? (row.errDaily || days.map((d) => ({ day: d.day, errors: 0 }))) : row.daily;
     }
   }
@@ -115,8 +115,9 @@ function drawChart() {
   barChart($('chart'), $('chart-labels'), days, (d) => d[metric] || 0, show);
   const total = days.reduce((n, d) => n + (d[metric] || 0), 0);
   const peak = Math.max(0, ...days.map((d) => d[metric] || 0));
-  $('chart-title').textContent = metricNames[metric] + ' of ' + what;
-  $('chart-summary').textContent = 'Total ' + show(total) + ' ' + metricNames[metric] + ' over ' + days.length + ' days; highest day ' + show(peak) + '.';
+  const name = tr('dash.metric.' + metric, metricNames[metric]);
+  $('chart-title').textContent = tr('dash.chartOf', '{metric} of {what}', { metric: name, what });
+  $('chart-summary').textContent = tr('dash.summary', 'Total {total} {metric} over {days} days; highest day {peak}.', { total: show(total), metric: name, days: days.length, peak: show(peak) });
 }
 
 function drawTable() {
@@ -125,19 +126,19 @@ function drawTable() {
   const trs = list.map((row) => el('tr', { 'data-name': row.name },
     el('td', {}, row.name), el('td', { class: 'num' }, fmtNumber(row.requests)), el('td', { class: 'num' }, usd(row.cost)),
     el('td', { class: 'num' }, fmtNumber(row.tokens)), el('td', { class: 'num' }, fmtNumber(row.errors)),
-    el('td', { class: 'num', title: fmtNumber(row.cached) + ' of ' + fmtNumber(row.prompt) + ' prompt tokens read from cache' },
+    el('td', { class: 'num', title: tr('dash.cacheOf', '{cached} of {prompt} prompt tokens read from cache', { cached: fmtNumber(row.cached), prompt: fmtNumber(row.prompt) }) },
       row.prompt ? pct(row.cached / row.prompt) : '–'),
-    el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': 'Chart ' + group + ' ' + row.name, onclick: () => {
+    el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': tr('dash.chartNamed', 'Chart {group} {name}', { group: tr('dash.group.' + group, group), name: row.name }), onclick: () => {
       $('dash-series').value = row.ref;
       drawChart();
       $('h-time').scrollIntoView({ block: 'nearest' });
-    } }, 'Chart'))));
-  if (!trs.length) trs.push(el('tr', {}, el('td', { colspan: 7 }, 'Nothing in this period.')));
+    } }, tr('op.chart', 'Chart')))));
+  if (!trs.length) trs.push(el('tr', {}, el('td', { colspan: 7 }, tr('dash.nothing', 'Nothing in this period.'))));
   $('by-rows').replaceChildren(...trs);
   $('by-note').textContent = {
-    model: 'Every model used in the period, the costliest first.',
-    user: 'The ' + dash.users.length + ' users who spent the most in the period (at most 10).',
-    key: 'The keys that spent the most among the newest requests counted (at most 10).',
-    channel: 'Every channel among the newest requests counted, by the channel that answered; "(no channel answered)" holds requests refused before any channel and those every channel tried failed.',
+    model: tr('dash.note.model', 'Every model used in the period, the costliest first.'),
+    user: tr('dash.note.user', 'The {n} users who spent the most in the period (at most 10).', { n: dash.users.length }),
+    key: tr('dash.note.key', 'The keys that spent the most among the newest requests counted (at most 10).'),
+    channel: tr('dash.note.channel', 'Every channel among the newest requests counted, by the channel that answered; "(no channel answered)" holds requests refused before any channel and those every channel tried failed.'),
   }[group];
 }

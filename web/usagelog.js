@@ -107,21 +107,21 @@ async function load(fromStart) {
   }
 }
 
-function userName(id) { return userNames.get(id) || 'user #' + id; }
+function userName(id) { return userNames.get(id) || tr('op.userN', 'user #{id}', { id }); }
 
 function logRow(l) {
   const ok = l.status >= 200 && l.status < 300;
-  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': 'Detail of request ' + (l.request_id || l.id), onclick: () => showDetail(l) }, tr('op.detail', 'Detail'));
+  const btn = el('button', { type: 'button', class: 'secondary', 'aria-label': tr('log.detailNamed', 'Detail of request {id}', { id: l.request_id || l.id }), onclick: () => showDetail(l) }, tr('op.detail', 'Detail'));
   return el('tr', { 'data-id': l.id, 'data-request-id': l.request_id },
     el('td', {}, fmtTime(l.created_at)), el('td', {}, userName(l.user_id)), el('td', {}, l.token_id ? tr('log.keyN', 'key {id}', { id: l.token_id }) : '—'),
     el('td', {}, l.model), el('td', {}, l.channel || '—'), el('td', { class: 'num' + (ok ? '' : ' bad') }, l.status),
-    el('td', { class: 'num' }, fmtNumber(l.prompt_tokens + l.completion_tokens)), el('td', { class: 'num' }, usd(l.cost)),
+    el('td', { class: 'num' }, fmtNumber(l.prompt_tokens + l.completion_tokens)), el('td', { class: 'num' }, l.plan ? el('span', { 'data-plan': l.plan }, usd(l.cost) + ' · ' + tr('usage.byPlan', 'paid by plan {plan}', { plan: l.plan })) : usd(l.cost)),
     el('td', { class: 'num' }, fmtMS(l.latency_ms)), el('td', { class: 'error-text' }, l.error || ''), el('td', {}, btn));
 }
 
 function showDetail(l) {
   const items = [
-    ['Time', fmtTime(l.created_at)], ['User', userName(l.user_id) + ' (id ' + l.user_id + ')'], ['Key', l.token_id ? 'id ' + l.token_id : tr('log.noneValue', 'none')],
+    ['Time', fmtTime(l.created_at)], ['User', userName(l.user_id) + ' (' + tr('log.idN', 'id {id}', { id: l.user_id }) + ')'], ['Key', l.token_id ? tr('log.idN', 'id {id}', { id: l.token_id }) : tr('log.noneValue', 'none')],
     ['Model', l.model], ['Channel', l.channel || tr('log.noneAnswered', 'none answered')], ['Endpoint', l.endpoint || '—'],
     ['Status', String(l.status)], ['Error', l.error || tr('log.noneValue', 'none')],
     ['Request id', l.request_id || '—'], ['Upstream request id', l.upstream_request_id || '—'],

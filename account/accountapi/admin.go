@@ -15,7 +15,9 @@ import (
 )
 
 func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
-	f := store.UserFilter{Limit: 50, Search: strings.TrimSpace(r.URL.Query().Get("search"))}
+	q := r.URL.Query()
+	f := store.UserFilter{Limit: 50, Search: strings.TrimSpace(q.Get("search")),
+		Plan: strings.TrimSpace(q.Get("plan")), Group: strings.TrimSpace(q.Get("group"))}
 	var err error
 	if f.AfterID, err = queryID(r, "after", "a user id"); err != nil {
 		return nil, err
@@ -24,9 +26,18 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	if err != nil {
 		return nil, err
 	}
-	out := make([]account.UserView, len(users))
+	// each with the plan and budget group the users list shows, read at once
+	ids := make([]int64, len(users))
 	for i, u := range users {
-		out[i] = account.ViewUser(u)
+		ids[i] = u.ID
+	}
+	budgets, err := h.store.UserBudgetsOf(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]adminUserView, len(users))
+	for i, u := range users {
+		out[i] = adminView(u, budgets[u.ID])
 	}
 	next := ""
 	if len(users) == f.Limit {
@@ -87,8 +98,10 @@ func (h *Handler) updateUser(_ http.ResponseWriter, r *http.Request, c *caller) 
 	return account.ViewUser(u), nil
 }
 
-// updateTokenLimits sets any user's key's rate limits: PATCH
-// /api/admin/tokens/{id} {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}.
+// updateTokenLimits changes any user's key: PATCH /api/admin/tokens/{id}
+// with {"limits":{"rpm":N,"tpm":N,"max_parallel":N}} and any of the
+// fields a user changes on their own keys (name, status, quota_limit,
+// models, expires_at), as the console's user page sends them.
 func (h *Handler) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
@@ -96,34 +109,63 @@ func (h *Handler) updateTokenLimits(_ http.ResponseWriter, r *http.Request, c *c
 	}
 	var in struct {
 		Limits *account.LimitsChange `json:"limits"`
+		tokenInput
 	}
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	if in.Limits == nil {
-		return nil, badRequest("invalid_request", `send {"limits":{"rpm":N,"tpm":N,"max_parallel":N}}: the fields to change, 0 to clear one`)
+	other := in.Name != nil || in.QuotaLimit != nil || in.Models != nil || in.ExpiresAt != nil || in.Status != nil
+	if in.Limits == nil && !other {
+		return nil, badRequest("invalid_request", `send {"limits":{"rpm":N,"tpm":N,"max_parallel":N}} (0 clears one) or any of name, status, quota_limit, models, expires_at`)
+	}
+	if in.Management != nil {
+		return nil, badRequest("invalid_request", "whether a key is a management key is set when it is made")
 	}
 	old, err := h.store.TokenByID(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
-	if c.token != nil {
-		// an administrator's management key lifts no key's limits above
-		// its own, its own included
-		want := account.SpecOf(old)
-		if want.Limits, err = in.Limits.Apply(old.Limits); err != nil {
-			return nil, err
-		}
-		if err := account.KeyWithin(&store.Token{Limits: c.token.Limits, Management: true}, want, old.UsedQuota); err != nil {
-			return nil, err
-		}
-	}
-	t, err := account.SetKeyLimits(r.Context(), h.store, c.user, id, *in.Limits)
-	if err != nil {
+	want := account.SpecOf(old)
+	if err := in.apply(&want); err != nil {
 		return nil, err
 	}
-	before, after := account.AuditKey(old), account.AuditKey(t)
-	h.audit(r.Context(), c, account.AuditKeyUpdate, account.KeyTarget(id), before, after)
+	if in.Models != nil && !slices.Equal(*in.Models, old.Models) {
+		if err := h.checkModels(*in.Models); err != nil {
+			return nil, err
+		}
+	}
+	if c.token != nil {
+		// an administrator's management key lifts no key's limits above
+		// its own (its own included), and makes no key wider than itself
+		if in.Limits != nil {
+			if want.Limits, err = in.Limits.Apply(old.Limits); err != nil {
+				return nil, err
+			}
+		}
+		bound := &store.Token{Limits: c.token.Limits, Management: true}
+		if other {
+			bound = c.token
+		}
+		if err := account.KeyWithin(bound, want, old.UsedQuota); err != nil {
+			return nil, err
+		}
+	}
+	t := old
+	if other {
+		status := old.Status
+		if in.Status != nil {
+			status = *in.Status
+		}
+		if _, t, err = account.AdminUpdateToken(r.Context(), h.store, c.user, id, want, status); err != nil {
+			return nil, err
+		}
+	}
+	if in.Limits != nil {
+		if t, err = account.SetKeyLimits(r.Context(), h.store, c.user, id, *in.Limits); err != nil {
+			return nil, err
+		}
+	}
+	h.audit(r.Context(), c, account.AuditKeyUpdate, account.KeyTarget(id), account.AuditKey(old), account.AuditKey(t))
 	h.keys.Forget(t.KeyHash)
 	return account.ViewToken(t), nil
 }
@@ -152,6 +194,10 @@ func (h *Handler) createCodes(_ http.ResponseWriter, r *http.Request, c *caller)
 		Count     int    `json:"count"`
 		Quota     int64  `json:"quota"`
 		ExpiresAt string `json:"expires_at"`
+		// Plan and PlanDays make plan codes: each grants the plan for the
+		// days instead of quota
+		Plan     string `json:"plan"`
+		PlanDays int64  `json:"plan_days"`
 	}
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -167,7 +213,19 @@ func (h *Handler) createCodes(_ http.ResponseWriter, r *http.Request, c *caller)
 		}
 		expires = t
 	}
-	codes, err := account.CreateCodeBatch(r.Context(), h.store, in.Name, in.Count, in.Quota, expires)
+	var codes []*store.RedemptionCode
+	var err error
+	if in.Plan != "" || in.PlanDays != 0 {
+		if in.Quota != 0 {
+			return nil, badRequest("invalid_request", "a code grants quota or a plan, not both: send quota, or plan and plan_days")
+		}
+		if !h.knownBudget("plan", in.Plan) {
+			return nil, badRequest("unknown_plan", "no plan named %q is configured: pick one of GET /api/admin/plans", in.Plan)
+		}
+		codes, err = account.CreatePlanCodes(r.Context(), h.store, in.Name, in.Count, in.Plan, in.PlanDays, expires)
+	} else {
+		codes, err = account.CreateCodeBatch(r.Context(), h.store, in.Name, in.Count, in.Quota, expires)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -142,6 +142,7 @@ func New(cfg Config) *Handler {
 	h.budgetRoutes(m)
 	h.alertRoutes(m)
 	h.runtimeRoutes(m)
+	h.userPageRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))

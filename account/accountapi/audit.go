@@ -89,13 +89,13 @@ func (h *Handler) exportCodes(w http.ResponseWriter, r *http.Request, c *caller)
 	w.Header().Set("Content-Disposition", `attachment; filename="redemption-codes.csv"`)
 	w.Header().Set("Cache-Control", "no-store")
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"id", "name", "code", "quota", "usd", "status", "used_by", "created_at", "redeemed_at", "expires_at"})
+	_ = cw.Write([]string{"id", "name", "code", "quota", "usd", "status", "used_by", "created_at", "redeemed_at", "expires_at", "plan", "plan_days"})
 	for _, code := range codes {
 		// a batch's name is an administrator's text: a spreadsheet shows it
 		// rather than runs it
 		_ = cw.Write([]string{strconv.FormatInt(code.ID, 10), spreadsheet.Cell(code.Name), spreadsheet.Cell(code.Code), strconv.FormatInt(code.Quota, 10),
 			dollars(code.Quota), code.Status, strconv.FormatInt(code.UsedBy, 10), rfc3339(code.CreatedAt),
-			rfc3339(code.RedeemedAt), rfc3339(code.ExpiresAt)})
+			rfc3339(code.RedeemedAt), rfc3339(code.ExpiresAt), spreadsheet.Cell(code.Plan), strconv.FormatInt(code.PlanDays, 10)})
 	}
 	cw.Flush()
 	h.log.Info("codes exported", zap.String("by", c.user.Username), zap.Int("codes", len(codes)))

@@ -114,6 +114,11 @@ func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 	if err := account.CheckCodePlan(r.Context(), h.store, in.Key, h.knownBudget); err != nil {
 		return nil, err
 	}
+	// the plan before, so the answer can tell a plan code's plan and end
+	before, err := h.store.UserBudget(r.Context(), c.user.ID)
+	if err != nil {
+		return nil, err
+	}
 	added, err := h.gate.Redeem(r.Context(), h.clientNetwork(r), c.user.ID, in.Key)
 	if err != nil {
 		return nil, err
@@ -123,7 +128,29 @@ func (h *Handler) topup(_ http.ResponseWriter, r *http.Request, c *caller) (any,
 	if h.budgets != nil {
 		h.budgets.Forget(c.user.ID, 0) // a plan code's plan applies at once
 	}
-	return struct{}{}, nil
+	return h.redeemed(r, c.user.ID, added, before)
+}
+
+// redeemed is the answer to a topup: what the code added, the balance,
+// and for a plan code the plan and when it ends.
+func (h *Handler) redeemed(r *http.Request, userID, added int64, before store.UserBudget) (any, error) {
+	out := map[string]any{"quota_added": added}
+	u, err := h.store.UserByID(r.Context(), userID)
+	if err != nil {
+		return nil, err
+	}
+	out["quota"] = u.Quota
+	after, err := h.store.UserBudget(r.Context(), userID)
+	if err != nil {
+		return nil, err
+	}
+	if after.Plan != "" && (after.Plan != before.Plan || !after.PlanUntil.Equal(before.PlanUntil)) {
+		out["plan"] = after.Plan
+		if !after.PlanUntil.IsZero() {
+			out["plan_until"] = after.PlanUntil.UTC().Format(time.RFC3339)
+		}
+	}
+	return out, nil
 }
 
 func (h *Handler) affTransfer(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {

@@ -111,6 +111,14 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 		args = append(args, store.LikePart(f.Search))
 		q += ` AND username ILIKE $2`
 	}
+	if f.Plan != "" {
+		args = append(args, f.Plan)
+		q += ` AND id IN (SELECT user_id FROM user_budgets WHERE plan = $` + strconv.Itoa(len(args)) + `)`
+	}
+	if f.Group != "" {
+		args = append(args, f.Group)
+		q += ` AND id IN (SELECT user_id FROM user_budgets WHERE budget_group = $` + strconv.Itoa(len(args)) + `)`
+	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
 	return collect(rows, err, store.ScanUser, "list users")

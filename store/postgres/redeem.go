@@ -122,6 +122,10 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 		n := strconv.Itoa(len(args))
 		q += ` AND (name ILIKE $` + n + ` OR code ILIKE $` + n + `)`
 	}
+	if f.UsedBy != 0 {
+		args = append(args, f.UsedBy)
+		q += ` AND used_by = $` + strconv.Itoa(len(args))
+	}
 	args = append(args, limit)
 	rows, err := s.pool.Query(ctx, q+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	return collect(rows, err, store.ScanCode, "list redemption codes")

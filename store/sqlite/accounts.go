@@ -135,6 +135,12 @@ func (s *Store) ListUsers(ctx context.Context, f store.UserFilter) ([]*store.Use
 		// LIKE ignores ASCII case in SQLite
 		q, args = q+` AND username LIKE ? ESCAPE '\'`, append(args, store.LikePart(f.Search))
 	}
+	if f.Plan != "" {
+		q, args = q+` AND id IN (SELECT user_id FROM user_budgets WHERE plan = ?)`, append(args, f.Plan)
+	}
+	if f.Group != "" {
+		q, args = q+` AND id IN (SELECT user_id FROM user_budgets WHERE budget_group = ?)`, append(args, f.Group)
+	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id LIMIT ?`, append(args, limit)...)
 	return collect(rows, err, store.ScanUser, "list users")
 }

@@ -114,6 +114,9 @@ func (s *Store) ListRedemptionCodes(ctx context.Context, f store.CodeFilter) ([]
 		q += ` AND (name LIKE ? ESCAPE '\' OR code LIKE ? ESCAPE '\')`
 		args = append(args, store.LikePart(f.Search), store.LikePart(f.Search))
 	}
+	if f.UsedBy != 0 {
+		q, args = q+` AND used_by = ?`, append(args, f.UsedBy)
+	}
 	rows, err := s.r.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
 	return collect(rows, err, store.ScanCode, "list redemption codes")
 }

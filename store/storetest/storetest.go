@@ -135,6 +135,12 @@ func Run(t *testing.T, open Opener) {
 		{"Prices", []test{
 			{"UsagePriceTier", testUsagePriceTier},
 		}},
+		{"UserPage", []test{
+			{"ListUserSessions", testListUserSessions},
+			{"ListInvitees", testListInvitees},
+			{"ListUsersByPlanAndGroup", testListUsersByPlanAndGroup},
+			{"ListCodesUsedBy", testListCodesUsedBy},
+		}},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
