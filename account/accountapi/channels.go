@@ -121,7 +121,9 @@ func (h *Handler) runtimeRoutes(m *http.ServeMux) {
 	m.HandleFunc("PATCH /api/admin/channels/{name}", h.admin(h.updateChannel))
 	m.HandleFunc("DELETE /api/admin/channels/{name}", h.admin(h.deleteChannel))
 	for kind, k := range itemKinds {
-		m.HandleFunc("GET /api/admin/"+k.path, h.admin(h.listItems(kind)))
+		if kind != store.RuntimePlan { // plans: listPlans (userpage.go) answers both views
+			m.HandleFunc("GET /api/admin/"+k.path, h.admin(h.listItems(kind)))
+		}
 		m.HandleFunc("POST /api/admin/"+k.path, h.admin(h.createItem(kind)))
 		m.HandleFunc("PATCH /api/admin/"+k.path+"/{name}", h.admin(h.updateItem(kind)))
 		m.HandleFunc("DELETE /api/admin/"+k.path+"/{name}", h.admin(h.deleteItem(kind)))

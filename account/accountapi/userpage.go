@@ -261,10 +261,18 @@ type groupView struct {
 
 // listPlans answers GET /api/admin/plans: the plans and budget groups
 // configured, by name, for the console's pickers.
-func (h *Handler) listPlans(_ http.ResponseWriter, _ *http.Request, _ *caller) (any, error) {
+//
+// The same answer carries, under "data", the plans as the pricing page
+// edits them (each with its source, the Caddyfile or the database), when
+// the gateway keeps runtime configuration.
+func (h *Handler) listPlans(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 	plans, groups := []planView{}, []groupView{}
 	if h.budgets != nil {
-		for name, p := range h.budgets.Plans {
+		for _, name := range h.budgets.PlanNames() {
+			p := h.budgets.Plan(name)
+			if p == nil {
+				continue
+			}
 			models := p.Models
 			if models == nil {
 				models = []string{}
@@ -277,7 +285,15 @@ func (h *Handler) listPlans(_ http.ResponseWriter, _ *http.Request, _ *caller) (
 	}
 	slices.SortFunc(plans, func(a, b planView) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(groups, func(a, b groupView) int { return strings.Compare(a.Name, b.Name) })
-	return map[string]any{"plans": plans, "groups": groups}, nil
+	answer := map[string]any{"plans": plans, "groups": groups}
+	if h.runtime != nil {
+		items, err := h.listItems(store.RuntimePlan)(w, r, c)
+		if err != nil {
+			return nil, err
+		}
+		answer["data"] = items.(map[string]any)["data"]
+	}
+	return answer, nil
 }
 
 // windowMap is limits by window name, the windows set only.
