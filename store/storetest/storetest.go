@@ -80,6 +80,11 @@ func Run(t *testing.T, open Opener) {
 		{"ClientSecrets", []test{
 			{"ClientSecrets", testClientSecrets},
 		}},
+		{"Payments", []test{
+			{"PaymentCreditedOnce", testPaymentCreditedOnce},
+			{"PaymentRefundsAndDisputes", testPaymentRefundsAndDisputes},
+			{"PaymentRefusals", testPaymentRefusals},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
@@ -145,6 +150,7 @@ func RunInstances(t *testing.T, open InstancesOpener) {
 		{"FinishTaskOnce", testInstancesFinishTaskOnce},
 		{"MixedMoneyWrites", testInstancesMixedMoneyWrites},
 		{"LeaseRace", testInstancesLeaseRace},
+		{"PaymentEventOnce", testInstancesPaymentEventOnce},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
 	}
