@@ -70,6 +70,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		SSO:           sso,
 		Log:           ctx.Logger(),
 		Budgets:       app.gate.Budgets,
+		Payments:      app.payments,
 	})
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/metrics"
+	"github.com/caddy-model-gateway/gateway/payments"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
@@ -153,6 +154,8 @@ type App struct {
 	Affinity *routing.AffinityConfig `json:"affinity,omitempty"`
 	// Budgets are spending windows, plans and model groups.
 	Budgets *billing.BudgetConfig `json:"budgets,omitempty"`
+	// Payments is self-serve top-up through a payment provider; off when unset.
+	Payments *PaymentsConfig `json:"payments,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -182,6 +185,8 @@ type App struct {
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
 	taskDialect adapters.Dialect
+	// payments is self-serve top-up; nil when not configured
+	payments *payments.Service
 }
 
 // DatabaseConfig names a store driver and its data source.
@@ -393,6 +398,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.taskDialect = tasks.Dialect{Dialect: a.dialects[len(a.dialects)-1]}
 	a.tasks = a.newTaskEngine()
+	if a.payments, err = a.Payments.service(ctx, a); err != nil {
+		return err
+	}
 	return nil
 }
 

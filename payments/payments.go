@@ -145,6 +145,9 @@ func (s *Service) Name() string { return s.cfg.Name }
 // Items is the price list, in the operator's order.
 func (s *Service) Items() []Item { return s.cfg.Items }
 
+// ErrProvider is a provider's failure to start a checkout.
+var ErrProvider = errors.New("the payment provider failed")
+
 // ErrUnknownItem is a checkout for an item the price list does not have.
 var ErrUnknownItem = errors.New("no such price")
 
@@ -172,7 +175,7 @@ func (s *Service) Checkout(ctx context.Context, u *store.User, itemID string) (*
 	c, err := s.cfg.Provider.CreateCheckout(ctx, CheckoutRequest{Reference: ref, UserID: u.ID, Item: it,
 		SuccessURL: s.cfg.SuccessURL, CancelURL: s.cfg.CancelURL})
 	if err != nil {
-		return nil, fmt.Errorf("start a %s checkout: %w", s.cfg.Name, err)
+		return nil, fmt.Errorf("start a %s checkout: %w: %w", s.cfg.Name, ErrProvider, err)
 	}
 	s.cfg.Log.Info("checkout started", zap.Int64("user_id", u.ID), zap.String("payment", ref),
 		zap.String("item", it.ID), zap.String("checkout", c.ID))

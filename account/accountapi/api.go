@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account/oidc"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/payments"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -75,6 +76,8 @@ type Config struct {
 	Log *zap.Logger
 	// Budgets are the spending windows and plans; nil: none shown
 	Budgets *billing.Budgets
+	// Payments is self-serve top-up; nil: off
+	Payments *payments.Service
 }
 
 // Handler serves the API. Callers are known by the login session's
@@ -93,12 +96,14 @@ type Handler struct {
 	log      *zap.Logger
 	mux      *http.ServeMux
 	budgets  *billing.Budgets
+	payments *payments.Service
 }
 
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
-		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets}
+		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets,
+		payments: cfg.Payments}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -136,6 +141,7 @@ func New(cfg Config) *Handler {
 	m.HandleFunc("GET /api/admin/audit", h.admin(h.listAudit))
 	m.HandleFunc("GET /api/admin/codes/export", h.admin(h.exportCodes))
 	h.budgetRoutes(m)
+	h.paymentRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))
@@ -151,7 +157,7 @@ const (
 // Handles reports whether path is the API's; other requests belong to
 // whatever serves next.
 func Handles(path string) bool {
-	return strings.HasPrefix(path, userPrefix) || strings.HasPrefix(path, adminPrefix)
+	return strings.HasPrefix(path, userPrefix) || strings.HasPrefix(path, adminPrefix) || strings.HasPrefix(path, webhookPrefix)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
