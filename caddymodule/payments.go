@@ -97,7 +97,9 @@ func parsePayments(d *caddyfile.Dispenser) (*PaymentsConfig, error) {
 		}
 	}
 	own = append(own, caddyfile.Token{File: nameTok.File, Line: last + 1, Text: "}"})
-	unm, err := caddyfile.UnmarshalModule(caddyfile.NewDispenser(own), "gateway.payments."+name)
+	pd := caddyfile.NewDispenser(own)
+	pd.Next() // UnmarshalModule takes the segment from the current token
+	unm, err := caddyfile.UnmarshalModule(pd, "gateway.payments."+name)
 	if err != nil {
 		return nil, err
 	}
