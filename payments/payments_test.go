@@ -45,8 +45,10 @@ func TestParseAmount(t *testing.T) {
 
 type nopProvider struct{}
 
-func (nopProvider) CreateCheckout(context.Context, CheckoutRequest) (*Checkout, error) { return nil, nil }
-func (nopProvider) ParseWebhook(http.Header, []byte) (*store.PaymentEvent, error)       { return nil, nil }
+func (nopProvider) CreateCheckout(context.Context, CheckoutRequest) (*Checkout, error) {
+	return nil, nil
+}
+func (nopProvider) ParseWebhook(http.Header, []byte) (*store.PaymentEvent, error) { return nil, nil }
 
 // A price list that cannot be sold from is refused when the service is made.
 func TestNewChecksThePriceList(t *testing.T) {
