@@ -11,8 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/payments"
-	// the payment providers this build knows
-	_ "github.com/caddy-model-gateway/gateway/payments/stripe"
 )
 
 // PaymentsConfig is self-serve top-up: a payment provider (a

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	// the provider the tests configure
+	_ "github.com/caddy-model-gateway/gateway/payments/stripe"
 )
 
 // Each mistake in a payments block is refused with what to write instead.
