@@ -23,8 +23,8 @@ const (
 
 // paymentsConfig is the account configuration with top-up through the
 // fake Stripe at base: 10.00 USD for 10 USD of credit, 20.00 USD for 21.
-func paymentsConfig(base string) *caddyfile {
-	return accountConfig("on", 1000, 1000).
+func paymentsConfig(base string, rate int) *caddyfile {
+	return accountConfig("on", rate, 1000).
 		option(block("payments stripe",
 			"secret_key {env.TEST_STRIPE_SECRET_KEY}",
 			"webhook_secret {env.TEST_STRIPE_WEBHOOK_SECRET}",
@@ -45,10 +45,16 @@ func paymentsConfig(base string) *caddyfile {
 // Stripe that delivers its webhooks to it.
 func startPayments(t *testing.T) (*gatewaytest.Gateway, *gatewaytest.FakeStripe) {
 	t.Helper()
+	return startPaymentsLimited(t, 1000)
+}
+
+// startPaymentsLimited is startPayments with account_rate_limit rate a minute.
+func startPaymentsLimited(t *testing.T, rate int) (*gatewaytest.Gateway, *gatewaytest.FakeStripe) {
+	t.Helper()
 	t.Setenv("TEST_STRIPE_SECRET_KEY", stripeTestKey)
 	t.Setenv("TEST_STRIPE_WEBHOOK_SECRET", stripeTestSecret)
 	fake := gatewaytest.NewFakeStripe(t, stripeTestKey, stripeTestSecret)
-	g := gatewaytest.Start(t, paymentsConfig(fake.BaseURL()).String(), nil)
+	g := gatewaytest.Start(t, paymentsConfig(fake.BaseURL(), rate).String(), nil)
 	fake.SetWebhook(g.URL + "/api/payments/stripe/webhook")
 	return g, fake
 }
@@ -153,6 +159,10 @@ func TestPaymentsStripeCheckout(t *testing.T) {
 			t.Errorf("%s delivery answered %d %s, want 400 invalid_signature", name, d.Status, d.Body)
 		}
 	}
+	// a delivery past 1 MiB is refused before it is read further
+	if d := fake.Send([]byte(`{"id":"evt_big","pad":"`+strings.Repeat("x", 1<<20)+`"}`), fake.SignatureHeader(time.Now(), paid.Payload)); d.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 1 MiB delivery answered %d %s, want 413", d.Status, d.Body)
+	}
 	if u := alice.self(); u.Quota+u.UsedQuota != 10_000_000 {
 		t.Fatalf("after replays: quota %d + used %d, want 10000000 in all", u.Quota, u.UsedQuota)
 	}
@@ -240,5 +250,23 @@ func TestPaymentsStripeDatabaseRefuses(t *testing.T) {
 	}
 	if got := carol.self().Quota; got != 10_000_000 {
 		t.Fatalf("balance %d, want 10000000", got)
+	}
+}
+
+// Each checkout is a stored payment and a call to Stripe: a user gets
+// account_rate_limit of them a minute, and the one past it is a 429 that
+// stores nothing and calls no one.
+func TestPaymentsCheckoutsBounded(t *testing.T) {
+	g, fake := startPaymentsLimited(t, 2)
+	dan := loggedIn(t, g, "dan", 0, "user")
+	dan.checkout("usd10")
+	dan.checkout("usd20")
+	dan.do(http.MethodPost, "/api/user/topup/checkout", map[string]string{"price": "usd10"}).apiErr(t, http.StatusTooManyRequests, "rate_limited")
+	if n := fake.Creates(); n != 2 {
+		t.Fatalf("Stripe was asked for %d sessions, want 2", n)
+	}
+	list, err := g.Store().ListPayments(context.Background(), dan.self().ID, 0)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("stored payments %d, %v; want 2", len(list), err)
 	}
 }
