@@ -203,6 +203,13 @@ func TestPaymentsStripeCheckout(t *testing.T) {
 	if len(payments) != 1 || payments[0].Status != store.PaymentDisputed || payments[0].Refunded != 5_250_000 || payments[0].Disputed != 15_750_000 {
 		t.Fatalf("bob's payments %+v", payments)
 	}
+	admin := loggedIn(t, g, "boss", 0, "admin")
+	var all []store.Payment
+	admin.ok(http.MethodGet, "/api/admin/payments", nil).decode(t, &all)
+	if len(all) != 2 || all[0].Item != "usd20" || all[1].Item != "usd10" || all[1].Status != store.PaymentPaid {
+		t.Fatalf("every payment, as an administrator sees them: %+v", all)
+	}
+	alice.do(http.MethodGet, "/api/admin/payments", nil).apiErr(t, http.StatusForbidden, "admin_only")
 	entries, err := g.Store().ListAudit(context.Background(), store.AuditFilter{Action: "payment.", Target: "user:" + strconv.FormatInt(bob.self().ID, 10)})
 	if err != nil {
 		t.Fatal(err)

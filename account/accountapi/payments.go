@@ -27,6 +27,7 @@ func (h *Handler) paymentRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /api/user/topup/prices", h.user(h.topupPrices))
 	m.HandleFunc("POST /api/user/topup/checkout", h.user(h.topupCheckout))
 	m.HandleFunc("GET /api/user/topup/payments", h.user(h.topupPayments))
+	m.HandleFunc("GET /api/admin/payments", h.admin(h.adminPayments))
 	m.HandleFunc("POST "+webhookPrefix+"{provider}/webhook", h.wrap(h.paymentWebhook))
 	m.HandleFunc(webhookPrefix, h.wrap(h.noRoute))
 }
@@ -95,6 +96,30 @@ func (h *Handler) topupPayments(_ http.ResponseWriter, r *http.Request, c *calle
 		return []*store.Payment{}, nil
 	}
 	list, err := h.payments.Payments(r.Context(), c.user.ID, 20)
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []*store.Payment{}
+	}
+	return list, nil
+}
+
+// adminPayments lists every user's payments (?user_id= one user's),
+// newest first, at most ?limit= (100 by default, 1000 at most).
+func (h *Handler) adminPayments(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
+	userID, err := queryID(r, "user_id", "a user's id")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryID(r, "limit", "a number of payments")
+	if err != nil {
+		return nil, err
+	}
+	if h.payments == nil {
+		return []*store.Payment{}, nil
+	}
+	list, err := h.payments.Payments(r.Context(), userID, int(min(limit, 1000)))
 	if err != nil {
 		return nil, err
 	}
