@@ -277,3 +277,53 @@ func TestPaymentsCheckoutsBounded(t *testing.T) {
 		t.Fatalf("stored payments %d, %v; want 2", len(list), err)
 	}
 }
+
+// TestInstancesPaymentsOnce: on two instances of one PostgreSQL database,
+// a payment checked out on A and delivered to B is spendable on A at once
+// (with a 10-minute key cache: only the credit's announcement can tell A);
+// a refund delivered to both at the same moment is applied by one, and
+// the other answers duplicate.
+func TestInstancesPaymentsOnce(t *testing.T) {
+	t.Setenv("TEST_STRIPE_SECRET_KEY", stripeTestKey)
+	t.Setenv("TEST_STRIPE_WEBHOOK_SECRET", stripeTestSecret)
+	fake := gatewaytest.NewFakeStripe(t, stripeTestKey, stripeTestSecret)
+	gws := gatewaytest.StartInstances(t, 2, paymentsConfig(fake.BaseURL(), 1000).option("token_cache_ttl 10m").String(), nil)
+	hook := func(g *gatewaytest.Gateway) string { return g.URL + "/api/payments/stripe/webhook" }
+	key := gws[0].AddUser("ivy", 0)
+	ivy := newClient(t, gws[0])
+	ivy.login("ivy")
+	if s := chatOnce(t, gws[0], key, "hello"); s != http.StatusTooManyRequests {
+		t.Fatalf("with no balance A answers %d, want 429", s)
+	}
+	co := ivy.checkout("usd10")
+	fake.SetWebhook(hook(gws[1]))
+	if d, err := fake.Pay(co.ID); err != nil || outcome(t, d) != "applied" {
+		t.Fatalf("paid on B: %v %+v", err, d)
+	}
+	deadline := time.Now().Add(heard)
+	for chatOnce(t, gws[0], key, "hello") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("A did not hear of the payment B applied within %s", heard)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// the refund's event, held, then delivered to both at once
+	fake.SetWebhook("http://127.0.0.1:1/nowhere")
+	held, err := fake.Refund(co.ID, 1000)
+	if err != nil || held.Status != 0 {
+		t.Fatalf("held refund: %v %+v", err, held)
+	}
+	answers := make(chan gatewaytest.Delivery, 2)
+	for _, g := range gws {
+		go func() { answers <- fake.ResendTo(hook(g), held) }()
+	}
+	got := []string{outcome(t, <-answers), outcome(t, <-answers)}
+	if !(got[0] == "applied" && got[1] == "duplicate" || got[0] == "duplicate" && got[1] == "applied") {
+		t.Fatalf("one refund delivered to both instances: %q, want one applied and one duplicate", got)
+	}
+	gws[0].WaitUsage("ivy", 1)
+	if u := ivy.self(); u.Quota+u.UsedQuota != 0 {
+		t.Fatalf("after the whole refund: quota %d + used %d, want 0 in all (taken back once)", u.Quota, u.UsedQuota)
+	}
+}

@@ -318,6 +318,12 @@ func (f *FakeStripe) Resend(d Delivery) Delivery {
 	return f.send(d.EventID, d.Type, d.Payload, f.SignatureHeader(time.Now(), d.Payload))
 }
 
+// ResendTo delivers an earlier event again, freshly signed, to url
+// rather than the webhook: to one instance of several.
+func (f *FakeStripe) ResendTo(url string, d Delivery) Delivery {
+	return f.sendTo(url, d.EventID, d.Type, d.Payload, f.SignatureHeader(time.Now(), d.Payload))
+}
+
 // Send delivers payload with the given Stripe-Signature header ("" for
 // none): for tests of bad signatures.
 func (f *FakeStripe) Send(payload []byte, signature string) Delivery {
@@ -342,6 +348,10 @@ func (f *FakeStripe) send(id, typ string, payload []byte, signature string) Deli
 	f.mu.Lock()
 	url := f.webhook
 	f.mu.Unlock()
+	return f.sendTo(url, id, typ, payload, signature)
+}
+
+func (f *FakeStripe) sendTo(url, id, typ string, payload []byte, signature string) Delivery {
 	d := Delivery{EventID: id, Type: typ, Payload: payload}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(payload))
 	if err == nil {
