@@ -146,7 +146,7 @@ func (c *PaymentsConfig) service(ctx caddy.Context, a *App) (*payments.Service, 
 	if !ok {
 		return nil, fmt.Errorf("payments: module %T is not a payment provider", mod)
 	}
-	name := string(mod.(caddy.Module).CaddyModule().ID.Name())
+	name := mod.(caddy.Module).CaddyModule().ID.Name()
 	items := make([]payments.Item, 0, len(c.Prices))
 	for _, p := range c.Prices {
 		cur := strings.ToLower(p.Currency)
