@@ -13,6 +13,9 @@ import (
 	// upstream families (gateway.adapters.*), one blank import each there
 	_ "github.com/caddy-model-gateway/gateway/adapters/all"
 
+	// payment providers (gateway.payments.*) for self-serve top-up
+	_ "github.com/caddy-model-gateway/gateway/payments/stripe"
+
 	// stores: SQLite for one machine, PostgreSQL for several instances
 	_ "github.com/caddy-model-gateway/gateway/store/postgres"
 	_ "github.com/caddy-model-gateway/gateway/store/sqlite"

@@ -71,6 +71,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		Log:           ctx.Logger(),
 		Budgets:       app.gate.Budgets,
 		Runtime:       app,
+		Payments:      app.payments,
 	})
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/metrics"
+	"github.com/caddy-model-gateway/gateway/payments"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
@@ -174,6 +175,8 @@ type App struct {
 	AllowPrivateUpstreams []string `json:"allow_private_upstreams,omitempty"`
 	// Cache is the exact response cache; off unless enabled.
 	Cache *cache.Config `json:"cache,omitempty"`
+	// Payments is self-serve top-up through a payment provider; off when unset.
+	Payments *PaymentsConfig `json:"payments,omitempty"`
 
 	db       *database
 	channels *routing.Set
@@ -214,6 +217,8 @@ type App struct {
 	// this configuration's budget alerts, nil when off
 	alerts       *alerts.Notifier
 	unhookAlerts func()
+	// payments is self-serve top-up; nil when not configured
+	payments *payments.Service
 }
 
 // DatabaseConfig names a store driver and its data source.
@@ -443,6 +448,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if err := metrics.Register(reg, alertMetrics(a.alerts)...); err != nil {
 			return fmt.Errorf("registering the alerts' metrics: %w", err)
 		}
+	}
+	if a.payments, err = a.Payments.service(ctx, a); err != nil {
+		return err
 	}
 	return a.provisionRuntime(ctx, repl)
 }

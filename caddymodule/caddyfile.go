@@ -263,6 +263,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := a.parseBudgetOption(d); err != nil {
 				return err
 			}
+		case "payments":
+			pc, err := parsePayments(d)
+			if err != nil {
+				return err
+			}
+			a.Payments = pc
 		case "sso":
 			sso, err := parseSSO(d)
 			if err != nil {

@@ -64,6 +64,7 @@ var consolePages = map[string]string{
 	"/console/admin":      "admin.html",
 	"/console/models":     "models.html",
 	"/console/playground": "playground.html",
+	"/console/topup":      "topup.html",
 	// the operators' pages
 	"/console/dashboard": "dashboard.html",
 	"/console/channels":  "channels.html",

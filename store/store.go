@@ -395,6 +395,7 @@ type Store interface {
 	ClientSecretStore // Realtime client secrets (clientsecrets.go)
 	AlertStore        // budget alerts (alerts.go)
 	RuntimeStore      // channels, prices and plans made at runtime (runtime.go)
+	PaymentStore      // self-serve top-ups (payments.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

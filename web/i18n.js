@@ -703,6 +703,28 @@ const I18N = {
   "op.editNamed": { en: "Edit {name}", zh: "编辑 {name}" },
   "op.disableCode": { en: "Disable code {id}", zh: "停用兑换码 {id}" },
   "op.enableCode": { en: "Enable code {id}", zh: "启用兑换码 {id}" },
+  // self-serve top-up (topup.html)
+  "topup.pageTitle": { en: "Top up · Model Gateway", zh: "充值 · 模型网关" },
+  "topup.heading": { en: "Model Gateway · Top up", zh: "模型网关 · 充值" },
+  "topup.needLogin": { en: "Top-ups are for signed-in users:", zh: "充值需要先登录：" },
+  "topup.returned": { en: "Thank you: your payment is recorded as soon as the payment provider confirms it, usually at once.", zh: "感谢付款：支付服务商确认后即入账，通常是立即入账。" },
+  "topup.cancelled": { en: "The checkout was cancelled: nothing was charged.", zh: "已取消支付：未扣任何费用。" },
+  "topup.buy": { en: "Buy credit", zh: "购买额度" },
+  "topup.off": { en: "This gateway takes no payments: ask the administrator for a redemption code, and redeem it on the home page.", zh: "本网关不接受在线支付：请向管理员索取兑换码，并在首页兑换。" },
+  "topup.hint": { en: "Pick an amount: you pay on the payment provider's page and come back here.", zh: "选择金额：在支付服务商的页面付款后会返回这里。" },
+  "topup.item": { en: "Pay {price}, get {credit}", zh: "支付 {price}，获得 {credit}" },
+  "topup.payments": { en: "Your payments", zh: "你的付款" },
+  "topup.col.time": { en: "Time", zh: "时间" },
+  "topup.col.paid": { en: "Paid", zh: "支付金额" },
+  "topup.col.credit": { en: "Credit", zh: "额度" },
+  "topup.col.status": { en: "Status", zh: "状态" },
+  "topup.none": { en: "No payments yet.", zh: "暂无付款。" },
+  "topup.status.pending": { en: "not paid", zh: "未支付" },
+  "topup.status.paid": { en: "paid", zh: "已支付" },
+  "topup.status.partially_refunded": { en: "partly refunded", zh: "部分退款" },
+  "topup.status.refunded": { en: "refunded", zh: "已退款" },
+  "topup.status.disputed": { en: "disputed", zh: "争议中" },
+  "topup.link": { en: "Top up with a card", zh: "在线充值" },
 };
 
 document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';

@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account/oidc"
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/payments"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -77,6 +78,8 @@ type Config struct {
 	Budgets *billing.Budgets
 	// Runtime is the channels made at runtime; nil: none can be made
 	Runtime Runtime
+	// Payments is self-serve top-up; nil: off
+	Payments *payments.Service
 }
 
 // Handler serves the API. Callers are known by the login session's
@@ -96,12 +99,14 @@ type Handler struct {
 	mux      *http.ServeMux
 	budgets  *billing.Budgets
 	runtime  Runtime
+	payments *payments.Service
 }
 
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
-		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets, runtime: cfg.Runtime}
+		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets, runtime: cfg.Runtime,
+		payments: cfg.Payments}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -143,6 +148,7 @@ func New(cfg Config) *Handler {
 	h.alertRoutes(m)
 	h.runtimeRoutes(m)
 	h.userPageRoutes(m)
+	h.paymentRoutes(m)
 	h.routeSSO(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))
@@ -158,7 +164,7 @@ const (
 // Handles reports whether path is the API's; other requests belong to
 // whatever serves next.
 func Handles(path string) bool {
-	return strings.HasPrefix(path, userPrefix) || strings.HasPrefix(path, adminPrefix)
+	return strings.HasPrefix(path, userPrefix) || strings.HasPrefix(path, adminPrefix) || strings.HasPrefix(path, webhookPrefix)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

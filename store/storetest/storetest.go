@@ -84,6 +84,11 @@ func Run(t *testing.T, open Opener) {
 			{"RuntimeItemsCreateReplaceDelete", testRuntimeItems},
 			{"RuntimeResealIsAllOrNothing", testRuntimeReseal},
 		}},
+		{"Payments", []test{
+			{"PaymentCreditedOnce", testPaymentCreditedOnce},
+			{"PaymentRefundsAndDisputes", testPaymentRefundsAndDisputes},
+			{"PaymentRefusals", testPaymentRefusals},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
@@ -169,6 +174,7 @@ func RunInstances(t *testing.T, open InstancesOpener) {
 		{"MixedMoneyWrites", testInstancesMixedMoneyWrites},
 		{"LeaseRace", testInstancesLeaseRace},
 		{"ClaimAlertOnce", testInstancesClaimAlertOnce},
+		{"PaymentEventOnce", testInstancesPaymentEventOnce},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
 	}
