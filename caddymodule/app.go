@@ -275,6 +275,13 @@ type PriceConfig struct {
 	Task        string `json:"task,omitempty"`
 	VideoSecond string `json:"video_second,omitempty"`
 	MaxSeconds  int64  `json:"max_seconds,omitempty"`
+
+	// Batch prices (docs/batches.md): BatchInput and BatchOutput are USD
+	// per million tokens of a batch line; BatchDiscount is a percentage
+	// ("50%") off every other price of a batch line.
+	BatchInput    string `json:"batch_input,omitempty"`
+	BatchOutput   string `json:"batch_output,omitempty"`
+	BatchDiscount string `json:"batch_discount,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -513,6 +520,9 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 		return nil, fmt.Errorf("max_seconds must not be negative")
 	}
 	p.MaxSeconds = pc.MaxSeconds
+	if err := pc.batchPrice(p, parse); err != nil {
+		return nil, err
+	}
 	if p.VideoSecond > 0 && p.MaxSeconds == 0 {
 		return nil, fmt.Errorf("video_second needs max_seconds, the longest video the vendor makes: a task that names no duration reserves it")
 	}
