@@ -379,6 +379,7 @@ type RateShare struct {
 type Store interface {
 	BudgetStore       // spending windows (budgets.go)
 	ClientSecretStore // Realtime client secrets (clientsecrets.go)
+	FileStore         // files and the batches listed (files.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

@@ -80,6 +80,9 @@ func Run(t *testing.T, open Opener) {
 		{"ClientSecrets", []test{
 			{"ClientSecrets", testClientSecrets},
 		}},
+		{"Files", []test{
+			{"FilesAndBatches", testFiles},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
