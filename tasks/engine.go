@@ -66,6 +66,8 @@ type Store interface {
 	FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error)
 	SetTaskTrace(ctx context.Context, id string, trace store.TaskTrace) error
 	TaskTrace(ctx context.Context, id string) (store.TaskTrace, error)
+	// files and batches (batchfiles.go, batch.go)
+	store.FileStore
 }
 
 // Channel is one upstream channel as the engine uses it.
