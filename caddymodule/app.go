@@ -120,6 +120,8 @@ type App struct {
 	Usage *UsageConfig `json:"usage,omitempty"`
 	// Tasks tunes how task-style generation (/api/generate/*) is followed.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Batches bounds /v1/files and the batch endpoints (docs/batches.md).
+	Batches *BatchesConfig `json:"batches,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -181,6 +183,7 @@ type App struct {
 	retention *billing.Retention
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
+	batchDir    string // where files' bytes are kept (batches.go)
 	taskDialect adapters.Dialect
 }
 
@@ -372,6 +375,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 				"put it in an {env.X} placeholder or the PGPASSWORD environment variable instead")
 		}
 	}
+	a.batchDir = a.Batches.dir(dbc)
 	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), time.Duration(a.LeaseTTL), a.Usage.writerConfig(repl))
 	if err != nil {
 		return err

@@ -45,7 +45,9 @@ func (c *TasksConfig) engineConfig() tasks.Config {
 // configuration's channels, prices, failover loop and admission gate) and
 // to the shared database's store.
 func (a *App) newTaskEngine() *tasks.Engine {
-	return tasks.New(a.Tasks.engineConfig(), tasks.Deps{
+	cfg := a.Tasks.engineConfig()
+	a.Batches.apply(&cfg, a.batchDir)
+	return tasks.New(cfg, tasks.Deps{
 		Store:    a.db.store,
 		Engine:   a.engine,
 		TaskCost: a.metrics.TaskCost,

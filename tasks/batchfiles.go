@@ -66,9 +66,32 @@ type Upload struct {
 }
 
 // SaveFile writes an uploaded file to the batch directory and stores its
-// row. A file of purpose batch must be JSON lines, at most MaxBatchLines
-// of them; its lines are counted as it is written.
+// row (SpoolFile, then Keep).
 func (e *Engine) SaveFile(ctx context.Context, up Upload) (*store.File, *adapters.Error) {
+	sp, ae := e.SpoolFile(up.Body)
+	if ae != nil {
+		return nil, ae
+	}
+	defer sp.Discard()
+	return e.Keep(ctx, sp, up)
+}
+
+// Spooled is an upload written to a temporary file, its lines counted,
+// not yet kept: a multipart upload may name its purpose after its file.
+type Spooled struct {
+	tmp          *os.File
+	bytes, lines int64
+}
+
+// Discard removes the temporary file (a no-op once kept).
+func (sp *Spooled) Discard() {
+	sp.tmp.Close()
+	os.Remove(sp.tmp.Name())
+}
+
+// SpoolFile writes body to a temporary file in the batch directory, at
+// most MaxBatchFile bytes, counting its lines.
+func (e *Engine) SpoolFile(body io.Reader) (*Spooled, *adapters.Error) {
 	if err := os.MkdirAll(e.cfg.BatchDir, 0o700); err != nil {
 		e.deps.Log.Error("making the batch directory", zap.String("dir", e.cfg.BatchDir), zap.Error(err))
 		return nil, unavailable()
@@ -78,13 +101,11 @@ func (e *Engine) SaveFile(ctx context.Context, up Upload) (*store.File, *adapter
 		e.deps.Log.Error("writing an uploaded file", zap.Error(err))
 		return nil, unavailable()
 	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name()) // gone once renamed
-	}()
+	sp := &Spooled{tmp: tmp}
 	lc := &lineCounter{w: tmp}
-	n, err := io.Copy(lc, io.LimitReader(up.Body, e.cfg.MaxBatchFile+1))
+	n, err := io.Copy(lc, io.LimitReader(body, e.cfg.MaxBatchFile+1))
 	if err != nil {
+		sp.Discard()
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(e.cfg.MaxBatchFile)
@@ -92,26 +113,33 @@ func (e *Engine) SaveFile(ctx context.Context, up Upload) (*store.File, *adapter
 		return nil, adapters.BadRequest("the file could not be read: %v", err)
 	}
 	if n > e.cfg.MaxBatchFile {
+		sp.Discard()
 		return nil, tooLarge(e.cfg.MaxBatchFile)
 	}
-	lines := lc.lines
+	sp.bytes, sp.lines = n, lc.lines
 	if lc.open {
-		lines++
+		sp.lines++
 	}
-	if up.Purpose == "batch" && lines > int64(e.cfg.MaxBatchLines) {
+	return sp, nil
+}
+
+// Keep stores a spooled file as up names it (its body unused): a file of
+// purpose batch holds at most MaxBatchLines lines.
+func (e *Engine) Keep(ctx context.Context, sp *Spooled, up Upload) (*store.File, *adapters.Error) {
+	if up.Purpose == "batch" && sp.lines > int64(e.cfg.MaxBatchLines) {
 		ae := adapters.BadRequest("the file has more than %d lines, the most a batch takes on this gateway (batches max_lines): split it into several batches", e.cfg.MaxBatchLines)
 		ae.Code = "too_many_lines"
 		return nil, ae
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := sp.tmp.Sync(); err != nil {
 		e.deps.Log.Error("writing an uploaded file", zap.Error(err))
 		return nil, unavailable()
 	}
-	f := &store.File{ID: newFileID(), UserID: up.UserID, Purpose: up.Purpose, Filename: up.Filename, Bytes: n, Lines: lines}
+	f := &store.File{ID: newFileID(), UserID: up.UserID, Purpose: up.Purpose, Filename: up.Filename, Bytes: sp.bytes, Lines: sp.lines}
 	if e.cfg.FileRetention > 0 {
 		f.ExpiresAt = time.Now().Add(e.cfg.FileRetention)
 	}
-	if err := os.Rename(tmp.Name(), e.filePath(f.ID)); err != nil {
+	if err := os.Rename(sp.tmp.Name(), e.filePath(f.ID)); err != nil {
 		e.deps.Log.Error("writing an uploaded file", zap.Error(err))
 		return nil, unavailable()
 	}
@@ -122,6 +150,9 @@ func (e *Engine) SaveFile(ctx context.Context, up Upload) (*store.File, *adapter
 	}
 	return f, nil
 }
+
+// MaxFile is the largest file kept (batches max_file_size).
+func (e *Engine) MaxFile() int64 { return e.cfg.MaxBatchFile }
 
 func tooLarge(max int64) *adapters.Error {
 	e := adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrInvalidRequest,

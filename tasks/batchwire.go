@@ -86,7 +86,7 @@ func OpenAIBatch(t *store.Task) map[string]any {
 		"completed_at": unixOrNil(completedAt), "failed_at": unixOrNil(failedAt), "expired_at": nil,
 		"cancelling_at": unixOrNil(st.CancelRequestedAt), "cancelled_at": unixOrNil(cancelledAt),
 		"request_counts": map[string]int64{"total": st.Lines, "completed": completed, "failed": failed},
-		"metadata": metadata, "model": t.Model,
+		"metadata":       metadata, "model": t.Model,
 		"usage": map[string]any{"input_tokens": st.InputTokens, "output_tokens": st.OutputTokens,
 			"total_tokens": st.InputTokens + st.OutputTokens, "input_tokens_details": map[string]int64{"cached_tokens": 0},
 			"output_tokens_details": map[string]int64{"reasoning_tokens": 0}}}
