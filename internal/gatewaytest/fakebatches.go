@@ -301,11 +301,11 @@ func (f *FakeBatchVendor) finish(b *fakeBatch, done int) {
 		case b.endpoint == "/v1/responses":
 			body = map[string]any{"id": fmt.Sprintf("resp_%d", i), "object": "response", "status": "completed", "model": "m",
 				"output": []map[string]any{{"type": "message", "role": "assistant", "content": []map[string]any{{"type": "output_text", "text": "ok"}}}},
-				"usage": map[string]any{"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}}
+				"usage":  map[string]any{"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}}
 		default:
 			body = map[string]any{"id": fmt.Sprintf("chatcmpl-%d", i), "object": "chat.completion", "created": time.Now().Unix(), "model": "m",
 				"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": "ok"}, "finish_reason": "stop"}},
-				"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+				"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
 		}
 		line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("batch_req_%d", i), "custom_id": l.CustomID,
 			"response": map[string]any{"status_code": status, "request_id": fmt.Sprintf("req_%d", i), "body": body}, "error": nil})
@@ -397,7 +397,7 @@ func (f *FakeBatchVendor) serveAnthropic(w http.ResponseWriter, r *http.Request,
 func (f *FakeBatchVendor) anthropicBatch(b *fakeBatch) map[string]any {
 	m := map[string]any{"id": b.id, "type": "message_batch", "processing_status": b.status,
 		"request_counts": map[string]int{"processing": len(b.lines), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
-		"created_at": time.Now().UTC().Format(time.RFC3339), "expires_at": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339),
+		"created_at":     time.Now().UTC().Format(time.RFC3339), "expires_at": time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339),
 		"ended_at": nil, "cancel_initiated_at": nil, "archived_at": nil, "results_url": nil}
 	if b.status == "ended" {
 		m["results_url"] = f.URL + "/v1/messages/batches/" + b.id + "/results"
