@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,8 +49,19 @@ func startBatches(t *testing.T) *batchSetup {
 	t.Helper()
 	fake := gatewaytest.NewFakeBatchVendor(t, "sk-up-batches")
 	cfg := batchConfig()
-	vars := gatewaytest.Vars{"UP": fake.URL, "FILES": t.TempDir()}
-	return &batchSetup{gw: gatewaytest.Start(t, cfg.String(), vars), fake: fake, cfg: cfg, vars: vars}
+	dir := t.TempDir()
+	vars := gatewaytest.Vars{"UP": fake.URL, "FILES": filepath.Join(dir, "files"), "DB": filepath.Join(dir, "gateway.db")}
+	gw := gatewaytest.Start(t, cfg.String(), vars)
+	gw.DBPath = vars["DB"]
+	return &batchSetup{gw: gw, fake: fake, cfg: cfg, vars: vars}
+}
+
+// second starts another gateway on the same database and files.
+func (s *batchSetup) second(t *testing.T) *gatewaytest.Gateway {
+	t.Helper()
+	gw := gatewaytest.Start(t, s.cfg.String(), s.vars)
+	gw.DBPath = s.vars["DB"]
+	return gw
 }
 
 func (s *batchSetup) openai(key string) openai.Client {
@@ -414,5 +426,50 @@ func TestBatchesSurviveReloadAndKill(t *testing.T) {
 	}
 	if n != 100 || sum != 2*per {
 		t.Fatalf("%d usage rows summing %d, want 100 summing %d", n, sum, 2*per)
+	}
+}
+
+// Two instances on one database and one files directory: batches created
+// on either are each submitted to the vendor once and billed once.
+func TestBatchesTwoInstances(t *testing.T) {
+	s := startBatches(t)
+	gw2 := s.second(t)
+	ctx := context.Background()
+	const start = 10_000_000
+	key := s.gw.AddUser("ada", start)
+	clients := []openai.Client{s.openai(key),
+		openai.NewClient(option.WithBaseURL(gw2.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))}
+	s.fake.Hold(true)
+	const n = 6
+	ids := make([]string, n)
+	for i := range n {
+		c := clients[i%2]
+		f, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(chatLines(20, "gpt-4o-mini")), "in.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = b.ID
+	}
+	eventually(t, "every batch at the vendor", func() bool { return s.fake.Creates() == n })
+	s.fake.Hold(false)
+	for i, id := range ids {
+		waitBatch(t, clients[(i+1)%2], id, openai.BatchStatusCompleted)
+	}
+	var per int64
+	for i := range 20 {
+		per += lineCost(i, 75_000, 300_000)
+	}
+	if q, _ := s.gw.Quota("ada"); q != start-n*per {
+		t.Fatalf("quota %d, want %d", q, start-n*per)
+	}
+	if c := s.fake.Creates(); c != n {
+		t.Fatalf("the vendor got %d batches for %d", c, n)
+	}
+	if rows := s.gw.WaitUsage("ada", n*20); len(rows) != n*20 {
+		t.Fatalf("%d usage rows, want %d", len(rows), n*20)
 	}
 }
