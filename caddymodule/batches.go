@@ -36,6 +36,9 @@ type BatchesConfig struct {
 	// MaxResults bounds the results read back from a vendor for one
 	// batch. Default 1 GiB.
 	MaxResults int64 `json:"max_results,omitempty"`
+	// MaxUserStorage bounds the bytes of one user's files together.
+	// Default 10 GiB.
+	MaxUserStorage int64 `json:"max_user_storage,omitempty"`
 	// FileRetention is how long files (uploads and batch outputs) are
 	// kept; negative: for ever. Default 30 days.
 	FileRetention caddy.Duration `json:"file_retention,omitempty"`
@@ -63,11 +66,12 @@ func (c *BatchesConfig) apply(cfg *tasks.Config, dir string) {
 		return
 	}
 	cfg.MaxBatchFile, cfg.MaxBatchLines, cfg.MaxBatchResults = c.MaxFileSize, c.MaxLines, c.MaxResults
-	cfg.FileRetention = time.Duration(c.FileRetention)
+	cfg.FileRetention, cfg.MaxUserFiles = time.Duration(c.FileRetention), c.MaxUserStorage
 }
 
 // parseBatches reads `batches { dir <path> max_file_size <size> max_lines
-// <n> max_results <size> file_retention <duration>|off }`.
+// <n> max_results <size> max_user_storage <size> file_retention
+// <duration>|off }`.
 func parseBatches(d *caddyfile.Dispenser) (*BatchesConfig, error) {
 	bc := &BatchesConfig{}
 	if d.NextArg() {
@@ -77,16 +81,12 @@ func parseBatches(d *caddyfile.Dispenser) (*BatchesConfig, error) {
 		switch opt {
 		case "dir":
 			bc.Dir = v
-		case "max_file_size", "max_results":
+		case "max_file_size", "max_results", "max_user_storage":
 			size, err := parseSize(v)
 			if err != nil || size <= 0 {
 				return d.Errf("batches: %s must be a size above zero such as 100MiB, not %q", opt, v)
 			}
-			if opt == "max_file_size" {
-				bc.MaxFileSize = size
-			} else {
-				bc.MaxResults = size
-			}
+			*map[string]*int64{"max_file_size": &bc.MaxFileSize, "max_results": &bc.MaxResults, "max_user_storage": &bc.MaxUserStorage}[opt] = size
 		case "max_lines":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
@@ -104,7 +104,7 @@ func parseBatches(d *caddyfile.Dispenser) (*BatchesConfig, error) {
 			}
 			bc.FileRetention = caddy.Duration(dur)
 		default:
-			return d.Errf("batches: unrecognized option %q (known: dir, max_file_size, max_lines, max_results, file_retention)", opt)
+			return d.Errf("batches: unrecognized option %q (known: dir, max_file_size, max_lines, max_results, max_user_storage, file_retention)", opt)
 		}
 		return nil
 	})

@@ -31,7 +31,7 @@ func batchConfig() *caddyfile {
 	return gatewayConfig().
 		option("token_cache_ttl 1s").
 		option(block("tasks", "poll_interval 20ms", "max_poll_interval 50ms", "poll_timeout 1s", "lease 6s")).
-		option(block("batches", "dir {{FILES}}", "max_file_size 256KB", "max_lines 1000")).
+		option(block("batches", "dir {{FILES}}", "max_file_size 256KB", "max_lines 1000", "max_user_storage 1MB")).
 		channel("openai", "openai", "{{UP}}", "sk-up-batches", "gpt-4o-mini").
 		channel("anthropic", "anthropic", "{{UP}}", "sk-up-batches", "claude-haiku").
 		price("gpt-4o-mini", "input 0.15", "output 0.60", "batch_discount 50%").
@@ -260,6 +260,22 @@ func TestBatchesOpenAI(t *testing.T) {
 	}
 	if q, _ := s.gw.Quota("ada"); q != before {
 		t.Fatalf("refused uploads moved money: %d -> %d", before, q)
+	}
+	// one account's files together are bounded too
+	hoarder := s.openai(s.gw.AddUser("hoarder", start))
+	chunk := bytes.Repeat([]byte("y"), 200<<10)
+	for i := 0; ; i++ {
+		_, err := hoarder.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(chunk), "chunk.jsonl", "application/jsonl"), Purpose: "user_data"})
+		if err == nil {
+			if i > 5 {
+				t.Fatal("more than 1MB of files kept for one account")
+			}
+			continue
+		}
+		if e := sdkError(t, err); e.StatusCode != http.StatusRequestEntityTooLarge || e.Code != "storage_limit_exceeded" || i < 4 {
+			t.Fatalf("upload %d: %d %s %s", i, e.StatusCode, e.Code, e.Message)
+		}
+		break
 	}
 	// a batch of a model the key cannot afford is refused whole, in OpenAI's shape
 	poor := s.openai(s.gw.AddUser("poor", 10))

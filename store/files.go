@@ -35,6 +35,8 @@ type FileStore interface {
 	// DeleteFile deletes userID's file id; ErrNotFound when userID has
 	// none of that id.
 	DeleteFile(ctx context.Context, userID int64, id string) error
+	// UserFileBytes is the size of all of userID's files together.
+	UserFileBytes(ctx context.Context, userID int64) (int64, error)
 	// ExpiredFiles returns up to limit files whose ExpiresAt is set and
 	// not after before, oldest first.
 	ExpiredFiles(ctx context.Context, before time.Time, limit int) ([]*File, error)

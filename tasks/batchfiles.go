@@ -131,6 +131,17 @@ func (e *Engine) Keep(ctx context.Context, sp *Spooled, up Upload) (*store.File,
 		ae.Code = "too_many_lines"
 		return nil, ae
 	}
+	used, err := e.deps.Store.UserFileBytes(ctx, up.UserID)
+	if err != nil {
+		e.deps.Log.Error("reading a user's stored bytes", zap.Error(err))
+		return nil, unavailable()
+	}
+	if used+sp.bytes > e.cfg.MaxUserFiles {
+		ae := adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrInvalidRequest,
+			"your files would take more than %d bytes, the most this gateway keeps for one account (batches max_user_storage): delete files you no longer need", e.cfg.MaxUserFiles)
+		ae.Code = "storage_limit_exceeded"
+		return nil, ae
+	}
 	if err := sp.tmp.Sync(); err != nil {
 		e.deps.Log.Error("writing an uploaded file", zap.Error(err))
 		return nil, unavailable()

@@ -37,6 +37,9 @@ type Config struct {
 	MaxBatchLines   int
 	MaxBatchResults int64
 	FileRetention   time.Duration
+	// MaxUserFiles bounds the bytes of one user's files together
+	// (default 10 GiB).
+	MaxUserFiles int64
 }
 
 // withDefaults is c with every unset field at its default.
@@ -77,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchResults <= 0 {
 		c.MaxBatchResults = 1 << 30
+	}
+	if c.MaxUserFiles <= 0 {
+		c.MaxUserFiles = 10 << 30
 	}
 	if c.FileRetention == 0 {
 		c.FileRetention = 30 * 24 * time.Hour

@@ -74,3 +74,12 @@ func (s *Store) UserTasks(ctx context.Context, userID int64, prefix, after strin
 		ORDER BY created_at DESC, id DESC LIMIT $4`, userID, prefix, after, limit)
 	return collect(rows, err, store.ScanTask, "user tasks")
 }
+
+// UserFileBytes implements store.FileStore.
+func (s *Store) UserFileBytes(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(bytes), 0) FROM files WHERE user_id = $1`, userID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("user file bytes: %w", err)
+	}
+	return n, nil
+}

@@ -68,6 +68,12 @@ func testFiles(t *testing.T, open Opener) {
 	if fmt.Sprint(ids(page)) != "[file-1]" {
 		t.Fatalf("after file-3, purpose batch, limit 1: %v", ids(page))
 	}
+	if n, err := s.UserFileBytes(ctx, ada.ID); err != nil || n != 100+101+102+103 {
+		t.Fatalf("ada's bytes: %d %v", n, err)
+	}
+	if n, err := s.UserFileBytes(ctx, 999_999); err != nil || n != 0 {
+		t.Fatalf("no one's bytes: %d %v", n, err)
+	}
 	if err := s.DeleteFile(ctx, bob.ID, "file-1"); !isNotFound(err) {
 		t.Fatalf("bob deleting ada's file: %v, want ErrNotFound", err)
 	}
