@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
@@ -203,8 +204,8 @@ func (h *Relay) serveBatches(w http.ResponseWriter, r *http.Request, rt route, i
 			CompletionWindow string            `json:"completion_window"`
 			Metadata         map[string]string `json:"metadata"`
 		}
-		if ae := readJSONBody(r, maxBatchCreate, &body); ae != nil {
-			return fail(ae)
+		if ae := h.readBatchBody(w, r, id, maxBatchCreate, &body); ae != nil {
+			return a.refuseUnread(w, r, func() error { return fail(ae) })
 		}
 		switch {
 		case body.InputFileID == "":
@@ -274,8 +275,8 @@ func (h *Relay) serveMessageBatches(w http.ResponseWriter, r *http.Request, rt r
 				Params   json.RawMessage `json:"params"`
 			} `json:"requests"`
 		}
-		if ae := readJSONBody(r, eng.MaxFile(), &body); ae != nil {
-			return fail(ae)
+		if ae := h.readBatchBody(w, r, id, eng.MaxFile(), &body); ae != nil {
+			return h.app.refuseUnread(w, r, func() error { return fail(ae) })
 		}
 		lines := make([]adapters.BatchLine, len(body.Requests))
 		for i, rq := range body.Requests {
@@ -415,19 +416,27 @@ func serveFileBytes(w http.ResponseWriter, f *store.File, rd *os.File) error {
 	return err
 }
 
-// readJSONBody decodes a JSON body of at most max bytes into dst.
-func readJSONBody(r *http.Request, max int64, dst any) *adapters.Error {
-	if r.ContentLength > max {
-		return adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrInvalidRequest, "the body is larger than %d bytes, the most this endpoint takes", max)
+// readBatchBody reads a JSON body of at most max bytes into dst within
+// the process's body budget (held while it is decoded, shared per key and
+// address as every model request's is).
+func (h *Relay) readBatchBody(w http.ResponseWriter, r *http.Request, id *keys.Identity, limit int64, dst any) *adapters.Error {
+	a := h.app
+	body, held, err := a.inflight.ReadRequest(r, limit, bodyOwner(r, id))
+	defer a.inflight.Give(held)
+	switch {
+	case errors.Is(err, bodies.ErrTooLarge):
+		return adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrRequestTooLarge,
+			"the request body is larger than %d bytes, the most this endpoint takes (batches max_file_size for a message batch)", limit)
+	case bodies.Busy(err):
+		return a.bodyBusy(err, w.Header(), false)
+	case err != nil:
+		return bodyReadError(r, err)
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
-	if err != nil {
-		return adapters.BadRequest("the request body could not be read")
+	// a message batch's requests are one array of up to max_lines
+	if e := adapters.PreScan(body, max(a.MaxElements, a.tasks.MaxLines()+1)); e != nil {
+		return e
 	}
-	if int64(len(b)) > max {
-		return adapters.Errorf(http.StatusRequestEntityTooLarge, adapters.ErrInvalidRequest, "the body is larger than %d bytes, the most this endpoint takes", max)
-	}
-	if err := json.Unmarshal(b, dst); err != nil {
+	if err := json.Unmarshal(body, dst); err != nil {
 		return adapters.BadRequest("the body is not the expected JSON: %v", err)
 	}
 	return nil

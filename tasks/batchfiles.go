@@ -162,6 +162,9 @@ func (e *Engine) Keep(ctx context.Context, sp *Spooled, up Upload) (*store.File,
 	return f, nil
 }
 
+// MaxLines is the most requests of one batch (batches max_lines).
+func (e *Engine) MaxLines() int { return e.cfg.MaxBatchLines }
+
 // MaxFile is the largest file kept (batches max_file_size).
 func (e *Engine) MaxFile() int64 { return e.cfg.MaxBatchFile }
 
