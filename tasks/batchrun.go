@@ -15,6 +15,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
+// batchWindow is the completion window vendors give a batch.
+const batchWindow = 24 * time.Hour
+
 // followBatch moves a leased batch one step: start it at the vendor,
 // poll it, or, once the vendor has ended it, settle it from its results.
 func (e *Engine) followBatch(ctx context.Context, t *store.Task) {
@@ -33,6 +36,13 @@ func (e *Engine) followBatch(ctx context.Context, t *store.Task) {
 		e.later(ctx, t, e.cfg.MaxPollInterval)
 		return
 	}
+	// past its vendor's 24-hour window and the tasks' max_age, a batch is
+	// cancelled at the vendor (its answered lines still billed), and one
+	// its vendor no longer answers for is ended refunded
+	overdue := time.Since(t.CreatedAt) > batchWindow+e.cfg.MaxAge
+	if overdue && st.CancelRequestedAt == 0 {
+		st.CancelRequestedAt = time.Now().Unix()
+	}
 	if st.CancelRequestedAt != 0 {
 		e.sendCancel(ctx, t, st)
 	}
@@ -46,6 +56,10 @@ func (e *Engine) followBatch(ctx context.Context, t *store.Task) {
 		ce := e.ClientError(err, ch)
 		if ce.Status == http.StatusNotFound {
 			e.endBatch(ctx, t, st, adapters.TaskFailed, "the vendor no longer knows this batch: "+ce.Message)
+			return
+		}
+		if overdue && time.Since(t.CreatedAt) > batchWindow+2*e.cfg.MaxAge {
+			e.endBatch(ctx, t, st, adapters.TaskFailed, "the vendor did not answer for this batch within its window and the gateway's max_age: it was given up and refunded")
 			return
 		}
 		e.deps.Log.Warn("polling a batch failed; trying again later", zap.String("batch_id", t.ID), zap.String("channel", ch.Name),
