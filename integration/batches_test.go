@@ -34,6 +34,9 @@ func batchConfig() *caddyfile {
 		option(block("batches", "dir {{FILES}}", "max_file_size 256KB", "max_lines 1000", "max_user_storage 1MB")).
 		channel("openai", "openai", "{{UP}}", "sk-up-batches", "gpt-4o-mini").
 		channel("anthropic", "anthropic", "{{UP}}", "sk-up-batches", "claude-haiku").
+		channel("azure", "azure", "{{UP}}", "sk-up-batches", "gpt-4o-batch text-embedding-batch").
+		price("gpt-4o-batch", "input 2.5", "output 10", "batch_discount 50%").
+		price("text-embedding-batch", "input 0.13", "batch_input 0.065").
 		price("gpt-4o-mini", "input 0.15", "output 0.60", "batch_discount 50%").
 		price("claude-haiku", "input 1", "output 5", "batch_input 0.5", "batch_output 2.5")
 }
@@ -487,5 +490,50 @@ func TestBatchesTwoInstances(t *testing.T) {
 	}
 	if rows := s.gw.WaitUsage("ada", n*20); len(rows) != n*20 {
 		t.Fatalf("%d usage rows, want %d", len(rows), n*20)
+	}
+}
+
+// Azure OpenAI's batch API (OpenAI's wire under /openai, api-key,
+// api-version) behind the same /v1/batches: chat and embeddings lines.
+func TestBatchesAzure(t *testing.T) {
+	s := startBatches(t)
+	ctx := context.Background()
+	const start = 10_000_000
+	c := s.openai(s.gw.AddUser("ada", start))
+	var embed bytes.Buffer
+	for i := range 30 {
+		fmt.Fprintf(&embed, `{"custom_id":"e%d","method":"POST","url":"/v1/embeddings","body":{"model":"text-embedding-batch","input":"text %d"}}`+"\n", i, i)
+	}
+	var want int64
+	for _, job := range []struct {
+		lines    []byte
+		endpoint openai.BatchNewParamsEndpoint
+		cost     func(i int) int64
+		n        int
+	}{
+		{chatLines(40, "gpt-4o-batch"), openai.BatchNewParamsEndpointV1ChatCompletions, func(i int) int64 { return lineCost(i, 1_250_000, 5_000_000) }, 40},
+		{embed.Bytes(), openai.BatchNewParamsEndpointV1Embeddings, func(i int) int64 { return lineCost(i, 65_000, 0) }, 30},
+	} {
+		f, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(job.lines), "in.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: job.endpoint, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := waitBatch(t, c, b.ID, openai.BatchStatusCompleted)
+		if done.RequestCounts.Completed != int64(job.n) || len(fileLines(t, c, done.OutputFileID)) != job.n {
+			t.Fatalf("%s: %+v", job.endpoint, done.RequestCounts)
+		}
+		for i := range job.n {
+			want += job.cost(i)
+		}
+	}
+	if q, _ := s.gw.Quota("ada"); q != start-want {
+		t.Fatalf("quota %d, want %d", q, start-want)
+	}
+	if s.fake.AzureCalls() == 0 {
+		t.Fatal("no call reached Azure's addresses")
 	}
 }

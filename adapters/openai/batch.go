@@ -51,13 +51,32 @@ type vendorBatch struct {
 	} `json:"errors"`
 }
 
-func apiURL(up *adapters.Upstream, path string) string {
-	return strings.TrimRight(up.BaseURL, "/") + path
+// BatchSite is where a vendor of OpenAI's batch wire keeps its files
+// and batches: OpenAI at {base_url}/v1/..., with a Bearer key; Azure
+// OpenAI at {base_url}/openai/...?api-version=..., with an api-key
+// header and lines addressed without /v1.
+type BatchSite struct {
+	// URL is the address of path (/files, /batches/{id}, ...).
+	URL func(up *adapters.Upstream, path string) string
+	// Auth puts the channel's key on a request.
+	Auth func(hr *http.Request, up *adapters.Upstream)
+	// Endpoint is the lines' url and the batch's endpoint for one of
+	// the gateway's batch endpoints (/v1/chat/completions, ...).
+	Endpoint func(endpoint string) string
 }
 
-// batchCall sends one JSON call with the channel's key and decodes the
+// openAISite is OpenAI's own.
+var openAISite = BatchSite{
+	URL: func(up *adapters.Upstream, path string) string { return strings.TrimRight(up.BaseURL, "/") + "/v1" + path },
+	Auth: func(hr *http.Request, up *adapters.Upstream) {
+		hr.Header.Set("Authorization", "Bearer "+up.Key)
+	},
+	Endpoint: func(endpoint string) string { return endpoint },
+}
+
+// call sends one JSON call with the channel's key and decodes the
 // answer into dst.
-func batchCall(ctx context.Context, do adapters.Doer, up *adapters.Upstream, method, path, contentType string, body []byte, what string, dst any) error {
+func (site BatchSite) call(ctx context.Context, do adapters.Doer, up *adapters.Upstream, method, path, contentType string, body []byte, what string, dst any) error {
 	var rd *bytes.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -65,14 +84,14 @@ func batchCall(ctx context.Context, do adapters.Doer, up *adapters.Upstream, met
 	var hr *http.Request
 	var err error
 	if rd != nil {
-		hr, err = http.NewRequestWithContext(ctx, method, apiURL(up, path), rd)
+		hr, err = http.NewRequestWithContext(ctx, method, site.URL(up, path), rd)
 	} else {
-		hr, err = http.NewRequestWithContext(ctx, method, apiURL(up, path), nil)
+		hr, err = http.NewRequestWithContext(ctx, method, site.URL(up, path), nil)
 	}
 	if err != nil {
 		return fmt.Errorf("building upstream request: %w", err)
 	}
-	hr.Header.Set("Authorization", "Bearer "+up.Key)
+	site.Auth(hr, up)
 	hr.Header.Set("Accept", "application/json")
 	if contentType != "" {
 		hr.Header.Set("Content-Type", contentType)
@@ -85,19 +104,40 @@ func batchCall(ctx context.Context, do adapters.Doer, up *adapters.Upstream, met
 		return nil
 	}
 	if err := json.Unmarshal(answer, dst); err != nil {
-		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "OpenAI's answer to %s is not the expected JSON: %v", what, err)
+		return adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream's answer to %s is not the expected JSON: %v", what, err)
 	}
 	return nil
 }
 
-// SubmitBatch implements adapters.BatchProvider: upload the lines, then
-// start the batch with the gateway's id in its metadata.
+// SubmitBatch implements adapters.BatchProvider.
 func (Adapter) SubmitBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, job *adapters.BatchJob) (string, error) {
+	return openAISite.SubmitBatch(ctx, do, up, job)
+}
+
+// PollBatch implements adapters.BatchProvider.
+func (Adapter) PollBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) (*adapters.BatchState, error) {
+	return openAISite.PollBatch(ctx, do, up, id)
+}
+
+// CancelBatch implements adapters.BatchProvider.
+func (Adapter) CancelBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) error {
+	return openAISite.CancelBatch(ctx, do, up, id)
+}
+
+// BatchResults implements adapters.BatchProvider.
+func (Adapter) BatchResults(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string, st *adapters.BatchState, max int64, each func(*adapters.BatchResult) error) error {
+	return openAISite.BatchResults(ctx, do, up, id, st, max, each)
+}
+
+// SubmitBatch uploads the lines, then starts the batch with the gateway's
+// id in its metadata.
+func (site BatchSite) SubmitBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, job *adapters.BatchJob) (string, error) {
+	endpoint := site.Endpoint(job.Endpoint)
 	var file bytes.Buffer
 	enc := json.NewEncoder(&file)
 	enc.SetEscapeHTML(false)
 	for _, l := range job.Lines {
-		if err := enc.Encode(batchInputLine{CustomID: l.CustomID, Method: http.MethodPost, URL: job.Endpoint, Body: l.Body}); err != nil {
+		if err := enc.Encode(batchInputLine{CustomID: l.CustomID, Method: http.MethodPost, URL: endpoint, Body: l.Body}); err != nil {
 			return "", fmt.Errorf("encoding a batch line: %w", err)
 		}
 	}
@@ -110,28 +150,28 @@ func (Adapter) SubmitBatch(ctx context.Context, do adapters.Doer, up *adapters.U
 	var uploaded struct {
 		ID string `json:"id"`
 	}
-	if err := batchCall(ctx, do, up, http.MethodPost, "/v1/files", mw.FormDataContentType(), form.Bytes(), "uploading the batch's input file", &uploaded); err != nil {
+	if err := site.call(ctx, do, up, http.MethodPost, "/files", mw.FormDataContentType(), form.Bytes(), "uploading the batch's input file", &uploaded); err != nil {
 		return "", err
 	}
 	if uploaded.ID == "" {
-		return "", adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "OpenAI's answer to the batch's upload has no file id")
+		return "", adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream's answer to the batch's upload has no file id")
 	}
-	create, _ := json.Marshal(map[string]any{"input_file_id": uploaded.ID, "endpoint": job.Endpoint,
+	create, _ := json.Marshal(map[string]any{"input_file_id": uploaded.ID, "endpoint": endpoint,
 		"completion_window": "24h", "metadata": map[string]string{"gateway_batch_id": job.ID}})
 	var b vendorBatch
-	if err := batchCall(ctx, do, up, http.MethodPost, "/v1/batches", "application/json", create, "creating the batch", &b); err != nil {
+	if err := site.call(ctx, do, up, http.MethodPost, "/batches", "application/json", create, "creating the batch", &b); err != nil {
 		return "", err
 	}
 	if b.ID == "" {
-		return "", adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "OpenAI's answer to the batch's creation has no batch id")
+		return "", adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream's answer to the batch's creation has no batch id")
 	}
 	return b.ID, nil
 }
 
-// PollBatch implements adapters.BatchProvider.
-func (Adapter) PollBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) (*adapters.BatchState, error) {
+// PollBatch reads the vendor batch's state.
+func (site BatchSite) PollBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) (*adapters.BatchState, error) {
 	var b vendorBatch
-	if err := batchCall(ctx, do, up, http.MethodGet, "/v1/batches/"+url.PathEscape(id), "", nil, "polling the batch", &b); err != nil {
+	if err := site.call(ctx, do, up, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, "polling the batch", &b); err != nil {
 		return nil, err
 	}
 	st := &adapters.BatchState{Results: b.OutputFileID, Errors: b.ErrorFileID,
@@ -144,19 +184,19 @@ func (Adapter) PollBatch(ctx context.Context, do adapters.Doer, up *adapters.Ups
 		st.Ended = true
 	case "failed":
 		st.Ended, st.Failed = true, true
-		st.Error = "OpenAI refused the batch"
+		st.Error = "the upstream refused the batch"
 		if b.Errors != nil && len(b.Errors.Data) > 0 {
 			st.Error += ": " + b.Errors.Data[0].Message
 		}
 	default:
-		return nil, adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "OpenAI reported the batch in the unknown status %q", b.Status)
+		return nil, adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI, "the upstream reported the batch in the unknown status %q", b.Status)
 	}
 	return st, nil
 }
 
-// CancelBatch implements adapters.BatchProvider.
-func (Adapter) CancelBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) error {
-	return batchCall(ctx, do, up, http.MethodPost, "/v1/batches/"+url.PathEscape(id)+"/cancel", "", nil, "cancelling the batch", nil)
+// CancelBatch asks the vendor to stop the batch.
+func (site BatchSite) CancelBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) error {
+	return site.call(ctx, do, up, http.MethodPost, "/batches/"+url.PathEscape(id)+"/cancel", "", nil, "cancelling the batch", nil)
 }
 
 // batchOutputLine is a line of a batch's output or error file.
@@ -233,19 +273,18 @@ func ParseBatchResult(line []byte) (*adapters.BatchResult, error) {
 	return r, nil
 }
 
-// BatchResults implements adapters.BatchProvider: the output file, then
-// the error file.
-func (Adapter) BatchResults(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string, st *adapters.BatchState, max int64, each func(*adapters.BatchResult) error) error {
+// BatchResults reads the output file, then the error file.
+func (site BatchSite) BatchResults(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string, st *adapters.BatchState, max int64, each func(*adapters.BatchResult) error) error {
 	left := max
 	for _, file := range []string{st.Results, st.Errors} {
 		if file == "" {
 			continue
 		}
-		hr, err := http.NewRequestWithContext(ctx, http.MethodGet, apiURL(up, "/v1/files/"+url.PathEscape(file)+"/content"), nil)
+		hr, err := http.NewRequestWithContext(ctx, http.MethodGet, site.URL(up, "/files/"+url.PathEscape(file)+"/content"), nil)
 		if err != nil {
 			return fmt.Errorf("building upstream request: %w", err)
 		}
-		hr.Header.Set("Authorization", "Bearer "+up.Key)
+		site.Auth(hr, up)
 		resp, err := do.Do(hr)
 		if err != nil {
 			return adapters.TaskError(up, "reading the batch's results", err)

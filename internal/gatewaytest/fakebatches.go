@@ -20,6 +20,8 @@ import (
 //   - OpenAI: POST /v1/files (multipart, purpose batch), GET
 //     /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id},
 //     POST /v1/batches/{id}/cancel, with the key as a Bearer token;
+//   - Azure OpenAI: the same under /openai/ (files, batches), with the key
+//     in api-key and api-version required, lines addressed without /v1;
 //   - Anthropic: POST /v1/messages/batches (requests inline), GET
 //     /v1/messages/batches/{id}, POST .../cancel, GET .../results (JSONL),
 //     with the key in x-api-key and anthropic-version required.
@@ -42,6 +44,7 @@ type FakeBatchVendor struct {
 	polls   int
 	models  map[string]bool
 	n       int
+	azure   int
 }
 
 type fakeBatch struct {
@@ -95,6 +98,13 @@ func (f *FakeBatchVendor) Creates() int {
 	return f.creates
 }
 
+// AzureCalls counts the calls made at Azure OpenAI's addresses.
+func (f *FakeBatchVendor) AzureCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.azure
+}
+
 // Polls counts the batch polls answered.
 func (f *FakeBatchVendor) Polls() int {
 	f.mu.Lock()
@@ -133,7 +143,17 @@ func (f *FakeBatchVendor) serve(w http.ResponseWriter, r *http.Request) {
 		f.serveAnthropic(w, r, strings.Trim(strings.TrimPrefix(p, "/v1/messages/batches"), "/"))
 		return
 	}
-	if r.Header.Get("Authorization") != "Bearer "+f.Key {
+	if azure, ok := strings.CutPrefix(p, "/openai/"); ok {
+		// Azure OpenAI: the same wire under /openai, api-key and api-version
+		if r.Header.Get("Api-Key") != f.Key || r.URL.Query().Get("api-version") == "" {
+			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": "401", "message": "Access denied due to invalid subscription key or wrong API endpoint."}})
+			return
+		}
+		f.mu.Lock()
+		f.azure++
+		f.mu.Unlock()
+		p = "/v1/" + azure
+	} else if r.Header.Get("Authorization") != "Bearer "+f.Key {
 		writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}})
 		return
 	}
@@ -295,10 +315,10 @@ func (f *FakeBatchVendor) finish(b *fakeBatch, done int) {
 		case failed:
 			status = http.StatusBadRequest
 			body = map[string]any{"error": map[string]any{"message": "line refused", "type": "invalid_request_error"}}
-		case b.endpoint == "/v1/embeddings":
+		case strings.TrimPrefix(b.endpoint, "/v1") == "/embeddings":
 			body = map[string]any{"object": "list", "data": []map[string]any{{"object": "embedding", "index": 0, "embedding": []float64{0.1, 0.2}}},
 				"model": "m", "usage": map[string]any{"prompt_tokens": prompt, "total_tokens": prompt}}
-		case b.endpoint == "/v1/responses":
+		case strings.TrimPrefix(b.endpoint, "/v1") == "/responses":
 			body = map[string]any{"id": fmt.Sprintf("resp_%d", i), "object": "response", "status": "completed", "model": "m",
 				"output": []map[string]any{{"type": "message", "role": "assistant", "content": []map[string]any{{"type": "output_text", "text": "ok"}}}},
 				"usage":  map[string]any{"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}}
