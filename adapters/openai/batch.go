@@ -67,7 +67,9 @@ type BatchSite struct {
 
 // openAISite is OpenAI's own.
 var openAISite = BatchSite{
-	URL: func(up *adapters.Upstream, path string) string { return strings.TrimRight(up.BaseURL, "/") + "/v1" + path },
+	URL: func(up *adapters.Upstream, path string) string {
+		return strings.TrimRight(up.BaseURL, "/") + "/v1" + path
+	},
 	Auth: func(hr *http.Request, up *adapters.Upstream) {
 		hr.Header.Set("Authorization", "Bearer "+up.Key)
 	},
