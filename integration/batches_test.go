@@ -357,9 +357,30 @@ func TestBatchesAnthropic(t *testing.T) {
 		t.Fatalf("list: %v %+v", err, page)
 	}
 
+	// bounds and mistakes, refused in Anthropic's shape before anything is charged
+	before, _ := s.gw.Quota("ada")
+	many := make([]anthropic.MessageBatchNewParamsRequest, 1001)
+	for i := range many {
+		many[i] = reqs[0]
+		many[i].CustomID = fmt.Sprintf("m%d", i)
+	}
+	mixed := append([]anthropic.MessageBatchNewParamsRequest{}, reqs[:2]...)
+	mixed[1].Params.Model = "gpt-4o-mini"
+	for _, tc := range []struct {
+		reqs []anthropic.MessageBatchNewParamsRequest
+		want string
+	}{{many, "more than 1000 requests"}, {mixed, "a batch runs one model"}} {
+		_, err := ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: tc.reqs})
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "invalid_request_error") || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("want a 400 saying %q, got %v", tc.want, err)
+		}
+	}
+	if q, _ := s.gw.Quota("ada"); q != before {
+		t.Fatalf("refused batches moved money: %d -> %d", before, q)
+	}
+
 	// a cancel: half the requests answered and billed, the rest refunded
 	s.fake.Hold(true)
-	before, _ := s.gw.Quota("ada")
 	b2, err := ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: reqs[:10]})
 	if err != nil {
 		t.Fatal(err)
