@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -557,4 +558,34 @@ func TestBatchesAzure(t *testing.T) {
 	if s.fake.AzureCalls() == 0 {
 		t.Fatal("no call reached Azure's addresses")
 	}
+}
+
+// Files past file_retention are gone: a 404 at once, their bytes deleted
+// by the sweep.
+func TestFilesRetention(t *testing.T) {
+	fake := gatewaytest.NewFakeBatchVendor(t, "sk-up-batches")
+	dir := t.TempDir()
+	files := filepath.Join(dir, "files")
+	cfg := batchConfig().option(block("batches", "dir {{FILES}}", "file_retention 1s"))
+	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP": fake.URL, "FILES": files})
+	c := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(gw.AddUser("ada", 1_000_000)), option.WithMaxRetries(0))
+	ctx := context.Background()
+	f, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(chatLines(3, "gpt-4o-mini")), "in.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ExpiresAt == 0 {
+		t.Fatalf("a file under a retention has no expires_at: %+v", f)
+	}
+	if _, err := os.Stat(filepath.Join(files, f.ID)); err != nil {
+		t.Fatalf("the file's bytes: %v", err)
+	}
+	eventually(t, "the file expired", func() bool {
+		_, err := c.Files.Get(ctx, f.ID)
+		return err != nil && sdkError(t, err).StatusCode == http.StatusNotFound
+	})
+	eventually(t, "the file's bytes deleted", func() bool {
+		_, err := os.Stat(filepath.Join(files, f.ID))
+		return os.IsNotExist(err)
+	})
 }

@@ -46,7 +46,9 @@ func (e *Engine) run(ctx context.Context) {
 	files := time.Now()
 	for {
 		e.sweep(ctx)
-		if time.Since(files) >= time.Minute {
+		// expired files go within a minute, or within their retention
+		// when it is shorter
+		if time.Since(files) >= min(time.Minute, max(e.cfg.FileRetention, time.Second)) {
 			files = time.Now()
 			e.sweepFiles(ctx)
 		}
