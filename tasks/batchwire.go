@@ -53,7 +53,8 @@ func OpenAIBatch(t *store.Task) map[string]any {
 	switch {
 	case ended && t.Status == adapters.TaskFailed:
 		status, failedAt = "failed", t.FinishedAt.Unix()
-	case ended && st.CancelRequestedAt != 0:
+	case ended && st.CancelRequestedAt != 0 && st.Cancelled > 0:
+		// a cancel that came after the vendor had run every line leaves it completed
 		status, cancelledAt = "cancelled", t.FinishedAt.Unix()
 	case ended:
 		status, completedAt, finalizingAt = "completed", t.FinishedAt.Unix(), t.FinishedAt.Unix()
