@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/caddy-model-gateway/gateway/adapters"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -52,5 +53,13 @@ func (a *App) newTaskEngine() *tasks.Engine {
 		Engine:   a.engine,
 		TaskCost: a.metrics.TaskCost,
 		Log:      a.log.Named("tasks"),
+		Dialect: func(name string) adapters.Dialect {
+			for _, d := range a.dialects {
+				if d.Name() == name {
+					return d
+				}
+			}
+			return nil
+		},
 	})
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,8 @@ func batchConfig() *caddyfile {
 		channel("anthropic", "anthropic", "{{UP}}", "sk-up-batches", "claude-haiku").
 		channel("azure", "azure", "{{UP}}", "sk-up-batches", "gpt-4o-batch text-embedding-batch").
 		price("gpt-4o-batch", "input 2.5", "output 10", "batch_discount 50%").
+		channel("demo", "demo", "", "", "demo").
+		price("demo", "input 1", "output 2", "batch_discount 50%").
 		price("text-embedding-batch", "input 0.13", "batch_input 0.065").
 		price("gpt-4o-mini", "input 0.15", "output 0.60", "batch_discount 50%").
 		price("claude-haiku", "input 1", "output 5", "batch_input 0.5", "batch_output 2.5")
@@ -588,4 +591,88 @@ func TestFilesRetention(t *testing.T) {
 		_, err := os.Stat(filepath.Join(files, f.ID))
 		return os.IsNotExist(err)
 	})
+}
+
+// A model with no batch API on any of its channels (the local demo echo
+// here) runs its batch's lines on the gateway's own engine, in either
+// dialect, each line billed from its answer's usage at the batch price.
+func TestBatchesLocal(t *testing.T) {
+	s := startBatches(t)
+	ctx := context.Background()
+	const start = 10_000_000
+	key := s.gw.AddUser("ada", start)
+	c := s.openai(key)
+	f, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(chatLines(30, "demo")), "in.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitBatch(t, c, b.ID, openai.BatchStatusCompleted)
+	if done.RequestCounts.Completed != 30 {
+		t.Fatalf("counts %+v", done.RequestCounts)
+	}
+	var want int64
+	ids := map[string]bool{}
+	for _, line := range fileLines(t, c, done.OutputFileID) {
+		var l struct {
+			CustomID string `json:"custom_id"`
+			Response struct {
+				StatusCode int                   `json:"status_code"`
+				Body       openai.ChatCompletion `json:"body"`
+			} `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil || l.Response.StatusCode != 200 || len(l.Response.Body.Choices) != 1 {
+			t.Fatalf("output line %s: %v", line, err)
+		}
+		u := l.Response.Body.Usage
+		if u.PromptTokens == 0 || u.CompletionTokens == 0 {
+			t.Fatalf("a line without usage: %s", line)
+		}
+		ids[l.CustomID] = true
+		want += (u.PromptTokens*500_000 + u.CompletionTokens*1_000_000 + 999_999) / 1_000_000
+	}
+	if len(ids) != 30 {
+		t.Fatalf("%d distinct lines answered", len(ids))
+	}
+	if q, _ := s.gw.Quota("ada"); q != start-want {
+		t.Fatalf("quota %d, want %d", q, start-want)
+	}
+
+	// an Anthropic batch of the same model, translated line by line
+	ac := anthropic.NewClient(aoption.WithBaseURL(s.gw.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
+	reqs := make([]anthropic.MessageBatchNewParamsRequest, 5)
+	for i := range reqs {
+		reqs[i] = anthropic.MessageBatchNewParamsRequest{CustomID: fmt.Sprintf("q%d", i), Params: anthropic.MessageBatchNewParamsRequestParams{
+			Model: "demo", MaxTokens: 100, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello there"))}}}
+	}
+	before, _ := s.gw.Quota("ada")
+	ab, err := ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the local message batch ended", func() bool {
+		got, err := ac.Messages.Batches.Get(ctx, ab.ID, anthropic.MessageBatchGetParams{})
+		return err == nil && got.ProcessingStatus == anthropic.MessageBatchProcessingStatusEnded
+	})
+	stream := ac.Messages.Batches.ResultsStreaming(ctx, ab.ID, anthropic.MessageBatchResultsParams{})
+	var cost int64
+	n := 0
+	for stream.Next() {
+		r := stream.Current()
+		u := r.Result.Message.Usage
+		if r.Result.Type != "succeeded" || u.OutputTokens == 0 {
+			t.Fatalf("result %+v", r)
+		}
+		cost += ((u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens)*500_000 + u.OutputTokens*1_000_000 + 999_999) / 1_000_000
+		n++
+	}
+	if stream.Err() != nil || n != 5 {
+		t.Fatalf("%d results, %v", n, stream.Err())
+	}
+	if q, _ := s.gw.Quota("ada"); q != before-cost {
+		t.Fatalf("quota %d, want %d", q, before-cost)
+	}
 }

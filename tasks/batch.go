@@ -54,6 +54,9 @@ type batchState struct {
 	CompletionWindow string            `json:"completion_window,omitempty"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	Lines            int64             `json:"lines"`
+	// Local: no channel of the model has a batch API; the poller runs the
+	// lines through the gateway's own engine (batchlocal.go).
+	Local bool `json:"local,omitempty"`
 	// Price is the model's batch price when the batch was created, which
 	// settles every line.
 	Price billing.Price `json:"price"`
@@ -310,6 +313,9 @@ func (e *Engine) CreateBatch(ctx context.Context, req BatchRequest) (*store.Task
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' in the gateway's Caddyfile"}
 	}
 	if len(e.batchPlan(model, req.Dialect)) == 0 {
+		st.Local = len(e.localPlan(model)) > 0 && e.deps.Dialect != nil && e.deps.Dialect(req.Dialect) != nil
+	}
+	if len(e.batchPlan(model, req.Dialect)) == 0 && !st.Local {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "batches_unsupported",
 			Message: "no channel serving the model " + model + " runs " + req.Dialect + " batches (a vendor batch API of that dialect): send the requests one by one instead"}
 	}

@@ -22,6 +22,10 @@ const batchWindow = 24 * time.Hour
 // poll it, or, once the vendor has ended it, settle it from its results.
 func (e *Engine) followBatch(ctx context.Context, t *store.Task) {
 	st := readState(t)
+	if st.Local {
+		e.runLocal(ctx, t, st)
+		return
+	}
 	if t.UpstreamID == "" {
 		e.submitBatch(ctx, t, st)
 		return
@@ -146,6 +150,20 @@ func (e *Engine) submitBatch(ctx context.Context, t *store.Task, st *batchState)
 // (and error) file, and settles the batch with a usage row per line in one
 // transaction: what the lines did not cost comes back.
 func (e *Engine) settleBatch(ctx context.Context, t *store.Task, st *batchState, ch *Channel, bp adapters.BatchProvider, vs *adapters.BatchState) {
+	rctx, cancel := context.WithTimeout(ctx, max(ch.Timeout, e.cfg.PollTimeout))
+	defer cancel()
+	e.settleResults(ctx, t, st, func(each func(*adapters.BatchResult) error) error {
+		err := bp.BatchResults(rctx, ch.Client, ch.upstream(t.Model), t.UpstreamID, vs, e.cfg.MaxBatchResults, each)
+		if err != nil {
+			return errors.New(engine.MaskKeys(err.Error(), ch.Keys))
+		}
+		return nil
+	})
+}
+
+// settleResults bills the results read calls each with, writes the output
+// and error files and settles the batch.
+func (e *Engine) settleResults(ctx context.Context, t *store.Task, st *batchState, read func(each func(*adapters.BatchResult) error) error) {
 	out, err := e.newDerived()
 	if err != nil {
 		e.deps.Log.Error("writing a batch's output file", zap.Error(err))
@@ -164,9 +182,7 @@ func (e *Engine) settleBatch(ctx context.Context, t *store.Task, st *batchState,
 	endpoint := st.path()
 	var rows []*store.UsageLog
 	st.Completed, st.Failed, st.Cancelled, st.InputTokens, st.OutputTokens = 0, 0, 0, 0, 0
-	rctx, cancel := context.WithTimeout(ctx, max(ch.Timeout, e.cfg.PollTimeout))
-	defer cancel()
-	err = bp.BatchResults(rctx, ch.Client, ch.upstream(t.Model), t.UpstreamID, vs, e.cfg.MaxBatchResults, func(r *adapters.BatchResult) error {
+	err = read(func(r *adapters.BatchResult) error {
 		row := &store.UsageLog{Key: "batch:" + t.ID + ":" + r.CustomID, CreatedAt: now, Model: t.Model, Channel: t.Channel,
 			Endpoint: endpoint, Status: r.Status, Error: r.Error, RequestID: t.RequestID, UpstreamRequestID: t.UpstreamID,
 			LatencyMS: now.Sub(t.CreatedAt).Milliseconds()}
@@ -193,8 +209,8 @@ func (e *Engine) settleBatch(ctx context.Context, t *store.Task, st *batchState,
 		return
 	}
 	if err != nil {
-		e.deps.Log.Warn("reading a batch's results failed; trying again later", zap.String("batch_id", t.ID), zap.String("channel", ch.Name),
-			zap.String("error", engine.MaskKeys(err.Error(), ch.Keys)))
+		e.deps.Log.Warn("reading a batch's results failed; trying again later", zap.String("batch_id", t.ID), zap.String("channel", t.Channel),
+			zap.Error(err))
 		e.later(ctx, t, e.backoff(t.Polls+1))
 		return
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	// MaxUserFiles bounds the bytes of one user's files together
 	// (default 10 GiB).
 	MaxUserFiles int64
+	// LocalConcurrency bounds the lines of one batch the gateway runs at
+	// once on its own engine (a model without a batch API). Default 4.
+	LocalConcurrency int
 }
 
 // withDefaults is c with every unset field at its default.
@@ -80,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchResults <= 0 {
 		c.MaxBatchResults = 1 << 30
+	}
+	if c.LocalConcurrency <= 0 {
+		c.LocalConcurrency = 4
 	}
 	if c.MaxUserFiles <= 0 {
 		c.MaxUserFiles = 10 << 30
