@@ -37,6 +37,10 @@ type BatchesConfig struct {
 	// MaxResults bounds the results read back from a vendor for one
 	// batch. Default 1 GiB.
 	MaxResults int64 `json:"max_results,omitempty"`
+	// LocalConcurrency bounds the lines of one batch run at once on the
+	// gateway's own engine (a model whose channels have no batch API).
+	// Default 4.
+	LocalConcurrency int `json:"local_concurrency,omitempty"`
 	// MaxUserStorage bounds the bytes of one user's files together.
 	// Default 10 GiB.
 	MaxUserStorage int64 `json:"max_user_storage,omitempty"`
@@ -68,11 +72,12 @@ func (c *BatchesConfig) apply(cfg *tasks.Config, dir string) {
 	}
 	cfg.MaxBatchFile, cfg.MaxBatchLines, cfg.MaxBatchResults = c.MaxFileSize, c.MaxLines, c.MaxResults
 	cfg.FileRetention, cfg.MaxUserFiles = time.Duration(c.FileRetention), c.MaxUserStorage
+	cfg.LocalConcurrency = c.LocalConcurrency
 }
 
 // parseBatches reads `batches { dir <path> max_file_size <size> max_lines
 // <n> max_results <size> max_user_storage <size> file_retention
-// <duration>|off }`.
+// <duration>|off local_concurrency <n> }`.
 func parseBatches(d *caddyfile.Dispenser) (*BatchesConfig, error) {
 	bc := &BatchesConfig{}
 	if d.NextArg() {
@@ -88,12 +93,12 @@ func parseBatches(d *caddyfile.Dispenser) (*BatchesConfig, error) {
 				return d.Errf("batches: %s must be a size above zero such as 100MiB, not %q", opt, v)
 			}
 			*map[string]*int64{"max_file_size": &bc.MaxFileSize, "max_results": &bc.MaxResults, "max_user_storage": &bc.MaxUserStorage}[opt] = size
-		case "max_lines":
+		case "max_lines", "local_concurrency":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return d.Errf("batches: max_lines must be a positive integer, not %q", v)
+				return d.Errf("batches: %s must be a positive integer, not %q", opt, v)
 			}
-			bc.MaxLines = n
+			*map[string]*int{"max_lines": &bc.MaxLines, "local_concurrency": &bc.LocalConcurrency}[opt] = n
 		case "file_retention":
 			if v == "off" {
 				bc.FileRetention = caddy.Duration(-1)
@@ -105,7 +110,7 @@ func parseBatches(d *caddyfile.Dispenser) (*BatchesConfig, error) {
 			}
 			bc.FileRetention = caddy.Duration(dur)
 		default:
-			return d.Errf("batches: unrecognized option %q (known: dir, max_file_size, max_lines, max_results, max_user_storage, file_retention)", opt)
+			return d.Errf("batches: unrecognized option %q (known: dir, max_file_size, max_lines, max_results, max_user_storage, file_retention, local_concurrency)", opt)
 		}
 		return nil
 	})

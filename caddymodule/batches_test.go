@@ -38,6 +38,7 @@ func TestBatchesCaddyfile(t *testing.T) {
 	max_results 200MB
 	max_user_storage 1GB
 	file_retention 168h
+	local_concurrency 8
 }
 price gpt-4o-mini {
 	input 0.15
@@ -55,7 +56,7 @@ price claude-haiku {
 	}
 	b := a.Batches
 	if b == nil || b.Dir != "/var/lib/gateway/files" || b.MaxLines != 2000 || b.MaxFileSize <= 0 || b.MaxResults <= b.MaxFileSize ||
-		b.MaxUserStorage <= b.MaxResults || b.FileRetention <= 0 {
+		b.MaxUserStorage <= b.MaxResults || b.FileRetention <= 0 || b.LocalConcurrency != 8 {
 		t.Fatalf("batches: %+v", b)
 	}
 	usage := adapters.Usage{PromptTokens: 1_000_000, CompletionTokens: 1_000_000}
@@ -73,6 +74,7 @@ price claude-haiku {
 	}
 	for _, tc := range []struct{ body, want string }{
 		{"batches {\n max_lines 0\n}", "max_lines must be a positive integer"},
+		{"batches {\n local_concurrency none\n}", "local_concurrency must be a positive integer"},
 		{"batches {\n max_file_size lots\n}", "max_file_size must be a size"},
 		{"batches {\n file_retention soon\n}", "file_retention must be a duration"},
 		{"batches {\n colour blue\n}", `batches: unrecognized option "colour"`},
