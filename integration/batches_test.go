@@ -641,6 +641,37 @@ func TestBatchesLocal(t *testing.T) {
 		t.Fatalf("quota %d, want %d", q, start-want)
 	}
 
+	// a line the engine refuses is an error line, and costs nothing
+	before, _ := s.gw.Quota("ada")
+	mixed := append(chatLines(1, "demo"), []byte(`{"custom_id":"bad","method":"POST","url":"/v1/chat/completions","body":{"model":"demo","messages":"not a list"}}`+"\n")...)
+	f2, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(mixed), "mixed.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: f2.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done2 := waitBatch(t, c, b2.ID, openai.BatchStatusCompleted)
+	errLines := fileLines(t, c, done2.ErrorFileID)
+	if done2.RequestCounts.Completed != 1 || done2.RequestCounts.Failed != 1 || len(errLines) != 1 || !strings.Contains(errLines[0], `"status_code":400`) {
+		t.Fatalf("a batch with a bad line: %+v %v", done2.RequestCounts, errLines)
+	}
+	var one int64
+	for _, line := range fileLines(t, c, done2.OutputFileID) {
+		var l struct {
+			Response struct {
+				Body openai.ChatCompletion `json:"body"`
+			} `json:"response"`
+		}
+		_ = json.Unmarshal([]byte(line), &l)
+		u := l.Response.Body.Usage
+		one += (u.PromptTokens*500_000 + u.CompletionTokens*1_000_000 + 999_999) / 1_000_000
+	}
+	if q, _ := s.gw.Quota("ada"); one == 0 || q != before-one {
+		t.Fatalf("quota %d, want %d", q, before-one)
+	}
+
 	// an Anthropic batch of the same model, translated line by line
 	ac := anthropic.NewClient(aoption.WithBaseURL(s.gw.URL), aoption.WithAPIKey(key), aoption.WithMaxRetries(0))
 	reqs := make([]anthropic.MessageBatchNewParamsRequest, 5)
@@ -648,7 +679,7 @@ func TestBatchesLocal(t *testing.T) {
 		reqs[i] = anthropic.MessageBatchNewParamsRequest{CustomID: fmt.Sprintf("q%d", i), Params: anthropic.MessageBatchNewParamsRequestParams{
 			Model: "demo", MaxTokens: 100, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello there"))}}}
 	}
-	before, _ := s.gw.Quota("ada")
+	before, _ = s.gw.Quota("ada")
 	ab, err := ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: reqs})
 	if err != nil {
 		t.Fatal(err)
