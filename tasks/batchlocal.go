@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -64,7 +65,16 @@ func (e *Engine) runLocal(ctx context.Context, t *store.Task, st *batchState) {
 	if st.InProgressAt == 0 {
 		st.InProgressAt = time.Now().Unix()
 	}
-	results := make([]*adapters.BatchResult, len(lines))
+	// the answers are spooled to disk as they come, not held in memory
+	spool, err := e.newDerived()
+	if err != nil {
+		e.deps.Log.Error("spooling a local batch's answers", zap.Error(err))
+		e.later(ctx, t, e.cfg.PollInterval)
+		return
+	}
+	defer spool.discard()
+	var mu sync.Mutex
+	var spoolErr error
 	sem := make(chan struct{}, e.cfg.LocalConcurrency)
 	var wg sync.WaitGroup
 	for i, l := range lines {
@@ -76,20 +86,34 @@ func (e *Engine) runLocal(ctx context.Context, t *store.Task, st *batchState) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = e.runLine(ctx, d, st, t.Model, l, i)
+			b, _ := json.Marshal(e.runLine(ctx, d, st, t.Model, l, i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err := spool.write(b); err != nil && spoolErr == nil {
+				spoolErr = err
+			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return // stopping: the next configuration runs it again
 	}
+	if spoolErr == nil {
+		_, spoolErr = spool.tmp.Seek(0, io.SeekStart)
+	}
+	if spoolErr != nil {
+		e.deps.Log.Error("spooling a local batch's answers; running it again later", zap.String("batch_id", t.ID), zap.Error(spoolErr))
+		e.later(ctx, t, e.cfg.PollInterval)
+		return
+	}
 	e.settleResults(ctx, t, st, func(each func(*adapters.BatchResult) error) error {
-		for _, r := range results {
-			if err := each(r); err != nil {
+		return adapters.EachLine(spool.tmp, e.cfg.MaxBatchResults, func(line []byte) error {
+			var r adapters.BatchResult
+			if err := json.Unmarshal(line, &r); err != nil {
 				return err
 			}
-		}
-		return nil
+			return each(&r)
+		})
 	})
 }
 
