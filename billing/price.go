@@ -70,6 +70,14 @@ type Price struct {
 	Task        int64 `json:"task,omitempty"`
 	VideoSecond int64 `json:"video_second,omitempty"`
 	MaxSeconds  int64 `json:"max_seconds,omitempty"`
+
+	// Batch prices (see batch.go): what a line of a batch costs.
+	// BatchInput and BatchOutput are per million prompt and completion
+	// tokens; BatchDiscount is a percentage off every token price the two
+	// do not set. All unset: a batch line costs what a request does.
+	BatchInput    *int64 `json:"batch_input,omitempty"`
+	BatchOutput   *int64 `json:"batch_output,omitempty"`
+	BatchDiscount int64  `json:"batch_discount,omitempty"`
 }
 
 // TaskOnly reports whether the model is priced for tasks alone: relayed

@@ -126,6 +126,8 @@ type App struct {
 	Usage *UsageConfig `json:"usage,omitempty"`
 	// Tasks tunes how task-style generation (/api/generate/*) is followed.
 	Tasks *TasksConfig `json:"tasks,omitempty"`
+	// Batches bounds /v1/files and the batch endpoints (docs/batches.md).
+	Batches *BatchesConfig `json:"batches,omitempty"`
 
 	// Registration lets people create their own accounts on the web
 	// console. Off by default: an administrator creates users.
@@ -213,6 +215,7 @@ type App struct {
 	retention *billing.Retention
 	// this configuration's task engine, and the task endpoints' dialect
 	tasks       *tasks.Engine
+	batchDir    string // where files' bytes are kept (batches.go)
 	taskDialect adapters.Dialect
 	// this configuration's budget alerts, nil when off
 	alerts       *alerts.Notifier
@@ -318,6 +321,13 @@ type PriceConfig struct {
 	Task        string `json:"task,omitempty"`
 	VideoSecond string `json:"video_second,omitempty"`
 	MaxSeconds  int64  `json:"max_seconds,omitempty"`
+
+	// Batch prices (docs/batches.md): BatchInput and BatchOutput are USD
+	// per million tokens of a batch line; BatchDiscount is a percentage
+	// ("50%") off every other price of a batch line.
+	BatchInput    string `json:"batch_input,omitempty"`
+	BatchOutput   string `json:"batch_output,omitempty"`
+	BatchDiscount string `json:"batch_discount,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -408,6 +418,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 				"put it in an {env.X} placeholder or the PGPASSWORD environment variable instead")
 		}
 	}
+	a.batchDir = a.Batches.dir(dbc)
 	db, err := openDatabase(dbc, a.log, time.Duration(a.TokenCacheTTL), time.Duration(a.LeaseTTL), a.Usage.writerConfig(repl))
 	if err != nil {
 		return err
@@ -575,6 +586,9 @@ func (pc *PriceConfig) price() (*billing.Price, error) {
 		return nil, fmt.Errorf("max_seconds must not be negative")
 	}
 	p.MaxSeconds = pc.MaxSeconds
+	if err := pc.batchPrice(p, parse); err != nil {
+		return nil, err
+	}
 	if p.VideoSecond > 0 && p.MaxSeconds == 0 {
 		return nil, fmt.Errorf("video_second needs max_seconds, the longest video the vendor makes: a task that names no duration reserves it")
 	}

@@ -348,6 +348,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Alerts = ac
+		case "batches":
+			bc, err := parseBatches(d)
+			if err != nil {
+				return err
+			}
+			a.Batches = bc
 		case "usage":
 			uc, err := parseUsage(d)
 			if err != nil {

@@ -248,6 +248,11 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			}
 			pc.MaxSeconds = n
 			continue
+		case "batch_input", "batch_output", "batch_discount":
+			if err := parseBatchPrice(pc, opt, v); err != nil {
+				return "", nil, d.Errf("price %s: %v", model, err)
+			}
+			continue
 		case "max_output":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n <= 0 {

@@ -64,6 +64,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication,
 			Message: "no API key was checked: put gateway_auth before gateway_relay in the Caddyfile"})
 	}
+	if isBatchPath(r.URL.Path) {
+		return h.serveBatches(w, r, rt, id)
+	}
 	switch rt.op {
 	case adapters.OpListModels, adapters.OpGetModel:
 		return h.serveModels(w, r, rt, id)

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/caddy-model-gateway/gateway/adapters"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -45,10 +46,20 @@ func (c *TasksConfig) engineConfig() tasks.Config {
 // configuration's channels, prices, failover loop and admission gate) and
 // to the shared database's store.
 func (a *App) newTaskEngine() *tasks.Engine {
-	return tasks.New(a.Tasks.engineConfig(), tasks.Deps{
+	cfg := a.Tasks.engineConfig()
+	a.Batches.apply(&cfg, a.batchDir)
+	return tasks.New(cfg, tasks.Deps{
 		Store:    a.db.store,
 		Engine:   a.engine,
 		TaskCost: a.metrics.TaskCost,
 		Log:      a.log.Named("tasks"),
+		Dialect: func(name string) adapters.Dialect {
+			for _, d := range a.dialects {
+				if d.Name() == name {
+					return d
+				}
+			}
+			return nil
+		},
 	})
 }

@@ -396,6 +396,7 @@ type Store interface {
 	AlertStore        // budget alerts (alerts.go)
 	RuntimeStore      // channels, prices and plans made at runtime (runtime.go)
 	PaymentStore      // self-serve top-ups (payments.go)
+	FileStore         // files and the batches listed (files.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

@@ -24,6 +24,25 @@ type Config struct {
 	// MaxFileSize bounds one file streamed from an upstream to a client.
 	// Default 2 GiB.
 	MaxFileSize int64
+
+	// Batches and files (/v1/files, /v1/batches, /v1/messages/batches).
+	// BatchDir is where files' bytes are kept (the caller sets it beside
+	// the database). MaxBatchFile bounds one file (default 100 MiB),
+	// MaxBatchLines the requests of one batch (default 50,000),
+	// MaxBatchResults the results read back from a vendor (default 1
+	// GiB); FileRetention is how long a file is kept (default 30 days,
+	// negative: for ever).
+	BatchDir        string
+	MaxBatchFile    int64
+	MaxBatchLines   int
+	MaxBatchResults int64
+	FileRetention   time.Duration
+	// MaxUserFiles bounds the bytes of one user's files together
+	// (default 10 GiB).
+	MaxUserFiles int64
+	// LocalConcurrency bounds the lines of one batch the gateway runs at
+	// once on its own engine (a model without a batch API). Default 4.
+	LocalConcurrency int
 }
 
 // withDefaults is c with every unset field at its default.
@@ -52,6 +71,27 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxFileSize <= 0 {
 		c.MaxFileSize = 2 << 30
+	}
+	if c.BatchDir == "" {
+		c.BatchDir = "./data/files"
+	}
+	if c.MaxBatchFile <= 0 {
+		c.MaxBatchFile = 100 << 20
+	}
+	if c.MaxBatchLines <= 0 {
+		c.MaxBatchLines = 50_000
+	}
+	if c.MaxBatchResults <= 0 {
+		c.MaxBatchResults = 1 << 30
+	}
+	if c.LocalConcurrency <= 0 {
+		c.LocalConcurrency = 4
+	}
+	if c.MaxUserFiles <= 0 {
+		c.MaxUserFiles = 10 << 30
+	}
+	if c.FileRetention == 0 {
+		c.FileRetention = 30 * 24 * time.Hour
 	}
 	return c
 }

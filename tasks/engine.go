@@ -53,6 +53,10 @@ type Deps struct {
 	TaskCost func(model string, userID, cost int64)
 	// Log is the engine's own logger (the poller's lines).
 	Log *zap.Logger
+	// Dialect is the client dialect of a name ("openai", "anthropic"),
+	// nil for none: a batch on channels without a batch API runs its
+	// lines through the request engine in it (batchlocal.go).
+	Dialect func(name string) adapters.Dialect
 }
 
 // Store is the part of store.Store the engine uses.
@@ -66,6 +70,8 @@ type Store interface {
 	FinishTask(ctx context.Context, t *store.Task, row *store.UsageLog) (bool, error)
 	SetTaskTrace(ctx context.Context, id string, trace store.TaskTrace) error
 	TaskTrace(ctx context.Context, id string) (store.TaskTrace, error)
+	// files and batches (batchfiles.go, batch.go)
+	store.FileStore
 }
 
 // Channel is one upstream channel as the engine uses it.

@@ -43,8 +43,15 @@ func (e *Engine) run(ctx context.Context) {
 	tick := min(e.cfg.PollInterval, time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	files := time.Now()
 	for {
 		e.sweep(ctx)
+		// expired files go within a minute, or within their retention
+		// when it is shorter
+		if time.Since(files) >= min(time.Minute, max(e.cfg.FileRetention, time.Second)) {
+			files = time.Now()
+			e.sweepFiles(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -102,6 +109,10 @@ const refreshTimeout = 5 * time.Second
 // vendor, and saves what it learned: a terminal state settles the task,
 // any other schedules the next poll. ctx ends only when the poller stops.
 func (e *Engine) follow(ctx context.Context, t *store.Task, timeout time.Duration) {
+	if IsBatch(t.ID) {
+		e.followBatch(ctx, t)
+		return
+	}
 	if t.UpstreamID == "" {
 		// leased here, so its submitter's lease ran out: the gateway died
 		// (or was made to stop) before the vendor answered

@@ -187,8 +187,24 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 	if err := store.PrepareFinish(t, row, ts); err != nil {
 		return false, err
 	}
+	return s.finishTask(ctx, t, []*store.UsageLog{row}, ts, false)
+}
+
+// FinishTaskRows implements store.FileStore: FinishTask with a row per
+// line of a batch, each charging its own cost.
+func (s *Store) FinishTaskRows(ctx context.Context, t *store.Task, rows []*store.UsageLog) (bool, error) {
+	ts := now()
+	if err := store.PrepareFinishRows(t, rows, ts); err != nil {
+		return false, err
+	}
+	return s.finishTask(ctx, t, rows, ts, true)
+}
+
+// finishTask settles t with rows; each row keeps its own cost when
+// perRow, else the one row charges t.Cost.
+func (s *Store) finishTask(ctx context.Context, t *store.Task, rows []*store.UsageLog, ts time.Time, perRow bool) (bool, error) {
 	settled := false
-	var ids [1]int64
+	ids := make([]int64, len(rows))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var userID, tokenID, reserved int64
 		var windows, plan string
@@ -212,8 +228,12 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		}
 		// the row counts the cost in the windows, which give back the
 		// reservation they counted since the submit
-		store.TaskSettled(t, row, userID, tokenID, windows, plan)
-		if err := settleRows(ctx, tx, []*store.UsageLog{row}, ids[:], ts, store.TaskWindows(windows, -reserved)); err != nil {
+		if perRow {
+			store.TaskRowsSettled(t, rows, userID, tokenID, windows, plan)
+		} else {
+			store.TaskSettled(t, rows[0], userID, tokenID, windows, plan)
+		}
+		if err := settleRows(ctx, tx, rows, ids, ts, store.TaskWindows(windows, -reserved)); err != nil {
 			return err
 		}
 		settled = true
@@ -223,7 +243,9 @@ func (s *Store) FinishTask(ctx context.Context, t *store.Task, row *store.UsageL
 		return false, fmt.Errorf("finish task %q: %w", t.ID, err)
 	}
 	if settled {
-		store.FinishedTask(t, row, ids[0], ts)
+		for i, row := range rows {
+			store.FinishedTask(t, row, ids[i], ts)
+		}
 	}
 	return settled, nil
 }

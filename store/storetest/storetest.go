@@ -89,6 +89,9 @@ func Run(t *testing.T, open Opener) {
 			{"PaymentRefundsAndDisputes", testPaymentRefundsAndDisputes},
 			{"PaymentRefusals", testPaymentRefusals},
 		}},
+		{"Files", []test{
+			{"FilesAndBatches", testFiles},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
