@@ -99,8 +99,11 @@ func (b *browserSession) waitFor(cond string) {
 			return
 		}
 		// a page that reloads itself (after logging in) ends the poll on
-		// the old document; ask the new one
-		if attempt < 10 && (strings.Contains(err.Error(), "navigated") || strings.Contains(err.Error(), "context with specified id")) {
+		// the old document; ask the new one. A poll that lands on the new
+		// document while it is still being parsed finds its elements not
+		// there yet (null): ask again too.
+		if attempt < 10 && (strings.Contains(err.Error(), "navigated") || strings.Contains(err.Error(), "context with specified id") ||
+			strings.Contains(err.Error(), "Cannot read properties of null")) {
 			continue
 		}
 		b.t.Fatalf("waiting for %s: %v\npage errors: %s", cond, err, b.pageErrors())
