@@ -24,7 +24,12 @@ require (
 	google.golang.org/genai v1.77.0
 )
 
-require github.com/aws/smithy-go v1.28.9 // indirect
+require (
+	github.com/aws/smithy-go v1.28.9 // indirect
+	github.com/boombuler/barcode v1.0.1-0.20190219062509-6c824513bacc // indirect
+	github.com/go-webauthn/webauthn v0.18.2 // indirect
+	github.com/pquerna/otp v1.5.0 // indirect
+)
 
 require (
 	cel.dev/cel-go v0.32.0 // indirect

@@ -379,6 +379,7 @@ type RateShare struct {
 type Store interface {
 	BudgetStore       // spending windows (budgets.go)
 	ClientSecretStore // Realtime client secrets (clientsecrets.go)
+	SignInStore       // reset links, second factors, SSO links (signin.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

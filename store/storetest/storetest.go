@@ -80,6 +80,13 @@ func Run(t *testing.T, open Opener) {
 		{"ClientSecrets", []test{
 			{"ClientSecrets", testClientSecrets},
 		}},
+		{"SignIn", []test{
+			{"Challenges", testChallenges},
+			{"ResetPassword", testResetPassword},
+			{"TOTP", testTOTP},
+			{"Passkeys", testPasskeys},
+			{"SSOLinks", testSSOLinks},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},
