@@ -70,6 +70,9 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		SSO:           sso,
 		Log:           ctx.Logger(),
 		Budgets:       app.gate.Budgets,
+
+		RequireSecondFactorAdmins: app.RequireSecondFactor == "admins",
+		ResetLinkLifetime:         time.Duration(app.ResetLinkLifetime),
 	})
 	return nil
 }
