@@ -69,6 +69,9 @@ var consolePages = map[string]string{
 	"/console/channels":  "channels.html",
 	"/console/usage-log": "usagelog.html",
 	"/console/audit":     "audit.html",
+	// sign-in beyond a password
+	"/console/security": "security.html",
+	"/console/reset":    "reset.html",
 }
 
 // pageData is what a page template is filled with.
