@@ -52,8 +52,8 @@ func IssueResetLink(ctx context.Context, st store.Store, actor *store.User, id i
 	if ttl == 0 {
 		ttl = DefaultResetLinkLifetime
 	}
-	if ttl < time.Minute || ttl > maxResetLinkLifetime {
-		return nil, invalidf("invalid_ttl", "a reset link lasts from 1 minute to %s, not %s", maxResetLinkLifetime, ttl)
+	if ttl < time.Second || ttl > maxResetLinkLifetime {
+		return nil, invalidf("invalid_ttl", "a reset link lasts from 1s to %s, not %s", maxResetLinkLifetime, ttl)
 	}
 	target, err := st.UserByID(ctx, id)
 	if err != nil {
