@@ -98,7 +98,7 @@ func TestConsoleSignInInBrowser(t *testing.T) {
 	b.waitFor(`!document.getElementById('reset-link-done').hidden`)
 	b.screenshot("signin-reset-phone-zh")
 	// the link is spent (from another page: a change of fragment alone does not load one)
-	b.do(chromedp.Navigate(base + "/"), chromedp.Navigate(link))
+	b.do(chromedp.Navigate(base+"/"), chromedp.Navigate(link))
 	b.waitFor(`document.getElementById('reset-link-error').textContent !== ''`)
 	b.do(chromedp.Navigate(base + "/"))
 	b.waitFor(`!document.getElementById('login-card').hidden`)
