@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,12 @@ people reach it) to print the whole address.`,
 			if err != nil {
 				return err
 			}
-			ttl, _ := cmd.Flags().GetDuration("ttl")
+			var ttl time.Duration
+			if v, _ := cmd.Flags().GetString("ttl"); v != "" {
+				if ttl, err = e.ParseDuration(v); err != nil {
+					return fmt.Errorf("--ttl: %w", err)
+				}
+			}
 			link, err := account.IssueResetLink(ctx, st, account.Operator, u.ID, ttl)
 			if err != nil {
 				return err
@@ -45,7 +51,7 @@ people reach it) to print the whole address.`,
 		}),
 	}
 	c.Flags().String("username", "", "user name")
-	c.Flags().Duration("ttl", 0, "how long the link lasts (default 1h)")
+	c.Flags().String("ttl", "", "how long the link lasts, such as 30m or 2d (default 1h)")
 	c.Flags().String("base-url", "", "the gateway's address as people reach it, printed before the link's path")
 	required(c, "username")
 	return c
