@@ -14,7 +14,8 @@ import (
 )
 
 // Sign-in beyond a password in the browser, one page session: an
-// administrator makes a reset link on the admin page (1280 px, English);
+// administrator, sent to enrol two-factor codes first (require_second_factor
+// admins), makes a reset link on the admin page (1280 px, English);
 // the user opens it on a phone (390 px, Chinese) and sets a password;
 // enrols two-factor codes on the security page and signs in with a code
 // computed here as an authenticator app would; registers a passkey with
@@ -50,7 +51,7 @@ func (b *browserSession) passwordLogin(name, password string) {
 
 func TestConsoleSignInInBrowser(t *testing.T) {
 	// passkeys need a domain, not an address: the site answers as localhost too
-	cfg := accountConfig("off", 1000, 1000)
+	cfg := accountConfig("off", 1000, 1000).option("require_second_factor admins")
 	cfg.address = "http://localhost:{{PORT}}, http://127.0.0.1:{{PORT}}"
 	g := gatewaytest.Start(t, cfg.String(), nil)
 	createUser(g, "ops", 0, "admin")
@@ -67,6 +68,14 @@ func TestConsoleSignInInBrowser(t *testing.T) {
 	b.waitFor(`!document.getElementById('login-card').hidden`)
 	b.passwordLogin("ops", "password-ops")
 	b.waitFor(`!document.getElementById('dashboard').hidden`)
+	// require_second_factor admins: the admin page sends ops to enrol first
+	b.do(chromedp.Navigate(base + "/console/admin"))
+	b.waitFor(`location.pathname === '/console/security' && !!document.getElementById('enrol-required') && !document.getElementById('enrol-required').hidden`)
+	b.screenshot("signin-admin-must-enrol")
+	b.do(chromedp.Click(chromedp.ID("totp-begin")))
+	b.waitFor(`document.getElementById('totp-secret').textContent !== ''`)
+	b.do(chromedp.SendKeys(chromedp.ID("totp-code"), totpCode(t, b.text("totp-secret"), 0)), chromedp.Click(chromedp.ID("totp-confirm")))
+	b.waitFor(`!document.getElementById('recovery-new').hidden && document.getElementById('enrol-required').hidden`)
 	b.do(chromedp.Navigate(base + "/console/admin"))
 	b.waitFor(fmt.Sprintf(`!!document.querySelector('#users tr[data-user-id="%d"]')`, bob.ID))
 	b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector('#users tr[data-user-id="%d"] button[aria-label="Edit bob"]').click()`, bob.ID)))
