@@ -136,15 +136,27 @@ func ResetPassword(ctx context.Context, st store.Store, actor *store.User, id in
 	if err != nil {
 		return err
 	}
-	if actor != Operator {
-		switch {
-		case target.ID == actor.ID:
-			return forbidden("not_allowed", "change your own password with your current one, not by a reset")
-		case target.Role == store.RoleRoot:
-			return forbidden("not_allowed", "root's password is changed by root, or on the server with 'caddy gateway user passwd'")
-		case target.Role == store.RoleAdmin && actor.Role != store.RoleRoot:
-			return forbidden("not_allowed", "only root can reset an administrator's password")
-		}
+	if err := mayResetSignIn(actor, target); err != nil {
+		return err
 	}
 	return SetPassword(ctx, st, id, password, "")
+}
+
+// mayResetSignIn says whether actor may change how target signs in (a
+// password reset or its link, a single sign-on link, second factors
+// cleared): administrators a user's, only root an administrator's, and
+// nobody their own or root's but the Operator.
+func mayResetSignIn(actor, target *store.User) error {
+	if actor == Operator {
+		return nil
+	}
+	switch {
+	case target.ID == actor.ID:
+		return forbidden("not_allowed", "change your own password with your current one, not by a reset")
+	case target.Role == store.RoleRoot:
+		return forbidden("not_allowed", "root's password is changed by root, or on the server with 'caddy gateway user passwd'")
+	case target.Role == store.RoleAdmin && actor.Role != store.RoleRoot:
+		return forbidden("not_allowed", "only root can reset an administrator's password")
+	}
+	return nil
 }

@@ -72,6 +72,9 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		Budgets:       app.gate.Budgets,
 		Runtime:       app,
 		Payments:      app.payments,
+
+		RequireSecondFactorAdmins: app.RequireSecondFactor == "admins",
+		ResetLinkLifetime:         time.Duration(app.ResetLinkLifetime),
 	})
 	return nil
 }

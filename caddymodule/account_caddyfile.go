@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -36,6 +37,8 @@ type RateLimitConfig struct {
 //	session_max_lifetime <duration>
 //	account_rate_limit <attempts> <window>
 //	registration_rate_limit <signups> <window>
+//	require_second_factor admins|off
+//	reset_link_lifetime <duration>
 func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 	opt := d.Val()
 	args := d.RemainingArgs()
@@ -108,6 +111,23 @@ func (a *App) parseAccountOption(d *caddyfile.Dispenser) error {
 		} else {
 			a.AccountRateLimit = rl
 		}
+	case "require_second_factor":
+		if len(args) != 1 || args[0] != "admins" && args[0] != "off" {
+			return d.Errf("require_second_factor takes 'admins' (administrators enrol TOTP or a passkey before the admin API answers their sessions) or 'off'")
+		}
+		a.RequireSecondFactor = args[0]
+		if args[0] == "off" {
+			a.RequireSecondFactor = ""
+		}
+	case "reset_link_lifetime":
+		if len(args) != 1 {
+			return d.Errf("reset_link_lifetime takes one duration, e.g. 1h")
+		}
+		dur, err := caddy.ParseDuration(args[0])
+		if err != nil || dur < time.Minute || dur > 7*24*time.Hour {
+			return d.Errf("reset_link_lifetime must be a duration from 1m to 7d, such as 1h, not %q", args[0])
+		}
+		a.ResetLinkLifetime = caddy.Duration(dur)
 	}
 	return nil
 }

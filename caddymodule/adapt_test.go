@@ -89,6 +89,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"zero attempts", "account_rate_limit 0 1m", "attempts must be a positive integer"},
 		{"registration rate limit without window", "registration_rate_limit 5", "registration_rate_limit takes signups and a window"},
 		{"zero signups", "registration_rate_limit 0 1h", "signups must be a positive integer"},
+		{"second factor for everyone", "require_second_factor everyone", "require_second_factor takes 'admins'"},
+		{"reset link lasting a month", "reset_link_lifetime 30d", "reset_link_lifetime must be a duration from 1m to 7d"},
 		{"bad retention", "usage_retention soon", "not a duration such as 90d"},
 		{"bad retention batch", "usage_retention 90d {\n batch_size 0\n}", "batch_size must be a positive integer"},
 		{"bad health", "health {\n base_ejection never\n}", "base_ejection must be a duration above zero"},

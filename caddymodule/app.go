@@ -154,6 +154,13 @@ type App struct {
 	RegistrationRateLimit *RateLimitConfig `json:"registration_rate_limit,omitempty"`
 	// SSO signs people in to the console through an identity provider.
 	SSO *SSOConfig `json:"sso,omitempty"`
+	// RequireSecondFactor "admins" sends an administrator signed in with a
+	// password and no second factor to enrol one before the console's
+	// administration answers; "" requires none.
+	RequireSecondFactor string `json:"require_second_factor,omitempty"`
+	// ResetLinkLifetime is how long an administrator's password reset
+	// link lasts. Default 1h.
+	ResetLinkLifetime caddy.Duration `json:"reset_link_lifetime,omitempty"`
 	// TraceContent records message content on traced requests' spans, cut
 	// to this many bytes per attribute; 0 (the default) records none.
 	TraceContent int64 `json:"trace_content,omitempty"`
@@ -344,6 +351,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	if a.TokenCacheTTL <= 0 {
 		a.TokenCacheTTL = caddy.Duration(5 * time.Second)
+	}
+	if a.RequireSecondFactor != "" && a.RequireSecondFactor != "admins" {
+		return fmt.Errorf("require_second_factor is \"admins\" or empty, not %q", a.RequireSecondFactor)
 	}
 	if a.LeaseTTL <= 0 {
 		a.LeaseTTL = 12 * a.TokenCacheTTL

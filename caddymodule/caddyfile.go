@@ -57,6 +57,8 @@ func init() {
 //		session_max_lifetime <duration>
 //		client_secret_max_ttl <duration>  (Realtime client secrets; default 2h)
 //		account_rate_limit <attempts> <window>
+//		require_second_factor admins|off
+//		reset_link_lifetime <duration>
 //		sso oidc { ... }              (sso_caddyfile.go)
 //		metrics {
 //			per_user
@@ -255,7 +257,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.DefaultMaxTokens = int64(n)
 			}
 		case "registration", "invitation_reward", "invitation_min_payment", "invitation_plan_codes",
-			"session_lifetime", "session_max_lifetime", "account_rate_limit", "registration_rate_limit":
+			"session_lifetime", "session_max_lifetime", "account_rate_limit", "registration_rate_limit",
+			"require_second_factor", "reset_link_lifetime":
 			if err := a.parseAccountOption(d); err != nil {
 				return err
 			}

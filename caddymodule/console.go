@@ -74,6 +74,9 @@ var consolePages = map[string]string{
 	// budget alerts: everyone's for administrators, one's own for a user
 	"/console/alerts": "alerts.html",
 	"/console/user":   "user.html", // one user, ?id=N
+	// sign-in beyond a password
+	"/console/security": "security.html",
+	"/console/reset":    "reset.html",
 }
 
 // pageData is what a page template is filled with.

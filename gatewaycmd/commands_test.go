@@ -327,7 +327,7 @@ func TestCommandLineMistakes(t *testing.T) {
 	}{
 		{nil, "caddy gateway needs a command: one of audit, prices, redeem, secrets, token, usage, user"},
 		{[]string{"frob"}, `caddy gateway has no command "frob": type one of audit, prices, redeem, secrets, token, usage, user`},
-		{[]string{"user"}, "gateway user needs a command: one of add, budget, disable, enable, list, passwd, plan, quota, role, set, show"},
+		{[]string{"user"}, "gateway user needs a command: one of add, budget, disable, enable, list, passwd, plan, quota, reset-link, role, second-factor-reset, set, show, sso-link, sso-unlink"},
 		{[]string{"user", "lst"}, `gateway user has no command "lst" (did you mean "list"?)`},
 		{[]string{"token", "remove"}, `gateway token has no command "remove": type one of add, budget, delete, disable, enable, list, rename, set`},
 		{[]string{"redeem", "use"}, `gateway redeem has no command "use": type one of add, disable, enable, list`},

@@ -63,6 +63,7 @@ func AddCommands(cmd *cobra.Command, e Env) {
 	user.AddCommand(e.userAddCommand(), e.userListCommand(), e.userShowCommand(), e.userPasswdCommand(), e.userSetCommand(),
 		e.userStatusCommand("disable", store.UserDisabled), e.userStatusCommand("enable", store.UserEnabled),
 		e.userQuotaCommand(), e.userRoleCommand(), e.userBudgetCommand(), e.userPlanCommand())
+	user.AddCommand(e.signInCommands()...)
 	token := &cobra.Command{Use: "token", Short: "Manages API keys"}
 	token.AddCommand(e.tokenAddCommand(), e.tokenListCommand(), e.tokenSetCommand(), e.tokenRenameCommand(), e.tokenDeleteCommand(),
 		e.tokenStatusCommand("disable", store.TokenDisabled), e.tokenStatusCommand("enable", store.TokenEnabled), e.tokenBudgetCommand())

@@ -134,6 +134,13 @@ func TestConsoleUserPage(t *testing.T) {
 	if !evalJS[bool](b, `!!document.getElementById('signin-actions')`) {
 		t.Fatal("the user page has no Sign-in place for the sign-in buttons")
 	}
+	// the Sign-in card issues a one-time reset link to hand over
+	b.waitFor(`!!document.getElementById('signin-reset-issue')`)
+	b.do(chromedp.Click(chromedp.ID("signin-reset-issue")))
+	b.waitFor(`!document.getElementById('signin-reset-link').hidden`)
+	if got := b.text("signin-reset-url"); !strings.Contains(got, "/console/reset#") {
+		t.Fatalf("the reset link reads %q", got)
+	}
 
 	// disable her key: the gateway refuses it at once
 	b.do(chromedp.Click(chromedp.CSS(`#keys button[aria-label="Disable key laptop"]`)))

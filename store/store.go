@@ -397,6 +397,7 @@ type Store interface {
 	RuntimeStore      // channels, prices and plans made at runtime (runtime.go)
 	PaymentStore      // self-serve top-ups (payments.go)
 	FileStore         // files and the batches listed (files.go)
+	SignInStore       // reset links, second factors, SSO links (signin.go)
 
 	// Users.
 	CreateUser(ctx context.Context, u *User) error // sets u.ID and u.CreatedAt

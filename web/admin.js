@@ -208,6 +208,9 @@ function openEditUser(u) {
   for (const id of ['edit-user-error', 'reset-error', 'reset-feedback']) showError($(id), null);
   $('reset-password').value = '';
   $('reset-made').hidden = true;
+  // signin-admin.js: reset link, SSO link, second factors
+  $('signin-admin').hidden = u.id === me.id;
+  if (u.id !== me.id) SignInAdmin.mount($('signin-admin'), u);
   $('edit-user').showModal();
 }
 

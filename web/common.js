@@ -79,6 +79,10 @@ async function api(method, path, body) {
   let data = null;
   try { data = await resp.json(); } catch (e) { /* not JSON: reported below */ }
   if (!resp.ok) {
+    // require_second_factor admins: an administrator enrols before the console's administration answers
+    if (resp.status === 403 && data && data.error && data.error.code === 'second_factor_required' && location.pathname !== '/console/security') {
+      location.href = '/console/security?enrol=1';
+    }
     const msg = data && data.error && data.error.message ? data.error.message : tr('api.status', 'the gateway answered {status}', { status: resp.status });
     const err = new Error(msg);
     err.status = resp.status;

@@ -161,7 +161,8 @@ async function refreshUser() {
 function onLogin(ev) {
   ev.preventDefault();
   runAction($('login-submit'), $('login-error'), async () => {
-    await api('POST', '/api/user/login', { username: $('login-username').value, password: $('login-password').value });
+    const r = await api('POST', '/api/user/login', { username: $('login-username').value, password: $('login-password').value });
+    if (r && r.second_factor_required) return showSecondStep(r); // signin.js
     location.reload();
   });
 }

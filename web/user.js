@@ -11,6 +11,7 @@ let page = null;        // the last GET /api/admin/users/{id}
 let plans = { plans: [], groups: [] };
 let servedModels = [];  // GET /api/user/models
 let editingKey = null;
+let myID = 0;          // the administrator looking
 
 document.addEventListener('DOMContentLoaded', async () => {
   userID = Number(new URLSearchParams(location.search).get('id'));
@@ -22,6 +23,7 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('sessions-end-all').addEventListener('click', () => endSessions($('sessions-end-all'), ''));
   const me = await startAdminPage();
   if (!me) return;
+  myID = me.id;
   if (!Number.isInteger(userID) || userID <= 0) {
     showError($('page-error'), new Error(tr('user.noID', 'Open a user from the users list: this address names none.')));
     return;
@@ -58,6 +60,8 @@ async function load() {
   showKeys();
   showSessions();
   showInvitees();
+  // reset link, SSO link, second factors: not for one's own account
+  if (page.manage && u.id !== myID) SignInAdmin.mount($('signin-actions'), u);
   $('admin').dataset.loaded = String(Date.now());
   return true;
 }

@@ -77,6 +77,10 @@ func asAPIError(err error) (*apiError, bool) {
 		return &apiError{status: http.StatusForbidden, typ: errPermission, code: ref.Code, msg: ref.Msg}, true
 	case errors.Is(err, account.ErrBadCredentials):
 		return errBadCredentials, true
+	case errors.Is(err, account.ErrBadSecondFactor):
+		return errBadSecondFactor, true
+	case errors.Is(err, account.ErrPasskeyRefused):
+		return errPasskeyRefused, true
 	case errors.Is(err, account.ErrCodeRefused):
 		return badRequest("invalid_redemption_code", "%s", err.Error()), true
 	case errors.Is(err, store.ErrNotFound):

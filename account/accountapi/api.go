@@ -11,12 +11,14 @@
 package accountapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -80,6 +82,15 @@ type Config struct {
 	Runtime Runtime
 	// Payments is self-serve top-up; nil: off
 	Payments *payments.Service
+	// RequireSecondFactorAdmins sends an administrator's session without
+	// a second factor to enrol before the admin API answers it.
+	RequireSecondFactorAdmins bool
+	// ResetLinkLifetime is how long an administrator's password reset
+	// link lasts unless the request says; 0: account.DefaultResetLinkLifetime.
+	ResetLinkLifetime time.Duration
+	// SiteName names the gateway in authenticator apps and passkey
+	// prompts; empty: "Model Gateway".
+	SiteName string
 }
 
 // Handler serves the API. Callers are known by the login session's
@@ -100,13 +111,18 @@ type Handler struct {
 	budgets  *billing.Budgets
 	runtime  Runtime
 	payments *payments.Service
+
+	requireAdmins     bool
+	resetLinkLifetime time.Duration
+	siteName          string
 }
 
 // New routes the API.
 func New(cfg Config) *Handler {
 	h := &Handler{store: cfg.Store, keys: cfg.Keys, ledger: cfg.Ledger, gate: cfg.Gate, sessions: cfg.Sessions,
 		models: cfg.Models, channels: cfg.Channels, testChan: cfg.TestChannel, address: cfg.ClientAddress, sso: cfg.SSO, log: cfg.Log, budgets: cfg.Budgets, runtime: cfg.Runtime,
-		payments: cfg.Payments}
+		payments:      cfg.Payments,
+		requireAdmins: cfg.RequireSecondFactorAdmins, resetLinkLifetime: cfg.ResetLinkLifetime, siteName: cmp.Or(cfg.SiteName, "Model Gateway")}
 	if h.address == nil {
 		h.address = RemoteHost
 	}
@@ -150,6 +166,7 @@ func New(cfg Config) *Handler {
 	h.userPageRoutes(m)
 	h.paymentRoutes(m)
 	h.routeSSO(m)
+	h.routeSignIn(m)
 	m.HandleFunc(userPrefix, h.wrap(h.noRoute))
 	m.HandleFunc(adminPrefix, h.wrap(h.noRoute))
 	h.mux = m
@@ -233,6 +250,9 @@ func (h *Handler) admin(fn userHandlerFunc) http.HandlerFunc {
 	return h.user(func(w http.ResponseWriter, r *http.Request, c *caller) (any, error) {
 		if !account.IsAdmin(c.user) {
 			return nil, errNotAdmin
+		}
+		if err := h.mustEnrol(r, c); err != nil {
+			return nil, err
 		}
 		return fn(w, r, c)
 	})

@@ -68,14 +68,15 @@ func (s *Sessions) cookie(r *http.Request) (*http.Cookie, bool) {
 	return c, err == nil && c.Value != ""
 }
 
-// start stores a new session for userID and sets its cookie.
-func (s *Sessions) start(ctx context.Context, w http.ResponseWriter, r *http.Request, userID int64) error {
+// start stores a new session for userID, sets its cookie and returns its
+// id.
+func (s *Sessions) start(ctx context.Context, w http.ResponseWriter, r *http.Request, userID int64) (string, error) {
 	id, err := s.Logins.Start(ctx, userID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	s.setCookie(w, r, id, s.Logins.MaxAge())
-	return nil
+	return id, nil
 }
 
 // setCookie sends the session cookie; an empty id clears it.

@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/account/oidc"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
 )
 
 // Single sign-on is two browser navigations, not API calls: login sends
@@ -81,7 +84,15 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		h.ssoFailed(w, r, err)
 		return
 	}
-	if err := h.sessions.start(r.Context(), w, r, u.ID); err != nil {
+	id, err := h.sessions.start(r.Context(), w, r, u.ID)
+	if err != nil {
+		h.ssoFailed(w, r, err)
+		return
+	}
+	// the provider answered for the second factor: an administrator this
+	// session belongs to is not sent to enrol one here
+	if err := h.store.CreateChallenge(r.Context(), &store.Challenge{IDHash: keys.Hash(id), Kind: store.ChallengeSSOSession,
+		UserID: u.ID, ExpiresAt: time.Now().Add(h.sessions.Logins.Absolute())}, false); err != nil {
 		h.ssoFailed(w, r, err)
 		return
 	}

@@ -33,10 +33,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.sessions.start(r.Context(), w, r, u.ID); err != nil {
+	// a user with a second factor gets a pending login, not a session
+	pending, err := h.gate.StartSecondStep(r.Context(), u)
+	if err != nil {
 		return nil, err
 	}
-	return account.ViewUser(u), nil
+	if pending != nil {
+		return secondStepAnswer{Required: true, Token: pending.Token, Methods: pending.Methods,
+			ExpiresIn: int(pending.Expires / time.Second)}, nil
+	}
+	return h.startSession(w, r, u)
 }
 
 func (h *Handler) register(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -101,6 +101,9 @@ func New(cfg Config, st store.Store) (*Provider, error) {
 		seal: newSealer(cfg.ClientSecret, cfg.Issuer+"\x00"+cfg.ClientID)}, nil
 }
 
+// Issuer is the provider's issuer URL: what links name it by.
+func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
 // Reason says why a sign-in failed, in words a page can look up; it
 // never carries a token, a code or the provider's own message.
 type Reason string
@@ -344,16 +347,25 @@ func (p *Provider) user(ctx context.Context, subject, email, role string) (*stor
 	if err := account.CheckUsername(email); err != nil {
 		return nil, fail(NoEmail, "the email %q cannot be a username: %v", email, err)
 	}
-	mark := p.passwordMark(subject)
-	u, err := p.store.UserByName(ctx, email)
-	if errors.Is(err, store.ErrNotFound) {
-		u, err = p.create(ctx, email, mark, role)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if u.PasswordHash != mark {
-		return nil, fail(NameTaken, "the account %q is not this provider's subject (it signs in with a password, or came from another provider)", email)
+	// an account an administrator linked to this identity comes first:
+	// it keeps its name and password
+	u, err := account.LinkedUser(ctx, p.store, p.cfg.Issuer, subject, email)
+	switch {
+	case err == nil:
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("finding the account linked to %q: %w", email, err)
+	default:
+		mark := p.passwordMark(subject)
+		u, err = p.store.UserByName(ctx, email)
+		if errors.Is(err, store.ErrNotFound) {
+			u, err = p.create(ctx, email, mark, role)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if u.PasswordHash != mark {
+			return nil, fail(NameTaken, "the account %q is not this provider's subject (it signs in with a password, or came from another provider): an administrator can link it to this identity", email)
+		}
 	}
 	if u.Status != store.UserEnabled {
 		return nil, fail(Disabled, "the account %q is disabled", email)

@@ -92,6 +92,13 @@ func Run(t *testing.T, open Opener) {
 		{"Files", []test{
 			{"FilesAndBatches", testFiles},
 		}},
+		{"SignIn", []test{
+			{"Challenges", testChallenges},
+			{"ResetPassword", testResetPassword},
+			{"TOTP", testTOTP},
+			{"Passkeys", testPasskeys},
+			{"SSOLinks", testSSOLinks},
+		}},
 		{"Usage", []test{
 			{"SettleBatchCharges", testSettleBatchCharges},
 			{"SettleBatchEdges", testSettleBatchEdges},

@@ -1,78 +1,28 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
-	"strconv"
-	"strings"
 )
 
 // cacheFigure is one sub-benchmark of bench/inproc's BenchmarkCache: a
 // request through the gateway's site in process (auth, admission, the
-// cache, the relay to the mock or a replay, settlement), so its ratios to
-// reverse_proxy hold on a busy machine too.
-type cacheFigure struct {
-	NsPerOp     float64 `json:"ns_per_op"`
-	CPUPerReqUs float64 `json:"cpu_us_per_req"`
-	AllocsPerOp int64   `json:"allocs_per_op"`
-	BytesPerOp  int64   `json:"bytes_per_op"`
-}
+// cache, the relay to the mock or a replay, settlement).
+type cacheFigure = inprocFigure
 
-// runCache runs BenchmarkCache (go test, in the repository) and reads its
-// figures by sub-benchmark name (plain/hit, stream/miss, ...).
+// runCache runs BenchmarkCache and reads its figures by sub-benchmark name
+// (plain/hit, stream/miss, ...).
 func runCache(ctx context.Context, root string, quick bool) (map[string]*cacheFigure, error) {
 	n := "3000x"
 	if quick {
 		n = "500x"
 	}
-	cmd := exec.CommandContext(ctx, "go", "test", "./bench/inproc/", "-run", "^$", "-bench", "^BenchmarkCache$", "-benchmem", "-benchtime", n)
-	cmd.Dir = root
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("BenchmarkCache: %w\n%s", err, out.String())
-	}
-	return parseCache(&out), nil
+	return runInproc(ctx, root, "Cache", "^BenchmarkCache$", n)
 }
 
-// parseCache reads `go test -bench -benchmem` lines:
-// BenchmarkCache/plain/hit-2  300  89035 ns/op  195.6 allocs/req  70.02 cpu-µs/req  17361 B/op  195 allocs/op
-func parseCache(r io.Reader) map[string]*cacheFigure {
-	figs := map[string]*cacheFigure{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 {
-			continue
-		}
-		name, ok := strings.CutPrefix(f[0], "BenchmarkCache/")
-		if !ok {
-			continue
-		}
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			name = name[:i] // the GOMAXPROCS suffix
-		}
-		fig := &cacheFigure{}
-		for i := 2; i+1 < len(f); i++ {
-			switch f[i+1] {
-			case "ns/op":
-				fig.NsPerOp, _ = strconv.ParseFloat(f[i], 64)
-			case "cpu-µs/req":
-				fig.CPUPerReqUs, _ = strconv.ParseFloat(f[i], 64)
-			case "B/op":
-				fig.BytesPerOp, _ = strconv.ParseInt(f[i], 10, 64)
-			case "allocs/op":
-				fig.AllocsPerOp, _ = strconv.ParseInt(f[i], 10, 64)
-			}
-		}
-		figs[name] = fig
-	}
-	return figs
-}
+// parseCache reads BenchmarkCache's lines.
+func parseCache(r io.Reader) map[string]*cacheFigure { return parseInproc(r, "Cache") }
 
 // printCache states a hit's and a miss's latency and CPU, and what the
 // cache costs a request it does not keep, each as a ratio to

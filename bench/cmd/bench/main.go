@@ -312,11 +312,16 @@ func run(ctx context.Context, o *options) (int, error) {
 	if b.report.Cache, err = runCache(ctx, root, o.quick); err != nil {
 		return 1, err
 	}
+	logf("measuring a database channel against a Caddyfile channel (BenchmarkPlain)")
+	if b.report.DBChannels, err = runDBChannels(ctx, root, o.quick); err != nil {
+		return 1, err
+	}
 	b.report.Finished = time.Now()
 	b.report.buildFigures(o)
 	b.report.printTable(os.Stdout)
 	printFamilies(os.Stdout, b.report.Families)
 	printCache(os.Stdout, b.report.Cache)
+	printDBChannels(os.Stdout, b.report.DBChannels)
 	dir := o.out
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)

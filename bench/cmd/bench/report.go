@@ -39,6 +39,9 @@ type report struct {
 	Families map[string]*familyFigure `json:"families,omitempty"`
 	// the response cache's hit, miss and uncached requests (cache.go)
 	Cache map[string]*cacheFigure `json:"cache,omitempty"`
+	// DBChannels is BenchmarkPlain's Caddyfile channel ("gateway") and
+	// database channel ("gateway_db_channel"), in process
+	DBChannels map[string]*inprocFigure `json:"db_channels,omitempty"`
 
 	pg bool // gateway_pg is a target: the table has its columns
 }

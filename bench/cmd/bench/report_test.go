@@ -178,3 +178,21 @@ PASS`))
 		}
 	}
 }
+
+// TestDBChannelsLine: BenchmarkPlain's two channels are read by name and
+// the database channel is stated against the Caddyfile's.
+func TestDBChannelsLine(t *testing.T) {
+	figs := parseInproc(strings.NewReader(`goos: linux
+BenchmarkPlain/gateway-2            	    2000	    160000 ns/op	       269.0 allocs/req	       164.0 cpu-µs/req	   25300 B/op	     269 allocs/op
+BenchmarkPlain/gateway_db_channel-2 	    2000	    158000 ns/op	       270.0 allocs/req	       161.0 cpu-µs/req	   25310 B/op	     270 allocs/op
+BenchmarkCache/plain/hit-2          	     300	     80000 ns/op	       195.6 allocs/req	        50.0 cpu-µs/req	   17361 B/op	     195 allocs/op
+`), "Plain")
+	if len(figs) != 2 || figs["gateway_db_channel"].CPUPerReqUs != 161 || figs["gateway"].AllocsPerOp != 269 {
+		t.Fatalf("figures %+v", figs)
+	}
+	var out strings.Builder
+	printDBChannels(&out, figs)
+	if !strings.Contains(out.String(), "database channel 161.0 cpu-µs, 270 allocs, 25310 B (0.98x CPU, +1 allocs)") {
+		t.Fatalf("printed:\n%s", out.String())
+	}
+}
