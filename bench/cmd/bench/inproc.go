@@ -29,7 +29,7 @@ func runInproc(ctx context.Context, root, name, pattern, n string) (map[string]*
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("Benchmark%s: %w\n%s", name, err, out.String())
+		return nil, fmt.Errorf("running benchmark %s: %w\n%s", name, err, out.String())
 	}
 	return parseInproc(&out, name), nil
 }
