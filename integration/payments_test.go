@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -210,6 +211,28 @@ func TestPaymentsStripeCheckout(t *testing.T) {
 		t.Fatalf("every payment, as an administrator sees them: %+v", all)
 	}
 	alice.do(http.MethodGet, "/api/admin/payments", nil).apiErr(t, http.StatusForbidden, "admin_only")
+	// the user page's balance history has the payment, the refund and the
+	// dispute with what each moved
+	var history struct {
+		Data []struct {
+			Kind   string
+			Amount int64
+			Actor  string
+		}
+	}
+	admin.ok(http.MethodGet, fmt.Sprintf("/api/admin/users/%d/balance", bob.self().ID), nil).decode(t, &history)
+	moved := map[string]int64{}
+	for _, e := range history.Data {
+		if e.Kind == "payment" || e.Kind == "refund" || e.Kind == "dispute" {
+			moved[e.Kind] += e.Amount
+			if e.Actor != "stripe" {
+				t.Errorf("a %s by %q, want stripe", e.Kind, e.Actor)
+			}
+		}
+	}
+	if moved["payment"] != 21_000_000 || moved["refund"] != -5_250_000 || moved["dispute"] != -15_750_000 {
+		t.Fatalf("bob's balance history moved %v: %+v", moved, history.Data)
+	}
 	entries, err := g.Store().ListAudit(context.Background(), store.AuditFilter{Action: "payment.", Target: "user:" + strconv.FormatInt(bob.self().ID, 10)})
 	if err != nil {
 		t.Fatal(err)

@@ -327,6 +327,7 @@ function balanceDetail(e) {
   if (e.kind === 'spend') return tr('user.spendDetail', '{n} requests', { n: e.requests });
   if (e.kind === 'plan_code') return tr('user.planCodeDetail', 'plan {plan} for {days} days', { plan: e.plan, days: e.plan_days });
   if (e.kind === 'credit') return tr('user.creditDetail', 'by {actor}', { actor: e.actor });
+  if (e.kind === 'payment' || e.kind === 'refund' || e.kind === 'dispute') return tr('user.paymentDetail', 'through {provider}', { provider: e.actor });
   return '';
 }
 

@@ -136,7 +136,7 @@ func windowsOrEmpty(m map[string]int64) map[string]int64 {
 // negative for spend).
 type balanceEntry struct {
 	At     time.Time `json:"at"`
-	Kind   string    `json:"kind"` // credit, code, plan_code, spend
+	Kind   string    `json:"kind"` // credit, code, plan_code, payment, refund, dispute, spend
 	Amount int64     `json:"amount"`
 	Actor  string    `json:"actor,omitempty"`
 	// Plan and PlanDays: what a plan code granted
@@ -146,10 +146,18 @@ type balanceEntry struct {
 	Requests int64 `json:"requests,omitempty"`
 }
 
+// paymentKinds are the balance history's kinds of the payments' audit
+// actions.
+var paymentKinds = map[string]string{
+	store.AuditPaymentPaid:     "payment",
+	store.AuditPaymentRefunded: "refund",
+	store.AuditPaymentDisputed: "dispute",
+}
+
 // balanceHistory answers GET /api/admin/users/{id}/balance: what came
 // into and went out of the balance over the last days (default 30, at
 // most 366), newest first. Credits come from the audit log (an
-// administrator's change of the quota), codes from the codes the user
+// administrator's change of the quota, a payment's events), codes from the codes the user
 // redeemed, spend from the per-day totals, so it costs three indexed
 // reads whatever the usage log holds.
 func (h *Handler) balanceHistory(_ http.ResponseWriter, r *http.Request, _ *caller) (any, error) {
@@ -176,6 +184,16 @@ func (h *Handler) balanceHistory(_ http.ResponseWriter, r *http.Request, _ *call
 		return nil, err
 	}
 	for _, e := range audit {
+		// a payment's paid, refunded or disputed event says what it moved
+		if kind, ok := paymentKinds[e.Action]; ok {
+			var after struct {
+				Delta int64 `json:"quota_delta"`
+			}
+			if json.Unmarshal(e.After, &after) == nil && after.Delta != 0 {
+				out = append(out, balanceEntry{At: e.CreatedAt, Kind: kind, Amount: after.Delta, Actor: e.Actor})
+			}
+			continue
+		}
 		if e.Action != account.AuditUserUpdate && e.Action != account.AuditUserCreate {
 			continue
 		}
