@@ -18,7 +18,12 @@ func TestSharedLimitsHoldInSum(t *testing.T) {
 	for name, open := range drivers() {
 		t.Run(name, func(t *testing.T) {
 			stores := open(t, 3)
-			const sync = 50 * time.Millisecond
+			// reports live three syncs: at 50ms a loaded machine (CI with
+			// other builds) let a report run out between two syncs, and
+			// the others took its share (5 held at once for a max_parallel
+			// of 3, 1 run in a loaded CI); at 200ms a sync a stall of
+			// 600ms is needed
+			const sync = 200 * time.Millisecond
 			var ls []*billing.Limiter
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -85,7 +90,12 @@ func TestSharedLimitsWithdrawnAtStop(t *testing.T) {
 	for name, open := range drivers() {
 		t.Run(name, func(t *testing.T) {
 			stores := open(t, 3)
-			const sync = 50 * time.Millisecond
+			// reports live three syncs: at 50ms a loaded machine (CI with
+			// other builds) let a report run out between two syncs, and
+			// the others took its share (5 held at once for a max_parallel
+			// of 3, 1 run in a loaded CI); at 200ms a sync a stall of
+			// 600ms is needed
+			const sync = 200 * time.Millisecond
 			lim := store.Limits{RPM: 30}
 			stops := make([]func(), 2)
 			for i := range stops {
