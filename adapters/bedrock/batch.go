@@ -388,7 +388,7 @@ const resultsMayBeMissing = "none-ok"
 
 // CancelBatch implements adapters.BatchProvider: StopModelInvocationJob.
 func (a Adapter) CancelBatch(ctx context.Context, do adapters.Doer, up *adapters.Upstream, id string) error {
-	return a.control(ctx, do, up, http.MethodPost, jobPath(id), nil, "stopping the batch inference job", nil)
+	return a.control(ctx, do, up, http.MethodPost, jobPath(id)+"/stop", nil, "stopping the batch inference job", nil)
 }
 
 // outputRecord is a line of a job's results.
