@@ -115,6 +115,10 @@ func EachLine(r io.Reader, max int64, fn func(line []byte) error) error {
 			continue
 		}
 		if err := fn(line); err != nil {
+			if lr.N <= 0 {
+				// the line was cut by the bound: say so, not that it is malformed
+				return fmt.Errorf("more than %d bytes", max)
+			}
 			return err
 		}
 	}

@@ -40,8 +40,9 @@ func batchLines(n int) []adapters.BatchLine {
 // custom_id its recordId, each body Claude's InvokeModel body: no model,
 // anthropic_version bedrock-2023-05-31), the job is created with the
 // role and the model, polled to its end, and its results read back from
-// S3 as Anthropic's result lines with Claude's usage; a record Bedrock
-// refused is an errored line. A batch submitted again is the same job.
+// S3 as Anthropic's result lines with Claude's usage, within the bound
+// given; a record Bedrock refused is an errored line. A batch submitted
+// again is the same job.
 func TestBedrockBatch(t *testing.T) {
 	creds := aws.Credentials{AccessKeyID: "AKIAFAKEBATCH0001", SecretAccessKey: "fakeBatchSecret/0123456789abcdef"}
 	f := gatewaytest.NewFakeBedrock(t, "eu-west-3", creds, "")
@@ -100,6 +101,11 @@ func TestBedrockBatch(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Fatalf("%d results", len(got))
+	}
+	// the results are read within the batch's bound, never past it
+	err = a.BatchResults(ctx, http.DefaultClient, up, arn, st, 200, func(*adapters.BatchResult) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "more than 200 bytes") {
+		t.Errorf("results past the bound: %v", err)
 	}
 	for i, r := range got {
 		if r.CustomID != fmt.Sprintf("req-%d", i) {
