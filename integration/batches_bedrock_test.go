@@ -20,7 +20,8 @@ import (
 // batch_discount 50%: 30 fresh*0.40 + 5 cached*0.04 + 12 out*2 = 36.2 ->
 // 37 units), a record Bedrock refused errored and free; a batch smaller
 // than batch_min_records runs on the gateway through Converse at the same
-// price; a cancel stops the job, bills what ran and refunds the rest.
+// price; a job Bedrock fails is refunded whole; a cancel stops the job,
+// bills what ran and refunds the rest.
 func TestBatchesBedrock(t *testing.T) {
 	fake := gatewaytest.NewFakeBedrock(t, bedrockRegion, aws.Credentials{AccessKeyID: bedrockAKID, SecretAccessKey: bedrockSecret, SessionToken: bedrockToken}, "")
 	fake.Set(func(b *gatewaytest.Behavior) {
@@ -115,13 +116,27 @@ func TestBatchesBedrock(t *testing.T) {
 		t.Fatalf("quota %d, want %d", q, start-6*perLine)
 	}
 
+	// a job Bedrock fails (its validation: the role cannot read the
+	// bucket) refunds the batch whole
+	fake.FailNextJob("The IAM role does not have permission to access the S3 bucket.")
+	b, err = ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: reqs(3, "f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ended(b.ID); got.RequestCounts.Errored != 3 || fake.BatchJobs() != 2 {
+		t.Fatalf("failed job: counts %+v, %d jobs", got.RequestCounts, fake.BatchJobs())
+	}
+	if q, _ := gw.Quota("ada"); q != start-6*perLine {
+		t.Fatalf("after a failed job: quota %d, want %d", q, start-6*perLine)
+	}
+
 	// a cancel: the job is stopped, the half that ran is billed
 	fake.HoldBatches(true)
 	b, err = ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: reqs(4, "c")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the batch job created", func() bool { return fake.BatchJobs() == 2 })
+	eventually(t, "the batch job created", func() bool { return fake.BatchJobs() == 3 })
 	if _, err := ac.Messages.Batches.Cancel(ctx, b.ID, anthropic.MessageBatchCancelParams{}); err != nil {
 		t.Fatal(err)
 	}

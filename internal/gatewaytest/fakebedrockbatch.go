@@ -38,7 +38,7 @@ import (
 // modelInput Claude would refuse) to <output uri>/<job id>/<input
 // name>.out, with manifest.json.out beside it, and the job is Completed.
 // A stopped job ends Stopped at its next poll with the first half of its
-// records run.
+// records run; FailNextJob fails a job as its validation would.
 
 // FakeBedrockBucket is the only bucket the fake's S3 has.
 const FakeBedrockBucket = "gateway-batches"
@@ -47,6 +47,7 @@ type fakeBedrockBatches struct {
 	objects map[string][]byte // bucket/key
 	jobs    map[string]*fakeBedrockJob
 	hold    bool
+	failJob string // the next job fails validation with this message
 	fail    func(recordID string) bool
 	creates int
 	n       int
@@ -65,6 +66,13 @@ type fakeBedrockJob struct {
 func (f *FakeBedrock) HoldBatches(on bool) {
 	f.mu.Lock()
 	f.batch.hold = on
+	f.mu.Unlock()
+}
+
+// FailNextJob makes the next job created fail its validation with message.
+func (f *FakeBedrock) FailNextJob(message string) {
+	f.mu.Lock()
+	f.batch.failJob = message
 	f.mu.Unlock()
 }
 
@@ -216,6 +224,9 @@ func (f *FakeBedrock) serveJobs(w http.ResponseWriter, r *http.Request, raw []by
 				}
 				j.records++
 			}
+		}
+		if b.failJob != "" {
+			j.status, j.message, b.failJob = "Failed", b.failJob, ""
 		}
 		b.jobs[j.arn] = j
 		b.creates++
