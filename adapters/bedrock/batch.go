@@ -128,10 +128,10 @@ func (a Adapter) sigv4(ctx context.Context, hr *http.Request, up *adapters.Upstr
 		return adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest, "channel %q: %v", up.Channel, err)
 	}
 	if apiKey != "" || up.Key == "" {
-		e := adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
+		// refused as the batch's, not the channel's, fault: the channel
+		// serves its requests with that key, and is not to be ejected
+		return adapters.Errorf(http.StatusBadRequest, adapters.ErrInvalidRequest,
 			"channel %q: Bedrock batch inference stages its records in S3, which takes an access key pair (ACCESS_KEY_ID:SECRET_ACCESS_KEY), not a Bedrock API key", up.Channel)
-		e.Fault = adapters.FaultChannel
-		return e
 	}
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
