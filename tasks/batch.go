@@ -263,10 +263,11 @@ func (e *Engine) batchPlan(model, dialect string, lines int) []*routing.Channel 
 			return false
 		}
 		bp, ok := up.Provider.(adapters.BatchProvider)
-		if bt, takes := bp.(adapters.BatchTaker); takes && !bt.TakesBatch(ch.UpstreamModel(model), lines) {
+		if !ok || bp.BatchDialect() != dialect {
 			return false
 		}
-		return ok && bp.BatchDialect() == dialect
+		bt, some := bp.(adapters.BatchTaker)
+		return !some || bt.TakesBatch(ch.UpstreamModel(model), lines)
 	})
 }
 
