@@ -86,6 +86,17 @@ type BatchProvider interface {
 	BatchResults(ctx context.Context, do Doer, up *Upstream, id string, st *BatchState, max int64, each func(*BatchResult) error) error
 }
 
+// BatchTaker is a BatchProvider whose batch API takes only some batches
+// (Bedrock's batch inference: a bucket configured, one of Anthropic's
+// models, at least AWS's minimum of records). A batch it does not take
+// is planned as if its channel had no batch API (so it may run on the
+// gateway).
+type BatchTaker interface {
+	// TakesBatch reports whether a batch of lines lines for the upstream's
+	// model can run on the vendor's batch API.
+	TakesBatch(model string, lines int) bool
+}
+
 // MaxBatchLine bounds one line of a batch's input or results.
 const MaxBatchLine = 16 << 20
 
@@ -104,6 +115,10 @@ func EachLine(r io.Reader, max int64, fn func(line []byte) error) error {
 			continue
 		}
 		if err := fn(line); err != nil {
+			if lr.N <= 0 {
+				// the line was cut by the bound: say so, not that it is malformed
+				return fmt.Errorf("more than %d bytes", max)
+			}
 			return err
 		}
 	}

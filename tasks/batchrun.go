@@ -98,7 +98,7 @@ func (e *Engine) submitBatch(ctx context.Context, t *store.Task, st *batchState)
 		return
 	}
 	eng := e.deps.Engine
-	plan := e.batchPlan(t.Model, st.Dialect)
+	plan := e.batchPlan(t.Model, st.Dialect, len(lines))
 	var upstreamID string
 	_, f := eng.RunDetached(t.Model, plan, engine.AttemptFunc(func(rc *routing.Channel) *engine.Failure {
 		ch := e.withUpstream(rc)

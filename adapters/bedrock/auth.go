@@ -23,8 +23,9 @@ const service = "bedrock"
 // must not share one. Each keeps its derived key, so a channel's requests
 // do not each run the four HMACs of the derivation.
 type signer struct {
-	mu sync.Mutex
-	by map[string]*v4.Signer
+	mu   sync.Mutex
+	by   map[string]*v4.Signer
+	opts []func(*v4.SignerOptions)
 }
 
 // maxSigners bounds the signers one channel keeps (its keys are few; a
@@ -32,6 +33,12 @@ type signer struct {
 const maxSigners = 64
 
 func newSigner() *signer { return &signer{by: map[string]*v4.Signer{}} }
+
+// newS3Signer signs for S3, whose canonical path is the path as sent
+// (other services escape it a second time).
+func newS3Signer() *signer {
+	return &signer{by: map[string]*v4.Signer{}, opts: []func(*v4.SignerOptions){func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }}}
+}
 
 func (s *signer) forKey(key string) *v4.Signer {
 	s.mu.Lock()
@@ -41,14 +48,18 @@ func (s *signer) forKey(key string) *v4.Signer {
 		if len(s.by) >= maxSigners {
 			clear(s.by)
 		}
-		v = v4.NewSigner()
+		v = v4.NewSigner(s.opts...)
 		s.by[key] = v
 	}
 	return v
 }
 
-// fallbackSigner serves an adapter used without Provision (a test's zero value).
-var fallbackSigner = newSigner()
+// fallbackSigner and fallbackS3Signer serve an adapter used without
+// Provision (a test's zero value).
+var (
+	fallbackSigner   = newSigner()
+	fallbackS3Signer = newS3Signer()
+)
 
 // credentials reads a channel key: "ACCESS_KEY_ID:SECRET_ACCESS_KEY" with
 // an optional ":SESSION_TOKEN" for SigV4, or a Bedrock API key (no colon).

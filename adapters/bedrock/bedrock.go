@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -40,7 +41,21 @@ type Adapter struct {
 	// without a base_url, sent to. Default us-east-1.
 	Region string `json:"region,omitempty"`
 
-	signer *signer
+	// Batch inference (batch.go): the S3 location batches are staged in
+	// (s3://bucket/prefix) and the service role Bedrock reads and writes
+	// it with. Without both, the channel's batches run on the gateway.
+	BatchBucket  string `json:"batch_bucket,omitempty"`
+	BatchRoleARN string `json:"batch_role_arn,omitempty"`
+	// BatchMinRecords is the fewest lines sent as a batch job (AWS's
+	// quota, 100 by default); a smaller batch runs on the gateway.
+	BatchMinRecords int `json:"batch_min_records,omitempty"`
+	// BatchControlURL and BatchS3URL replace the region's Bedrock control
+	// plane and S3 addresses (a VPC endpoint, a test); S3 is then
+	// addressed path-style, {url}/{bucket}/{key}.
+	BatchControlURL string `json:"batch_control_url,omitempty"`
+	BatchS3URL      string `json:"batch_s3_url,omitempty"`
+
+	signer, s3signer *signer
 }
 
 // CaddyModule returns the Caddy module information.
@@ -55,6 +70,10 @@ func (Adapter) CaddyModule() caddy.ModuleInfo {
 func (a *Adapter) Provision(caddy.Context) error {
 	a.Region = cmp.Or(a.Region, DefaultRegion)
 	a.signer = newSigner()
+	a.s3signer = newS3Signer()
+	if a.BatchMinRecords == 0 {
+		a.BatchMinRecords = DefaultBatchMinRecords
+	}
 	return nil
 }
 
@@ -66,20 +85,41 @@ func (a *Adapter) Validate() error {
 	if !regionName.MatchString(a.Region) {
 		return fmt.Errorf("bedrock: region %q is not an AWS region id such as us-east-1", a.Region)
 	}
-	return nil
+	return a.validateBatch()
 }
 
 // UnmarshalCaddyfile reads the adapter's options:
 //
 //	type bedrock {
 //		region <aws-region>
+//		batch_bucket s3://<bucket>[/<prefix>]
+//		batch_role_arn arn:aws:iam::<account>:role/<name>
+//		batch_min_records <n>
+//		batch_control_url <url>
+//		batch_s3_url <url>
 //	}
 func (a *Adapter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return caddyopts.UnmarshalOptions(d, func(opt, v string) error {
-		if opt != "region" {
-			return d.Errf("unrecognized bedrock adapter option %q (it takes region)", opt)
+		switch opt {
+		case "region":
+			a.Region = v
+		case "batch_bucket":
+			a.BatchBucket = v
+		case "batch_role_arn":
+			a.BatchRoleARN = v
+		case "batch_min_records":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return d.Errf("batch_min_records %q is not a whole number of at least 1", v)
+			}
+			a.BatchMinRecords = n
+		case "batch_control_url":
+			a.BatchControlURL = v
+		case "batch_s3_url":
+			a.BatchS3URL = v
+		default:
+			return d.Errf("unrecognized bedrock adapter option %q (it takes region, batch_bucket, batch_role_arn, batch_min_records, batch_control_url, batch_s3_url)", opt)
 		}
-		a.Region = v
 		return nil
 	})
 }

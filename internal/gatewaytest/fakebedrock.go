@@ -43,7 +43,8 @@ type FakeBedrock struct {
 	Credentials aws.Credentials
 	APIKey      string
 	recorder
-	bb BedrockBehavior
+	bb    BedrockBehavior
+	batch fakeBedrockBatches
 }
 
 // BedrockBehavior is what only a Bedrock fake does.
@@ -114,16 +115,27 @@ func bedrockError(w http.ResponseWriter, status int, exception, msg string) {
 // authorize checks the request's credentials as Bedrock does; false when
 // it has answered with the refusal.
 func (f *FakeBedrock) authorize(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	return f.authorizeFor(w, r, body, "bedrock")
+}
+
+// authorizeFor checks a signature for service: "bedrock", or "s3", whose
+// canonical path is not escaped again, which takes no API key, and which
+// wants the body's hash in x-amz-content-sha256.
+func (f *FakeBedrock) authorizeFor(w http.ResponseWriter, r *http.Request, body []byte, service string) bool {
+	fail := bedrockError
+	if service == "s3" {
+		fail = s3Error // S3 writes its errors in XML
+	}
 	auth := r.Header.Get("Authorization")
-	if key, ok := strings.CutPrefix(auth, "Bearer "); ok {
+	if key, ok := strings.CutPrefix(auth, "Bearer "); ok && service != "s3" {
 		if f.APIKey == "" || key != f.APIKey {
-			bedrockError(w, 403, "UnrecognizedClientException", "The security token included in the request is invalid.")
+			fail(w, 403, "UnrecognizedClientException", "The security token included in the request is invalid.")
 			return false
 		}
 		return true
 	}
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") {
-		bedrockError(w, 403, "AccessDeniedException", "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters.")
+		fail(w, 403, "AccessDeniedException", "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters.")
 		return false
 	}
 	fields := map[string]string{}
@@ -133,25 +145,25 @@ func (f *FakeBedrock) authorize(w http.ResponseWriter, r *http.Request, body []b
 	}
 	scope := strings.Split(fields["Credential"], "/")
 	if len(scope) != 5 || fields["SignedHeaders"] == "" || fields["Signature"] == "" {
-		bedrockError(w, 403, "IncompleteSignatureException", "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters.")
+		fail(w, 403, "IncompleteSignatureException", "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters.")
 		return false
 	}
 	if f.Credentials.AccessKeyID == "" || scope[0] != f.Credentials.AccessKeyID ||
 		r.Header.Get("X-Amz-Security-Token") != f.Credentials.SessionToken {
-		bedrockError(w, 403, "UnrecognizedClientException", "The security token included in the request is invalid.")
+		fail(w, 403, "UnrecognizedClientException", "The security token included in the request is invalid.")
 		return false
 	}
-	if scope[2] != f.Region || scope[3] != "bedrock" || scope[4] != "aws4_request" {
-		bedrockError(w, 403, "InvalidSignatureException", fmt.Sprintf("Credential should be scoped to a valid region and service 'bedrock' in %s.", f.Region))
+	if scope[2] != f.Region || scope[3] != service || scope[4] != "aws4_request" {
+		fail(w, 403, "InvalidSignatureException", fmt.Sprintf("Credential should be scoped to a valid region and service '%s' in %s.", service, f.Region))
 		return false
 	}
 	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
 	if err != nil || scope[1] != at.Format("20060102") {
-		bedrockError(w, 403, "IncompleteSignatureException", "Date must be in ISO-8601 'basic format'.")
+		fail(w, 403, "IncompleteSignatureException", "Date must be in ISO-8601 'basic format'.")
 		return false
 	}
 	if d := time.Since(at); d > 5*time.Minute || d < -5*time.Minute {
-		bedrockError(w, 403, "InvalidSignatureException", "Signature expired: the request's date is more than 5 minutes from the server's time.")
+		fail(w, 403, "InvalidSignatureException", "Signature expired: the request's date is more than 5 minutes from the server's time.")
 		return false
 	}
 	// the canonical request again, from the signed headers only, and the
@@ -168,12 +180,20 @@ func (f *FakeBedrock) authorize(w http.ResponseWriter, r *http.Request, body []b
 		}
 	}
 	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(context.Background(), f.Credentials, re, hex.EncodeToString(sum[:]), "bedrock", f.Region, at); err != nil {
-		bedrockError(w, 500, "InternalServerException", err.Error())
+	var opts []func(*v4.SignerOptions)
+	if service == "s3" {
+		if r.Header.Get("X-Amz-Content-Sha256") != hex.EncodeToString(sum[:]) {
+			fail(w, 400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.")
+			return false
+		}
+		opts = append(opts, func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
+	}
+	if err := v4.NewSigner(opts...).SignHTTP(context.Background(), f.Credentials, re, hex.EncodeToString(sum[:]), service, f.Region, at); err != nil {
+		fail(w, 500, "InternalServerException", err.Error())
 		return false
 	}
 	if re.Header.Get("Authorization") != auth {
-		bedrockError(w, 403, "InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.")
+		fail(w, 403, "InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.")
 		return false
 	}
 	return true
@@ -208,6 +228,9 @@ var converseMembers = []string{"messages", "system", "inferenceConfig", "toolCon
 
 func (f *FakeBedrock) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
+	if f.serveBatch(w, r, raw) {
+		return
+	}
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
 	cfg, i := f.record(Recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
