@@ -21,6 +21,9 @@ type BatchLine struct {
 	// Body is the request's body (an OpenAI line's body, an Anthropic
 	// request's params), its model already the upstream's name.
 	Body json.RawMessage
+	// Req is the line decoded from the batch's dialect, its model the
+	// upstream's name: set only for a NeutralBatchProvider.
+	Req *Request `json:"-"`
 }
 
 // BatchJob is a batch to start at a vendor.
@@ -67,6 +70,9 @@ type BatchResult struct {
 	// ErrorLine: it belongs in an error file, not the output file
 	// (OpenAI's split; Anthropic has one results file).
 	ErrorLine bool
+	// Resp is a NeutralBatchProvider's answer to the line (Line is then
+	// empty): the gateway renders it, or Error, in the batch's dialect.
+	Resp *Response `json:"-"`
 }
 
 // BatchProvider is an adapter that runs batches on its vendor's batch API.
@@ -84,6 +90,17 @@ type BatchProvider interface {
 	// BatchResults reads an ended batch's results and calls each for every
 	// line, at most max bytes in all; each's error ends the reading.
 	BatchResults(ctx context.Context, do Doer, up *Upstream, id string, st *BatchState, max int64, each func(*BatchResult) error) error
+}
+
+// NeutralBatchProvider is a BatchProvider whose vendor's batch API speaks
+// none of the gateway's client dialects (Gemini's batch mode): the gateway
+// decodes a batch's lines, of whichever dialect, into neutral requests for
+// it (BatchLine.Req), as it translates a request, and renders its neutral
+// answers (BatchResult.Resp) in the batch's dialect. Its BatchDialect is "".
+type NeutralBatchProvider interface {
+	BatchProvider
+	// BatchOp reports whether it runs lines of op.
+	BatchOp(op Operation) bool
 }
 
 // MaxBatchLine bounds one line of a batch's input or results.
