@@ -253,8 +253,10 @@ func (e *Engine) reservation(lines []adapters.BatchLine, fields []lineFields, pr
 	return total
 }
 
-// batchPlan is the model's channels that run batches of the dialect.
-func (e *Engine) batchPlan(model, dialect string) []*routing.Channel {
+// batchPlan is the model's channels that run batches of the dialect: a
+// batch API of that dialect, or one that takes the lines translated
+// (adapters.NeutralBatchProvider) for the endpoint's operation.
+func (e *Engine) batchPlan(model, dialect, endpoint string) []*routing.Channel {
 	eng := e.deps.Engine
 	return eng.Plan(model, func(ch *routing.Channel) bool {
 		up := eng.Upstreams.Get(ch.Name)
@@ -262,7 +264,13 @@ func (e *Engine) batchPlan(model, dialect string) []*routing.Channel {
 			return false
 		}
 		bp, ok := up.Provider.(adapters.BatchProvider)
-		return ok && bp.BatchDialect() == dialect
+		if !ok {
+			return false
+		}
+		if nb, ok := bp.(adapters.NeutralBatchProvider); ok {
+			return nb.BatchOp(localOps[endpoint]) && e.deps.Dialect != nil && e.deps.Dialect(dialect) != nil
+		}
+		return bp.BatchDialect() == dialect
 	})
 }
 
@@ -312,10 +320,10 @@ func (e *Engine) CreateBatch(ctx context.Context, req BatchRequest) (*store.Task
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' in the gateway's Caddyfile"}
 	}
-	if len(e.batchPlan(model, req.Dialect)) == 0 {
+	if len(e.batchPlan(model, req.Dialect, endpoint)) == 0 {
 		st.Local = len(e.localPlan(model)) > 0 && e.deps.Dialect != nil && e.deps.Dialect(req.Dialect) != nil
 	}
-	if len(e.batchPlan(model, req.Dialect)) == 0 && !st.Local {
+	if len(e.batchPlan(model, req.Dialect, endpoint)) == 0 && !st.Local {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "batches_unsupported",
 			Message: "no channel serving the model " + model + " runs " + req.Dialect + " batches (a vendor batch API of that dialect): send the requests one by one instead"}
 	}
