@@ -24,10 +24,12 @@ import (
 func TestBatchesGemini(t *testing.T) {
 	fake := gatewaytest.NewFakeBatchVendor(t, "sk-up-batches")
 	cfg := batchConfig().
-		channel("gemini", "gemini", "{{UP}}", "sk-up-batches", "gemini-flash", "model_map gemini-2.5-flash gemini-flash").
+		channel("gemini", "gemini", "{{UP}}", "sk-up-batches", "gemini-flash", "model_map gemini-flash gemini-2.5-flash").
 		price("gemini-flash", "input 0.30", "output 2.50", "batch_discount 50%")
 	dir := t.TempDir()
-	gw := gatewaytest.Start(t, cfg.String(), gatewaytest.Vars{"UP": fake.URL, "FILES": filepath.Join(dir, "files"), "DB": filepath.Join(dir, "gateway.db")})
+	vars := gatewaytest.Vars{"UP": fake.URL, "FILES": filepath.Join(dir, "files"), "DB": filepath.Join(dir, "gateway.db")}
+	gw := gatewaytest.Start(t, cfg.String(), vars)
+	gw.DBPath = vars["DB"]
 	s := &batchSetup{gw: gw, fake: fake}
 	ctx := context.Background()
 	const start = 10_000_000
