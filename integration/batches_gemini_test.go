@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -179,6 +180,21 @@ func TestBatchesGemini(t *testing.T) {
 	}
 	if q, _ := gw.Quota("ada"); q != before-acost {
 		t.Fatalf("quota %d, want %d", q, before-acost)
+	}
+
+	// a line its dialect refuses is the caller's 400, nothing reserved
+	before, _ = gw.Quota("ada")
+	mixed := append(chatLines(1, "gemini-flash"), []byte(`{"custom_id":"bad","method":"POST","url":"/v1/chat/completions","body":{"model":"gemini-flash","messages":"not a list"}}`+"\n")...)
+	f3, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(bytes.NewReader(mixed), "mixed.jsonl", "application/jsonl"), Purpose: openai.FilePurposeBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Batches.New(ctx, openai.BatchNewParams{InputFileID: f3.ID, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	if e := sdkError(t, err); e.StatusCode != http.StatusBadRequest || !strings.Contains(e.Message, `"bad"`) {
+		t.Fatalf("a batch with a line that does not decode: %d %s", e.StatusCode, e.Message)
+	}
+	if q, _ := gw.Quota("ada"); q != before || fake.Creates() != 3 {
+		t.Fatalf("a refused batch: quota %d (was %d), %d vendor batches", q, before, fake.Creates())
 	}
 
 	// another user's batch is a 404

@@ -274,6 +274,19 @@ func (e *Engine) batchPlan(model, dialect, endpoint string) []*routing.Channel {
 	})
 }
 
+// translatedPlan reports whether a channel of plan takes its batches'
+// lines translated (adapters.NeutralBatchProvider).
+func (e *Engine) translatedPlan(plan []*routing.Channel) bool {
+	for _, rc := range plan {
+		if up := e.deps.Engine.Upstreams.Get(rc.Name); up != nil {
+			if _, ok := up.Provider.(adapters.NeutralBatchProvider); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CreateBatch checks a batch, reserves the worst case of its lines at
 // the batch price and stores it for the poller to start at the vendor.
 func (e *Engine) CreateBatch(ctx context.Context, req BatchRequest) (*store.Task, *adapters.Error) {
@@ -320,12 +333,23 @@ func (e *Engine) CreateBatch(ctx context.Context, req BatchRequest) (*store.Task
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' in the gateway's Caddyfile"}
 	}
-	if len(e.batchPlan(model, req.Dialect, endpoint)) == 0 {
+	plan := e.batchPlan(model, req.Dialect, endpoint)
+	if len(plan) == 0 {
 		st.Local = len(e.localPlan(model)) > 0 && e.deps.Dialect != nil && e.deps.Dialect(req.Dialect) != nil
 	}
-	if len(e.batchPlan(model, req.Dialect, endpoint)) == 0 && !st.Local {
+	if len(plan) == 0 && !st.Local {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "batches_unsupported",
 			Message: "no channel serving the model " + model + " runs " + req.Dialect + " batches (a vendor batch API of that dialect): send the requests one by one instead"}
+	}
+	if e.translatedPlan(plan) {
+		// lines that go translated are decoded now, so one the dialect
+		// refuses is the caller's 400, before anything is reserved,
+		// rather than the whole batch failing at the vendor later
+		for _, l := range lines {
+			if _, ae := e.decodeLine(ctx, st, l); ae != nil {
+				return nil, ae
+			}
+		}
 	}
 	bp := price.Batch()
 	if bp != nil {
