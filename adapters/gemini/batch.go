@@ -43,6 +43,10 @@ type inlinedRequest struct {
 	Metadata map[string]string `json:"metadata"`
 }
 
+// MaxInlineBatch is the Gemini API's bound on a batch's inline requests
+// (20 MB).
+const MaxInlineBatch = 20_000_000
+
 // batchKey is the member of a request's metadata that carries its line's
 // custom_id.
 const batchKey = "key"
@@ -141,6 +145,11 @@ func (a Adapter) SubmitBatch(ctx context.Context, do adapters.Doer, up *adapters
 	}})
 	if err != nil {
 		return "", fmt.Errorf("encoding the batch: %w", err)
+	}
+	if len(body) > MaxInlineBatch {
+		// Gemini's own bound on inline requests: said plainly here rather
+		// than as the vendor's 400
+		return "", adapters.BadRequest("the batch's requests take %d bytes as Gemini requests, more than the %d its batch mode takes inline: split the batch", len(body), MaxInlineBatch)
 	}
 	hr, err := a.batchRequest(ctx, up, http.MethodPost, "models/"+escapeModel(model)+":batchGenerateContent", body)
 	if err != nil {

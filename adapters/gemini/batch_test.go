@@ -73,6 +73,14 @@ func TestSubmitBatch(t *testing.T) {
 	if _, err := (Adapter{}).SubmitBatch(context.Background(), do, batchUp, job); err == nil {
 		t.Fatal("a line with no neutral request was sent")
 	}
+	// past Gemini's bound on inline requests: refused before it is sent
+	sent := false
+	spy := doFunc(func(w http.ResponseWriter, r *http.Request) { sent = true })
+	huge := &adapters.BatchJob{ID: "batch_y", Lines: []adapters.BatchLine{chatLine("a", strings.Repeat("x", MaxInlineBatch))}}
+	_, err = Adapter{}.SubmitBatch(context.Background(), spy, batchUp, huge)
+	if ae, ok := err.(*adapters.Error); !ok || ae.Status != 400 || sent {
+		t.Fatalf("a batch past 20 MB: %v (sent: %v)", err, sent)
+	}
 	job.Lines[0] = chatLine("a", "hi")
 	refuse := doFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(400)
