@@ -197,6 +197,38 @@ func TestBatchesGemini(t *testing.T) {
 		t.Fatalf("a refused batch: quota %d (was %d), %d vendor batches", q, before, fake.Creates())
 	}
 
+	// an Anthropic batch cancelled: what ran is billed, every other
+	// request has its canceled result, as Anthropic's results have
+	fake.Hold(true)
+	before, _ = gw.Quota("ada")
+	ab2, err := ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the message batch at the vendor", func() bool { return fake.Creates() == 4 })
+	if _, err := ac.Messages.Batches.Cancel(ctx, ab2.ID, anthropic.MessageBatchCancelParams{}); err != nil {
+		t.Fatal(err)
+	}
+	var ended *anthropic.MessageBatch
+	eventually(t, "the cancelled message batch ended", func() bool {
+		ended, err = ac.Messages.Batches.Get(ctx, ab2.ID, anthropic.MessageBatchGetParams{})
+		return err == nil && ended.ProcessingStatus == anthropic.MessageBatchProcessingStatusEnded
+	})
+	if ended.RequestCounts.Succeeded != 2 || ended.RequestCounts.Canceled != 2 {
+		t.Fatalf("counts %+v", ended.RequestCounts)
+	}
+	types := map[string]string{}
+	stream = ac.Messages.Batches.ResultsStreaming(ctx, ab2.ID, anthropic.MessageBatchResultsParams{})
+	for stream.Next() {
+		types[stream.Current().CustomID] = string(stream.Current().Result.Type)
+	}
+	if stream.Err() != nil || len(types) != 4 || types["q0"] != "succeeded" || types["q1"] != "succeeded" || types["q2"] != "canceled" || types["q3"] != "canceled" {
+		t.Fatalf("results %v, %v", types, stream.Err())
+	}
+	if q, _ := gw.Quota("ada"); q != before-cost(0)-cost(1) {
+		t.Fatalf("quota %d, want %d", q, before-cost(0)-cost(1))
+	}
+
 	// another user's batch is a 404
 	bob := s.openai(gw.AddUser("bob", start))
 	if _, err := bob.Batches.Get(ctx, b.ID); sdkError(t, err).StatusCode != http.StatusNotFound {

@@ -165,8 +165,12 @@ func (e *Engine) settleBatch(ctx context.Context, t *store.Task, st *batchState,
 	if _, neutral := bp.(adapters.NeutralBatchProvider); neutral && e.deps.Dialect != nil {
 		d = e.deps.Dialect(st.Dialect)
 	}
-	n := 0
 	e.settleResults(ctx, t, st, func(each func(*adapters.BatchResult) error) error {
+		n := 0
+		var seen map[string]bool
+		if d != nil && st.Dialect == DialectAnthropic {
+			seen = map[string]bool{}
+		}
 		err := bp.BatchResults(rctx, ch.Client, ch.upstream(t.Model), t.UpstreamID, vs, e.cfg.MaxBatchResults, func(r *adapters.BatchResult) error {
 			if r.Line == nil && d != nil {
 				// a translated line's answer, rendered in the batch's dialect
@@ -175,11 +179,34 @@ func (e *Engine) settleBatch(ctx context.Context, t *store.Task, st *batchState,
 				}
 				e.renderLine(d, st, r, r.CustomID, n, nil)
 			}
+			if seen != nil {
+				seen[r.CustomID] = true
+			}
 			n++
 			return each(r)
 		})
 		if err != nil {
 			return errors.New(engine.MaskKeys(err.Error(), ch.Keys))
+		}
+		if seen == nil {
+			return nil
+		}
+		// Anthropic's results name every request: those a translated
+		// batch's vendor left unanswered (a cancel, an expiry) are canceled
+		lines, ae := e.readLines(e.filePath(st.InputFileID), st.Dialect, st.Endpoint)
+		if ae != nil {
+			return errors.New(ae.Message)
+		}
+		for _, l := range lines {
+			if seen[l.CustomID] {
+				continue
+			}
+			r := &adapters.BatchResult{CustomID: l.CustomID, Status: http.StatusRequestTimeout, Error: "the batch ended before this request ran"}
+			e.renderLine(d, st, r, l.CustomID, n, nil)
+			n++
+			if err := each(r); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
