@@ -10,10 +10,11 @@ import (
 
 // Batches: a vendor's own batch API (OpenAI's /v1/batches, Anthropic's
 // /v1/messages/batches). The gateway hands a provider the lines of one
-// batch in the vendor's own dialect (a batch is never translated: an
-// OpenAI batch runs on an OpenAI-shaped channel, an Anthropic one on
-// Anthropic's), follows it by polling, and reads its results line by line
-// to bill each.
+// batch in the vendor's own dialect (an OpenAI batch runs on an
+// OpenAI-shaped channel, an Anthropic one on Anthropic's; only a vendor
+// whose batch API no client dialect speaks, a NeutralBatchProvider, gets
+// them translated), follows it by polling, and reads its results line by
+// line to bill each.
 
 // BatchLine is one request of a batch.
 type BatchLine struct {

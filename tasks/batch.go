@@ -31,7 +31,9 @@ import (
 //
 // A batch runs on its vendor's batch API: an OpenAI batch on a channel
 // whose family is an adapters.BatchProvider of the openai dialect, an
-// Anthropic one on Anthropic's. The poller submits it (upload, create),
+// Anthropic one on Anthropic's; either, for a model of a channel whose
+// batch API takes neutral requests (Gemini's batch mode), on that one, its
+// lines translated and its answers rendered back. The poller submits it (upload, create),
 // follows it, and settles it from the vendor's results line by line.
 
 // BatchPrefix starts every batch id.
