@@ -271,7 +271,7 @@ func (a Adapter) BatchResults(ctx context.Context, do adapters.Doer, up *adapter
 			if err := dec.Decode(&ir); err != nil {
 				return err
 			}
-			res, err := ParseBatchResponse(&ir)
+			res, err := parseBatchResponse(&ir)
 			if err != nil {
 				return err
 			}
@@ -292,8 +292,8 @@ func (a Adapter) BatchResults(ctx context.Context, do adapters.Doer, up *adapter
 	return nil
 }
 
-// ParseBatchResponse reads one inlined answer of a batch.
-func ParseBatchResponse(ir *inlinedResponse) (*adapters.BatchResult, error) {
+// parseBatchResponse reads one inlined answer of a batch.
+func parseBatchResponse(ir *inlinedResponse) (*adapters.BatchResult, error) {
 	key, _ := ir.Metadata[batchKey].(string)
 	if key == "" {
 		return nil, errors.New("an answer without the key its request was sent with")
