@@ -10,10 +10,11 @@ import (
 
 // Batches: a vendor's own batch API (OpenAI's /v1/batches, Anthropic's
 // /v1/messages/batches). The gateway hands a provider the lines of one
-// batch in the vendor's own dialect (a batch is never translated: an
-// OpenAI batch runs on an OpenAI-shaped channel, an Anthropic one on
-// Anthropic's), follows it by polling, and reads its results line by line
-// to bill each.
+// batch in the vendor's own dialect (an OpenAI batch runs on an
+// OpenAI-shaped channel, an Anthropic one on Anthropic's; only a vendor
+// whose batch API no client dialect speaks, a NeutralBatchProvider, gets
+// them translated), follows it by polling, and reads its results line by
+// line to bill each.
 
 // BatchLine is one request of a batch.
 type BatchLine struct {
@@ -21,6 +22,9 @@ type BatchLine struct {
 	// Body is the request's body (an OpenAI line's body, an Anthropic
 	// request's params), its model already the upstream's name.
 	Body json.RawMessage
+	// Req is the line decoded from the batch's dialect, its model the
+	// upstream's name: set only for a NeutralBatchProvider.
+	Req *Request `json:"-"`
 }
 
 // BatchJob is a batch to start at a vendor.
@@ -67,6 +71,9 @@ type BatchResult struct {
 	// ErrorLine: it belongs in an error file, not the output file
 	// (OpenAI's split; Anthropic has one results file).
 	ErrorLine bool
+	// Resp is a NeutralBatchProvider's answer to the line (Line is then
+	// empty): the gateway renders it, or Error, in the batch's dialect.
+	Resp *Response `json:"-"`
 }
 
 // BatchProvider is an adapter that runs batches on its vendor's batch API.
@@ -95,6 +102,17 @@ type BatchTaker interface {
 	// TakesBatch reports whether a batch of lines lines for the upstream's
 	// model can run on the vendor's batch API.
 	TakesBatch(model string, lines int) bool
+}
+
+// NeutralBatchProvider is a BatchProvider whose vendor's batch API speaks
+// none of the gateway's client dialects (Gemini's batch mode): the gateway
+// decodes a batch's lines, of whichever dialect, into neutral requests for
+// it (BatchLine.Req), as it translates a request, and renders its neutral
+// answers (BatchResult.Resp) in the batch's dialect. Its BatchDialect is "".
+type NeutralBatchProvider interface {
+	BatchProvider
+	// BatchOp reports whether it runs lines of op.
+	BatchOp(op Operation) bool
 }
 
 // MaxBatchLine bounds one line of a batch's input or results.

@@ -31,7 +31,9 @@ import (
 //
 // A batch runs on its vendor's batch API: an OpenAI batch on a channel
 // whose family is an adapters.BatchProvider of the openai dialect, an
-// Anthropic one on Anthropic's. The poller submits it (upload, create),
+// Anthropic one on Anthropic's; either, for a model of a channel whose
+// batch API takes neutral requests (Gemini's batch mode), on that one, its
+// lines translated and its answers rendered back. The poller submits it (upload, create),
 // follows it, and settles it from the vendor's results line by line.
 
 // BatchPrefix starts every batch id.
@@ -253,9 +255,11 @@ func (e *Engine) reservation(lines []adapters.BatchLine, fields []lineFields, pr
 	return total
 }
 
-// batchPlan is the model's channels that run batches of the dialect (and
-// of lines lines, for a family that takes only some).
-func (e *Engine) batchPlan(model, dialect string, lines int) []*routing.Channel {
+// batchPlan is the model's channels that run batches of the dialect: a
+// batch API of that dialect, or one that takes the lines translated
+// (adapters.NeutralBatchProvider) for the endpoint's operation; and of
+// lines lines, for a family that takes only some (adapters.BatchTaker).
+func (e *Engine) batchPlan(model, dialect, endpoint string, lines int) []*routing.Channel {
 	eng := e.deps.Engine
 	return eng.Plan(model, func(ch *routing.Channel) bool {
 		up := eng.Upstreams.Get(ch.Name)
@@ -263,12 +267,30 @@ func (e *Engine) batchPlan(model, dialect string, lines int) []*routing.Channel 
 			return false
 		}
 		bp, ok := up.Provider.(adapters.BatchProvider)
-		if !ok || bp.BatchDialect() != dialect {
+		if !ok {
 			return false
 		}
-		bt, some := bp.(adapters.BatchTaker)
-		return !some || bt.TakesBatch(ch.UpstreamModel(model), lines)
+		if bt, some := bp.(adapters.BatchTaker); some && !bt.TakesBatch(ch.UpstreamModel(model), lines) {
+			return false
+		}
+		if nb, ok := bp.(adapters.NeutralBatchProvider); ok {
+			return nb.BatchOp(localOps[endpoint]) && e.deps.Dialect != nil && e.deps.Dialect(dialect) != nil
+		}
+		return bp.BatchDialect() == dialect
 	})
+}
+
+// translatedPlan reports whether a channel of plan takes its batches'
+// lines translated (adapters.NeutralBatchProvider).
+func (e *Engine) translatedPlan(plan []*routing.Channel) bool {
+	for _, rc := range plan {
+		if up := e.deps.Engine.Upstreams.Get(rc.Name); up != nil {
+			if _, ok := up.Provider.(adapters.NeutralBatchProvider); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CreateBatch checks a batch, reserves the worst case of its lines at
@@ -317,12 +339,23 @@ func (e *Engine) CreateBatch(ctx context.Context, req BatchRequest) (*store.Task
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "model_price_missing",
 			Message: "the model " + model + " has no price configured, so it cannot be billed: the operator must add 'price " + model + " { ... }' in the gateway's Caddyfile"}
 	}
-	if len(e.batchPlan(model, req.Dialect, len(lines))) == 0 {
+	plan := e.batchPlan(model, req.Dialect, endpoint, len(lines))
+	if len(plan) == 0 {
 		st.Local = len(e.localPlan(model)) > 0 && e.deps.Dialect != nil && e.deps.Dialect(req.Dialect) != nil
 	}
-	if len(e.batchPlan(model, req.Dialect, len(lines))) == 0 && !st.Local {
+	if len(plan) == 0 && !st.Local {
 		return nil, &adapters.Error{Status: http.StatusBadRequest, Type: adapters.ErrInvalidRequest, Code: "batches_unsupported",
 			Message: "no channel serving the model " + model + " runs " + req.Dialect + " batches (a vendor batch API of that dialect): send the requests one by one instead"}
+	}
+	if e.translatedPlan(plan) {
+		// lines that go translated are decoded now, so one the dialect
+		// refuses is the caller's 400, before anything is reserved,
+		// rather than the whole batch failing at the vendor later
+		for _, l := range lines {
+			if _, ae := e.decodeLine(ctx, st, l); ae != nil {
+				return nil, ae
+			}
+		}
 	}
 	bp := price.Batch()
 	if bp != nil {

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -167,24 +168,74 @@ func (e *Engine) runLine(ctx context.Context, d adapters.Dialect, st *batchState
 		res.Status, res.Error = ae.Status, ae.Message
 	}
 	res.Succeeded = res.Status >= 200 && res.Status <= 299
-	body := bytes.TrimSpace(w.body.Bytes())
+	e.renderLine(d, st, res, l.CustomID, n, bytes.TrimSpace(w.body.Bytes()))
+	if !res.Succeeded {
+		e.deps.Log.Debug("a local batch line failed", zap.String("custom_id", l.CustomID), zap.Int("status", res.Status))
+	}
+	return res
+}
+
+// renderLine sets res.Line: the result line of the batch's dialect with
+// body as the answer's body, or, with no body, res.Resp (or res.Error)
+// rendered in d, as a translated request's answer is.
+func (e *Engine) renderLine(d adapters.Dialect, st *batchState, res *adapters.BatchResult, customID string, n int, body []byte) {
+	rendered := body == nil
+	if rendered {
+		var err error
+		if res.Succeeded && res.Resp != nil {
+			req := &adapters.Request{Op: localOps[st.Endpoint], Model: res.Resp.Model, Chat: &adapters.ChatRequest{}}
+			if body, err = d.EncodeResponse(req, res.Resp); err != nil {
+				res.Succeeded, res.Status, res.Error = false, http.StatusBadGateway, "the answer could not be rendered: "+err.Error()
+			}
+		}
+		if !res.Succeeded {
+			status := cmp.Or(res.Status, http.StatusBadGateway)
+			body = d.EncodeError(&adapters.Error{Status: status, Type: adapters.ErrorTypeForStatus(status), Message: res.Error})
+		}
+	}
 	if !json.Valid(body) {
 		body = []byte("null")
 	}
 	var line any
 	switch {
 	case st.Dialect == DialectAnthropic && res.Succeeded:
-		line = map[string]any{"custom_id": l.CustomID, "result": map[string]any{"type": "succeeded", "message": json.RawMessage(body)}}
+		line = map[string]any{"custom_id": customID, "result": map[string]any{"type": "succeeded", "message": json.RawMessage(body)}}
+	case st.Dialect == DialectAnthropic && rendered && res.Status == http.StatusRequestTimeout:
+		line = map[string]any{"custom_id": customID, "result": map[string]any{"type": "canceled"}}
 	case st.Dialect == DialectAnthropic:
-		line = map[string]any{"custom_id": l.CustomID, "result": map[string]any{"type": "errored", "error": json.RawMessage(body)}}
+		line = map[string]any{"custom_id": customID, "result": map[string]any{"type": "errored", "error": json.RawMessage(body)}}
 	default:
 		res.ErrorLine = !res.Succeeded
-		line = map[string]any{"id": fmt.Sprintf("batch_req_%d", n), "custom_id": l.CustomID,
+		line = map[string]any{"id": fmt.Sprintf("batch_req_%d", n), "custom_id": customID,
 			"response": map[string]any{"status_code": res.Status, "body": json.RawMessage(body)}, "error": nil}
 	}
 	res.Line, _ = json.Marshal(line)
-	if !res.Succeeded {
-		e.deps.Log.Debug("a local batch line failed", zap.String("custom_id", l.CustomID), zap.Int("status", res.Status))
+}
+
+// decodeLine decodes a batch's line from its dialect, as a request to
+// the endpoint is, for a provider that takes it translated.
+func (e *Engine) decodeLine(ctx context.Context, st *batchState, l adapters.BatchLine) (*adapters.Request, *adapters.Error) {
+	var d adapters.Dialect
+	if e.deps.Dialect != nil {
+		d = e.deps.Dialect(st.Dialect)
 	}
-	return res
+	if d == nil {
+		return nil, adapters.BadRequest("the gateway no longer speaks this batch's dialect")
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoint, bytes.NewReader(l.Body))
+	if err != nil {
+		return nil, engine.AsError(err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if st.Dialect == DialectAnthropic {
+		hr.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	req, err := d.DecodeRequest(localOps[st.Endpoint], l.Body, hr)
+	if err != nil {
+		ae := engine.AsError(err)
+		ae.Message = fmt.Sprintf("request %q of the batch: %s", l.CustomID, ae.Message)
+		return nil, ae
+	}
+	req.Stream = false // a batch line is answered whole
+	return req, nil
 }

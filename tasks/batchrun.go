@@ -98,19 +98,28 @@ func (e *Engine) submitBatch(ctx context.Context, t *store.Task, st *batchState)
 		return
 	}
 	eng := e.deps.Engine
-	plan := e.batchPlan(t.Model, st.Dialect, len(lines))
+	plan := e.batchPlan(t.Model, st.Dialect, st.Endpoint, len(lines))
 	var upstreamID string
 	_, f := eng.RunDetached(t.Model, plan, engine.AttemptFunc(func(rc *routing.Channel) *engine.Failure {
 		ch := e.withUpstream(rc)
 		bp := ch.Provider.(adapters.BatchProvider) // the plan keeps batch families only
 		job := &adapters.BatchJob{ID: t.ID, Endpoint: st.Endpoint, Lines: make([]adapters.BatchLine, len(lines))}
 		upModel := rc.UpstreamModel(t.Model)
+		_, neutral := bp.(adapters.NeutralBatchProvider)
 		for i, l := range lines {
 			body, err := adapters.SetFields(l.Body, adapters.Field{Key: "model", Value: upModel})
 			if err != nil {
 				return &engine.Failure{Err: adapters.BadRequest("request %q of the batch cannot be sent: %v", l.CustomID, err)}
 			}
 			job.Lines[i] = adapters.BatchLine{CustomID: l.CustomID, Body: body}
+			if neutral {
+				req, ae := e.decodeLine(ctx, st, l)
+				if ae != nil {
+					return &engine.Failure{Err: ae}
+				}
+				req.Model = upModel
+				job.Lines[i].Req = req
+			}
 		}
 		at := engine.NewAttempt(ctx, ch.Timeout, 0, false)
 		defer at.End()
@@ -152,10 +161,52 @@ func (e *Engine) submitBatch(ctx context.Context, t *store.Task, st *batchState)
 func (e *Engine) settleBatch(ctx context.Context, t *store.Task, st *batchState, ch *Channel, bp adapters.BatchProvider, vs *adapters.BatchState) {
 	rctx, cancel := context.WithTimeout(ctx, max(ch.Timeout, e.cfg.PollTimeout))
 	defer cancel()
+	var d adapters.Dialect
+	if _, neutral := bp.(adapters.NeutralBatchProvider); neutral && e.deps.Dialect != nil {
+		d = e.deps.Dialect(st.Dialect)
+	}
 	e.settleResults(ctx, t, st, func(each func(*adapters.BatchResult) error) error {
-		err := bp.BatchResults(rctx, ch.Client, ch.upstream(t.Model), t.UpstreamID, vs, e.cfg.MaxBatchResults, each)
+		n := 0
+		var seen map[string]bool
+		if d != nil && st.Dialect == DialectAnthropic {
+			seen = map[string]bool{}
+		}
+		err := bp.BatchResults(rctx, ch.Client, ch.upstream(t.Model), t.UpstreamID, vs, e.cfg.MaxBatchResults, func(r *adapters.BatchResult) error {
+			if r.Line == nil && d != nil {
+				// a translated line's answer, rendered in the batch's dialect
+				if r.Resp != nil {
+					r.Resp.Model = t.Model
+				}
+				e.renderLine(d, st, r, r.CustomID, n, nil)
+			}
+			if seen != nil {
+				seen[r.CustomID] = true
+			}
+			n++
+			return each(r)
+		})
 		if err != nil {
 			return errors.New(engine.MaskKeys(err.Error(), ch.Keys))
+		}
+		if seen == nil {
+			return nil
+		}
+		// Anthropic's results name every request: those a translated
+		// batch's vendor left unanswered (a cancel, an expiry) are canceled
+		lines, ae := e.readLines(e.filePath(st.InputFileID), st.Dialect, st.Endpoint)
+		if ae != nil {
+			return errors.New(ae.Message)
+		}
+		for _, l := range lines {
+			if seen[l.CustomID] {
+				continue
+			}
+			r := &adapters.BatchResult{CustomID: l.CustomID, Status: http.StatusRequestTimeout, Error: "the batch ended before this request ran"}
+			e.renderLine(d, st, r, l.CustomID, n, nil)
+			n++
+			if err := each(r); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -24,7 +24,10 @@ import (
 //     in api-key and api-version required, lines addressed without /v1;
 //   - Anthropic: POST /v1/messages/batches (requests inline), GET
 //     /v1/messages/batches/{id}, POST .../cancel, GET .../results (JSONL),
-//     with the key in x-api-key and anthropic-version required.
+//     with the key in x-api-key and anthropic-version required;
+//   - Gemini's batch mode: POST /v1beta/models/{model}:batchGenerateContent
+//     (requests inline), GET /v1beta/batches/{id}, POST ...:cancel, the
+//     answers inline in the finished operation (fakegeminibatch.go).
 //
 // A batch stays in progress while Hold is set; the first poll after it is
 // released ends it: every line answered with usage Usage(i) for its index
@@ -54,6 +57,11 @@ type fakeBatch struct {
 	output, errors       string // file ids (OpenAI)
 	results              []byte // JSONL (Anthropic)
 	cancelled            bool
+	// Gemini (fakegeminibatch.go)
+	gemini              bool
+	model               string
+	answers             []map[string]any
+	succeededN, failedN int
 }
 
 type fakeBatchLine struct {
@@ -130,6 +138,9 @@ func BatchUsage(i int) (prompt, completion int64) {
 }
 
 func (f *FakeBatchVendor) serve(w http.ResponseWriter, r *http.Request) {
+	if f.serveGemini(w, r) {
+		return
+	}
 	p := r.URL.Path
 	if strings.HasPrefix(p, "/v1/messages/batches") {
 		if r.Header.Get("X-Api-Key") != f.Key {
@@ -276,6 +287,19 @@ func (f *FakeBatchVendor) noteModel(body json.RawMessage) {
 
 // advance ends a batch at a poll when it is released or cancelled.
 func (f *FakeBatchVendor) advance(b *fakeBatch) {
+	if b.gemini {
+		switch {
+		case b.status == "cancelling":
+			f.finishGemini(b, len(b.lines)/2)
+		case b.status == "BATCH_STATE_PENDING" && !f.hold:
+			f.finishGemini(b, len(b.lines))
+		case b.status == "BATCH_STATE_PENDING":
+			b.status = "BATCH_STATE_RUNNING"
+		case b.status == "BATCH_STATE_RUNNING" && !f.hold:
+			f.finishGemini(b, len(b.lines))
+		}
+		return
+	}
 	switch {
 	case b.status == "cancelling" || b.status == "canceling":
 		f.finish(b, len(b.lines)/2)
