@@ -21,8 +21,13 @@ run: build
 	$(BIN) run --config Caddyfile.example --adapter caddyfile
 
 # Everything CI runs: formatting, vet, every test (integration tests start
-# the real binary), and a short fuzz run of every fuzz target.
-test: test-deps lint build fuzz unit race test-postgres
+# the real binary), and a short fuzz run of every fuzz target. The three
+# long runs (every test on SQLite, the -race run, every integration test
+# on PostgreSQL) go side by side: their gateways, upstreams and databases
+# are their own, and they wait on processes and sockets more than they
+# use the CPU; each run's output is shown whole when it ends.
+test: test-deps lint build fuzz
+	@$(MAKE) --no-print-directory -j3 --output-sync=target unit race test-postgres
 
 # gcc for go-sqlite3; Debian's chromium for the console's browser tests;
 # Debian's postgresql for the PostgreSQL store's tests, which start a
