@@ -225,3 +225,96 @@ func cliPrices(cmd *cobra.Command) (map[string]*billing.Price, error) {
 	}
 	return a.prices, nil
 }
+
+func (a *App) provisionPrices() error {
+	a.prices = make(map[string]*billing.Price, len(a.Prices))
+	for model, pc := range a.Prices {
+		p, err := pc.price()
+		if err != nil {
+			return fmt.Errorf("price %s: %w", model, err)
+		}
+		a.prices[model] = p
+	}
+	return a.provisionPriceFiles()
+}
+
+func (pc *PriceConfig) price() (*billing.Price, error) {
+	if pc.MaxOutput < 0 {
+		return nil, fmt.Errorf("max_output must not be negative")
+	}
+	p := &billing.Price{Free: pc.Free, MaxOutput: pc.MaxOutput}
+	parse := func(name, s string) (int64, error) {
+		if s == "" {
+			return 0, nil
+		}
+		v, err := billing.ParseUSD(s)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return v, nil
+	}
+	var err error
+	if p.Input, err = parse("input", pc.Input); err != nil {
+		return nil, err
+	}
+	if p.Output, err = parse("output", pc.Output); err != nil {
+		return nil, err
+	}
+	if pc.CachedInput != "" {
+		v, err := parse("cached_input", pc.CachedInput)
+		if err != nil {
+			return nil, err
+		}
+		p.CachedInput = &v
+	}
+	if pc.CacheWrite != "" {
+		v, err := parse("cache_write", pc.CacheWrite)
+		if err != nil {
+			return nil, err
+		}
+		p.CacheWrite = &v
+	}
+	if err := pc.tierPrices(p, parse); err != nil {
+		return nil, err
+	}
+	for name, field := range map[string]struct {
+		s   string
+		dst **int64
+	}{"audio_input": {pc.AudioInput, &p.AudioInput}, "audio_output": {pc.AudioOutput, &p.AudioOutput}} {
+		if field.s != "" {
+			v, err := parse(name, field.s)
+			if err != nil {
+				return nil, err
+			}
+			*field.dst = &v
+		}
+	}
+	// per-request and per-search-unit prices are USD, the others USD per
+	// million tokens
+	if p.Request, err = parse("request", pc.Request); err != nil {
+		return nil, err
+	}
+	if p.SearchUnit, err = parse("search_unit", pc.SearchUnit); err != nil {
+		return nil, err
+	}
+	if err := pc.mediaPrice(p, parse); err != nil {
+		return nil, err
+	}
+	if p.Task, err = parse("task", pc.Task); err != nil {
+		return nil, err
+	}
+	if p.VideoSecond, err = parse("video_second", pc.VideoSecond); err != nil {
+		return nil, err
+	}
+	if pc.MaxSeconds < 0 {
+		return nil, fmt.Errorf("max_seconds must not be negative")
+	}
+	p.MaxSeconds = pc.MaxSeconds
+	if err := pc.batchPrice(p, parse); err != nil {
+		return nil, err
+	}
+	if p.VideoSecond > 0 && p.MaxSeconds == 0 {
+		return nil, fmt.Errorf("video_second needs max_seconds, the longest video the vendor makes: a task that names no duration reserves it")
+	}
+	return p, nil
+}
