@@ -280,7 +280,8 @@ func TestRequestIDRoundTrip(t *testing.T) {
 			t.Errorf("row %d: request id %q upstream %q; want %q and the upstream's %q", i, rows[i].RequestID, rows[i].UpstreamRequestID, want, up[i].RequestID)
 		}
 	}
-	logs := o.gw.Logs()
+	// access lines are written as each handler returns, after the answer
+	logs := waitLog(t, o.gw.Logs, `"request_id":"refused-1"`)
 	for _, id := range []string{given, fresh, malformed, "refused-1"} {
 		if !strings.Contains(logs, `"request_id":"`+id+`"`) {
 			t.Errorf("the access log has no request_id %q", id)

@@ -191,7 +191,7 @@ func TestTaskSubmitOutcomeUnknown(t *testing.T) {
 		t.Fatalf("the unknown outcome's message: %q", msg)
 	}
 	chargedOnce(t, s.gw)
-	if logs := s.gw.Logs(); !strings.Contains(logs, fmt.Sprintf(`"task_id":"%s"`, taskID)) || !strings.Contains(logs, "never answered") {
+	if logs := waitLog(t, s.gw.Logs, "never answered"); !strings.Contains(logs, fmt.Sprintf(`"task_id":"%s"`, taskID)) {
 		t.Fatalf("the operator is not told which task to check:\n%s", logs)
 	}
 }
