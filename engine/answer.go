@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,7 +60,11 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	if ct == "" {
 		ct = "application/json"
 	}
-	x.W.Header().Set("Content-Type", ct)
+	h := x.W.Header()
+	h.Set("Content-Type", ct)
+	// Its length, so that net/http never chunks an answer past its 2 KB
+	// buffer, and the flush below sends it whole.
+	h.Set("Content-Length", strconv.Itoa(len(encoded)))
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
 	if rec := x.recording(); rec != nil {
@@ -67,6 +72,10 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 		e.keepAnswer(x)
 	}
 	_, _ = x.W.Write(encoded) // a write error is the client gone
+	// Sent now rather than when the handler chain returns: Caddy writes
+	// the access log line before net/http's last flush, and the client
+	// need not wait for it (the same write, a log write earlier).
+	_ = http.NewResponseController(x.W).Flush()
 	if x.Trace == nil {
 		// out and encoded, which may be body or parts of it, are done
 		// with; a traced answer's span may still hold them
