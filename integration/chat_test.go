@@ -381,3 +381,19 @@ func TestNoUsageIsEstimated(t *testing.T) {
 		}
 	}
 }
+
+// An answer past net/http's 2 KB buffer goes out with its Content-Length,
+// whole, not chunked.
+func TestChatAnswerHasItsLength(t *testing.T) {
+	s := startOpenAI(t)
+	key := s.gw.AddUser("len", 1_000_000)
+	reply := strings.Repeat("long answer ", 500)
+	s.primary.Set(func(b *gatewaytest.Behavior) { b.Reply = reply })
+	resp, body := s.gw.Do(http.MethodPost, "/v1/chat/completions", key, []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`), nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), reply) {
+		t.Fatalf("%d %.200s", resp.StatusCode, body)
+	}
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("Content-Length %d, Transfer-Encoding %v, for a body of %d bytes", resp.ContentLength, resp.TransferEncoding, len(body))
+	}
+}
