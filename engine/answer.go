@@ -74,8 +74,12 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 	_, _ = x.W.Write(encoded) // a write error is the client gone
 	// Sent now rather than when the handler chain returns: Caddy writes
 	// the access log line before net/http's last flush, and the client
-	// need not wait for it (the same write, a log write earlier).
-	_ = http.NewResponseController(x.W).Flush()
+	// need not wait for it (the same write, a log write earlier). HTTP/1
+	// only: on HTTP/2 and 3 a flush before the end would cost the stream
+	// an empty frame of its own to end it.
+	if x.R.ProtoMajor == 1 {
+		_ = http.NewResponseController(x.W).Flush()
+	}
 	if x.Trace == nil {
 		// out and encoded, which may be body or parts of it, are done
 		// with; a traced answer's span may still hold them
