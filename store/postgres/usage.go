@@ -181,13 +181,15 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 }
 
 // DeleteUsageBefore deletes one batch of the oldest rows before cutoff,
-// chosen through the created_at index, in one statement.
+// chosen through the created_at index, in one statement. The condition on
+// created_at in both halves keeps it to the days before cutoff (after
+// DropUsageDays, the partly expired one and the default partition).
 func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	if limit <= 0 {
 		return 0, errors.New("delete usage: the batch size must be positive")
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM usage_logs WHERE id IN (
-		SELECT id FROM usage_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2)`,
+	tag, err := s.pool.Exec(ctx, `DELETE FROM usage_logs WHERE created_at < $1 AND (created_at, id) IN (
+		SELECT created_at, id FROM usage_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2)`,
 		cutoff.UnixMilli(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete usage before %s: %w", cutoff.UTC().Format(time.RFC3339), err)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,10 @@ const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
 		$21::text[], $22::text[], $23::text[], $24::bool[], $25::bigint[], $26::bigint[])
 	ON CONFLICT DO NOTHING RETURNING id, row_key`
 
+// untimedKeyLock is the first half of the advisory locks on untimed row
+// keys ("usag"), the key's hash the second.
+const untimedKeyLock int32 = 0x75736167
+
 // usageArrays are a batch's rows column by column, as insertUsage binds
 // them.
 type usageArrays struct {
@@ -48,8 +53,14 @@ type usageArrays struct {
 	cacheSaved, priceTier                       []int64
 }
 
-func newUsageArrays(logs []*store.UsageLog, ts time.Time) *usageArrays {
+// newUsageArrays lays out logs but those whose key is in skip.
+func newUsageArrays(logs []*store.UsageLog, ts time.Time, skip map[string]bool) *usageArrays {
 	n := len(logs)
+	for _, l := range logs {
+		if skip[l.Key] {
+			n--
+		}
+	}
 	a := &usageArrays{
 		createdAt: make([]int64, n), userID: make([]int64, n), tokenID: make([]int64, n),
 		model: make([]string, n), channel: make([]string, n), endpoint: make([]string, n),
@@ -60,7 +71,11 @@ func newUsageArrays(logs []*store.UsageLog, ts time.Time) *usageArrays {
 		key: make([]*string, n), traceID: make([]string, n), windows: make([]string, n), plan: make([]string, n),
 		cacheHit: make([]bool, n), cacheSaved: make([]int64, n), priceTier: make([]int64, n),
 	}
-	for i, l := range logs {
+	i := 0
+	for _, l := range logs {
+		if skip[l.Key] {
+			continue
+		}
 		createdAt := l.CreatedAt
 		if createdAt.IsZero() {
 			createdAt = ts
@@ -73,6 +88,7 @@ func newUsageArrays(logs []*store.UsageLog, ts time.Time) *usageArrays {
 		a.requestID[i], a.upstreamID[i], a.key[i] = l.RequestID, l.UpstreamRequestID, nullString(l.Key)
 		a.traceID[i], a.windows[i], a.plan[i] = l.TraceID, l.Windows, l.Plan
 		a.cacheHit[i], a.cacheSaved[i], a.priceTier[i] = l.CacheHit, l.CacheSaved, l.PriceTier
+		i++
 	}
 	return a
 }
@@ -91,8 +107,21 @@ func (a *usageArrays) args() []any {
 // is found by its key (the first of the batch with that key), an unkeyed
 // one, which nothing can skip, by its place among the unkeyed, since the
 // insert returns rows in the order unnest gives them.
+//
+// The guard is the unique index on (row_key, created_at), within a day's
+// partition: a keyed row that comes without a time (a task's, settled at
+// the batch's time ts) could meet its first copy in another day, so such
+// keys are looked for in every day first. The usage writer's rows always
+// carry the time they were first written with.
 func insertRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []int64, ts time.Time) error {
-	rows, err := tx.Query(ctx, insertUsage, newUsageArrays(logs, ts).args()...)
+	skip, err := storedUntimedKeys(ctx, tx, logs)
+	if err != nil {
+		return err
+	}
+	if len(skip) > 0 && !slices.ContainsFunc(logs, func(l *store.UsageLog) bool { return !skip[l.Key] }) {
+		return nil // every row stored before
+	}
+	rows, err := tx.Query(ctx, insertUsage, newUsageArrays(logs, ts, skip).args()...)
 	if err != nil {
 		return fmt.Errorf("insert %d usage rows: %w", len(logs), err)
 	}
@@ -134,4 +163,42 @@ func insertRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		return fmt.Errorf("insert usage rows: %w", err)
 	}
 	return nil
+}
+
+// storedUntimedKeys are the keys of logs' keyed rows without a time that
+// are stored already, in whatever day. Each such key is locked first (an
+// advisory lock on its hash, held to the end of the transaction, taken in
+// hash order), so two batches sending one key at once are serialized and
+// the second finds the first's row once it has committed.
+func storedUntimedKeys(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog) (map[string]bool, error) {
+	var keys []string
+	for _, l := range logs {
+		if l.Key != "" && l.CreatedAt.IsZero() {
+			keys = append(keys, l.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, h) FROM
+		(SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS k) AS keys ORDER BY h`, untimedKeyLock, keys); err != nil {
+		return nil, fmt.Errorf("lock usage keys: %w", err)
+	}
+	// a statement of its own: its snapshot is taken after the locks
+	rows, err := tx.Query(ctx, `SELECT DISTINCT row_key FROM usage_logs WHERE row_key = ANY($1)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("look for stored usage keys: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("look for stored usage keys: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	skip := make(map[string]bool, len(found))
+	for _, k := range found {
+		skip[k] = true
+	}
+	return skip, nil
 }
