@@ -49,12 +49,25 @@ func BenchmarkInsertUsage(b *testing.B) {
 }
 
 func benchInsert(b *testing.B, size int, insert func(context.Context, pgx.Tx, []*store.UsageLog, []int64, time.Time) error) {
+	benchInsertWith(b, size, insert, nil)
+}
+
+func benchInsertDropping(b *testing.B, size int, drop []string) {
+	benchInsertWith(b, size, insertRows, drop)
+}
+
+func benchInsertWith(b *testing.B, size int, insert func(context.Context, pgx.Tx, []*store.UsageLog, []int64, time.Time) error, drop []string) {
 	ctx := context.Background()
 	s, err := Open(testCluster.Database(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	for _, ix := range drop {
+		if _, err := s.(*Store).pool.Exec(ctx, `DROP INDEX `+ix); err != nil {
+			b.Fatal(err)
+		}
+	}
 	conn, err := s.(*Store).pool.Acquire(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -207,4 +220,35 @@ func insertCopy(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		ids[byKey[key]] = id
 	}
 	return rows.Err()
+}
+
+// BenchmarkUsageIndexCost is BenchmarkInsertUsage's unnest insert of
+// batches of 500 rows into the day-partitioned table with all its indexes
+// (all), without one of them (-name), and with only the keys (keys: the
+// primary key and the row key's guard), so a row's cost per index is the
+// difference to all. Its CPU figures move with the machine's load: compare
+// them within one run.
+//
+//	go test ./store/postgres/ -run '^$' -bench UsageIndexCost -benchtime 100x
+func BenchmarkUsageIndexCost(b *testing.B) {
+	droppable := []string{"usage_logs_created_at", "usage_logs_user_id_created_at", "usage_logs_user_id_model_created_at",
+		"usage_logs_token_id_created_at", "usage_logs_model_created_at", "usage_logs_channel_created_at",
+		"usage_logs_failed_created_at", "usage_logs_request_id"}
+	cases := [][]string{nil}
+	for _, ix := range droppable {
+		cases = append(cases, []string{ix})
+	}
+	cases = append(cases, droppable)
+	for _, drop := range cases {
+		name := "all"
+		switch len(drop) {
+		case 1:
+			name = "-" + drop[0]
+		case len(droppable):
+			name = "keys"
+		}
+		b.Run(name, func(b *testing.B) {
+			benchInsertDropping(b, 500, drop)
+		})
+	}
 }
