@@ -231,7 +231,7 @@ func insertCopy(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 //
 //	go test ./store/postgres/ -run '^$' -bench UsageIndexCost -benchtime 100x
 func BenchmarkUsageIndexCost(b *testing.B) {
-	droppable := []string{"usage_logs_created_at", "usage_logs_user_id_created_at", "usage_logs_user_id_model_created_at",
+	droppable := []string{"usage_logs_created_at", "usage_logs_user_id_created_at",
 		"usage_logs_token_id_created_at", "usage_logs_model_created_at", "usage_logs_channel_created_at",
 		"usage_logs_failed_created_at", "usage_logs_request_id"}
 	cases := [][]string{nil}
