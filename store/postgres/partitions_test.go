@@ -44,7 +44,7 @@ func TestUsageDayPartitions(t *testing.T) {
 			t.Fatalf("no partition for day %d (%s) after open: %v", d, dayPartition(d), days)
 		}
 	}
-	twoDaysAgo := now.Add(-48 * time.Hour)
+	twoDaysAgo := time.UnixMilli((today - 2) * store.MsPerDay).UTC().Add(time.Hour) // rows a second apart stay in one day
 	batch := func() []*store.UsageLog {
 		return []*store.UsageLog{
 			{Key: "today", CreatedAt: now, UserID: 1, Cost: 1},
@@ -69,6 +69,14 @@ func TestUsageDayPartitions(t *testing.T) {
 	if p := partitionOf(t, s, "two-days-ago"); p != dayPartition(old) {
 		t.Fatalf("the row did not move into its day: %s", p)
 	}
+	// a day made by the store takes new rows, ids from the one sequence
+	late := []*store.UsageLog{{Key: "late", CreatedAt: twoDaysAgo.Add(time.Second), UserID: 1, Cost: 1}}
+	if err := s.SettleBatch(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if p := partitionOf(t, s, "late"); p != dayPartition(old) || late[0].ID <= 4 {
+		t.Fatalf("a new row of a made day: in %s, id %d", p, late[0].ID)
+	}
 
 	again := batch()
 	if err := s.SettleBatch(ctx, again); err != nil {
@@ -79,8 +87,8 @@ func TestUsageDayPartitions(t *testing.T) {
 			t.Fatalf("replayed row %s written again as %d", l.Key, l.ID)
 		}
 	}
-	if n, _ := s.CountUsage(ctx); n != 4 {
-		t.Fatalf("%d rows after the replay, want 4", n)
+	if n, _ := s.CountUsage(ctx); n != 5 {
+		t.Fatalf("%d rows after the replay, want 5", n)
 	}
 
 	cutoff := now.Add(-24 * time.Hour) // yesterday is partly expired, the day before wholly
@@ -88,8 +96,8 @@ func TestUsageDayPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dropped != 2 {
-		t.Fatalf("dropped %d rows, want the 2 of two days ago", dropped)
+	if dropped != 3 {
+		t.Fatalf("dropped %d rows, want the 3 of two days ago", dropped)
 	}
 	if days, _ := s.dayPartitions(ctx); days[old] != "" || days[today] == "" {
 		t.Fatalf("partitions after the drop: %v", days)
