@@ -108,8 +108,10 @@ func (s *Store) makeDay(ctx context.Context, d int64) error {
 		if exists {
 			return nil // another instance made it
 		}
-		// made apart and attached: attaching takes a lock that lets usage
-		// rows be written meanwhile, where CREATE ... PARTITION OF blocks them
+		// made apart, filled from the default partition and attached:
+		// CREATE ... PARTITION OF would fail when the default partition
+		// holds rows of the day, and takes a stronger lock on usage_logs
+		// than ATTACH does
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE usage_logs INCLUDING DEFAULTS,
 			CHECK (created_at >= %d AND created_at < %d))`, name, from, to)); err != nil {
 			return err
