@@ -102,6 +102,19 @@ func (r *Retention) sweep(ctx context.Context) {
 	}
 	cutoff := time.Now().Add(-r.Keep)
 	var total int64
+	if days, ok := r.Store.(store.UsageDays); ok {
+		// whole days at once; a failure leaves them to the batches below
+		n, err := days.DropUsageDays(ctx, cutoff)
+		if err != nil && ctx.Err() == nil {
+			r.Log.Warn("usage retention: dropping expired days failed; deleting their rows in batches instead", zap.Error(err))
+		}
+		if n > 0 {
+			total += n
+			if r.Deleted != nil {
+				r.Deleted(n)
+			}
+		}
+	}
 	for ctx.Err() == nil {
 		n, err := r.Store.DeleteUsageBefore(ctx, cutoff, r.BatchSize)
 		if err != nil {

@@ -58,3 +58,54 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 		t.Errorf("daily totals count %d requests after retention, want all 25", requests)
 	}
 }
+
+// daysStore keeps usage by day (store.UsageDays), as PostgreSQL does.
+type daysStore struct {
+	store.Store
+	mu      sync.Mutex
+	cutoffs []time.Time
+}
+
+func (d *daysStore) DropUsageDays(_ context.Context, cutoff time.Time) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cutoffs = append(d.cutoffs, cutoff)
+	return 5000, nil
+}
+
+// TestRetentionDropsWholeDaysFirst: on a store that keeps usage by day,
+// a sweep drops the expired days at once, counted like a batch, and
+// deletes what is left in batches.
+func TestRetentionDropsWholeDaysFirst(t *testing.T) {
+	st, u := newUserStore(t, 0)
+	ctx := context.Background()
+	old := time.Now().Add(-48 * time.Hour)
+	if err := st.SettleBatch(ctx, []*store.UsageLog{{Key: "old", CreatedAt: old, UserID: u.ID, Cost: 1, Status: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	ds := &daysStore{Store: st}
+	var (
+		mu      sync.Mutex
+		batches []int64
+	)
+	began := time.Now()
+	r := &billing.Retention{Store: ds, Keep: 24 * time.Hour, BatchSize: 10, Pause: time.Millisecond,
+		Deleted: func(n int64) { mu.Lock(); batches = append(batches, n); mu.Unlock() }}
+	r.Start()
+	waitFor(t, "the sweep", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(batches) == 2
+	})
+	r.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(batches) != "[5000 1]" {
+		t.Errorf("batches %v, want the dropped days' 5000 rows, then the 1 row left", batches)
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if len(ds.cutoffs) != 1 || ds.cutoffs[0].Before(began.Add(-24*time.Hour)) || ds.cutoffs[0].After(time.Now().Add(-24*time.Hour)) {
+		t.Errorf("days dropped before %v, want one call with now - 24h", ds.cutoffs)
+	}
+}

@@ -49,6 +49,9 @@ type Store struct {
 	credited atomic.Pointer[func(token bool, id int64)]
 	// runtimeHook hears runtime configuration changes announced there
 	runtimeHook atomic.Pointer[func()]
+	// stopPartitions ends keepPartitions, which closes kept when it has
+	stopPartitions context.CancelFunc
+	kept           chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,11 +80,21 @@ func Open(dsn string) (store.Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool, kept: make(chan struct{})}
+	// A failure leaves the rows of a missing day to the default partition
+	// and is tried again within the hour; a server that refuses writes is
+	// Ping's to report, not a reason not to start.
+	_ = s.makeDays(ctx, time.Now())
+	var keepCtx context.Context
+	keepCtx, s.stopPartitions = context.WithCancel(context.Background())
+	go s.keepPartitions(keepCtx)
+	return s, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
+	s.stopPartitions()
+	<-s.kept
 	s.pool.Close()
 	return nil
 }

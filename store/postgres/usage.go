@@ -42,17 +42,6 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 	return nil
 }
 
-// insertUsage writes one row; a keyed row already stored (a journal
-// replayed twice, or by two instances) returns no id, and its charge is
-// skipped. A concurrent insert of the same key waits for the first to
-// commit, then finds it.
-const insertUsage = `INSERT INTO usage_logs (created_at, user_id, token_id,
-	model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
-	reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-	request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved, price_tier)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
-	ON CONFLICT (row_key) DO NOTHING RETURNING id`
-
 // The charges, each sum saturating rather than failing the batch.
 var (
 	chargeUser = `UPDATE users SET quota = ` + subSat("quota", "$1") + `,
@@ -83,30 +72,8 @@ var (
 // the same users then wait for each other rather than deadlock.
 func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
 	clear(ids) // a retried transaction starts over
-	b := &pgx.Batch{}
-	for _, l := range logs {
-		createdAt := l.CreatedAt
-		if createdAt.IsZero() {
-			createdAt = ts
-		}
-		b.Queue(insertUsage, createdAt.UnixMilli(), l.UserID, l.TokenID,
-			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
-			l.ReasoningTokens, l.Cost, l.Status, l.Estimated, l.Stream,
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, l.CacheHit, l.CacheSaved, l.PriceTier)
-	}
-	br := tx.SendBatch(ctx, b)
-	for i := range logs {
-		err := br.QueryRow().Scan(&ids[i])
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // written before
-		}
-		if err != nil {
-			br.Close()
-			return fmt.Errorf("insert usage row %d: %w", i, err)
-		}
-	}
-	if err := br.Close(); err != nil {
-		return fmt.Errorf("insert usage rows: %w", err)
+	if err := insertRows(ctx, tx, logs, ids, ts); err != nil {
+		return err
 	}
 
 	sums := store.NewBatchCharges(windows)
@@ -121,7 +88,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		sums.Add(l, createdAt)
 	}
 
-	b = &pgx.Batch{}
+	b := &pgx.Batch{}
 	for _, id := range sums.UserIDs() {
 		c := sums.Users[id]
 		b.Queue(chargeUser, c.Cost, c.Requests, id)
@@ -214,13 +181,15 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 }
 
 // DeleteUsageBefore deletes one batch of the oldest rows before cutoff,
-// chosen through the created_at index, in one statement.
+// chosen through the created_at index, in one statement. The condition on
+// created_at in both halves keeps it to the days before cutoff (after
+// DropUsageDays, the partly expired one and the default partition).
 func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	if limit <= 0 {
 		return 0, errors.New("delete usage: the batch size must be positive")
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM usage_logs WHERE id IN (
-		SELECT id FROM usage_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2)`,
+	tag, err := s.pool.Exec(ctx, `DELETE FROM usage_logs WHERE created_at < $1 AND (created_at, id) IN (
+		SELECT created_at, id FROM usage_logs WHERE created_at < $1 ORDER BY created_at LIMIT $2)`,
 		cutoff.UnixMilli(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete usage before %s: %w", cutoff.UTC().Format(time.RFC3339), err)

@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// usage_logs is partitioned by UTC day of created_at (migration 0026):
+// usage_logs_YYYYMMDD holds [day, day+1) in unix milliseconds, and
+// usage_logs_default whatever has no day yet.
+
+const (
+	// partitionsAhead is how many days after today always have a partition;
+	// with the hourly check, a day's partition exists a day before it starts
+	partitionsAhead = 2
+	// partitionInterval is how often a store makes the days ahead
+	partitionInterval = time.Hour
+	// partitionLock is the advisory lock ("gatewayprt") held while days are
+	// made or dropped, so two instances never race on the same DDL
+	partitionLock int64 = 0x67617465777072
+	// dropLockTimeout bounds the wait for the usage table's lock when a day
+	// is dropped: the drop waits for running statements on the table and
+	// makes new ones wait behind it, so it gives up rather than stall them
+	// (retention tries again at its next interval)
+	dropLockTimeout = "1s"
+)
+
+var _ store.UsageDays = (*Store)(nil)
+
+// dayPartition names the partition of UTC day d (days since 1970-01-01).
+func dayPartition(d int64) string {
+	return "usage_logs_" + time.UnixMilli(d*store.MsPerDay).UTC().Format("20060102")
+}
+
+// partitionDay is the day a partition name stands for; false for the
+// default partition and anything else.
+func partitionDay(name string) (int64, bool) {
+	s, ok := strings.CutPrefix(name, "usage_logs_")
+	if !ok || len(s) != 8 {
+		return 0, false
+	}
+	t, err := time.Parse("20060102", s)
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixMilli() / store.MsPerDay, true
+}
+
+// keepPartitions makes the days ahead every partitionInterval until ctx
+// ends (Open made them once already). A round that fails is tried again at
+// the next; rows of a day without its partition meanwhile go to the
+// default partition, and move into their day when it is made.
+func (s *Store) keepPartitions(ctx context.Context) {
+	defer close(s.kept)
+	t := time.NewTicker(partitionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = s.makeDays(ctx, time.Now())
+		}
+	}
+}
+
+// makeDays makes the partitions of today and the partitionsAhead days
+// after it that are missing. A day whose rows went to the default
+// partition meanwhile gets them moved in: the day's table is made apart,
+// filled from the default partition and attached, in one transaction.
+func (s *Store) makeDays(ctx context.Context, now time.Time) error {
+	today := now.UnixMilli() / store.MsPerDay
+	have, err := s.dayPartitions(ctx)
+	if err != nil {
+		return err
+	}
+	for d := today; d <= today+partitionsAhead; d++ {
+		if _, ok := have[d]; ok {
+			continue
+		}
+		if err := s.makeDay(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) makeDay(ctx context.Context, d int64) error {
+	name := pgx.Identifier{dayPartition(d)}.Sanitize()
+	from, to := d*store.MsPerDay, (d+1)*store.MsPerDay
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, dayPartition(d)).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return nil // another instance made it
+		}
+		// made apart, filled from the default partition and attached:
+		// CREATE ... PARTITION OF would fail when the default partition
+		// holds rows of the day, and takes a stronger lock on usage_logs
+		// than ATTACH does
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE usage_logs INCLUDING DEFAULTS,
+			CHECK (created_at >= %d AND created_at < %d))`, name, from, to)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`WITH moved AS (DELETE FROM usage_logs_default
+			WHERE created_at >= %d AND created_at < %d RETURNING *) INSERT INTO %s SELECT * FROM moved`,
+			from, to, name)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE usage_logs ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d)`,
+			name, from, to))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("make usage partition %s: %w", dayPartition(d), err)
+	}
+	return nil
+}
+
+// dayPartitions lists usage_logs' day partitions by day.
+func (s *Store) dayPartitions(ctx context.Context) (map[int64]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.relname FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'usage_logs'::regclass`)
+	if err != nil {
+		return nil, fmt.Errorf("list usage partitions: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list usage partitions: %w", err)
+	}
+	days := make(map[int64]string, len(names))
+	for _, n := range names {
+		if d, ok := partitionDay(n); ok {
+			days[d] = n
+		}
+	}
+	return days, nil
+}
+
+// DropUsageDays drops the partition of every day that ends at or before
+// cutoff, oldest first, each in a transaction of its own: a DROP TABLE
+// that takes a fraction of a second whatever the day holds, leaving no
+// dead rows for VACUUM. Rows before cutoff in a partly expired day or in
+// the default partition are DeleteUsageBefore's. It says how many rows
+// went (counted before each drop, outside its lock).
+func (s *Store) DropUsageDays(ctx context.Context, cutoff time.Time) (int64, error) {
+	days, err := s.dayPartitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var expired []int64 // the days that end at or before cutoff, oldest first
+	for d := range days {
+		if (d+1)*store.MsPerDay <= cutoff.UnixMilli() {
+			expired = append(expired, d)
+		}
+	}
+	slices.Sort(expired)
+	var total int64
+	for _, d := range expired {
+		name := pgx.Identifier{days[d]}.Sanitize()
+		var n int64
+		if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM `+name).Scan(&n); err != nil {
+			return total, fmt.Errorf("count usage partition %s: %w", days[d], err)
+		}
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+dropLockTimeout+`'`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+name)
+			return err
+		})
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			return total, fmt.Errorf("drop usage partition %s: the usage table stayed busy for %s; trying again later: %w", days[d], dropLockTimeout, err)
+		}
+		if err != nil {
+			return total, fmt.Errorf("drop usage partition %s: %w", days[d], err)
+		}
+		total += n
+	}
+	return total, nil
+}
