@@ -182,7 +182,7 @@ func DashboardSums(ctx context.Context, st store.Store, since time.Time) (int, e
 	}
 	n := len(days)
 	for _, by := range []store.UsageGroup{store.ByChannel, store.ByModel, store.ByUser, store.ByToken} {
-		t, err := st.UsageTotals(ctx, store.UsageFilter{Since: since}, by)
+		t, err := st.DailyTotals(ctx, by, since)
 		if err != nil {
 			return 0, err
 		}

@@ -87,6 +87,9 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 	if err := writeModelDays(exec, tx, sums); err != nil {
 		return err
 	}
+	if err := writeDailyTotals(exec, tx, sums); err != nil {
+		return err
+	}
 	if err := addWindowSpend(exec, tx, sums.Windows); err != nil {
 		return err
 	}
@@ -199,6 +202,45 @@ func writeModelDays(ctx context.Context, tx execer, sums *store.BatchCharges) er
 		}
 	}
 	return nil
+}
+
+// writeDailyTotals adds the batch's sums per day and per channel, model,
+// user and key to the dashboard's daily totals.
+func writeDailyTotals(ctx context.Context, tx execer, sums *store.BatchCharges) error {
+	up := `INSERT INTO usage_daily_totals (grp, day, key, requests, errors, cost, tokens,
+		prompt_tokens, cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (grp, day, key) DO UPDATE SET
+		requests = requests + excluded.requests,
+		errors = errors + excluded.errors,
+		cost = cost + excluded.cost,
+		tokens = tokens + excluded.tokens,
+		prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+		cached_tokens = cached_tokens + excluded.cached_tokens,
+		latency_ms = latency_ms + excluded.latency_ms,
+		ttfb_ms = ttfb_ms + excluded.ttfb_ms,
+		cache_hits = cache_hits + excluded.cache_hits,
+		cache_saved = cache_saved + excluded.cache_saved`
+	for _, k := range sums.TotalKeys() {
+		t := sums.Totals[k]
+		if _, err := tx.ExecContext(ctx, up, string(k.By), k.Day, k.Key, t.Requests, t.Errors, t.Cost, t.Tokens,
+			t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved); err != nil {
+			return fmt.Errorf("daily totals by %s: %w", k.By, err)
+		}
+	}
+	return nil
+}
+
+// DailyTotals reads the per-day totals the batches keep: one range of the
+// table's key (group, day) whatever the usage log holds.
+func (s *Store) DailyTotals(ctx context.Context, by store.UsageGroup, since time.Time) ([]store.UsageTotal, error) {
+	if err := store.CheckUsageGroup(by); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT day, key, requests, errors, cost, tokens, prompt_tokens,
+		cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved FROM usage_daily_totals
+		WHERE grp = ? AND day >= ? ORDER BY day, key`, string(by), store.DayOf(since))
+	return collect(rows, err, store.ScanUsageTotal, "daily totals by %s", by)
 }
 
 // UsageSince returns a page of rows created at or after since, in id order.
