@@ -145,13 +145,24 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 }
 
 func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn string) ([]*store.UsageLog, error) {
+	q, args, err := listUsageQuery(f, idColumn)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	return collect(rows, err, store.ScanUsage, "list usage")
+}
+
+// listUsageQuery is ListUsage's statement for f, matching the request id
+// in idColumn.
+func listUsageQuery(f store.UsageFilter, idColumn string) (string, []any, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
 	w := store.NewWhere("?")
 	if err := store.UsageWhere(f, idColumn, w); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if c := f.After; c != nil {
 		// Written as a bound on created_at plus a tie-break, rather than a
@@ -159,10 +170,16 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 		ms := w.Arg(c.CreatedAt.UnixMilli())
 		w.Add("created_at <= "+ms, "(created_at < "+ms+" OR id < "+w.Arg(c.ID)+")")
 	}
-	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
+	from := ` FROM usage_logs`
+	if idColumn == "request_id" {
+		// A request id matches a row or two: its index, whatever else the
+		// filter says. Left to itself the planner takes the index that
+		// gives the order (a user's), and walks all that user's rows.
+		from += ` INDEXED BY usage_logs_request_id`
+	}
+	q := `SELECT ` + store.UsageColumns + from + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
-	rows, err := s.r.QueryContext(ctx, q, w.Args()...)
-	return collect(rows, err, store.ScanUsage, "list usage")
+	return q, w.Args(), nil
 }
 
 // DailySpend reads the per-day totals SettleBatch keeps, so its cost is
