@@ -587,7 +587,9 @@ type Store interface {
 	// (no other filter), read from the per-day totals each batch writes
 	// with its rows (SettleBatch, FinishTask): their cost is the days
 	// and keys asked for, not the rows, and they outlive usage retention.
-	DailyTotals(ctx context.Context, by UsageGroup, since time.Time) ([]UsageTotal, error)
+	// With top > 0, only the days of the top keys over the period: the
+	// costliest, then those with the most requests, then by key.
+	DailyTotals(ctx context.Context, by UsageGroup, since time.Time, top int) ([]UsageTotal, error)
 
 	// The response cache's entries shared by several instances. Entries
 	// are opaque bytes under a key. GetCachedResponse returns key's entry

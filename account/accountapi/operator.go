@@ -90,7 +90,7 @@ func (h *Handler) listChannels(_ http.ResponseWriter, r *http.Request, _ *caller
 	}
 	ctx := r.Context()
 	since := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1-channelDays)
-	totals, err := h.store.DailyTotals(ctx, store.ByChannel, since)
+	totals, err := h.store.DailyTotals(ctx, store.ByChannel, since, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -355,30 +355,26 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	days := dayIndex{first: today.AddDate(0, 0, 1-n), n: n}
 	totals, models, users := newSeriesSet(days), newSeriesSet(days), newSeriesSet(days)
-	ud, err := h.store.DailyUsageByModel(ctx, 0, days.first)
-	if err != nil {
-		return nil, err
-	}
-	var prompt, cached int64
-	for _, d := range ud {
-		p := point{Requests: d.Requests, Cost: d.Cost, Tokens: d.PromptTokens + d.CompletionTokens, Prompt: d.PromptTokens, Cached: d.CachedTokens}
-		if totals.add("", "all", 0, d.Day, p) == nil {
-			continue
-		}
-		models.add(d.Model, d.Model, 0, d.Day, p)
-		users.add(strconv.FormatInt(d.UserID, 10), "", d.UserID, d.Day, p)
-		prompt += d.PromptTokens
-		cached += d.CachedTokens
-	}
-
-	// errors, channels and keys from the daily totals of the window
 	errs, channels, tokens := newSeriesSet(days), newSeriesSet(days), newSeriesSet(days)
 	errModels, errUsers := newSeriesSet(days), newSeriesSet(days)
+	var prompt, cached int64
+	// every figure from the daily totals of the window; users and keys
+	// only the top ones, ranked by the store (there may be thousands)
 	for _, g := range []struct {
 		by  store.UsageGroup
+		top int
 		add func(d store.UsageTotal, p point)
 	}{
-		{store.ByChannel, func(d store.UsageTotal, p point) {
+		{store.ByModel, 0, func(d store.UsageTotal, p point) {
+			if totals.add("", "all", 0, d.Day, p) == nil {
+				return
+			}
+			models.add(d.Key, d.Key, 0, d.Day, p)
+			errModels.add(d.Key, d.Key, 0, d.Day, p)
+			prompt += d.PromptTokens
+			cached += d.CachedTokens
+		}},
+		{store.ByChannel, 0, func(d store.UsageTotal, p point) {
 			errs.add("", "all", 0, d.Day, p)
 			ch := d.Key
 			if ch == "" {
@@ -388,21 +384,21 @@ func (h *Handler) dashboard(_ http.ResponseWriter, r *http.Request, _ *caller) (
 			}
 			channels.add(ch, ch, 0, d.Day, p)
 		}},
-		{store.ByModel, func(d store.UsageTotal, p point) { errModels.add(d.Key, d.Key, 0, d.Day, p) }},
-		{store.ByUser, func(d store.UsageTotal, p point) {
+		{store.ByUser, dashboardTop, func(d store.UsageTotal, p point) {
 			id, _ := strconv.ParseInt(d.Key, 10, 64)
+			users.add(d.Key, "", id, d.Day, p)
 			errUsers.add(d.Key, "", id, d.Day, p)
 		}},
-		{store.ByToken, func(d store.UsageTotal, p point) {
+		{store.ByToken, dashboardTop, func(d store.UsageTotal, p point) {
 			id, _ := strconv.ParseInt(d.Key, 10, 64)
 			tokens.add(d.Key, "", id, d.Day, p)
 		}},
 	} {
-		totals, err := h.store.DailyTotals(ctx, g.by, days.first)
+		days, err := h.store.DailyTotals(ctx, g.by, days.first, g.top)
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range totals {
+		for _, d := range days {
 			g.add(d, point{Requests: d.Requests, Cost: d.Cost, Tokens: d.Tokens, Errors: d.Errors, Prompt: d.PromptTokens, Cached: d.CachedTokens,
 				CacheHits: d.CacheHits, CacheSaved: d.CacheSaved})
 		}

@@ -174,15 +174,15 @@ func Queries(ctx context.Context, st store.Store) ([]Query, error) {
 
 // DashboardSums makes the store reads of the operators' dashboard
 // (GET /api/admin/dashboard?days=N) from since on and says how many rows
-// they returned.
+// they returned: the daily totals by model and channel, and of the top
+// ten users and keys.
 func DashboardSums(ctx context.Context, st store.Store, since time.Time) (int, error) {
-	days, err := st.DailyUsageByModel(ctx, 0, since)
-	if err != nil {
-		return 0, err
-	}
-	n := len(days)
-	for _, by := range []store.UsageGroup{store.ByChannel, store.ByModel, store.ByUser, store.ByToken} {
-		t, err := st.DailyTotals(ctx, by, since)
+	n := 0
+	for _, g := range []struct {
+		by  store.UsageGroup
+		top int
+	}{{store.ByModel, 0}, {store.ByChannel, 0}, {store.ByUser, 10}, {store.ByToken, 10}} {
+		t, err := st.DailyTotals(ctx, g.by, since, g.top)
 		if err != nil {
 			return 0, err
 		}

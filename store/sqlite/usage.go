@@ -250,13 +250,22 @@ func writeDailyTotals(ctx context.Context, tx execer, sums *store.BatchCharges) 
 
 // DailyTotals reads the per-day totals the batches keep: one range of the
 // table's key (group, day) whatever the usage log holds.
-func (s *Store) DailyTotals(ctx context.Context, by store.UsageGroup, since time.Time) ([]store.UsageTotal, error) {
+func (s *Store) DailyTotals(ctx context.Context, by store.UsageGroup, since time.Time, top int) ([]store.UsageTotal, error) {
 	if err := store.CheckUsageGroup(by); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT day, key, requests, errors, cost, tokens, prompt_tokens,
+	q := `SELECT day, key, requests, errors, cost, tokens, prompt_tokens,
 		cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved FROM usage_daily_totals
-		WHERE grp = ? AND day >= ? ORDER BY day, key`, string(by), store.DayOf(since))
+		WHERE grp = ?1 AND day >= ?2`
+	args := []any{string(by), store.DayOf(since)}
+	if top > 0 {
+		// the period's sums per key in the database: a few thousand keys'
+		// days summed there rather than sent here to be summed
+		q += ` AND key IN (SELECT key FROM usage_daily_totals WHERE grp = ?1 AND day >= ?2
+			GROUP BY key ORDER BY SUM(cost) DESC, SUM(requests) DESC, key LIMIT ?3)`
+		args = append(args, top)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY day, key`, args...)
 	return collect(rows, err, store.ScanUsageTotal, "daily totals by %s", by)
 }
 

@@ -53,7 +53,7 @@ func testDailyTotalsMatchRows(t *testing.T, open Opener) {
 	check := func(when string) {
 		t.Helper()
 		for _, by := range []store.UsageGroup{store.ByChannel, store.ByModel, store.ByUser, store.ByToken} {
-			got, err := s.DailyTotals(ctx, by, since)
+			got, err := s.DailyTotals(ctx, by, since, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,8 +79,42 @@ func testDailyTotalsMatchRows(t *testing.T, open Opener) {
 		}
 	}
 	check("written")
-	if _, err := s.DailyTotals(ctx, "password", since); err == nil {
+	if _, err := s.DailyTotals(ctx, "password", since, 0); err == nil {
 		t.Fatal("an unknown group was accepted")
+	}
+	// the top key over the period: the costliest, then the busiest,
+	// then the first by key (here u1's and u2's rows tie on both)
+	for _, by := range []store.UsageGroup{store.ByUser, store.ByToken, store.ByModel, store.ByChannel} {
+		top, err := s.DailyTotals(ctx, by, since, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums := map[string]*store.UsageTotal{}
+		for _, l := range rows {
+			if !l.CreatedAt.Before(since) {
+				k := store.GroupKey(l, by)
+				if sums[k] == nil {
+					sums[k] = &store.UsageTotal{Key: k}
+				}
+				sums[k].Cost += l.Cost
+				sums[k].Requests++
+			}
+		}
+		var first *store.UsageTotal
+		for _, t := range sums {
+			if first == nil || cmp.Or(cmp.Compare(t.Cost, first.Cost), cmp.Compare(t.Requests, first.Requests), strings.Compare(first.Key, t.Key)) > 0 {
+				first = t
+			}
+		}
+		var want []store.UsageTotal
+		for _, l := range rows {
+			if !l.CreatedAt.Before(since) && store.GroupKey(l, by) == first.Key {
+				want = addTotal(want, l, by)
+			}
+		}
+		if len(top) == 0 || fmt.Sprint(top) != fmt.Sprint(sortTotals(want)) {
+			t.Fatalf("the top %s: %v, want %v", by, top, sortTotals(want))
+		}
 	}
 	// retention deletes every row; the days stay
 	for {

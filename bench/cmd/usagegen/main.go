@@ -37,6 +37,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", d.Seed, "random seed (the same seed makes the same rows)")
 	fill := flag.Bool("fill", true, "make the data set (false: measure what is there)")
 	measure := flag.Int("measure", 0, "time every filter and dashboard sum this many times and print p50/p95")
+	retention := flag.Int("retention", 0, "after the rest, delete the oldest day in batches of this many rows (as usage_retention does) and time it")
 	flag.Parse()
 	if *dsn == "" {
 		fmt.Fprintln(os.Stderr, "usagegen: -dsn is required (a SQLite file or a PostgreSQL URL)")
@@ -44,18 +45,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *driver, *dsn, cfg, *fill, *measure); err != nil {
+	if err := run(ctx, *driver, *dsn, cfg, *fill, *measure, *retention); err != nil {
 		fmt.Fprintln(os.Stderr, "usagegen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, driver, dsn string, cfg usagegen.Config, fill bool, measure int) error {
+func run(ctx context.Context, driver, dsn string, cfg usagegen.Config, fill bool, measure, retention int) error {
+	began := time.Now()
 	st, err := store.Open(driver, dsn)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	fmt.Printf("opened (migrations included) in %s\n", time.Since(began).Round(time.Millisecond))
 	if fill {
 		g := usagegen.New(cfg)
 		began, last := time.Now(), time.Now()
@@ -77,6 +80,19 @@ func run(ctx context.Context, driver, dsn string, cfg usagegen.Config, fill bool
 			return err
 		}
 		usagegen.PrintResults(os.Stdout, res)
+	}
+	if retention > 0 {
+		n, err := st.CountUsage(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := usagegen.DeleteOldestDay(ctx, st, retention)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("retention: %s's %d rows (of %d) in %d batches of %d: %s in all, a batch p50 %s, max %s\n",
+			r.Day.Format(time.DateOnly), r.Rows, n, r.Batches, r.BatchSize, r.Total.Round(time.Millisecond),
+			r.P50.Round(time.Microsecond), r.Max.Round(time.Microsecond))
 	}
 	return nil
 }
