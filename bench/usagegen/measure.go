@@ -190,3 +190,46 @@ func DashboardSums(ctx context.Context, st store.Store, since time.Time) (int, e
 	}
 	return n, nil
 }
+
+// RetentionResult is what deleting one day of rows took.
+type RetentionResult struct {
+	Day       time.Time
+	Rows      int64
+	Batches   int
+	Total     time.Duration // the batches' time, the pauses between them left out
+	P50, Max  time.Duration // one batch: how long a writer may wait for the lock
+	BatchSize int
+}
+
+// DeleteOldestDay removes the oldest UTC day of rows as the retention
+// worker does (billing.Retention: DeleteUsageBefore in batches of
+// batchSize, each its own transaction) and times each batch.
+func DeleteOldestDay(ctx context.Context, st store.Store, batchSize int) (RetentionResult, error) {
+	oldest, err := st.UsageSince(ctx, time.Time{}, 0, 1)
+	if err != nil || len(oldest) == 0 {
+		return RetentionResult{}, fmt.Errorf("no rows to delete (%v)", err)
+	}
+	day := oldest[0].CreatedAt.UTC().Truncate(24 * time.Hour)
+	cutoff := day.AddDate(0, 0, 1)
+	res := RetentionResult{Day: day, BatchSize: batchSize}
+	var times []time.Duration
+	for {
+		began := time.Now()
+		n, err := st.DeleteUsageBefore(ctx, cutoff, batchSize)
+		if err != nil {
+			return res, err
+		}
+		if n == 0 {
+			break
+		}
+		d := time.Since(began)
+		times = append(times, d)
+		res.Total += d
+		res.Rows += n
+	}
+	if len(times) > 0 {
+		slices.Sort(times)
+		res.Batches, res.P50, res.Max = len(times), times[len(times)/2], times[len(times)-1]
+	}
+	return res, nil
+}
