@@ -53,16 +53,25 @@ type BatchCharges struct {
 	Totals map[TotalKey]*UsageTotal
 }
 
-// TotalKey names one day's total of one channel, model, user or key.
+// TotalKey names one day's total of one channel or model (Name) or of
+// one user or key (ID): ids stay numbers until written, so counting a row
+// allocates nothing.
 type TotalKey struct {
-	By  UsageGroup
-	Day int64
-	Key string
+	By   UsageGroup
+	Day  int64
+	ID   int64
+	Name string
 }
 
-// TotalGroups are the groups DailyTotals keeps, in the order their rows
-// are written.
-var TotalGroups = []UsageGroup{ByChannel, ByModel, ByToken, ByUser}
+// Key is the total's key as UsageTotal.Key has it.
+func (k TotalKey) Key() string {
+	if k.By == ByUser || k.By == ByToken {
+		return strconv.FormatInt(k.ID, 10)
+	}
+	return k.Name
+}
+
+
 
 // NewBatchCharges starts an empty tally; windows, when not nil, already
 // holds spend to write with the batch's (a task's reservation given back).
@@ -117,9 +126,10 @@ func (b *BatchCharges) Add(l *UsageLog, createdAt time.Time) {
 	t.ReasoningTokens = AddSat(t.ReasoningTokens, l.ReasoningTokens)
 	t.Cost = AddSat(t.Cost, l.Cost)
 	RowWindows(b.Windows, l)
-	for _, by := range TotalGroups {
-		b.addTotal(TotalKey{by, day, GroupKey(l, by)}, l)
-	}
+	b.addTotal(TotalKey{By: ByChannel, Day: day, Name: l.Channel}, l)
+	b.addTotal(TotalKey{By: ByModel, Day: day, Name: l.Model}, l)
+	b.addTotal(TotalKey{By: ByToken, Day: day, ID: l.TokenID}, l)
+	b.addTotal(TotalKey{By: ByUser, Day: day, ID: l.UserID}, l)
 }
 
 // GroupKey is a row's key in group by, as UsageTotal.Key has it.
@@ -159,10 +169,12 @@ func (b *BatchCharges) addTotal(k TotalKey, l *UsageLog) {
 }
 
 // TotalKeys are the daily totals of the batch in the order every writer
-// updates them (group, day, key): two batches lock them in one order.
+// updates them (group, day, id or name): two batches lock them in one
+// order.
 func (b *BatchCharges) TotalKeys() []TotalKey {
 	return slices.SortedFunc(maps.Keys(b.Totals), func(x, y TotalKey) int {
-		return cmp.Or(strings.Compare(string(x.By), string(y.By)), cmp.Compare(x.Day, y.Day), strings.Compare(x.Key, y.Key))
+		return cmp.Or(strings.Compare(string(x.By), string(y.By)), cmp.Compare(x.Day, y.Day),
+			cmp.Compare(x.ID, y.ID), strings.Compare(x.Name, y.Name))
 	})
 }
 

@@ -154,7 +154,7 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 	}
 	for _, k := range sums.TotalKeys() {
 		t := sums.Totals[k]
-		b.Queue(addDailyTotal, string(k.By), k.Day, k.Key, t.Requests, t.Errors, t.Cost, t.Tokens,
+		b.Queue(addDailyTotal, string(k.By), k.Day, k.Key(), t.Requests, t.Errors, t.Cost, t.Tokens,
 			t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved)
 	}
 	queueWindowSpend(b, sums.Windows)

@@ -240,7 +240,7 @@ func writeDailyTotals(ctx context.Context, tx execer, sums *store.BatchCharges) 
 		cache_saved = cache_saved + excluded.cache_saved`
 	for _, k := range sums.TotalKeys() {
 		t := sums.Totals[k]
-		if _, err := tx.ExecContext(ctx, up, string(k.By), k.Day, k.Key, t.Requests, t.Errors, t.Cost, t.Tokens,
+		if _, err := tx.ExecContext(ctx, up, string(k.By), k.Day, k.Key(), t.Requests, t.Errors, t.Cost, t.Tokens,
 			t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved); err != nil {
 			return fmt.Errorf("daily totals by %s: %w", k.By, err)
 		}
