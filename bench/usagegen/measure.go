@@ -169,6 +169,14 @@ func Queries(ctx context.Context, st store.Store) ([]Query, error) {
 			return DashboardSums(ctx, st, since)
 		}})
 	}
+	// model_contains first names the models used (accountapi's modelsContaining)
+	qs = append(qs, Query{"models used, for model_contains (admin, no since)", func(ctx context.Context) (int, error) {
+		d, err := st.DailyTotals(ctx, store.ByModel, time.Time{}, 0)
+		return len(d), err
+	}}, Query{"models used, for model_contains (a user, no since)", func(ctx context.Context) (int, error) {
+		d, err := st.DailyUsageByModel(ctx, typical, time.Time{})
+		return len(d), err
+	}})
 	qs = append(qs, Query{"user's daily spend, 30 days", func(ctx context.Context) (int, error) {
 		d, err := st.DailySpend(ctx, heavy, today.AddDate(0, 0, -29))
 		return len(d), err

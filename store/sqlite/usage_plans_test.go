@@ -70,6 +70,29 @@ func TestUsageFilterPlans(t *testing.T) {
 	}
 }
 
+// TestUsageDayPlans: the rollups a page reads are read by their key's
+// range, never by walking every user's days.
+func TestUsageDayPlans(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "plans.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*Store)
+	for _, c := range []struct{ name, q, index string }{
+		{"a user's models (model_contains)", `SELECT ` + store.UsageDayColumns + ` FROM usage_daily_models
+			WHERE day >= ? AND user_id = ? ORDER BY day, user_id, model`, "usage_daily_models_user_id_day"},
+		{"the dashboard's totals", `SELECT day, key FROM usage_daily_totals WHERE grp = ? AND day >= ? ORDER BY day, key`, "PRIMARY KEY"},
+		{"a user's spend", `SELECT day, cost FROM usage_daily WHERE user_id = ? AND day >= ? ORDER BY day`, "PRIMARY KEY"},
+	} {
+		plan := explain(t, s, c.q, []any{1, 2})
+		t.Logf("%s: %s", c.name, plan)
+		if !strings.Contains(plan, c.index) {
+			t.Errorf("%s: the plan does not use %s: %s", c.name, c.index, plan)
+		}
+	}
+}
+
 func explain(t *testing.T, s *Store, q string, args []any) string {
 	t.Helper()
 	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+q, args...)

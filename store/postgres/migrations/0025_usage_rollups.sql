@@ -51,3 +51,8 @@ FROM usage_logs GROUP BY 2, 3;
 
 -- usage_logs' own indexes on PostgreSQL are its partitioned table's
 -- (issue 34's PostgreSQL part).
+
+-- A user's models by day (the user page's model_contains, DailyUsageByModel
+-- of one user): the table's key begins with the day, so without this a
+-- user's read walks every user's days.
+CREATE INDEX usage_daily_models_user_id_day ON usage_daily_models (user_id, day);

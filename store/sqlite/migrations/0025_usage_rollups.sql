@@ -55,3 +55,8 @@ FROM usage_logs GROUP BY 2, 3;
 -- in the rowid, id, so ORDER BY created_at DESC, id DESC needs no sort;
 -- naming id again would store it twice, 4 bytes a row.)
 CREATE INDEX usage_logs_model_created_at ON usage_logs (model, created_at);
+
+-- A user's models by day (the user page's model_contains, DailyUsageByModel
+-- of one user): the table's key begins with the day, so without this a
+-- user's read walks every user's days.
+CREATE INDEX usage_daily_models_user_id_day ON usage_daily_models (user_id, day);
