@@ -71,8 +71,6 @@ func (k TotalKey) Key() string {
 	return k.Name
 }
 
-
-
 // NewBatchCharges starts an empty tally; windows, when not nil, already
 // holds spend to write with the batch's (a task's reservation given back).
 func NewBatchCharges(windows map[string]int64) *BatchCharges {
