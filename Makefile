@@ -12,7 +12,7 @@ CLIENTS  := bin/clients
 
 export CGO_ENABLED := 1
 
-.PHONY: build run test test-deps clients test-clients lint unit race test-postgres fuzz bench bench-store clean
+.PHONY: build run test test-deps clients test-clients lint unit race test-postgres fuzz bench bench-store bench-usage clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -108,6 +108,16 @@ bench: build
 # (building the large table takes a few minutes).
 bench-store:
 	$(GO) test -run='^$$' -bench=UsageAtScale -benchtime=2000x ./store/sqlite
+
+# The usage store at 50 million rows (issue 34): bench/usagegen makes the data
+# set in USAGE_DSN (a SQLite file, or a PostgreSQL URL with USAGE_DRIVER=postgres)
+# and times the console's and API's reads on it. Tens of minutes and tens of GB
+# at 50 million rows; USAGE_ROWS=1000000 for a quick look. See bench/README.md.
+USAGE_DRIVER ?= sqlite
+USAGE_ROWS ?= 50000000
+bench-usage:
+	@test -n "$(USAGE_DSN)" || { echo "set USAGE_DSN (a SQLite file or a PostgreSQL URL)"; exit 2; }
+	$(GO) run ./bench/cmd/usagegen -driver $(USAGE_DRIVER) -dsn '$(USAGE_DSN)' -rows $(USAGE_ROWS) -measure 20
 
 clean:
 	rm -rf bin

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,6 +19,14 @@ import (
 
 // MsPerDay turns unix milliseconds into UTC day numbers.
 const MsPerDay = 24 * 60 * 60 * 1000
+
+// DayOf is t's UTC day number; the zero time is day 0.
+func DayOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli() / MsPerDay
+}
 
 // Charge is what a user's rows of a batch cost and how many there were.
 type Charge struct{ Cost, Requests int64 }
@@ -39,6 +48,27 @@ type BatchCharges struct {
 	Tokens  map[int64]int64        // added to each token's used quota (Charged)
 	Models  map[ModelDay]*UsageDay // per day, user and model
 	Windows map[string]int64       // spend by budget window id
+	// Totals are the batch's sums per day and per channel, model, user
+	// and key: the dashboard's daily totals (DailyTotals)
+	Totals map[TotalKey]*UsageTotal
+}
+
+// TotalKey names one day's total of one channel or model (Name) or of
+// one user or key (ID): ids stay numbers until written, so counting a row
+// allocates nothing.
+type TotalKey struct {
+	By   UsageGroup
+	Day  int64
+	ID   int64
+	Name string
+}
+
+// Key is the total's key as UsageTotal.Key has it.
+func (k TotalKey) Key() string {
+	if k.By == ByUser || k.By == ByToken {
+		return strconv.FormatInt(k.ID, 10)
+	}
+	return k.Name
 }
 
 // NewBatchCharges starts an empty tally; windows, when not nil, already
@@ -53,6 +83,7 @@ func NewBatchCharges(windows map[string]int64) *BatchCharges {
 		Tokens:  map[int64]int64{},
 		Models:  map[ModelDay]*UsageDay{},
 		Windows: windows,
+		Totals:  map[TotalKey]*UsageTotal{},
 	}
 }
 
@@ -93,6 +124,56 @@ func (b *BatchCharges) Add(l *UsageLog, createdAt time.Time) {
 	t.ReasoningTokens = AddSat(t.ReasoningTokens, l.ReasoningTokens)
 	t.Cost = AddSat(t.Cost, l.Cost)
 	RowWindows(b.Windows, l)
+	b.addTotal(TotalKey{By: ByChannel, Day: day, Name: l.Channel}, l)
+	b.addTotal(TotalKey{By: ByModel, Day: day, Name: l.Model}, l)
+	b.addTotal(TotalKey{By: ByToken, Day: day, ID: l.TokenID}, l)
+	b.addTotal(TotalKey{By: ByUser, Day: day, ID: l.UserID}, l)
+}
+
+// GroupKey is a row's key in group by, as UsageTotal.Key has it.
+func GroupKey(l *UsageLog, by UsageGroup) string {
+	switch by {
+	case ByChannel:
+		return l.Channel
+	case ByModel:
+		return l.Model
+	case ByUser:
+		return strconv.FormatInt(l.UserID, 10)
+	default:
+		return strconv.FormatInt(l.TokenID, 10)
+	}
+}
+
+func (b *BatchCharges) addTotal(k TotalKey, l *UsageLog) {
+	t := b.Totals[k]
+	if t == nil {
+		t = &UsageTotal{}
+		b.Totals[k] = t
+	}
+	t.Requests++
+	if l.Status < 200 || l.Status >= 300 {
+		t.Errors++
+	}
+	t.Cost = AddSat(t.Cost, l.Cost)
+	t.Tokens = AddSat(t.Tokens, AddSat(l.PromptTokens, l.CompletionTokens))
+	t.PromptTokens = AddSat(t.PromptTokens, l.PromptTokens)
+	t.CachedTokens = AddSat(t.CachedTokens, l.CachedTokens)
+	t.LatencyMS = AddSat(t.LatencyMS, l.LatencyMS)
+	t.TTFBMS = AddSat(t.TTFBMS, l.TTFBMS)
+	if l.CacheHit {
+		t.CacheHits++
+	}
+	t.CacheSaved = AddSat(t.CacheSaved, l.CacheSaved)
+}
+
+// TotalKeys are the daily totals of the batch in the order every writer
+// updates them (group, day, id or name): two batches lock them in one
+// order.
+func (b *BatchCharges) TotalKeys() []TotalKey {
+	return slices.SortedFunc(maps.Keys(b.Totals), func(x, y TotalKey) int {
+		return cmp.Or(strings.Compare(string(x.By), string(y.By)), cmp.Compare(x.Day, y.Day),
+			cmp.Compare(x.ID, y.ID), strings.Compare(x.Name, y.Name))
+	})
 }
 
 // UserIDs are the users charged, ascending.

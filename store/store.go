@@ -583,6 +583,13 @@ type Store interface {
 	// UTC day and per by, oldest day first: the operators' dashboard and
 	// channels, counted by the database rather than over fetched rows.
 	UsageTotals(ctx context.Context, f UsageFilter, by UsageGroup) ([]UsageTotal, error)
+	// DailyTotals are UsageTotals of every row from since's UTC day on
+	// (no other filter), read from the per-day totals each batch writes
+	// with its rows (SettleBatch, FinishTask): their cost is the days
+	// and keys asked for, not the rows, and they outlive usage retention.
+	// With top > 0, only the days of the top keys over the period: the
+	// costliest, then those with the most requests, then by key.
+	DailyTotals(ctx context.Context, by UsageGroup, since time.Time, top int) ([]UsageTotal, error)
 
 	// The response cache's entries shared by several instances. Entries
 	// are opaque bytes under a key. GetCachedResponse returns key's entry

@@ -378,16 +378,28 @@ func (h *Handler) modelsContaining(ctx context.Context, userID int64, since time
 	if !since.IsZero() {
 		since = since.UTC().Truncate(24 * time.Hour)
 	}
-	days, err := h.store.DailyUsageByModel(ctx, userID, since)
-	if err != nil {
-		return nil, fmt.Errorf("finding the models used: %w", err)
-	}
 	var names []string
 	for _, m := range h.served() {
 		names = append(names, m.ID)
 	}
-	for _, d := range days {
-		names = append(names, d.Model)
+	if userID == 0 {
+		// every user's: the daily totals by model, a row a model a day,
+		// rather than a row a user, model and day
+		days, err := h.store.DailyTotals(ctx, store.ByModel, since, 0)
+		if err != nil {
+			return nil, fmt.Errorf("finding the models used: %w", err)
+		}
+		for _, d := range days {
+			names = append(names, d.Key)
+		}
+	} else {
+		days, err := h.store.DailyUsageByModel(ctx, userID, since)
+		if err != nil {
+			return nil, fmt.Errorf("finding the models used: %w", err)
+		}
+		for _, d := range days {
+			names = append(names, d.Model)
+		}
 	}
 	part = strings.ToLower(part)
 	var out []string

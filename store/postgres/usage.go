@@ -62,6 +62,20 @@ var (
 		cached_tokens = ` + addSat("usage_daily_models.cached_tokens", "excluded.cached_tokens") + `,
 		reasoning_tokens = ` + addSat("usage_daily_models.reasoning_tokens", "excluded.reasoning_tokens") + `,
 		cost = ` + addSat("usage_daily_models.cost", "excluded.cost")
+	addDailyTotal = `INSERT INTO usage_daily_totals (grp, day, key, requests, errors, cost, tokens,
+		prompt_tokens, cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (grp, day, key) DO UPDATE SET
+		requests = usage_daily_totals.requests + excluded.requests,
+		errors = usage_daily_totals.errors + excluded.errors,
+		cost = ` + addSat("usage_daily_totals.cost", "excluded.cost") + `,
+		tokens = ` + addSat("usage_daily_totals.tokens", "excluded.tokens") + `,
+		prompt_tokens = ` + addSat("usage_daily_totals.prompt_tokens", "excluded.prompt_tokens") + `,
+		cached_tokens = ` + addSat("usage_daily_totals.cached_tokens", "excluded.cached_tokens") + `,
+		latency_ms = ` + addSat("usage_daily_totals.latency_ms", "excluded.latency_ms") + `,
+		ttfb_ms = ` + addSat("usage_daily_totals.ttfb_ms", "excluded.ttfb_ms") + `,
+		cache_hits = usage_daily_totals.cache_hits + excluded.cache_hits,
+		cache_saved = ` + addSat("usage_daily_totals.cache_saved", "excluded.cache_saved")
 )
 
 // settleRows writes logs and charges their costs within tx, as SettleBatch
@@ -104,6 +118,11 @@ func settleRows(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 		t := sums.Models[k]
 		b.Queue(addDailyModel, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
 			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
+	}
+	for _, k := range sums.TotalKeys() {
+		t := sums.Totals[k]
+		b.Queue(addDailyTotal, string(k.By), k.Day, k.Key(), t.Requests, t.Errors, t.Cost, t.Tokens,
+			t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved)
 	}
 	queueWindowSpend(b, sums.Windows)
 	if b.Len() == 0 {
@@ -215,6 +234,27 @@ func (s *Store) DailyUsageByModel(ctx context.Context, userID int64, since time.
 		return nil, nil // no days is nil, not an empty slice
 	}
 	return out, nil
+}
+
+// DailyTotals reads the per-day totals the batches keep: one range of the
+// table's key (group, day) whatever the usage log holds.
+func (s *Store) DailyTotals(ctx context.Context, by store.UsageGroup, since time.Time, top int) ([]store.UsageTotal, error) {
+	if err := store.CheckUsageGroup(by); err != nil {
+		return nil, err
+	}
+	q := `SELECT day, key, requests, errors, cost, tokens, prompt_tokens,
+		cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved FROM usage_daily_totals
+		WHERE grp = $1 AND day >= $2`
+	args := []any{string(by), store.DayOf(since)}
+	if top > 0 {
+		// the period's sums per key in the database: a few thousand keys'
+		// days summed there rather than sent here to be summed
+		q += ` AND key IN (SELECT key FROM usage_daily_totals WHERE grp = $1 AND day >= $2
+			GROUP BY key ORDER BY SUM(cost) DESC, SUM(requests) DESC, key LIMIT $3)`
+		args = append(args, top)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY day, key`, args...)
+	return collect(rows, err, store.ScanUsageTotal, "daily totals by %s", by)
 }
 
 // Ping checks that the server takes writes right now: a statement that

@@ -87,6 +87,9 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 	if err := writeModelDays(exec, tx, sums); err != nil {
 		return err
 	}
+	if err := writeDailyTotals(exec, tx, sums); err != nil {
+		return err
+	}
 	if err := addWindowSpend(exec, tx, sums.Windows); err != nil {
 		return err
 	}
@@ -142,13 +145,24 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 }
 
 func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn string) ([]*store.UsageLog, error) {
+	q, args, err := listUsageQuery(f, idColumn)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	return collect(rows, err, store.ScanUsage, "list usage")
+}
+
+// listUsageQuery is ListUsage's statement for f, matching the request id
+// in idColumn.
+func listUsageQuery(f store.UsageFilter, idColumn string) (string, []any, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
 	w := store.NewWhere("?")
 	if err := store.UsageWhere(f, idColumn, w); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if c := f.After; c != nil {
 		// Written as a bound on created_at plus a tie-break, rather than a
@@ -156,10 +170,16 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 		ms := w.Arg(c.CreatedAt.UnixMilli())
 		w.Add("created_at <= "+ms, "(created_at < "+ms+" OR id < "+w.Arg(c.ID)+")")
 	}
-	q := `SELECT ` + store.UsageColumns + ` FROM usage_logs` + w.String() +
+	from := ` FROM usage_logs`
+	if idColumn == "request_id" {
+		// A request id matches a row or two: its index, whatever else the
+		// filter says. Left to itself the planner takes the index that
+		// gives the order (a user's), and walks all that user's rows.
+		from += ` INDEXED BY usage_logs_request_id`
+	}
+	q := `SELECT ` + store.UsageColumns + from + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
-	rows, err := s.r.QueryContext(ctx, q, w.Args()...)
-	return collect(rows, err, store.ScanUsage, "list usage")
+	return q, w.Args(), nil
 }
 
 // DailySpend reads the per-day totals SettleBatch keeps, so its cost is
@@ -199,6 +219,54 @@ func writeModelDays(ctx context.Context, tx execer, sums *store.BatchCharges) er
 		}
 	}
 	return nil
+}
+
+// writeDailyTotals adds the batch's sums per day and per channel, model,
+// user and key to the dashboard's daily totals.
+func writeDailyTotals(ctx context.Context, tx execer, sums *store.BatchCharges) error {
+	up := `INSERT INTO usage_daily_totals (grp, day, key, requests, errors, cost, tokens,
+		prompt_tokens, cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (grp, day, key) DO UPDATE SET
+		requests = requests + excluded.requests,
+		errors = errors + excluded.errors,
+		cost = cost + excluded.cost,
+		tokens = tokens + excluded.tokens,
+		prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+		cached_tokens = cached_tokens + excluded.cached_tokens,
+		latency_ms = latency_ms + excluded.latency_ms,
+		ttfb_ms = ttfb_ms + excluded.ttfb_ms,
+		cache_hits = cache_hits + excluded.cache_hits,
+		cache_saved = cache_saved + excluded.cache_saved`
+	for _, k := range sums.TotalKeys() {
+		t := sums.Totals[k]
+		if _, err := tx.ExecContext(ctx, up, string(k.By), k.Day, k.Key(), t.Requests, t.Errors, t.Cost, t.Tokens,
+			t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved); err != nil {
+			return fmt.Errorf("daily totals by %s: %w", k.By, err)
+		}
+	}
+	return nil
+}
+
+// DailyTotals reads the per-day totals the batches keep: one range of the
+// table's key (group, day) whatever the usage log holds.
+func (s *Store) DailyTotals(ctx context.Context, by store.UsageGroup, since time.Time, top int) ([]store.UsageTotal, error) {
+	if err := store.CheckUsageGroup(by); err != nil {
+		return nil, err
+	}
+	q := `SELECT day, key, requests, errors, cost, tokens, prompt_tokens,
+		cached_tokens, latency_ms, ttfb_ms, cache_hits, cache_saved FROM usage_daily_totals
+		WHERE grp = ?1 AND day >= ?2`
+	args := []any{string(by), store.DayOf(since)}
+	if top > 0 {
+		// the period's sums per key in the database: a few thousand keys'
+		// days summed there rather than sent here to be summed
+		q += ` AND key IN (SELECT key FROM usage_daily_totals WHERE grp = ?1 AND day >= ?2
+			GROUP BY key ORDER BY SUM(cost) DESC, SUM(requests) DESC, key LIMIT ?3)`
+		args = append(args, top)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY day, key`, args...)
+	return collect(rows, err, store.ScanUsageTotal, "daily totals by %s", by)
 }
 
 // UsageSince returns a page of rows created at or after since, in id order.

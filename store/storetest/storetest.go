@@ -108,6 +108,7 @@ func Run(t *testing.T, open Opener) {
 			{"QuotaArithmeticNeverOverflows", testQuotaArithmeticNeverOverflows},
 			{"LimitsRoundTrip", testLimitsRoundTrip},
 			{"RetentionKeepsDailyTotals", testRetentionKeepsDailyTotals},
+			{"DailyTotalsMatchRows", testDailyTotalsMatchRows},
 		}},
 		{"Leases", []test{
 			{"LeaseBalances", testLeaseBalances},
