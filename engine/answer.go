@@ -126,6 +126,11 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	hdr.Set("X-Accel-Buffering", "no")
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
+	// the client's body as sent was for building the upstream's request
+	// (and the cache key, the reservation, before): no channel is tried
+	// after this one, and a stream held open for minutes need not keep its
+	// prompt as sent (the decoded text stays, for counting without usage)
+	x.Req.Raw = nil
 	rec := x.recording()
 	if rec != nil {
 		rec.ContentType(enc.ContentType())
