@@ -97,6 +97,32 @@ const writeAt = 2 << 10
 // streamBuffers hold the encoded events of streams being relayed.
 var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2*writeAt); return &b }}
 
+// eventBuf is a stream's hold on a buffer of streamBuffers: taken when an
+// event is to be encoded, given back once everything encoded is written
+// and the stream waits for the upstream again, so a stream held open
+// between events (thousands of them, for minutes) keeps no buffer.
+type eventBuf struct{ pooled *[]byte }
+
+// take returns buf, or an empty pooled buffer when none is held.
+func (b *eventBuf) take(buf []byte) []byte {
+	if b.pooled != nil {
+		return buf
+	}
+	b.pooled = streamBuffers.Get().(*[]byte)
+	return (*b.pooled)[:0]
+}
+
+// give hands buf (the held buffer, perhaps grown) back, unless an outsized
+// event grew it, and returns nil.
+func (b *eventBuf) give(buf []byte) []byte {
+	if b.pooled != nil && cap(buf) <= 64<<10 {
+		*b.pooled = buf[:0]
+		streamBuffers.Put(b.pooled)
+	}
+	b.pooled = nil
+	return nil
+}
+
 // relayStream relays a stream event by event, flushing each as it comes;
 // first is the event openStream already read. Once the first byte is out,
 // an upstream failure (a break, an event past max_stream_event, a silence
@@ -113,6 +139,11 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	hdr.Set("X-Accel-Buffering", "no")
 	x.Status = http.StatusOK
 	x.W.WriteHeader(http.StatusOK)
+	// the client's body as sent was for building the upstream's request
+	// (and the cache key, the reservation, before): no channel is tried
+	// after this one, and a stream held open for minutes need not keep its
+	// prompt as sent (the decoded text stays, for counting without usage)
+	x.Req.Raw = nil
 	rec := x.recording()
 	if rec != nil {
 		rec.ContentType(enc.ContentType())
@@ -123,19 +154,15 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	// all that arrived together: Caddy's writer resets the connection's
 	// write deadline at every Write.
 	unflushed := true // the headers
-	pooled := streamBuffers.Get().(*[]byte)
-	buf := (*pooled)[:0]
-	defer func() {
-		if cap(buf) <= 64<<10 {
-			*pooled = buf[:0]
-			streamBuffers.Put(pooled)
-		}
-	}()
+	var held eventBuf
+	var buf []byte
+	defer func() { held.give(buf) }()
 	ev, err := first, error(nil)
 	drained := false // the client left and the upstream was read to its end
 	for {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				buf = held.take(buf)
 				n := len(buf)
 				buf = enc.Finish(buf)
 				if rec != nil {
@@ -162,7 +189,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			}
 			e := f.Err
 			x.Status, x.ErrMsg = e.Status, e.Message
-			buf = enc.Error(buf, e) // after the events already encoded
+			buf = enc.Error(held.take(buf), e) // after the events already encoded
 			if _, werr := x.W.Write(buf); werr == nil {
 				_ = rc.Flush()
 			}
@@ -176,6 +203,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			}
 		}
 		x.Observe(ev)
+		buf = held.take(buf)
 		n := len(buf)
 		buf = enc.Encode(buf, ev)
 		if rec != nil {
@@ -197,6 +225,11 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 				break
 			}
 			unflushed = false
+		}
+		if !pending {
+			// all written: the buffer waits in the pool, not in this
+			// stream, until the upstream's next event
+			buf = held.give(buf)
 		}
 		ev, err = dec.Next()
 	}

@@ -140,6 +140,8 @@ func (e *Engine) send(x *Exchange, at *Attempt, ch *routing.Channel, rec *Upstre
 		e.traceAttempt(x, ch, up.Model, n, hr)
 	}
 	resp, err := rec.Client.Do(hr)
+	// nothing sends it again: a stream's prompt is not kept for its life
+	adapters.ForgetBody(hr)
 	if err == nil {
 		x.UpstreamID = UpstreamRequestID(prov, resp.Header)
 		if x.Trace != nil {

@@ -459,9 +459,28 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// What one open stream of the gateway's site may hold, in process (the
+// mock's side of it included), as bench/README.md states it: 45.6 KB of
+// heap before the stream's buffers went back to their pools while it
+// waits (39.8 after), 34-36.5 KB of stacks; five goroutines (the handler,
+// the upstream connection's two, the mock's two).
+const (
+	openStreamHeapBudget       = 43 << 10
+	openStreamStackBudget      = 40 << 10
+	openStreamGoroutinesBudget = 5
+	// a 32 KB prompt may be held once more (the decoded text, for counting
+	// when the upstream reports no usage), not as the client sent it nor
+	// as the upstream was sent it: 159.6 KB a stream when all three were
+	// held, 77.6 now; one copy adds 34-40 KB, a second would pass 64 (TestOpenStreamsMemory measures the difference to the
+	// short prompt's)
+	bigPrompt                = 32 << 10
+	openStreamBigPromptExtra = 48 << 10
+)
+
 // TestOpenStreamsMemory holds many streams open on each site and reports
 // the heap and stacks each one keeps: what the 10,000-open-streams bar of
-// `make bench` is made of, less the client connections' own buffers.
+// `make bench` is made of, less the client connections' own buffers. The
+// gateway's figures must stay within the budgets above.
 // GATEWAY_INPROC_STREAMS sets how many (default 500); with
 // GATEWAY_INPROC_HEAP=<dir>, a heap profile of each site's open streams
 // is written there (<site>.heap, for go tool pprof).
@@ -472,8 +491,29 @@ func TestOpenStreamsMemory(t *testing.T) {
 		name string
 		site site
 	}{{"gateway", e.gateway}, {"reverse_proxy", e.proxy}} {
-		heap, stack := holdStreams(t, e, st.name, st.site, n)
-		t.Logf("%s: %d open streams: %.1f KB heap + %.1f KB stacks per stream", st.name, n, heap/1024, stack/1024)
+		heap, stack, goroutines := holdStreams(t, e, st.name, st.site, streamBody, n)
+		t.Logf("%s: %d open streams: %.1f KB heap + %.1f KB stacks per stream, %.1f goroutines", st.name, n, heap/1024, stack/1024, goroutines)
+		if st.name != "gateway" {
+			continue
+		}
+		if heap > openStreamHeapBudget {
+			t.Errorf("an open stream holds %.1f KB of heap, over the budget of %d KB (bench/README.md)", heap/1024, openStreamHeapBudget>>10)
+		}
+		if stack > openStreamStackBudget {
+			t.Errorf("an open stream holds %.1f KB of stacks, over the budget of %d KB (bench/README.md)", stack/1024, openStreamStackBudget>>10)
+		}
+		if goroutines > openStreamGoroutinesBudget+0.1 {
+			t.Errorf("an open stream runs %.1f goroutines, over the budget of %d (bench/README.md)", goroutines, openStreamGoroutinesBudget)
+		}
+	}
+	// a long prompt against the same prompt short, both on the upstream
+	// connections the first run left idle (so neither counts them)
+	short, _, _ := holdStreams(t, e, "gateway_again", e.gateway, streamBody, n)
+	bigBody := bytes.Replace(streamBody, []byte("Say hello"), []byte("Say hello"+strings.Repeat("x", bigPrompt)), 1)
+	long, _, _ := holdStreams(t, e, "gateway_long_prompt", e.gateway, bigBody, n)
+	t.Logf("gateway: a %d KB prompt adds %.1f KB of heap per open stream", bigPrompt>>10, (long-short)/1024)
+	if long-short > openStreamBigPromptExtra {
+		t.Errorf("a %d KB prompt adds %.1f KB of heap per open stream, over the budget of %d KB (bench/README.md)", bigPrompt>>10, (long-short)/1024, openStreamBigPromptExtra>>10)
 	}
 }
 
@@ -486,13 +526,13 @@ func openStreams() int {
 }
 
 // holdStreams opens n streams on st that the mock holds after their first
-// event, and returns the heap in use and stack bytes per stream, measured
-// against the process before they opened.
-func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack float64) {
+// event, and returns the heap in use, the stack bytes and the goroutines
+// per stream, measured against the process before they opened.
+func holdStreams(t *testing.T, e *env, name string, st site, body []byte, n int) (heap, stack, goroutines float64) {
 	t.Helper()
 	e.mock.Hold()
 	base := settled()
-	goroutines := runtime.NumGoroutine()
+	before := runtime.NumGoroutine()
 	var started, done sync.WaitGroup
 	started.Add(n)
 	done.Add(n)
@@ -501,7 +541,7 @@ func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack
 		go func() {
 			defer done.Done()
 			w := &firstEvent{sink: sink{header: http.Header{}}, started: &started}
-			st.srv.ServeHTTP(w, e.request(st, streamBody))
+			st.srv.ServeHTTP(w, e.request(st, body))
 			if !w.seen {
 				started.Done()
 				errs <- fmt.Errorf("a stream ended before its first event: %d %s", w.status, w.body.Bytes())
@@ -510,7 +550,7 @@ func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack
 	}
 	started.Wait()
 	held := settled()
-	t.Logf("%s: %.1f goroutines per stream", name, float64(runtime.NumGoroutine()-goroutines)/float64(n))
+	goroutines = float64(runtime.NumGoroutine()-before) / float64(n)
 	if dir := os.Getenv("GATEWAY_INPROC_HEAP"); dir != "" {
 		writeHeapProfile(t, filepath.Join(dir, name+".heap"))
 	}
@@ -522,7 +562,7 @@ func holdStreams(t *testing.T, e *env, name string, st site, n int) (heap, stack
 	}
 	heap = float64(int64(held.HeapInuse)-int64(base.HeapInuse)) / float64(n)
 	stack = float64(int64(held.StackInuse)-int64(base.StackInuse)) / float64(n)
-	return heap, stack
+	return heap, stack, goroutines
 }
 
 func writeHeapProfile(t *testing.T, path string) {

@@ -542,13 +542,20 @@ Send a request:
 			return err
 		}
 		defer mockCall(s.mockAddr, "/_mock/release", nil)
+		// measured as the memory scenario measures: a second to settle,
+		// then the streams, then half a second
+		time.Sleep(time.Second)
+		fresh, _ := rss(p.pid())
 		c := s.client(t, 0)
 		c.HTTP.Transport.(*http.Transport).DisableKeepAlives = true
 		c.Timeout = 0
 		set := load.OpenStreams(ctx, c, n, 200)
 		open := set.WaitOpened(n, time.Minute)
+		time.Sleep(500 * time.Millisecond)
 		v, _ := rss(p.pid())
-		fmt.Printf("\n%d streams open on %s (%d failed); Caddy RSS %.1f MB.\n", open-set.Failed(), t, set.Failed(), mb(v))
+		held := open - set.Failed()
+		fmt.Printf("\n%d streams open on %s (%d failed); Caddy RSS fresh %.1f MB, now %.1f MB: %.1f KB per stream, %.0f MB at 10,000.\n",
+			held, t, set.Failed(), mb(fresh), mb(v), float64(v-fresh)/1024/float64(max(held, 1)), mb(fresh)+float64(v-fresh)/1024/float64(max(held, 1))*10000/1024)
 	} else if t != "" {
 		c := s.client(t, max(64, b.o.holdConc))
 		op, kind := c.Chat, "chat completions"
