@@ -138,19 +138,11 @@ func (b *bench) runFrontier(ctx context.Context) error {
 		return nil
 	}
 	began := time.Now()
-	fr := &frontierResult{
-		RequestsPerStep: cfg.requests, MinStepSeconds: cfg.minStep.Seconds(), MaxStepSeconds: cfg.maxStep.Seconds(),
-		Precision: cfg.prec, MinRate: cfg.minRate, MaxRate: cfg.maxRate, MaxSteps: cfg.maxSteps,
-		Targets: map[string]*frontierTarget{}, order: targets,
-	}
-	for _, bd := range cfg.bounds {
-		fr.BoundsMs = append(fr.BoundsMs, ms(bd))
-	}
+	fr := newFrontierResult(cfg, targets)
 	b.report.Frontier = fr
 	searches := map[string]*load.Frontier{}
 	for _, t := range targets {
 		searches[t] = cfg.search()
-		fr.Targets[t] = &frontierTarget{}
 		// a run of only the frontier (-scenarios frontier) finds the
 		// targets cold
 		b.track(t, func() *load.Result { return load.ClosedLoopN(ctx, 8, o.warmup, b.clients[t].Chat) })
@@ -183,6 +175,21 @@ func (b *bench) runFrontier(ctx context.Context) error {
 	fr.Seconds = time.Since(began).Seconds()
 	fr.finish(searches, cfg)
 	return nil
+}
+
+func newFrontierResult(cfg frontierConfig, targets []string) *frontierResult {
+	fr := &frontierResult{
+		RequestsPerStep: cfg.requests, MinStepSeconds: cfg.minStep.Seconds(), MaxStepSeconds: cfg.maxStep.Seconds(),
+		Precision: cfg.prec, MinRate: cfg.minRate, MaxRate: cfg.maxRate, MaxSteps: cfg.maxSteps,
+		Targets: map[string]*frontierTarget{}, order: targets,
+	}
+	for _, bd := range cfg.bounds {
+		fr.BoundsMs = append(fr.BoundsMs, ms(bd))
+	}
+	for _, t := range targets {
+		fr.Targets[t] = &frontierTarget{}
+	}
+	return fr
 }
 
 // frontierStep runs one target at one rate, measuring it again (within the
