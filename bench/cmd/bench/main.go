@@ -361,9 +361,11 @@ func run(ctx context.Context, o *options) (int, error) {
 	b.report.buildFigures(o)
 	b.report.printTable(os.Stdout)
 	printFrontier(os.Stdout, b.report.Frontier)
-	printFamilies(os.Stdout, b.report.Families)
-	printCache(os.Stdout, b.report.Cache)
-	printDBChannels(os.Stdout, b.report.DBChannels)
+	if o.runs("inproc") {
+		printFamilies(os.Stdout, b.report.Families)
+		printCache(os.Stdout, b.report.Cache)
+		printDBChannels(os.Stdout, b.report.DBChannels)
+	}
 	dir := o.out
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)
