@@ -220,6 +220,14 @@ func (o *options) setScenarios(list string) error {
 	return nil
 }
 
+// scenariosOf is -scenarios for the JSON's config.
+func scenariosOf(o *options) []string {
+	if o.scenarios == nil {
+		return []string{"all"}
+	}
+	return o.scenarios
+}
+
 // runs reports whether a part of the run is to be done.
 func (o *options) runs(scenario string) bool {
 	return o.scenarios == nil || contains(o.scenarios, scenario)

@@ -202,7 +202,7 @@ func newReport(o *options, began time.Time) *report {
 			"targets": o.targets, "rounds": o.rounds, "run_seconds": o.duration.Seconds(),
 			"warmup_requests": o.warmup, "open_loop_workers": openWorkers, "streams": o.streams,
 			"memory_load_seconds": o.memDuration.Seconds(), "open_files_limit": fileLimit(),
-			"proxy_idle_conns_per_host": o.idleConns, "scenarios": o.scenarios,
+			"proxy_idle_conns_per_host": o.idleConns, "scenarios": scenariosOf(o),
 		},
 		Memory:       map[string]*memoryResult{},
 		WindowChecks: map[string]*windowsCheck{},
