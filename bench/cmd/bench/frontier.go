@@ -48,8 +48,8 @@ func frontierConfigFor(quick bool) frontierConfig {
 	return c
 }
 
-// stepDuration is long enough for a meaningful p99 (the requests-th of a
-// hundred is the 20th slowest at 2,000) and short enough to bound the run.
+// stepDuration is long enough for a meaningful p99 (of 2,000 requests it
+// is the 20th slowest) and short enough to bound the whole search.
 func (c frontierConfig) stepDuration(rate float64) time.Duration {
 	d := time.Duration(float64(c.requests) / rate * float64(time.Second))
 	return min(max(d, c.minStep), c.maxStep)
