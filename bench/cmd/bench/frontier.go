@@ -37,13 +37,13 @@ type frontierConfig struct {
 func frontierConfigFor(quick bool) frontierConfig {
 	c := frontierConfig{
 		bounds:   []time.Duration{time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond},
-		requests: 2000, minStep: 500 * time.Millisecond, maxStep: 2 * time.Second,
+		requests: 2000, minStep: 500 * time.Millisecond, maxStep: 1500 * time.Millisecond,
 		start: 1000, minRate: 200, maxRate: 50000, factor: 2,
-		prec: 0.05, maxSteps: 16, budget: 70 * time.Second,
+		prec: 0.05, maxSteps: 20, budget: 70 * time.Second,
 	}
 	if quick {
-		c.requests, c.minStep, c.maxStep = 1000, 250*time.Millisecond, time.Second
-		c.prec, c.maxSteps, c.budget = 0.10, 12, 30*time.Second
+		c.requests, c.minStep, c.maxStep = 1000, 250*time.Millisecond, 500*time.Millisecond
+		c.prec, c.maxSteps, c.budget = 0.10, 16, 30*time.Second
 	}
 	return c
 }

@@ -15,10 +15,10 @@ import (
 func TestFrontierStepDuration(t *testing.T) {
 	c := frontierConfigFor(false)
 	for rate, want := range map[float64]time.Duration{
-		1000:  2 * time.Second,        // 2,000 requests
-		2000:  time.Second,            // 2,000 requests
-		200:   2 * time.Second,        // at most 2 s: 400 requests
-		20000: 500 * time.Millisecond, // at least 0.5 s: 10,000 requests
+		2000:  time.Second,             // 2,000 requests
+		1000:  1500 * time.Millisecond, // at most 1.5 s: 1,500 requests
+		200:   1500 * time.Millisecond, // 300 requests
+		20000: 500 * time.Millisecond,  // at least 0.5 s: 10,000 requests
 	} {
 		if got := c.stepDuration(rate); got != want {
 			t.Errorf("stepDuration(%v) = %v, want %v", rate, got, want)
@@ -107,5 +107,46 @@ func TestFrontierTargets(t *testing.T) {
 	o := options{targets: []string{direct, gatewayExample, proxy, gatewayBudgets, gateway, proxyLogged}}
 	if got, want := o.frontierTargets(), []string{gatewayExample, proxy, gateway, proxyLogged}; !slices.Equal(got, want) {
 		t.Errorf("frontier targets %v, want %v", got, want)
+	}
+}
+
+// The search's length by its settings, not measured: against a fake server
+// whose p99 grows as a queue's does, each step's schedule (its overload tail
+// included) and the settling before it, per target. Four targets must fit a
+// full run's 60-90 s and a quick run's half of it.
+func TestFrontierLength(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		cfg := frontierConfigFor(quick)
+		limit := 90 * time.Second / 4
+		if quick {
+			limit = 8 * time.Second
+		}
+		for _, capacity := range []float64{800, 1500, 3000, 6000, 12000, 24000} {
+			f := cfg.search()
+			var total time.Duration
+			for {
+				rate, ok := f.Next()
+				if !ok {
+					break
+				}
+				d := cfg.stepDuration(rate)
+				p99 := time.Second
+				if rate < capacity {
+					p99 = time.Duration(float64(400*time.Microsecond) / (1 - rate/capacity))
+				} else {
+					d += time.Duration(float64(d) * (rate - capacity) / capacity) // the backlog
+				}
+				total += d + 150*time.Millisecond
+				f.Record(load.FrontierStep{Rate: rate, Requests: 1000, P99: p99})
+			}
+			if total > limit {
+				t.Errorf("quick %v, capacity %v/s: %d steps take %v, more than %v", quick, capacity, len(f.Steps), total, limit)
+			}
+			for i := range cfg.bounds {
+				if lo, hi := f.Bracket(i); hi/lo > 1+cfg.prec {
+					t.Errorf("quick %v, capacity %v/s: bound %d left open at [%v, %v)", quick, capacity, i, lo, hi)
+				}
+			}
+		}
 	}
 }
