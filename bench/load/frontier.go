@@ -16,7 +16,10 @@ import (
 //
 // Noise makes p99 against rate not quite monotone. A bound's frontier is
 // therefore the highest rate that held it below the lowest rate that broke
-// it: a fluke at a low rate makes the answer lower, never higher.
+// it: a fluke at a low rate makes the answer lower, never higher. Such a
+// fluke is tried once more (a rate that broke a bound a higher rate held),
+// and a rate holds a bound when either of its runs did: one stall in a
+// short run would otherwise decide the answer.
 type Frontier struct {
 	Bounds    []time.Duration // p99 bounds, ascending
 	Start     float64         // the first rate, requests per second
@@ -51,17 +54,54 @@ func (f *Frontier) Record(s FrontierStep) { f.Steps = append(f.Steps, s) }
 // did). The frontier is lo, at most hi.
 func (f *Frontier) Bracket(i int) (lo, hi float64) {
 	hi = math.Inf(1)
-	for _, s := range f.Steps {
-		if !s.Holds(f.Bounds[i]) {
-			hi = min(hi, s.Rate)
+	held := f.held(i)
+	for r, ok := range held {
+		if !ok {
+			hi = min(hi, r)
 		}
 	}
-	for _, s := range f.Steps {
-		if s.Holds(f.Bounds[i]) && s.Rate < hi {
-			lo = max(lo, s.Rate)
+	for r, ok := range held {
+		if ok && r < hi {
+			lo = max(lo, r)
 		}
 	}
 	return lo, hi
+}
+
+// held is, for each rate tried, whether one of its runs held bound i.
+func (f *Frontier) held(i int) map[float64]bool {
+	held := map[float64]bool{}
+	for _, s := range f.Steps {
+		held[s.Rate] = held[s.Rate] || s.Holds(f.Bounds[i])
+	}
+	return held
+}
+
+// fluke is a rate run once that broke a bound some higher rate held.
+func (f *Frontier) fluke() (float64, bool) {
+	runs := map[float64]int{}
+	for _, s := range f.Steps {
+		runs[s.Rate]++
+	}
+	for i := range f.Bounds {
+		held := f.held(i)
+		best := 0.0
+		for r, ok := range held {
+			if ok {
+				best = max(best, r)
+			}
+		}
+		worst := math.Inf(1) // the lowest such rate first: it decides the bracket
+		for r, ok := range held {
+			if !ok && r < best && runs[r] == 1 {
+				worst = min(worst, r)
+			}
+		}
+		if !math.IsInf(worst, 1) {
+			return worst, true
+		}
+	}
+	return 0, false
 }
 
 // Next is the rate of the next step, or false when the search is done:
@@ -72,6 +112,9 @@ func (f *Frontier) Next() (float64, bool) {
 	}
 	if len(f.Steps) == 0 {
 		return roundRate(min(max(f.Start, f.Min), f.Max)), true
+	}
+	if r, ok := f.fluke(); ok {
+		return r, true
 	}
 	// ramp while the loosest bound holds everywhere
 	if lo, hi := f.Bracket(len(f.Bounds) - 1); math.IsInf(hi, 1) && lo > 0 && lo < f.Max {
