@@ -64,6 +64,8 @@ type options struct {
 	idleConns   int
 	reruns      int
 	budgets     bool // the spending-windows targets (budgets.go)
+	// scenarios are the parts of the run to do (-scenarios); nil: all
+	scenarios []string
 }
 
 // setup is everything the runs share: paths, ports, the token.
@@ -110,13 +112,14 @@ func (s *setup) main() instance {
 
 func main() {
 	var o options
-	var targets string
+	var targets, scens string
 	mockMode := flag.Bool("mock", false, "run as the mock upstream (used by the bench itself)")
 	mockAddr := flag.String("mock-addr", "127.0.0.1:0", "with -mock: address to listen on")
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
 	flag.StringVar(&targets, "targets", defaultTargets, "targets to measure (direct, reverse_proxy, gateway, reverse_proxy_log, gateway_example, gateway_budgets, gateway_plan, gateway_pg)")
+	flag.StringVar(&scens, "scenarios", "all", "parts of the run to do: all, or some of "+strings.Join(allScenarios(), ", "))
 	flag.BoolVar(&o.budgets, "budgets", true, "measure gateway_budgets and gateway_plan (spending windows); false leaves them out")
 	postgres := flag.Bool("postgres", false, "also measure gateway_pg: the gateway on a throwaway PostgreSQL, in a second Caddy process")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (0: 3, quick 2)")
@@ -143,6 +146,9 @@ func main() {
 		return
 	}
 	if err := o.setTargets(targets); err != nil {
+		fatalf("%v", err)
+	}
+	if err := o.setScenarios(scens); err != nil {
 		fatalf("%v", err)
 	}
 	if *postgres && !o.has(gatewayPG) {
@@ -184,6 +190,47 @@ func (o *options) setTargets(list string) error {
 		}
 	}
 	return nil
+}
+
+// allScenarios are -scenarios' names: the load scenarios, the latency
+// frontier, and the parts after them.
+func allScenarios() []string {
+	var out []string
+	for _, sc := range scenarios {
+		out = append(out, sc.key)
+	}
+	return append(out, "frontier", "overload", "aborts", "memory", "inproc")
+}
+
+// setScenarios reads -scenarios.
+func (o *options) setScenarios(list string) error {
+	if strings.TrimSpace(list) == "all" {
+		return nil
+	}
+	o.scenarios = []string{}
+	for sc := range strings.SplitSeq(list, ",") {
+		switch sc = strings.TrimSpace(sc); {
+		case sc == "":
+		case contains(allScenarios(), sc):
+			o.scenarios = append(o.scenarios, sc)
+		default:
+			return fmt.Errorf("unknown scenario %q (want all, or some of %s)", sc, strings.Join(allScenarios(), ", "))
+		}
+	}
+	return nil
+}
+
+// scenariosOf is -scenarios for the JSON's config.
+func scenariosOf(o *options) []string {
+	if o.scenarios == nil {
+		return []string{"all"}
+	}
+	return o.scenarios
+}
+
+// runs reports whether a part of the run is to be done.
+func (o *options) runs(scenario string) bool {
+	return o.scenarios == nil || contains(o.scenarios, scenario)
 }
 
 func (o *options) defaults() {
@@ -304,24 +351,29 @@ func run(ctx context.Context, o *options) (int, error) {
 	if err := b.runAll(ctx); err != nil {
 		return 1, err
 	}
-	logf("measuring the families' own work per request (BenchmarkFamilies)")
-	if b.report.Families, err = runFamilies(ctx, root, o.quick); err != nil {
-		return 1, err
-	}
-	logf("measuring the response cache per request (BenchmarkCache)")
-	if b.report.Cache, err = runCache(ctx, root, o.quick); err != nil {
-		return 1, err
-	}
-	logf("measuring a database channel against a Caddyfile channel (BenchmarkPlain)")
-	if b.report.DBChannels, err = runDBChannels(ctx, root, o.quick); err != nil {
-		return 1, err
+	if o.runs("inproc") {
+		logf("measuring the families' own work per request (BenchmarkFamilies)")
+		if b.report.Families, err = runFamilies(ctx, root, o.quick); err != nil {
+			return 1, err
+		}
+		logf("measuring the response cache per request (BenchmarkCache)")
+		if b.report.Cache, err = runCache(ctx, root, o.quick); err != nil {
+			return 1, err
+		}
+		logf("measuring a database channel against a Caddyfile channel (BenchmarkPlain)")
+		if b.report.DBChannels, err = runDBChannels(ctx, root, o.quick); err != nil {
+			return 1, err
+		}
 	}
 	b.report.Finished = time.Now()
 	b.report.buildFigures(o)
 	b.report.printTable(os.Stdout)
-	printFamilies(os.Stdout, b.report.Families)
-	printCache(os.Stdout, b.report.Cache)
-	printDBChannels(os.Stdout, b.report.DBChannels)
+	printFrontier(os.Stdout, b.report.Frontier)
+	if o.runs("inproc") {
+		printFamilies(os.Stdout, b.report.Families)
+		printCache(os.Stdout, b.report.Cache)
+		printDBChannels(os.Stdout, b.report.DBChannels)
+	}
 	dir := o.out
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)

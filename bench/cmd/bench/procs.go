@@ -245,19 +245,23 @@ func rss(pid int) (int64, error) {
 // quiesce waits until the process has used no CPU for a quarter second (or
 // 3 s passed), so work a run left behind, such as a batched usage write,
 // is charged to that run and not to the next one.
-func quiesce(pid int) time.Duration {
+func quiesce(pid int) time.Duration { return quiesceFor(pid, 250*time.Millisecond, 3*time.Second) }
+
+// quiesceFor waits until the process has used no CPU for quiet (or limit
+// passed) and returns its CPU time.
+func quiesceFor(pid int, quiet, limit time.Duration) time.Duration {
 	last, _ := cpuTime(pid)
 	stable := time.Now()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(min(50*time.Millisecond, quiet/2))
 		now, err := cpuTime(pid)
 		if err != nil {
 			return last
 		}
 		if now != last {
 			last, stable = now, time.Now()
-		} else if time.Since(stable) >= 250*time.Millisecond {
+		} else if time.Since(stable) >= quiet {
 			break
 		}
 	}

@@ -42,6 +42,9 @@ type report struct {
 	// DBChannels is BenchmarkPlain's Caddyfile channel ("gateway") and
 	// database channel ("gateway_db_channel"), in process
 	DBChannels map[string]*inprocFigure `json:"db_channels,omitempty"`
+	// the highest open-loop rate each target held under each p99 bound
+	// (frontier.go)
+	Frontier *frontierResult `json:"frontier,omitempty"`
 
 	pg bool // gateway_pg is a target: the table has its columns
 }
@@ -199,7 +202,7 @@ func newReport(o *options, began time.Time) *report {
 			"targets": o.targets, "rounds": o.rounds, "run_seconds": o.duration.Seconds(),
 			"warmup_requests": o.warmup, "open_loop_workers": openWorkers, "streams": o.streams,
 			"memory_load_seconds": o.memDuration.Seconds(), "open_files_limit": fileLimit(),
-			"proxy_idle_conns_per_host": o.idleConns,
+			"proxy_idle_conns_per_host": o.idleConns, "scenarios": scenariosOf(o),
 		},
 		Memory:       map[string]*memoryResult{},
 		WindowChecks: map[string]*windowsCheck{},
@@ -615,8 +618,8 @@ func (r *report) printTable(w io.Writer) {
 		return fmt.Sprintf("%.2f×", *q)
 	}
 	for _, f := range r.Figures {
-		if f.Like || f.Windows {
-			continue
+		if f.Like || f.Windows || len(f.Values) == 0 {
+			continue // a scenario left out (-scenarios)
 		}
 		cells := []string{f.Name, f.Unit}
 		for _, t := range targets {

@@ -137,20 +137,31 @@ func (b *bench) runAll(ctx context.Context) error {
 	}
 
 	for _, sc := range scenarios {
+		if !o.runs(sc.key) {
+			continue
+		}
 		if err := b.runScenario(ctx, sc); err != nil {
 			return err
 		}
 	}
-	if o.overload && o.has(gateway) {
+	if o.runs("frontier") {
+		if err := b.runFrontier(ctx); err != nil {
+			return err
+		}
+	}
+	if o.overload && o.has(gateway) && o.runs("overload") {
 		b.runOverload(ctx)
 	}
-	if o.has(gateway) {
+	if o.has(gateway) && o.runs("aborts") {
 		if err := b.runAborts(ctx, 200); err != nil {
 			return err
 		}
 	}
 	// what the windows counted, while the process still holds them
 	for _, t := range o.budgetTargets() {
+		if !o.runs("c1") && !o.runs("c50") && !o.runs("stream_c1") && !o.runs("stream_c50") {
+			break // no scenario sent them a request
+		}
 		c := s.checkWindows(ctx, t)
 		b.report.WindowChecks[t] = c
 		if v := c.verdict(t); v != "" {
@@ -180,7 +191,7 @@ func (b *bench) runAll(ctx context.Context) error {
 	}
 
 	for _, t := range []string{proxy, gateway} {
-		if !o.has(t) {
+		if !o.has(t) || !o.runs("memory") {
 			continue
 		}
 		m, err := b.memory(ctx, t)
