@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,10 +66,13 @@ func repoRoot() string {
 }
 
 // FreePort returns a loopback port nobody listens on, and none it
-// returned before in this process: the kernel may hand a port just
-// closed out again at once, and a gateway given the same port for its
-// site and its admin endpoint serves its requests from the admin API
-// (404), which listens there too.
+// returned before in this process or another live test process: the
+// kernel may hand a port just closed out again at once, and Caddy
+// listens with SO_REUSEPORT, so two gateways given the same port (their
+// sites or admin endpoints, even from two test binaries that make test
+// runs side by side) both bind it and the kernel shares the connections
+// between them: a request then reaches the other one (a 404 from its
+// admin API, a 401 for a key it does not know).
 func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 100 {
@@ -82,12 +86,46 @@ func FreePort(t testing.TB) int {
 		taken := portsGiven[port]
 		portsGiven[port] = true
 		portsMu.Unlock()
-		if !taken {
+		if !taken && claimPort(port) {
 			return port
 		}
 	}
 	t.Fatal("no loopback port free that was not handed out before")
 	return 0
+}
+
+// claimPort claims port for this process among test processes on the
+// machine: a file named for it in a shared directory holds the claimant's
+// pid, and a claim whose process is gone is taken over. A directory that
+// cannot be written claims nothing and refuses nothing.
+func claimPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "gatewaytest-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	path := filepath.Join(dir, strconv.Itoa(port))
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = f.Write(pid)
+			_ = f.Close()
+			return true
+		}
+		if !os.IsExist(err) {
+			return true
+		}
+		held, _ := os.ReadFile(path)
+		other, perr := strconv.Atoi(string(held))
+		if perr == nil && (other == os.Getpid() || syscall.Kill(other, 0) == nil) {
+			return false // a live process holds it (or one still writing it)
+		}
+		if perr != nil && len(held) == 0 {
+			return false // being written this moment
+		}
+		_ = os.Remove(path) // its process is gone: take it over
+	}
+	return false
 }
 
 var (
