@@ -2,10 +2,8 @@ package integration
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -437,16 +435,7 @@ func TestConsoleAdminCodes(t *testing.T) {
 	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('code-search').value = 'enabled'; document.getElementById('code-search').dispatchEvent(new Event('input'))`),
 		chromedp.Click(chromedp.ID("codes-csv")))
 	file := filepath.Join(dir, "redemption-codes.csv")
-	eventually(t, "the CSV is downloaded", func() bool { _, err := os.Stat(file); return err == nil })
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := downloadedCSV(t, file)
 	if len(recs) != 3 || strings.Join(recs[0][:4], ",") != "id,code,worth_usd,status" {
 		t.Fatalf("the CSV: %v", recs)
 	}

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/csv"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,16 +47,7 @@ func TestConsoleAuditLog(t *testing.T) {
 	// every code of the batch, from the gateway, as CSV
 	b.do(chromedp.SendKeys(chromedp.ID("code-search"), "spring"), chromedp.Click(chromedp.ID("codes-csv-all")))
 	file := filepath.Join(dir, "redemption-codes.csv")
-	eventually(t, "the CSV is downloaded", func() bool { _, err := os.Stat(file); return err == nil })
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := downloadedCSV(t, file)
 	if len(recs) != 4 || recs[0][1] != "name" || recs[1][1] != "spring-promo" || recs[1][4] != "$2.50" {
 		t.Fatalf("the exported batch: %q", recs)
 	}

@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -78,4 +81,21 @@ func errorBody(body []byte) (e openAIError, ok bool) {
 		return openAIError{}, false
 	}
 	return *env.Error, true
+}
+
+// downloadedCSV waits until the browser has written file whole and returns
+// its records: the file can be there a moment before its bytes (CI once
+// read a download empty), so a read counts once its last line is ended.
+func downloadedCSV(t *testing.T, file string) [][]string {
+	t.Helper()
+	var recs [][]string
+	eventually(t, "the CSV is downloaded", func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+			return false
+		}
+		recs, err = csv.NewReader(bytes.NewReader(b)).ReadAll()
+		return err == nil
+	})
+	return recs
 }
