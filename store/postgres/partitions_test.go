@@ -235,7 +235,7 @@ func TestUsageDayPacking(t *testing.T) {
 	if left := unpackedIndexes(t, s, dayPartition(today-2)); len(left) != 0 {
 		t.Fatalf("indexes left unpacked: %v", left)
 	}
-	if n := len(unpackedIndexes(t, s, dayPartition(today - 1))); n != all {
+	if n := len(unpackedIndexes(t, s, dayPartition(today-1))); n != all {
 		t.Fatalf("yesterday's indexes packed within the hour: %d of %d left", n, all)
 	}
 	if d, err := s.packDay(ctx, time.UnixMilli(today*store.MsPerDay+packAfter.Milliseconds()-60_000)); err != nil || d != -1 {
