@@ -223,6 +223,25 @@ func TestUsageDayPacking(t *testing.T) {
 	if err := s.SettleBatch(ctx, rows()); err != nil {
 		t.Fatal(err)
 	}
+	// enough rows of users 10 to 19 in the day before yesterday for their
+	// index to split pages, in time order within each user
+	var many []*store.UsageLog
+	for j := range 3000 {
+		many = append(many, &store.UsageLog{CreatedAt: time.UnixMilli((today-2)*store.MsPerDay + 3_600_000 + int64(j)),
+			UserID: int64(10 + j%10), Cost: 1})
+	}
+	if err := s.SettleBatch(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	userIndex := func() int64 {
+		var n int64
+		if err := s.pool.QueryRow(ctx, `SELECT pg_relation_size(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			WHERE i.indrelid = $1::regclass AND c.relname LIKE '%user_id%'`, dayPartition(today-2)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := userIndex()
 	all := len(unpackedIndexes(t, s, dayPartition(today)))
 	if all < 8 {
 		t.Fatalf("today's partition has %d indexes", all)
@@ -234,6 +253,16 @@ func TestUsageDayPacking(t *testing.T) {
 	}
 	if left := unpackedIndexes(t, s, dayPartition(today-2)); len(left) != 0 {
 		t.Fatalf("indexes left unpacked: %v", left)
+	}
+	if after := userIndex(); after >= before {
+		t.Fatalf("the day's user index took %d bytes packed, %d before", after, before)
+	}
+	// the rebuilt indexes are still the partitioned indexes' partitions
+	var attached, indexes int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(h.inhrelid), COUNT(*) FROM pg_index i
+		LEFT JOIN pg_inherits h ON h.inhrelid = i.indexrelid WHERE i.indrelid = $1::regclass`,
+		dayPartition(today-2)).Scan(&attached, &indexes); err != nil || attached != all || indexes != all {
+		t.Fatalf("after packing: %d indexes, %d of them attached to usage_logs' (%v), want %d", indexes, attached, err, all)
 	}
 	if n := len(unpackedIndexes(t, s, dayPartition(today-1))); n != all {
 		t.Fatalf("yesterday's indexes packed within the hour: %d of %d left", n, all)
@@ -261,7 +290,7 @@ func TestUsageDayPacking(t *testing.T) {
 			t.Fatalf("replayed row %s written again", l.Key)
 		}
 	}
-	if n, err := s.CountUsage(ctx); err != nil || n != 150 {
-		t.Fatalf("%d rows (%v), want 150", n, err)
+	if n, err := s.CountUsage(ctx); err != nil || n != 3150 {
+		t.Fatalf("%d rows (%v), want 3150", n, err)
 	}
 }
