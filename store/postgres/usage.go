@@ -80,9 +80,8 @@ var (
 )
 
 // The rollups' upserts, many keys a statement: each takes its keys as
-// arrays, sorted (the lock order), so a batch of rows of one user, key,
-// model and channel costs three statements rather than six, and one of a
-// thousand users three rather than several thousand. The server's work per
+// arrays, sorted (the lock order), so a batch of rows of a thousand users
+// costs three statements rather than several thousand. The server's work per
 // batch is what a gateway on PostgreSQL pays on top of one on SQLite
 // (bench/README.md, "PostgreSQL's usage row at 300 bytes").
 var (
@@ -100,18 +99,31 @@ func rowsUpsert(q, arrays string) string {
 	return q[:i] + "SELECT * FROM unnest(" + arrays + ")\n\t\t" + q[j:]
 }
 
-// queueRollups queues the upserts of the batch's daily rollups, each table
-// in one statement, its keys in sorted order.
+// rollupArrayKeys is the fewest keys a table's rollups take to go as one
+// statement of arrays: below it, a statement a key costs the server less
+// (the arrays' decoding and unnest's scan cost more than they save: 65.5
+// against 60.5 µs a row for batches of one user's ten rows, above it 43
+// against 62 for hundreds of users; BenchmarkSettleRows).
+const rollupArrayKeys = 9
+
+// queueRollups queues the upserts of the batch's daily rollups in the
+// keys' sorted order: a table with many keys in one statement, one with
+// few a statement a key.
 func queueRollups(b *pgx.Batch, sums *store.BatchCharges) {
-	if keys := sums.DayKeys(); len(keys) > 0 {
+	if keys := sums.DayKeys(); len(keys) >= rollupArrayKeys {
 		user, day, cost, reqs := make([]int64, len(keys)), make([]int64, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
 		for i, k := range keys {
 			d := sums.Days[k]
 			user[i], day[i], cost[i], reqs[i] = k.User, k.Day, d.Cost, d.Requests
 		}
 		b.Queue(addDailyRows, user, day, cost, reqs)
+	} else {
+		for _, k := range keys {
+			d := sums.Days[k]
+			b.Queue(addDaily, k.User, k.Day, d.Cost, d.Requests)
+		}
 	}
-	if keys := sums.ModelKeys(); len(keys) > 0 {
+	if keys := sums.ModelKeys(); len(keys) >= rollupArrayKeys {
 		n := len(keys)
 		day, user, model := make([]int64, n), make([]int64, n), make([]string, n)
 		var c [6][]int64
@@ -125,8 +137,14 @@ func queueRollups(b *pgx.Batch, sums *store.BatchCharges) {
 				t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost
 		}
 		b.Queue(addDailyModelRows, day, user, model, c[0], c[1], c[2], c[3], c[4], c[5])
+	} else {
+		for _, k := range keys {
+			t := sums.Models[k]
+			b.Queue(addDailyModel, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
+				t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
+		}
 	}
-	if keys := sums.TotalKeys(); len(keys) > 0 {
+	if keys := sums.TotalKeys(); len(keys) >= rollupArrayKeys {
 		n := len(keys)
 		grp, day, key := make([]string, n), make([]int64, n), make([]string, n)
 		var c [10][]int64
@@ -140,6 +158,12 @@ func queueRollups(b *pgx.Batch, sums *store.BatchCharges) {
 			c[5][i], c[6][i], c[7][i], c[8][i], c[9][i] = t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved
 		}
 		b.Queue(addDailyTotalRows, grp, day, key, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9])
+	} else {
+		for _, k := range keys {
+			t := sums.Totals[k]
+			b.Queue(addDailyTotal, string(k.By), k.Day, k.Key(), t.Requests, t.Errors, t.Cost, t.Tokens,
+				t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved)
+		}
 	}
 }
 
