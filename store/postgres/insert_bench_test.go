@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/caddy-model-gateway/gateway/bench/usagegen"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -251,4 +253,122 @@ func BenchmarkUsageIndexCost(b *testing.B) {
 			benchInsertDropping(b, 500, drop)
 		})
 	}
+}
+
+// BenchmarkSettleRows is the whole write of a batch (the rows, the
+// charges, the daily rollups), as the usage writer commits it, with the
+// rollups' upserts one statement a key (perkey: the store before) and one
+// statement a table (queueRollups), the two interleaved batch by batch on
+// two connections, so the server backend's CPU per row of each is
+// compared under the same load: batches of 10 rows of one user, key,
+// model and channel (a gateway at c=50 in the bench) and of 500 usagegen
+// rows (many users).
+//
+//	go test ./store/postgres/ -run '^$' -bench SettleRows -benchtime 300x
+func BenchmarkSettleRows(b *testing.B) {
+	for _, size := range []int{10, 500} {
+		b.Run(fmt.Sprintf("rows=%d", size), func(b *testing.B) {
+			ctx := context.Background()
+			gen := usagegen.New(usagegen.Config{Rows: 1 << 40, Days: 1, Batch: size, End: time.Now()})
+			cfg := gen.Config()
+			gen.UserIDs, gen.Keys = make([]int64, cfg.Users), make([][]int64, cfg.Users)
+			for u := range cfg.Users {
+				gen.UserIDs[u], gen.Keys[u] = int64(u+1), []int64{int64(3*u + 1)}
+			}
+			// a database each, so both write every row
+			var pools [2]*pgxpool.Pool
+			var conns [2]*pgxpool.Conn
+			var pids [2]int
+			for i := range conns {
+				s, err := Open(testCluster.Database(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				pools[i] = s.(*Store).pool
+				if conns[i], err = pools[i].Acquire(ctx); err != nil {
+					b.Fatal(err)
+				}
+				defer conns[i].Release()
+				if err := conns[i].QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pids[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ways := [2]func(context.Context, pgx.Tx, []*store.UsageLog, []int64, time.Time, map[string]int64) error{
+				settleRowsPerKey, settleRows}
+			var cpu [2]time.Duration
+			rows := 0
+			for b.Loop() {
+				logs := gen.Next()
+				if size == 10 { // one user, key, model and channel
+					for _, l := range logs {
+						l.UserID, l.TokenID, l.Model, l.Channel = 1, 1, "gpt-4o-mini", "openai"
+					}
+				}
+				for j := range ways { // each first in turn
+					i := (j + rows/size) % 2
+					settle := ways[i]
+					ids := make([]int64, len(logs))
+					c0 := procCPU(b, pids[i])
+					if err := pgx.BeginFunc(ctx, conns[i], func(tx pgx.Tx) error { return settle(ctx, tx, logs, ids, now(), nil) }); err != nil {
+						b.Fatal(err)
+					}
+					cpu[i] += procCPU(b, pids[i]) - c0
+				}
+				rows += len(logs)
+			}
+			b.ReportMetric(float64(cpu[0].Microseconds())/float64(rows), "perkey-server-µs/row")
+			b.ReportMetric(float64(cpu[1].Microseconds())/float64(rows), "tables-server-µs/row")
+			// both ways wrote the same rollups
+			var sums [2][3]int64
+			for i, pool := range pools {
+				if err := pool.QueryRow(ctx, `SELECT (SELECT SUM(requests) FROM usage_daily_totals WHERE grp = 'model'),
+					(SELECT SUM(cost) FROM usage_daily), (SELECT SUM(prompt_tokens) FROM usage_daily_models)`).Scan(&sums[i][0], &sums[i][1], &sums[i][2]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if sums[0] != sums[1] || sums[0][0] != int64(rows) {
+				b.Fatalf("rollups differ: %v against %v, %d rows", sums[0], sums[1], rows)
+			}
+		})
+	}
+}
+
+// settleRowsPerKey is settleRows as it was before the rollups went in one
+// statement a table: an upsert a key.
+func settleRowsPerKey(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
+	clear(ids)
+	if err := insertRows(ctx, tx, logs, ids, ts); err != nil {
+		return err
+	}
+	sums := store.NewBatchCharges(windows)
+	for i, l := range logs {
+		if ids[i] != 0 {
+			sums.Add(l, l.CreatedAt)
+		}
+	}
+	b := &pgx.Batch{}
+	for _, id := range sums.UserIDs() {
+		c := sums.Users[id]
+		b.Queue(chargeUser, c.Cost, c.Requests, id)
+	}
+	for _, id := range sums.TokenIDs() {
+		b.Queue(chargeToken, sums.Tokens[id], id)
+	}
+	for _, k := range sums.DayKeys() {
+		d := sums.Days[k]
+		b.Queue(addDaily, k.User, k.Day, d.Cost, d.Requests)
+	}
+	for _, k := range sums.ModelKeys() {
+		t := sums.Models[k]
+		b.Queue(addDailyModel, k.Day, k.User, k.Model, t.Requests, t.PromptTokens,
+			t.CompletionTokens, t.CachedTokens, t.ReasoningTokens, t.Cost)
+	}
+	for _, k := range sums.TotalKeys() {
+		t := sums.Totals[k]
+		b.Queue(addDailyTotal, string(k.By), k.Day, k.Key(), t.Requests, t.Errors, t.Cost, t.Tokens,
+			t.PromptTokens, t.CachedTokens, t.LatencyMS, t.TTFBMS, t.CacheHits, t.CacheSaved)
+	}
+	queueWindowSpend(b, sums.Windows)
+	return tx.SendBatch(ctx, b).Close()
 }

@@ -32,6 +32,13 @@ const (
 	// makes new ones wait behind it, so it gives up rather than stall them
 	// (retention tries again at its next interval)
 	dropLockTimeout = "1s"
+	// packAfter is how long after its end a day's indexes are packed: rows
+	// of a day still arrive a little after midnight (batches in flight, a
+	// journal replayed at start-up), and a packed index splits again on them
+	packAfter = time.Hour
+	// packLock is the advisory lock ("gatewaypck") an instance holds while
+	// it packs a day, so two never rebuild the same indexes
+	packLock int64 = 0x6761746577706b
 )
 
 var _ store.UsageDays = (*Store)(nil)
@@ -69,6 +76,7 @@ func (s *Store) keepPartitions(ctx context.Context) {
 			return
 		case <-t.C:
 			_ = s.makeDays(ctx, time.Now())
+			_, _ = s.packDay(ctx, time.Now())
 		}
 	}
 }
@@ -196,4 +204,100 @@ func (s *Store) DropUsageDays(ctx context.Context, cutoff time.Time) (int64, err
 		total += n
 	}
 	return total, nil
+}
+
+// packDay rebuilds the indexes of the newest closed day that has not been
+// packed yet (one day a call, so an upgraded database with many days
+// catches up an hour at a time), full: fillfactor 100 and REINDEX
+// CONCURRENTLY, which neither blocks the day's readers nor its writers.
+//
+// A day's indexes are written in time order within each user, key, model
+// and channel, so their pages split in the middle and stay about 60 %
+// full (random-insert b-trees); once the day is over nothing but a replay
+// writes there, and packed those take 35-45 % less, a row 18-22 % less in
+// all (bench/README.md, "PostgreSQL's usage row at 300 bytes"). An index
+// with fillfactor 100 is a packed one; a rebuild that fails has its
+// setting reset and its leftover copy dropped, and is tried again at the
+// next round. It holds one of the pool's connections meanwhile (about 17
+// s for a day of 1.7 million rows). It says which day it packed, -1 for
+// none.
+func (s *Store) packDay(ctx context.Context, now time.Time) (int64, error) {
+	days, err := s.dayPartitions(ctx)
+	if err != nil {
+		return -1, err
+	}
+	var closed []int64
+	for d := range days {
+		if (d+1)*store.MsPerDay+packAfter.Milliseconds() <= now.UnixMilli() {
+			closed = append(closed, d)
+		}
+	}
+	slices.Sort(closed)
+	slices.Reverse(closed) // newest first: the oldest go first to retention
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return -1, fmt.Errorf("pack usage days: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, packLock).Scan(&locked); err != nil {
+		return -1, fmt.Errorf("pack usage days: %w", err)
+	}
+	if !locked {
+		return -1, nil // another instance is packing
+	}
+	defer func() {
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, packLock); err != nil {
+			conn.Conn().Close(context.Background()) // the session's lock goes with it
+		}
+	}()
+	for _, d := range closed {
+		rows, err := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			WHERE i.indrelid = to_regclass($1) AND NOT COALESCE(c.reloptions @> '{fillfactor=100}', false)
+			ORDER BY c.relname`, days[d])
+		if err != nil {
+			return -1, fmt.Errorf("pack usage partition %s: %w", days[d], err)
+		}
+		ixs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return -1, fmt.Errorf("pack usage partition %s: %w", days[d], err)
+		}
+		if len(ixs) == 0 {
+			continue
+		}
+		for _, ix := range ixs {
+			if err := packIndex(ctx, conn.Conn(), ix); err != nil {
+				return -1, fmt.Errorf("pack usage partition %s: %w", days[d], err)
+			}
+		}
+		return d, nil
+	}
+	return -1, nil
+}
+
+// packIndex rebuilds ix (a regclass text, quoted as needed) with
+// fillfactor 100, undoing the setting and dropping the half-built copy
+// when the rebuild fails.
+func packIndex(ctx context.Context, conn *pgx.Conn, ix string) error {
+	if _, err := conn.Exec(ctx, `ALTER INDEX `+ix+` SET (fillfactor = 100)`); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, `REINDEX INDEX CONCURRENTLY `+ix)
+	if err == nil {
+		return nil
+	}
+	cleanup, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(cleanup, `ALTER INDEX `+ix+` RESET (fillfactor)`)
+	// REINDEX CONCURRENTLY leaves an invalid <name>_ccnew behind when it
+	// fails; writes would keep it up to date for nothing
+	rows, qerr := conn.Query(cleanup, `SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = (SELECT indrelid FROM pg_index WHERE indexrelid = $1::regclass) AND NOT i.indisvalid`, ix)
+	if qerr == nil {
+		left, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, l := range left {
+			_, _ = conn.Exec(cleanup, `DROP INDEX CONCURRENTLY IF EXISTS `+l)
+		}
+	}
+	return fmt.Errorf("rebuild %s: %w", ix, err)
 }

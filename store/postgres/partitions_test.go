@@ -170,3 +170,127 @@ func TestUsagePartitionsMigration(t *testing.T) {
 		t.Fatalf("ids %d %d: the moved key is known, a new row continues the ids", replay[0].ID, replay[1].ID)
 	}
 }
+
+// unpackedIndexes lists a partition's indexes that are not packed
+// (fillfactor 100) or not valid.
+func unpackedIndexes(t *testing.T, s *Store, partition string) []string {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = $1::regclass AND (NOT i.indisvalid OR NOT COALESCE(c.reloptions @> '{fillfactor=100}', false))
+		ORDER BY c.relname`, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// A closed day's indexes are rebuilt packed, one day a round, newest
+// first, an hour after the day ends; today's are left as they are; the
+// packed day's rows read as before and its row keys still guard replays.
+func TestUsageDayPacking(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(testCluster.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*Store)
+	now := time.Now().UTC()
+	today := now.UnixMilli() / store.MsPerDay
+	for _, d := range []int64{today - 2, today - 1} {
+		if err := s.makeDay(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func() []*store.UsageLog {
+		var logs []*store.UsageLog
+		for i, d := range []int64{today - 2, today - 1, today} {
+			for j := range 50 {
+				logs = append(logs, &store.UsageLog{Key: "k" + string(rune('a'+i)) + time.Duration(j).String(),
+					CreatedAt: time.UnixMilli(d*store.MsPerDay + int64(j)*1000), UserID: int64(j%3 + 1), Model: "m", Cost: 1})
+			}
+		}
+		return logs
+	}
+	if err := s.SettleBatch(ctx, rows()); err != nil {
+		t.Fatal(err)
+	}
+	// enough rows of users 10 to 19 in the day before yesterday for their
+	// index to split pages, in time order within each user
+	var many []*store.UsageLog
+	for j := range 3000 {
+		many = append(many, &store.UsageLog{CreatedAt: time.UnixMilli((today-2)*store.MsPerDay + 3_600_000 + int64(j)),
+			UserID: int64(10 + j%10), Cost: 1})
+	}
+	if err := s.SettleBatch(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	userIndex := func() int64 {
+		var n int64
+		if err := s.pool.QueryRow(ctx, `SELECT pg_relation_size(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			WHERE i.indrelid = $1::regclass AND c.relname LIKE '%user_id%'`, dayPartition(today-2)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := userIndex()
+	all := len(unpackedIndexes(t, s, dayPartition(today)))
+	if all < 8 {
+		t.Fatalf("today's partition has %d indexes", all)
+	}
+	// within the hour after yesterday ended, only the day before is closed
+	d, err := s.packDay(ctx, time.UnixMilli(today*store.MsPerDay+packAfter.Milliseconds()/2))
+	if err != nil || d != today-2 {
+		t.Fatalf("packed day %d (%v), want %d", d, err, today-2)
+	}
+	if left := unpackedIndexes(t, s, dayPartition(today-2)); len(left) != 0 {
+		t.Fatalf("indexes left unpacked: %v", left)
+	}
+	if after := userIndex(); after >= before {
+		t.Fatalf("the day's user index took %d bytes packed, %d before", after, before)
+	}
+	// the rebuilt indexes are still the partitioned indexes' partitions
+	var attached, indexes int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(h.inhrelid), COUNT(*) FROM pg_index i
+		LEFT JOIN pg_inherits h ON h.inhrelid = i.indexrelid WHERE i.indrelid = $1::regclass`,
+		dayPartition(today-2)).Scan(&attached, &indexes); err != nil || attached != all || indexes != all {
+		t.Fatalf("after packing: %d indexes, %d of them attached to usage_logs' (%v), want %d", indexes, attached, err, all)
+	}
+	if n := len(unpackedIndexes(t, s, dayPartition(today-1))); n != all {
+		t.Fatalf("yesterday's indexes packed within the hour: %d of %d left", n, all)
+	}
+	if d, err := s.packDay(ctx, time.UnixMilli(today*store.MsPerDay+packAfter.Milliseconds()-60_000)); err != nil || d != -1 {
+		t.Fatalf("a second round within the hour packed day %d (%v)", d, err)
+	}
+	if d, err := s.packDay(ctx, time.UnixMilli((today+1)*store.MsPerDay-1)); err != nil || d != today-1 {
+		t.Fatalf("packed day %d (%v), want yesterday %d", d, err, today-1)
+	}
+	if n := len(unpackedIndexes(t, s, dayPartition(today))); n != all {
+		t.Fatalf("today's indexes packed: %d of %d left", n, all)
+	}
+	// the packed days read and guard as before
+	got, err := s.ListUsage(ctx, store.UsageFilter{UserID: 2, Until: time.UnixMilli(today * store.MsPerDay), Limit: 1000})
+	if err != nil || len(got) != 2*17 {
+		t.Fatalf("user 2's rows of the packed days: %d (%v), want 34", len(got), err)
+	}
+	replay := rows()
+	if err := s.SettleBatch(ctx, replay); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range replay {
+		if l.ID != 0 {
+			t.Fatalf("replayed row %s written again", l.Key)
+		}
+	}
+	if n, err := s.CountUsage(ctx); err != nil || n != 3150 {
+		t.Fatalf("%d rows (%v), want 3150", n, err)
+	}
+}
