@@ -20,11 +20,10 @@ import (
 func decodeChat(body []byte, w *chatRequest) error {
 	if json.Valid(body) {
 		r := jsonReader{b: body, ok: true}
-		var fast chatRequest
-		if r.chat(&fast); r.ok {
-			*w = fast
+		if r.chat(w); r.ok {
 			return nil
 		}
+		*w = chatRequest{}
 	}
 	return adapters.DecodeJSON(body, w)
 }
@@ -37,6 +36,12 @@ type jsonReader struct {
 	b  []byte
 	i  int
 	ok bool
+	// s is b as a string once a message's string is read: each plain one
+	// is a slice of it, one allocation for all of them (the conversation
+	// is most of a request's bytes, and encoding/json copies each string).
+	// Only the messages' strings share it: they live as long as the
+	// request, where a top-level one (the model, the user) may be kept.
+	s string
 }
 
 func (r *jsonReader) fail() { r.ok = false }
@@ -178,8 +183,14 @@ func (r *jsonReader) stringEnd() (int, bool) {
 	}
 }
 
-// str reads a string; null leaves s as it is, as encoding/json does.
-func (r *jsonReader) str(s *string) {
+// str reads a string into a copy of its own; null leaves s as it is, as
+// encoding/json does.
+func (r *jsonReader) str(s *string) { r.readString(s, false) }
+
+// text reads a message's string, a slice of r.s when it has no escape.
+func (r *jsonReader) text(s *string) { r.readString(s, true) }
+
+func (r *jsonReader) readString(s *string, shared bool) {
 	if !r.ok || r.null() {
 		return
 	}
@@ -187,11 +198,19 @@ func (r *jsonReader) str(s *string) {
 		r.fail()
 		return
 	}
+	start := r.i
 	end, _ := r.stringEnd()
-	tok := r.b[r.i:end]
+	tok := r.b[start:end]
 	r.i = end
-	if v, ok := plainString(tok); ok {
-		*s = v
+	if in := tok[1 : len(tok)-1]; plainBytes(in) {
+		if !shared {
+			*s = string(in)
+			return
+		}
+		if r.s == "" {
+			r.s = string(r.b)
+		}
+		*s = r.s[start+1 : end-1]
 		return
 	}
 	// escapes or invalid UTF-8: encoding/json's own unquoting
@@ -200,13 +219,13 @@ func (r *jsonReader) str(s *string) {
 	}
 }
 
-func (r *jsonReader) strPtr(p **string) {
+func (r *jsonReader) textPtr(p **string) {
 	if !r.ok || r.null() {
 		*p = nil
 		return
 	}
 	var s string
-	if r.str(&s); r.ok {
+	if r.text(&s); r.ok {
 		*p = &s
 	}
 }
@@ -472,11 +491,11 @@ func (r *jsonReader) message(m *chatMessage) {
 	r.object(messageKeys, func(k int) {
 		switch k {
 		case 0:
-			r.str(&m.Role)
+			r.text(&m.Role)
 		case 1:
 			r.content(&m.Content)
 		case 2:
-			r.str(&m.Name)
+			r.text(&m.Name)
 		case 3:
 			m.ToolCalls = nil
 			if r.array(func() {
@@ -486,18 +505,18 @@ func (r *jsonReader) message(m *chatMessage) {
 				m.ToolCalls = []toolCall{}
 			}
 		case 4:
-			r.str(&m.ToolCallID)
+			r.text(&m.ToolCallID)
 		case 5:
-			r.strPtr(&m.Refusal)
+			r.textPtr(&m.Refusal)
 		case 6:
-			r.str(&m.Reasoning)
+			r.text(&m.Reasoning)
 		case 7:
 			r.raw(&m.Annotation)
 		case 8:
 			// looseString: a string is read, any other value ignored
 			if r.next() == '"' {
 				var s string
-				r.str(&s)
+				r.text(&s)
 				m.AltReasoning = looseString(s)
 			} else {
 				r.skip()
@@ -513,7 +532,7 @@ func (r *jsonReader) content(c *messageContent) {
 		r.i += len("null")
 	case '"':
 		var s string
-		if r.str(&s); r.ok {
+		if r.text(&s); r.ok {
 			c.Text = &s
 		}
 	case '[':
@@ -536,9 +555,9 @@ func (r *jsonReader) part(p *contentPart) {
 	r.object(partKeys, func(k int) {
 		switch k {
 		case 0:
-			r.str(&p.Type)
+			r.text(&p.Type)
 		case 1:
-			r.str(&p.Text)
+			r.text(&p.Text)
 		case 2:
 			if r.null() {
 				p.ImageURL = nil
@@ -547,13 +566,13 @@ func (r *jsonReader) part(p *contentPart) {
 			p.ImageURL = &imageURL{}
 			r.object(imageURLKeys, func(k int) {
 				if k == 0 {
-					r.str(&p.ImageURL.URL)
+					r.text(&p.ImageURL.URL)
 				} else {
-					r.str(&p.ImageURL.Detail)
+					r.text(&p.ImageURL.Detail)
 				}
 			})
 		case 3:
-			r.str(&p.Refusal)
+			r.text(&p.Refusal)
 		}
 	})
 }
@@ -568,18 +587,18 @@ func (r *jsonReader) toolCall(tc *toolCall) {
 		case 0:
 			r.intPtr(&tc.Index)
 		case 1:
-			r.str(&tc.ID)
+			r.text(&tc.ID)
 		case 2:
-			r.str(&tc.Type)
+			r.text(&tc.Type)
 		case 3:
 			if r.null() {
 				return
 			}
 			r.object(functionCallKeys, func(k int) {
 				if k == 0 {
-					r.str(&tc.Function.Name)
+					r.text(&tc.Function.Name)
 				} else {
-					r.str(&tc.Function.Arguments)
+					r.text(&tc.Function.Arguments)
 				}
 			})
 		}

@@ -130,3 +130,27 @@ func FuzzDecodeChat(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeChat prices a short chat request's decode by hand and by
+// encoding/json, the bench's own body.
+func BenchmarkDecodeChat(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}],"stream":true,"stream_options":{"include_usage":true}}`)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var w chatRequest
+			if err := decodeChat(body, &w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var w chatRequest
+			if err := adapters.DecodeJSON(body, &w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
