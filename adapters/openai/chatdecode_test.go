@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
@@ -55,6 +56,35 @@ var chatShapes = []struct {
 	{`{"model":"m","messages":[{"role":"user","content":"a` + "\n" + `"}]}`, false},
 	{``, false},
 	{`   `, false},
+	// not JSON, in places the reader checks as it goes (it takes no
+	// separate validating pass)
+	{`{"model":"m","messages":[],"x":"\q"}`, false},
+	{`{"model":"m","messages":[],"x":"\u12g4"}`, false},
+	{`{"model":"m","messages":[],"x":"\u12"}`, false},
+	{"{\"model\":\"m\",\"messages\":[],\"x\":\"a\tb\"}", false},
+	{`{"model":"m","messages":[],"x":01}`, false},
+	{`{"model":"m","messages":[],"x":1.}`, false},
+	{`{"model":"m","messages":[],"x":-}`, false},
+	{`{"model":"m","messages":[],"x":.5}`, false},
+	{`{"model":"m","messages":[],"x":1e}`, false},
+	{`{"model":"m","messages":[],"x":+1}`, false},
+	{`{"model":"m","messages":[],"x":nul}`, false},
+	{`{"model":"m","messages":[],"stream":tru}`, false},
+	{`{"model":"m","messages":[],"stream":nulL}`, false},
+	{`{"model":"m","messages":[],"stop":[1,]}`, false},
+	{`{"model":"m","messages":[],"x":[1,]}`, false},
+	{`{"model":"m","messages":[],"x":{"a":1,}}`, false},
+	{`{"model":"m","messages":[],}`, false},
+	{`{"model":"m","messages":[,]}`, false},
+	{`{"model":"m" "messages":[]}`, false},
+	{`{"model":"m","messages":[],"x":{"a" 1}}`, false},
+	{`{"model":"m","messages":[],"x":{1:1}}`, false},
+	{`{"model":"m","messages":[]}` + "\x00", false},
+	{"\xef\xbb\xbf" + `{"model":"m","messages":[]}`, false},
+	{`{"model":"m","messages":[{"role":"user","content":"x"}` + "\x00" + `]}`, false},
+	{`{"model":"m","messages":[],"max_tokens":-0,"temperature":-0.0e+0,"x":[0,-1.5E-3,true,false,null,{},[],"",{"a":[{"b":null}]}]}`, true},
+	{`{"model":"m","messages":[],"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, false},
+	{`{"model":"m","messages":[],"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, true},
 }
 
 // TestDecodeChatMatchesEncodingJSON: the hand-read path fills the request
