@@ -331,6 +331,15 @@ func (r *jsonReader) boolPtr(p **bool) {
 // number is the number token at r.i, checked against JSON's grammar; ""
 // (and the read ended) for another kind of value or a malformed number.
 func (r *jsonReader) number() string {
+	start := r.i
+	if r.skipNumber(); !r.ok {
+		return ""
+	}
+	return string(r.b[start:r.i])
+}
+
+// skipNumber passes over a number, checking it against JSON's grammar.
+func (r *jsonReader) skipNumber() {
 	b, j := r.b, r.i
 	digits := func() bool {
 		k := j
@@ -349,13 +358,13 @@ func (r *jsonReader) number() string {
 		digits()
 	default:
 		r.fail()
-		return ""
+		return
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
 		if !digits() {
 			r.fail()
-			return ""
+			return
 		}
 	}
 	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
@@ -365,12 +374,10 @@ func (r *jsonReader) number() string {
 		}
 		if !digits() {
 			r.fail()
-			return ""
+			return
 		}
 	}
-	tok := string(b[r.i:j])
 	r.i = j
-	return tok
 }
 
 func (r *jsonReader) int64Ptr(p **int64) {
@@ -492,7 +499,7 @@ func (r *jsonReader) skip(depth int) {
 	case 'n':
 		r.literal("null")
 	default:
-		r.number()
+		r.skipNumber()
 	}
 }
 
