@@ -27,7 +27,7 @@ func (Adapter) DecodeRequest(op adapters.Operation, body []byte, r *http.Request
 		return req, nil
 	case adapters.OpChat:
 		var w chatRequest
-		if err := adapters.DecodeJSON(body, &w); err != nil {
+		if err := decodeChat(body, &w); err != nil {
 			return nil, err
 		}
 		chat, err := chatToNeutral(&w)

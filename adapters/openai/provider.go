@@ -273,11 +273,18 @@ func (s *streamStep) head(data []byte) (adapters.StreamEnd, error) {
 	}
 	// the search reads every chunk once; the member is parsed only on a hit
 	if adapters.NamesMember(data, errorKey, `{"`) {
-		if v, found, err := adapters.TopLevelMember(data, "error"); err == nil && found && !noError(v) {
-			return adapters.StreamGoesOn, DecodeError(http.StatusBadGateway, data)
-		}
+		return adapters.StreamGoesOn, chunkError(data)
 	}
 	return adapters.StreamGoesOn, nil
+}
+
+// chunkError is the error a chunk that names one carries, nil when its
+// top-level error member says there is none.
+func chunkError(data []byte) error {
+	if v, found, err := adapters.TopLevelMember(data, "error"); err == nil && found && !noError(v) {
+		return DecodeError(http.StatusBadGateway, data)
+	}
+	return nil
 }
 
 // noError reports an error member that says there is none ("", {}), as
@@ -293,12 +300,18 @@ func noError(v []byte) bool {
 // Probe implements adapters.StreamStep. Only a chunk that names a usage
 // object is parsed (most chunks carry none, or "usage":null).
 func (s *streamStep) Probe(ev *adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
-	end, err := s.head(ev.Data)
-	if err != nil || end != adapters.StreamGoesOn {
-		return nil, end, err
+	if bytes.Equal(bytes.TrimSpace(ev.Data), doneMarker) {
+		return nil, adapters.StreamEndMarker, nil
 	}
-	end = finishEnd(ev.Data)
-	if !adapters.NamesMember(ev.Data, usageKey, "{") {
+	// head's, finishEnd's and the usage's searches in one pass
+	m := markChunk(ev.Data)
+	if m.err {
+		if err := chunkError(ev.Data); err != nil {
+			return nil, adapters.StreamGoesOn, err
+		}
+	}
+	end := m.end
+	if !m.usage {
 		return nil, end, nil
 	}
 	u, valid := chunkUsage(ev.Data)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-
-	"github.com/caddy-model-gateway/gateway/adapters"
 )
 
 // Reading usage is on every relayed answer's path: through encoding/json
@@ -88,23 +86,27 @@ func decodeUsage(raw []byte, dst **usage) bool {
 	return true
 }
 
+// usageChunkKeys is the one member chunkUsage reads.
+var usageChunkKeys = []string{"usage"}
+
 // chunkUsage is the usage of a stream chunk as json.Unmarshal(data,
 // &usageOnly{}) reads it; valid is false when that fails.
 func chunkUsage(data []byte) (u *usage, valid bool) {
-	if json.Valid(data) {
-		fast := true
-		err := adapters.EachMember(data, func(key, value []byte) bool {
-			if string(key) == "usage" {
-				fast = decodeUsage(value, &u)
-			} else {
-				fast = !foldsTo(key, "usage")
-			}
-			return fast
-		})
-		if err == nil && fast {
-			return u, true
+	// one pass that checks the syntax as it reads (jsonReader), where
+	// json.Valid and then the member walk were two; anything it does not
+	// read as encoding/json would (an escaped, folded or repeated key, a
+	// usage decodeUsage refuses) goes to encoding/json below
+	r := jsonReader{b: data, ok: true}
+	r.object(usageChunkKeys, func(int) {
+		start := r.i
+		if r.skip(0); r.ok && !decodeUsage(data[start:r.i], &u) {
+			r.fail()
 		}
+	})
+	if r.ok && r.next() == 0 && r.i == len(data) {
+		return u, true
 	}
+	u = nil
 	var w usageOnly
 	if json.Unmarshal(data, &w) != nil {
 		return nil, false

@@ -93,19 +93,25 @@ func plainString(b []byte) (string, bool) {
 		return "", false
 	}
 	in := b[1 : len(b)-1]
+	if !plainBytes(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+// plainBytes reports whether a JSON string's content holds nothing
+// json.Unmarshal would change: no escape, no control character, valid UTF-8.
+func plainBytes(in []byte) bool {
 	ascii := true
 	for _, c := range in {
 		switch {
 		case c == '\\' || c == '"' || c < 0x20:
-			return "", false
+			return false
 		case c >= 0x80:
 			ascii = false
 		}
 	}
-	if !ascii && !utf8.Valid(in) {
-		return "", false
-	}
-	return string(in), true
+	return ascii || utf8.Valid(in)
 }
 
 func (c messageContent) MarshalJSON() ([]byte, error) {
