@@ -202,19 +202,33 @@ func (db *database) Destruct() error {
 	closing[db.key] = done
 	closingMu.Unlock()
 	if caddy.Exiting() {
-		return db.close(done)
+		return db.close(done, 0)
 	}
 	go func() {
-		if err := db.close(done); err != nil {
+		if err := db.close(done, drainQuiet); err != nil {
 			db.log.Error("closing the database", zap.Error(err))
 		}
 	}()
 	return nil
 }
 
-func (db *database) close(done chan struct{}) error {
-	for db.active.Load() > 0 {
-		time.Sleep(10 * time.Millisecond)
+// drainQuiet is how long a database dropped by a reload must have had no
+// request in it before it closes. Caddy cleans the old configuration up
+// while its servers drain, so a request of the old configuration may still
+// be on its way to enter (in authentication, its key looked up) when the
+// count first reads zero; its row would then meet a closed store and wait
+// in the journal for the next start on that database.
+const drainQuiet = 250 * time.Millisecond
+
+// close waits until no request has been in the database for quiet, then
+// records every queued row and closes the store.
+func (db *database) close(done chan struct{}, quiet time.Duration) error {
+	for idleSince := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if db.active.Load() > 0 {
+			idleSince = time.Now()
+		} else if time.Since(idleSince) >= quiet {
+			break
+		}
 	}
 	defer func() {
 		closingMu.Lock()
