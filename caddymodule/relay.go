@@ -95,7 +95,7 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	db.enter()
 	defer db.leave()
 	// every request past authentication gets a usage row, refused ones too
-	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r)}
+	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), Req: &adapters.Request{Op: rt.op}, RequestID: requestIDOf(r), Settled: true}
 	defer h.engine.Settle(x)
 	// what no body could change is refused before the body is read
 	if e := h.engine.Precheck(x); e != nil {

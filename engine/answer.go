@@ -71,6 +71,14 @@ func (e *Engine) relayBody(x *Exchange, at *Attempt, ch *routing.Channel, b Boun
 		rec.Body(ct, encoded)
 		e.keepAnswer(x)
 	}
+	// The row goes to the inflight log before the body goes out: with
+	// its length declared, the client has the whole answer as soon as
+	// its last byte is written (by the flush below, or by net/http's
+	// buffer filling), and a process killed after that must not lose
+	// the row of an answer the client has read to its end.
+	if x.Settled {
+		e.Settle(x)
+	}
 	_, _ = x.W.Write(encoded) // a write error is the client gone
 	// Sent now rather than when the handler chain returns: Caddy writes
 	// the access log line before net/http's last flush, and the client

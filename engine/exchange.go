@@ -2,7 +2,6 @@ package engine
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,11 @@ import (
 // asked, what admission holds for it, and what the answer was, for its
 // usage row and metrics.
 type Exchange struct {
+	// Settled says the handler settles x (Settle, deferred): a whole
+	// answer is then settled before its body is sent. A batch line, a
+	// probe and a realtime session settle their own way and leave it unset.
+	Settled bool
+	settled bool // Settle has run: it runs once
 	W       http.ResponseWriter
 	R       *http.Request
 	Dialect adapters.Dialect
@@ -101,15 +105,9 @@ func WriteError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) er
 	if e.Type == adapters.ErrInsufficientQuota || e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout && e.Status != http.StatusConflict {
 		h.Set("X-Should-Retry", "false")
 	}
-	body := d.EncodeError(e)
-	// the length lets a client read the whole error at once: without it
-	// the answer is chunked and ends only when the handler returns, which
-	// for a refusal before the body is read is after the lingering close
-	// (two seconds: bodies.Linger)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(e.Status)
 	// a client that cannot be written to has gone: nothing to tell Caddy,
 	// which would log the request with its headers
-	_, _ = w.Write(body)
+	_, _ = w.Write(d.EncodeError(e))
 	return nil
 }

@@ -55,6 +55,10 @@ func CountLocally(x *Exchange) error {
 // inflight log before the answer's last byte (a body's end, a stream's
 // closing chunk) goes out.
 func (e *Engine) Settle(x *Exchange) {
+	if x.settled {
+		return
+	}
+	x.settled = true
 	req := x.Req
 	u := x.billedUsage()
 	cost, tier := int64(0), int64(0)
