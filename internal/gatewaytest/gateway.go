@@ -474,7 +474,18 @@ func (g *Gateway) TryReloadWith(caddyfile string, vars Vars, args ...string) (st
 	cmd := exec.Command(Binary(g.t), append([]string{"reload", "--config", g.Config, "--adapter", "caddyfile", "--address", g.Admin}, args...)...)
 	cmd.Env = g.environ()
 	out, err := cmd.CombinedOutput()
+	dropIdleConnections()
 	return string(out), err
+}
+
+// dropIdleConnections closes the default transport's idle connections
+// (the SDKs' default client uses it) after a reload: the old server closes
+// its keep-alive connections as it shuts down, and a request sent on one
+// just before its close arrives is reset, which a client without retries
+// reports as the request's error (seen in CI: TestAffinityAcrossReload).
+// What a reload does to requests in flight is what tests under load check.
+func dropIdleConnections() {
+	http.DefaultClient.CloseIdleConnections()
 }
 
 // ForceReload runs `caddy reload --force` with the Caddyfile as it is:
@@ -484,7 +495,9 @@ func (g *Gateway) ForceReload() {
 	g.t.Helper()
 	cmd := exec.Command(Binary(g.t), "reload", "--force", "--config", g.Config, "--adapter", "caddyfile", "--address", g.Admin)
 	cmd.Env = g.environ()
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	dropIdleConnections()
+	if err != nil {
 		g.t.Fatalf("caddy reload --force: %v\n%s", err, out)
 	}
 }
