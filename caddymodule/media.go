@@ -107,12 +107,12 @@ func (h *Relay) serveMedia(w http.ResponseWriter, r *http.Request, rt route, id 
 	defer h.engine.Settle(x)
 	// what no body could change is refused before the upload is read
 	if e := h.engine.Precheck(x); e != nil {
-		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+		return a.refuseUnread(w, r, func() error { return h.engine.Refuse(x, e) })
 	}
 	req, cleanup, unread, e := h.decodeMedia(x, rt)
 	defer cleanup()
 	if unread {
-		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+		return a.refuseUnread(w, r, func() error { return h.engine.Refuse(x, e) })
 	}
 	if e != nil {
 		return x.Fail(e)

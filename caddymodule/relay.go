@@ -99,11 +99,11 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 	defer h.engine.Settle(x)
 	// what no body could change is refused before the body is read
 	if e := h.engine.Precheck(x); e != nil {
-		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+		return a.refuseUnread(w, r, func() error { return h.engine.Refuse(x, e) })
 	}
 	req, unread, e := h.decode(x, rt)
 	if unread {
-		return a.refuseUnread(w, r, func() error { return x.Fail(e) })
+		return a.refuseUnread(w, r, func() error { return h.engine.Refuse(x, e) })
 	}
 	if e != nil {
 		return x.Fail(e)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,9 +106,18 @@ func WriteError(w http.ResponseWriter, d adapters.Dialect, e *adapters.Error) er
 	if e.Type == adapters.ErrInsufficientQuota || e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout && e.Status != http.StatusConflict {
 		h.Set("X-Should-Retry", "false")
 	}
+	body := d.EncodeError(e)
+	// The length lets a client read the whole error at once. Without it
+	// the answer is chunked and ends only when the handler returns, which
+	// for a refusal before the body is read comes after the lingering
+	// close (bodies.Linger): seconds for a client that stopped sending.
+	// A refusal that has a usage row is settled before it is written
+	// (Engine.Refuse), since the client then has the whole answer as soon
+	// as it is flushed.
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(e.Status)
 	// a client that cannot be written to has gone: nothing to tell Caddy,
 	// which would log the request with its headers
-	_, _ = w.Write(d.EncodeError(e))
+	_, _ = w.Write(body)
 	return nil
 }

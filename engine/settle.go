@@ -49,6 +49,20 @@ func CountLocally(x *Exchange) error {
 	return nil
 }
 
+// Refuse answers x with err after settling it: the refused request's row
+// is in the usage writer's inflight log before the answer is written. A
+// refusal answered before the request's body is read is flushed at once,
+// and the connection then lingers (bodies.Linger) before the handler
+// returns; with the error's length declared the client has the whole
+// answer at the flush, so settling when the handler returns would be too
+// late for a process killed meanwhile. Settle runs once, so the handler's
+// deferred Settle then does nothing.
+func (e *Engine) Refuse(x *Exchange, err *adapters.Error) error {
+	x.Status, x.ErrMsg = err.Status, err.Message
+	e.Settle(x)
+	return x.Fail(err)
+}
+
 // Settle charges what the request used, by the upstream's counts or, when
 // it reported none, by the local tokenizer, and records its usage row. It
 // runs before the handler returns, so the row is in the usage writer's

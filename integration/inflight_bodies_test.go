@@ -65,6 +65,7 @@ type answer struct {
 	status int
 	header http.Header
 	body   string
+	length int64 // the declared Content-Length, -1 for none
 	err    error
 }
 
@@ -101,9 +102,39 @@ func stall(t *testing.T, gw *gatewaytest.Gateway, from, head string, declared in
 			return
 		}
 		b, _ := io.ReadAll(resp.Body)
-		st.answered <- answer{status: resp.StatusCode, header: resp.Header, body: string(b)}
+		st.answered <- answer{status: resp.StatusCode, header: resp.Header, body: string(b), length: resp.ContentLength}
 	}()
 	return st
+}
+
+// TestRefusedRowSurvivesKill: a request refused before its body is read
+// (a chat and an upload with an empty balance, whose bodies stall) has
+// the whole answer at once, its length declared, while the connection
+// lingers. Its usage row is in the inflight log before that answer goes
+// out: killed with -9 right after the client read it, the gateway has
+// both rows after a restart. Settled when the handler returned, after the
+// two-second linger, the rows were lost.
+func TestRefusedRowSurvivesKill(t *testing.T) {
+	s := startBodies(t, bodiesConfig())
+	broke := s.gw.AddUser("broke", 0)
+	chat := stall(t, s.gw, "", chatHead(broke)+"\r\nX-Request-Id: refused-chat", 32<<20, nil)
+	upload := stall(t, s.gw, "", "POST /v1/audio/transcriptions HTTP/1.1\r\nAuthorization: Bearer "+broke+
+		"\r\nContent-Type: multipart/form-data; boundary=b\r\nX-Request-Id: refused-upload", 32<<20, nil)
+	for what, st := range map[string]*stalled{"the chat": chat, "the upload": upload} {
+		if a := st.wait(t, what); a.status != http.StatusTooManyRequests || a.length != int64(len(a.body)) {
+			t.Fatalf("%s: %d, Content-Length %d for %d bytes: %s", what, a.status, a.length, len(a.body), a.body)
+		}
+	}
+	s.gw.Kill()
+	s.gw.Restart()
+	rows := s.gw.WaitUsage("broke", 0)
+	found := map[string]int{}
+	for _, r := range rows {
+		found[r.RequestID] = r.Status
+	}
+	if found["refused-chat"] != http.StatusTooManyRequests || found["refused-upload"] != http.StatusTooManyRequests {
+		t.Fatalf("after kill -9, the refused requests' rows: %v (want both, 429)", found)
+	}
 }
 
 // chatHead is the head of a chat completion with key.
@@ -303,6 +334,11 @@ func TestRefusedBeforeTheBody(t *testing.T) {
 		a := stall(t, s.gw, "", head, 32<<20, nil).wait(t, what)
 		if a.status != status || !strings.Contains(a.body, errCode) {
 			t.Fatalf("%s: %d %s, want %d %s", what, a.status, a.body, status, errCode)
+		}
+		// whole at once: a chunked answer would end only after the
+		// connection's lingering close, seconds later
+		if a.length != int64(len(a.body)) {
+			t.Fatalf("%s: Content-Length %d for a body of %d bytes", what, a.length, len(a.body))
 		}
 		return a
 	}
