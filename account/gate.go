@@ -34,6 +34,9 @@ type GateConfig struct {
 	// "*" for any): a password signup may not take a name in them, which
 	// would block that person's first sign-in.
 	SSODomains []string
+	// SecretsKey seals the TOTP secrets the store keeps (the gateway's
+	// secrets_key); nil keeps them as they are.
+	SecretsKey SecretSealer
 }
 
 // Gate admits the attempts someone could repeat to guess: logins,
@@ -48,6 +51,7 @@ type Gate struct {
 	registration     bool
 	invitationReward store.InvitationReward
 	ssoDomains       []string
+	secrets          SecretSealer // nil: TOTP secrets kept plain
 }
 
 // NewGate returns a Gate over st.
@@ -60,7 +64,7 @@ func NewGate(st store.Store, c GateConfig) *Gate {
 		registration: c.Registration,
 		invitationReward: store.InvitationReward{Amount: c.InvitationReward, MinPayment: c.InvitationMinPayment,
 			PlanCodes: c.InvitationPlanCodes},
-		ssoDomains: c.SSODomains}
+		ssoDomains: c.SSODomains, secrets: c.SecretsKey}
 }
 
 // positiveOr is v, or def when v is unset (not positive).

@@ -85,14 +85,19 @@ type TOTPEnrolment struct {
 
 // BeginTOTP makes a new secret for u, replacing an enrolment not yet
 // confirmed; a user whose TOTP is on must turn it off first. issuer names
-// the gateway in the person's app.
-func BeginTOTP(ctx context.Context, st store.Store, u *store.User, issuer string) (*TOTPEnrolment, error) {
+// the gateway in the person's app. The store keeps the secret sealed when
+// the gate has a secrets_key.
+func (g *Gate) BeginTOTP(ctx context.Context, u *store.User, issuer string) (*TOTPEnrolment, error) {
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: u.Username, Period: totpPeriod,
 		Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1, Rand: rand.Reader})
 	if err != nil {
 		return nil, fmt.Errorf("making a totp secret: %w", err)
 	}
-	if err := st.SetTOTP(ctx, &store.TOTP{UserID: u.ID, Secret: key.Secret()}); err != nil {
+	stored, err := sealTOTP(g.secrets, u.ID, key.Secret())
+	if err != nil {
+		return nil, err
+	}
+	if err := g.store.SetTOTP(ctx, &store.TOTP{UserID: u.ID, Secret: stored}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, invalidf("totp_enabled", "two-factor codes are already on for this account: turn them off first to enrol another app")
 		}
@@ -132,7 +137,8 @@ func totpStep(secret, code string, now time.Time) (int64, bool) {
 
 // ConfirmTOTP turns u's enrolled secret on with its first code and
 // returns the recovery codes, shown once.
-func ConfirmTOTP(ctx context.Context, st store.Store, u *store.User, code string) ([]string, error) {
+func (g *Gate) ConfirmTOTP(ctx context.Context, u *store.User, code string) ([]string, error) {
+	st := g.store
 	t, err := st.TOTPByUser(ctx, u.ID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !t.ConfirmedAt.IsZero() {
 		return nil, invalidf("no_totp_enrolment", "there is no enrolment waiting for a code: start one first")
@@ -140,7 +146,11 @@ func ConfirmTOTP(ctx context.Context, st store.Store, u *store.User, code string
 	if err != nil {
 		return nil, err
 	}
-	step, ok := totpStep(t.Secret, code, time.Now())
+	secret, err := openTOTP(g.secrets, u.ID, t.Secret)
+	if err != nil {
+		return nil, err
+	}
+	step, ok := totpStep(secret, code, time.Now())
 	if !ok {
 		return nil, invalidf("invalid_code", "the code does not match: check the app's clock and enter the code it shows now")
 	}
@@ -179,7 +189,8 @@ func recoveryHash(code string) string {
 
 // checkSecondFactor checks a TOTP code or a recovery code of u: a code
 // is good once (its step is recorded, a recovery code deleted).
-func checkSecondFactor(ctx context.Context, st store.Store, u *store.User, code string) error {
+func (g *Gate) checkSecondFactor(ctx context.Context, u *store.User, code string) error {
+	st := g.store
 	code = strings.TrimSpace(code)
 	if code == "" {
 		return ErrBadSecondFactor
@@ -188,8 +199,14 @@ func checkSecondFactor(ctx context.Context, st store.Store, u *store.User, code 
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	// a secret this configuration cannot open (its secrets_key removed or
+	// wrong) still lets a recovery code through; a code that is none is
+	// then answered with why the secret did not open, for the log
+	var openErr error
 	if err == nil && !t.ConfirmedAt.IsZero() {
-		if step, ok := totpStep(t.Secret, code, time.Now()); ok {
+		if secret, err := openTOTP(g.secrets, u.ID, t.Secret); err != nil {
+			openErr = err
+		} else if step, ok := totpStep(secret, code, time.Now()); ok {
 			err := st.UseTOTPStep(ctx, u.ID, step)
 			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 				return ErrBadSecondFactor
@@ -199,6 +216,9 @@ func checkSecondFactor(ctx context.Context, st store.Store, u *store.User, code 
 	}
 	err = st.UseRecoveryCode(ctx, u.ID, recoveryHash(code))
 	if errors.Is(err, store.ErrNotFound) {
+		if openErr != nil {
+			return openErr
+		}
 		return ErrBadSecondFactor
 	}
 	return err
@@ -251,7 +271,7 @@ func (g *Gate) proveSelf(ctx context.Context, u *store.User, code, password stri
 		}
 		return nil
 	case code != "":
-		if err := checkSecondFactor(ctx, g.store, u, code); err != nil {
+		if err := g.checkSecondFactor(ctx, u, code); err != nil {
 			if errors.Is(err, ErrBadSecondFactor) {
 				return invalidf("invalid_code", "%s", err.Error())
 			}
@@ -329,7 +349,7 @@ func (g *Gate) SecondStep(ctx context.Context, network, token, code string) (*st
 	if err := g.Limit(network, "second factor", u.ID); err != nil {
 		return nil, err
 	}
-	if err := checkSecondFactor(ctx, g.store, u, code); err != nil {
+	if err := g.checkSecondFactor(ctx, u, code); err != nil {
 		return nil, err
 	}
 	return u, g.FinishPending(ctx, token)

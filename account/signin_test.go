@@ -10,6 +10,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/caddy-model-gateway/gateway/account"
+	"github.com/caddy-model-gateway/gateway/internal/sealed"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -109,7 +110,7 @@ func TestTOTPSecondStep(t *testing.T) {
 	if p, err := gate.StartSecondStep(ctx, u); err != nil || p != nil {
 		t.Fatalf("no factor yet: %+v, %v", p, err)
 	}
-	enr, err := account.BeginTOTP(ctx, st, u, "Test Gateway")
+	enr, err := gate.BeginTOTP(ctx, u, "Test Gateway")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,16 +120,16 @@ func TestTOTPSecondStep(t *testing.T) {
 	if f, _ := account.FactorsOf(ctx, st, u.ID); f.Any() {
 		t.Fatal("an unconfirmed secret counts as a factor")
 	}
-	if _, err := account.ConfirmTOTP(ctx, st, u, "000000"); code(err) != "invalid_code" {
+	if _, err := gate.ConfirmTOTP(ctx, u, "000000"); code(err) != "invalid_code" {
 		t.Fatalf("a wrong first code: %v", err)
 	}
 	now := time.Now()
 	first, _ := totp.GenerateCode(enr.Secret, now)
-	codes, err := account.ConfirmTOTP(ctx, st, u, first)
+	codes, err := gate.ConfirmTOTP(ctx, u, first)
 	if err != nil || len(codes) != 10 {
 		t.Fatalf("confirm: %v, %v", codes, err)
 	}
-	if _, err := account.BeginTOTP(ctx, st, u, "x"); code(err) != "totp_enabled" {
+	if _, err := gate.BeginTOTP(ctx, u, "x"); code(err) != "totp_enabled" {
 		t.Fatalf("enrolling over a confirmed secret: %v", err)
 	}
 	p, err := gate.StartSecondStep(ctx, u)
@@ -181,5 +182,36 @@ func TestTOTPSecondStep(t *testing.T) {
 	}
 	if f, _ := account.FactorsOf(ctx, st, u.ID); f.Any() || f.RecoveryCodes != 0 {
 		t.Fatalf("after disable: %+v", f)
+	}
+}
+
+// TestTOTPSealedSecretWithoutItsKey: a secret enrolled with a secrets_key
+// is checked with it; a gateway configured without it cannot check a code
+// and says why, while a recovery code still proves the person.
+func TestTOTPSealedSecretWithoutItsKey(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	u := mustCreate(t, st, "sealy", store.RoleUser, 0)
+	key, _ := sealed.NewKey("sealed-secret-test-key-0123")
+	withKey := account.NewGate(st, account.GateConfig{SecretsKey: key})
+	enr, err := withKey.BeginTOTP(ctx, u, "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := totp.GenerateCode(enr.Secret, time.Now())
+	codes, err := withKey.ConfirmTOTP(ctx, u, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := totp.GenerateCode(enr.Secret, time.Now().Add(30*time.Second))
+	without := account.NewGate(st, account.GateConfig{})
+	if _, err := without.NewRecoveryCodes(ctx, "192.0.2.7", u, next, ""); !errors.Is(err, account.ErrTOTPSealedNoKey) {
+		t.Fatalf("a code with no key to check it: %v, want ErrTOTPSealedNoKey", err)
+	}
+	if _, err := without.NewRecoveryCodes(ctx, "192.0.2.7", u, codes[0], ""); err != nil {
+		t.Fatalf("a recovery code with no key: %v", err)
+	}
+	if _, err := withKey.NewRecoveryCodes(ctx, "192.0.2.7", u, next, ""); err != nil {
+		t.Fatalf("the code with the key: %v", err)
 	}
 }

@@ -52,6 +52,9 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if c := app.RegistrationRateLimit; c != nil {
 		cfg.Signups, cfg.SignupWindow = c.Attempts, time.Duration(c.Window)
 	}
+	if app.runtime != nil && app.runtime.key != nil {
+		cfg.SecretsKey = app.runtime.key // TOTP secrets kept sealed
+	}
 	sso, err := app.SSO.oidcProvider(app.db.store)
 	if err != nil {
 		return err

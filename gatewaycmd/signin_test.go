@@ -51,12 +51,12 @@ func TestSignInCommands(t *testing.T) {
 	if _, err := gate.UseResetLink(ctx, "192.0.2.1", token, "anns-new-password"); err != nil {
 		t.Fatalf("the printed link: %v", err)
 	}
-	enr, err := account.BeginTOTP(ctx, st, u, "gw")
+	enr, err := gate.BeginTOTP(ctx, u, "gw")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := totp.GenerateCode(enr.Secret, time.Now())
-	if _, err := account.ConfirmTOTP(ctx, st, u, c); err != nil {
+	if _, err := gate.ConfirmTOTP(ctx, u, c); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, e, "user", "second-factor-reset", "--username", "ann")

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -224,6 +226,54 @@ func TestTOTPLoginNeedsACode(t *testing.T) {
 	c3.from = "198.51.100.99"
 	c3.do(http.MethodPost, "/api/user/login/second_factor", map[string]string{"login_token": s3.Token, "code": totpCode(t, enr.Secret, 0)}).apiErr(t, 429, "rate_limited")
 
+}
+
+// TestTOTPSecretSealedAtRest: with a secrets_key, a person's TOTP secret
+// is kept sealed (not in the database in clear, on SQLite not in its
+// file), the codes of their app still sign them in, the rotation command
+// re-seals it with the channels' keys, and with the configuration
+// following the rotation they sign in with the next code. (Confirming the
+// enrolment opened the secret under the old key; a code is good once and
+// only the next step's is left in this window, so one sign-in it is.)
+func TestTOTPSecretSealedAtRest(t *testing.T) {
+	oldKey := secretsKeyFile(t, "old.key")
+	newKey := secretsKeyFile(t, "new.key")
+	g := gatewaytest.Start(t, runtimeConfig(oldKey).String(), nil)
+	tess := loggedIn(t, g, "tess", 0, "user")
+	var enr struct{ Secret string }
+	tess.ok(http.MethodPost, "/api/user/totp", map[string]string{}).decode(t, &enr)
+	tess.ok(http.MethodPost, "/api/user/totp/confirm", map[string]string{"code": totpCode(t, enr.Secret, 0)})
+	kept, err := g.Store().TOTPByUser(context.Background(), g.User("tess").ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(kept.Secret, "sealed:") || strings.Contains(kept.Secret, enr.Secret) {
+		t.Fatalf("the store keeps %q for the secret %q", kept.Secret, enr.Secret)
+	}
+	if g.DBPath != "" {
+		for _, f := range []string{g.DBPath, g.DBPath + "-wal"} {
+			raw, err := os.ReadFile(f)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if bytes.Contains(raw, []byte(enr.Secret)) {
+				t.Fatalf("%s holds the TOTP secret in clear", f)
+			}
+		}
+	}
+	if out := g.CLI("secrets", "rotate", "--old", "{file."+oldKey+"}", "--new", "{file."+newKey+"}"); !strings.Contains(out, `"totp_resealed": 1`) {
+		t.Fatalf("rotate printed %s", out)
+	}
+	if again, _ := g.Store().TOTPByUser(context.Background(), g.User("tess").ID); again.Secret == kept.Secret || !strings.HasPrefix(again.Secret, "sealed:") {
+		t.Fatalf("after the rotation the store keeps %q (before %q)", again.Secret, kept.Secret)
+	}
+	g.Reload(runtimeConfig(newKey).String(), nil)
+	c := newClient(t, g)
+	step := passwordStep(t, c, "tess", "password-tess")
+	c.ok(http.MethodPost, "/api/user/login/second_factor", map[string]string{"login_token": step.Token, "code": totpCode(t, enr.Secret, 1)})
+	if c.self().Username != "tess" {
+		t.Fatal("no session after the second step")
+	}
 }
 
 // ssoAdminsConfig signs in through issuer and requires administrators'

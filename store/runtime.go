@@ -55,10 +55,28 @@ type RuntimeStore interface {
 	// SetRuntimeTest keeps a channel's last test; ErrNotFound when there
 	// is no such item.
 	SetRuntimeTest(ctx context.Context, kind, name, test string) error
-	// ResealRuntime passes every item's Secret (those that have one)
-	// through reseal and writes what it returns, all in one transaction:
-	// an error from reseal changes nothing. It says how many it resealed.
-	ResealRuntime(ctx context.Context, reseal func(it *RuntimeItem) ([]byte, error)) (int, error)
+	// ResealSecrets passes every secret the database keeps sealed with
+	// the gateway's secrets_key through r's functions and writes what
+	// they return, all in one transaction: an error from either changes
+	// nothing. It says how many of each it rewrote.
+	ResealSecrets(ctx context.Context, r Resealers) (ResealCounts, error)
+}
+
+// Resealers re-seal the database's secrets (ResealSecrets); a nil one
+// leaves its secrets alone.
+type Resealers struct {
+	// Runtime gets every runtime item that has a Secret.
+	Runtime func(it *RuntimeItem) ([]byte, error)
+	// TOTP gets every user's TOTP secret as stored (sealed, or plain when
+	// kept before secrets_key was set); one given back unchanged is not
+	// written or counted.
+	TOTP func(userID int64, secret string) (string, error)
+}
+
+// ResealCounts are the secrets ResealSecrets rewrote.
+type ResealCounts struct {
+	Runtime int `json:"resealed"`
+	TOTP    int `json:"totp_resealed"`
 }
 
 // PrepareRuntime checks an item before it is written and sets its times.

@@ -213,7 +213,7 @@ func (h *Handler) secondFactors(_ http.ResponseWriter, r *http.Request, c *calle
 }
 
 func (h *Handler) beginTOTP(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
-	return account.BeginTOTP(r.Context(), h.store, c.user, h.siteName)
+	return h.gate.BeginTOTP(r.Context(), c.user, h.siteName)
 }
 
 func (h *Handler) confirmTOTP(_ http.ResponseWriter, r *http.Request, c *caller) (any, error) {
@@ -226,7 +226,7 @@ func (h *Handler) confirmTOTP(_ http.ResponseWriter, r *http.Request, c *caller)
 	if err := h.gate.Limit(h.clientNetwork(r), "second factor", c.user.ID); err != nil {
 		return nil, err
 	}
-	codes, err := account.ConfirmTOTP(r.Context(), h.store, c.user, in.Code)
+	codes, err := h.gate.ConfirmTOTP(r.Context(), c.user, in.Code)
 	if err != nil {
 		return nil, err
 	}

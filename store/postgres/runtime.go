@@ -57,31 +57,57 @@ func (s *Store) SetRuntimeTest(ctx context.Context, kind, name, test string) err
 	return oneRow(tag, err, kind+" "+name)
 }
 
-// ResealRuntime implements store.RuntimeStore.
-func (s *Store) ResealRuntime(ctx context.Context, reseal func(*store.RuntimeItem) ([]byte, error)) (int, error) {
-	n := 0
+// ResealSecrets implements store.RuntimeStore.
+func (s *Store) ResealSecrets(ctx context.Context, r store.Resealers) (store.ResealCounts, error) {
+	var n store.ResealCounts
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// FOR UPDATE: a key written meanwhile waits, and is not lost under the old key
-		rows, err := tx.Query(ctx, `SELECT `+store.RuntimeColumns+` FROM runtime_config
-			WHERE secret IS NOT NULL AND length(secret) > 0 FOR UPDATE`)
-		items, err := collect(rows, err, store.ScanRuntime, "reseal runtime secrets")
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			sealed, err := reseal(it)
+		n = store.ResealCounts{}
+		if r.Runtime != nil {
+			// FOR UPDATE: a key written meanwhile waits, and is not lost under the old key
+			rows, err := tx.Query(ctx, `SELECT `+store.RuntimeColumns+` FROM runtime_config
+				WHERE secret IS NOT NULL AND length(secret) > 0 FOR UPDATE`)
+			items, err := collect(rows, err, store.ScanRuntime, "reseal runtime secrets")
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE runtime_config SET secret = $3 WHERE kind = $1 AND name = $2`, it.Kind, it.Name, sealed); err != nil {
-				return fmt.Errorf("reseal %s %q: %w", it.Kind, it.Name, err)
+			for _, it := range items {
+				sealed, err := r.Runtime(it)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `UPDATE runtime_config SET secret = $3 WHERE kind = $1 AND name = $2`, it.Kind, it.Name, sealed); err != nil {
+					return fmt.Errorf("reseal %s %q: %w", it.Kind, it.Name, err)
+				}
+				n.Runtime++
 			}
-			n++
+		}
+		if r.TOTP == nil {
+			return nil
+		}
+		// FOR UPDATE too: an enrolment meanwhile waits, rather than keep a
+		// secret sealed with the old key
+		rows, err := tx.Query(ctx, `SELECT `+store.TOTPColumns+` FROM totp_secrets ORDER BY user_id FOR UPDATE`)
+		secrets, err := collect(rows, err, store.ScanTOTP, "reseal totp secrets")
+		if err != nil {
+			return err
+		}
+		for _, t := range secrets {
+			secret, err := r.TOTP(t.UserID, t.Secret)
+			if err != nil {
+				return err
+			}
+			if secret == t.Secret {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE totp_secrets SET secret = $1 WHERE user_id = $2`, secret, t.UserID); err != nil {
+				return fmt.Errorf("reseal totp of user %d: %w", t.UserID, err)
+			}
+			n.TOTP++
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return store.ResealCounts{}, err
 	}
 	return n, nil
 }

@@ -54,29 +54,53 @@ func (s *Store) SetRuntimeTest(ctx context.Context, kind, name, test string) err
 	return oneRow(res, err, kind+" "+name)
 }
 
-// ResealRuntime implements store.RuntimeStore.
-func (s *Store) ResealRuntime(ctx context.Context, reseal func(*store.RuntimeItem) ([]byte, error)) (int, error) {
-	n := 0
+// ResealSecrets implements store.RuntimeStore.
+func (s *Store) ResealSecrets(ctx context.Context, r store.Resealers) (store.ResealCounts, error) {
+	var n store.ResealCounts
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+store.RuntimeColumns+` FROM runtime_config WHERE secret IS NOT NULL AND length(secret) > 0`)
-		items, err := collect(rows, err, store.ScanRuntime, "reseal runtime secrets")
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			sealed, err := reseal(it)
+		n = store.ResealCounts{}
+		if r.Runtime != nil {
+			rows, err := tx.QueryContext(ctx, `SELECT `+store.RuntimeColumns+` FROM runtime_config WHERE secret IS NOT NULL AND length(secret) > 0`)
+			items, err := collect(rows, err, store.ScanRuntime, "reseal runtime secrets")
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE runtime_config SET secret = ? WHERE kind = ? AND name = ?`, sealed, it.Kind, it.Name); err != nil {
-				return fmt.Errorf("reseal %s %q: %w", it.Kind, it.Name, err)
+			for _, it := range items {
+				sealed, err := r.Runtime(it)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE runtime_config SET secret = ? WHERE kind = ? AND name = ?`, sealed, it.Kind, it.Name); err != nil {
+					return fmt.Errorf("reseal %s %q: %w", it.Kind, it.Name, err)
+				}
+				n.Runtime++
 			}
-			n++
+		}
+		if r.TOTP == nil {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+store.TOTPColumns+` FROM totp_secrets ORDER BY user_id`)
+		secrets, err := collect(rows, err, store.ScanTOTP, "reseal totp secrets")
+		if err != nil {
+			return err
+		}
+		for _, t := range secrets {
+			secret, err := r.TOTP(t.UserID, t.Secret)
+			if err != nil {
+				return err
+			}
+			if secret == t.Secret {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE totp_secrets SET secret = ? WHERE user_id = ?`, secret, t.UserID); err != nil {
+				return fmt.Errorf("reseal totp of user %d: %w", t.UserID, err)
+			}
+			n.TOTP++
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return store.ResealCounts{}, err
 	}
 	return n, nil
 }

@@ -90,12 +90,12 @@ func testRuntimeReseal(t *testing.T, open Opener) {
 		}
 	}
 	boom := errors.New("wrong key")
-	if _, err := s.ResealRuntime(ctx, func(it *store.RuntimeItem) ([]byte, error) {
+	if _, err := s.ResealSecrets(ctx, store.Resealers{Runtime: func(it *store.RuntimeItem) ([]byte, error) {
 		if it.Name == "b" {
 			return nil, boom
 		}
 		return []byte("new-" + it.Name), nil
-	}); !errors.Is(err, boom) {
+	}}); !errors.Is(err, boom) {
 		t.Fatalf("reseal: %v, want the function's error", err)
 	}
 	secrets := func() map[string]string {
@@ -112,9 +112,9 @@ func testRuntimeReseal(t *testing.T, open Opener) {
 	if got := secrets(); got["a"] != "old-a" || got["b"] != "old-b" {
 		t.Fatalf("after a failed reseal: %v", got)
 	}
-	n, err := s.ResealRuntime(ctx, func(it *store.RuntimeItem) ([]byte, error) { return []byte("new-" + string(it.Secret)), nil })
-	if err != nil || n != 2 {
-		t.Fatalf("reseal: %d, %v; want 2", n, err)
+	n, err := s.ResealSecrets(ctx, store.Resealers{Runtime: func(it *store.RuntimeItem) ([]byte, error) { return []byte("new-" + string(it.Secret)), nil }})
+	if err != nil || n != (store.ResealCounts{Runtime: 2}) {
+		t.Fatalf("reseal: %+v, %v; want 2", n, err)
 	}
 	if got := secrets(); got["a"] != "new-old-a" || got["b"] != "new-old-b" || got["c"] != "" {
 		t.Fatalf("after reseal: %v", got)

@@ -136,6 +136,73 @@ func testResetPassword(t *testing.T, open Opener) {
 	}
 }
 
+// ResealTOTP: every user's secret, confirmed or not, goes through the
+// function in the transaction that reseals the runtime items' secrets; an
+// error from it changes neither; a secret given back unchanged is not
+// counted; the confirmation and last step are kept.
+func testResealTOTP(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	a, b, c := mustUser(t, s, "reseal-a", 0), mustUser(t, s, "reseal-b", 0), mustUser(t, s, "reseal-c", 0)
+	for _, u := range []*store.User{a, b, c} {
+		if err := s.SetTOTP(ctx, &store.TOTP{UserID: u.ID, Secret: "OLD" + u.Username}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ConfirmTOTP(ctx, a.ID, 100, []string{"c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRuntime(ctx, &store.RuntimeItem{Kind: store.RuntimeChannel, Name: "ch", Config: `{}`, Secret: []byte("old-ch")}, false); err != nil {
+		t.Fatal(err)
+	}
+	runtime := func(it *store.RuntimeItem) ([]byte, error) { return []byte("new-" + string(it.Secret)), nil }
+	boom := errors.New("wrong key")
+	if _, err := s.ResealSecrets(ctx, store.Resealers{Runtime: runtime, TOTP: func(userID int64, secret string) (string, error) {
+		if userID == c.ID {
+			return "", boom
+		}
+		return "NEW" + secret, nil
+	}}); !errors.Is(err, boom) {
+		t.Fatalf("reseal: %v, want the function's error", err)
+	}
+	secret := func(u *store.User) *store.TOTP {
+		t.Helper()
+		got, err := s.TOTPByUser(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	channel := func() string {
+		t.Helper()
+		items, err := s.ListRuntime(ctx, store.RuntimeChannel)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("runtime items: %+v, %v", items, err)
+		}
+		return string(items[0].Secret)
+	}
+	if secret(a).Secret != "OLDreseal-a" || secret(b).Secret != "OLDreseal-b" || channel() != "old-ch" {
+		t.Fatalf("after a failed reseal: %q %q %q", secret(a).Secret, secret(b).Secret, channel())
+	}
+	seen := map[int64]string{}
+	n, err := s.ResealSecrets(ctx, store.Resealers{Runtime: runtime, TOTP: func(userID int64, sec string) (string, error) {
+		seen[userID] = sec
+		if userID == b.ID {
+			return sec, nil // already sealed as wanted
+		}
+		return "NEW" + sec, nil
+	}})
+	if err != nil || n != (store.ResealCounts{Runtime: 1, TOTP: 2}) || len(seen) != 3 || seen[c.ID] != "OLDreseal-c" {
+		t.Fatalf("reseal: %+v, %v, saw %v; want 1 and 2 of 3", n, err, seen)
+	}
+	if got := secret(a); got.Secret != "NEWOLDreseal-a" || got.ConfirmedAt.IsZero() || got.LastStep != 100 {
+		t.Fatalf("a after reseal: %+v", got)
+	}
+	if secret(b).Secret != "OLDreseal-b" || secret(c).Secret != "NEWOLDreseal-c" || channel() != "new-old-ch" {
+		t.Fatalf("after reseal: %q %q %q", secret(b).Secret, secret(c).Secret, channel())
+	}
+}
+
 // TOTP: enrolment replaces an unconfirmed secret but not a confirmed one;
 // confirming stores the recovery codes; a step is taken once and never an
 // earlier one; recovery codes are single use; deleting clears both.

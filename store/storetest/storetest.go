@@ -96,6 +96,7 @@ func Run(t *testing.T, open Opener) {
 			{"Challenges", testChallenges},
 			{"ResetPassword", testResetPassword},
 			{"TOTP", testTOTP},
+			{"ResealTOTP", testResealTOTP},
 			{"Passkeys", testPasskeys},
 			{"SSOLinks", testSSOLinks},
 		}},
