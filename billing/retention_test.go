@@ -11,8 +11,9 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// TestRetentionDeletesOldRowsInBatches: rows past the window go, a batch
-// at a time, each batch counted; newer rows and the daily totals stay.
+// TestRetentionDeletesOldRowsInBatches: on a store that does not keep
+// usage by day, rows past the window go a batch at a time, each batch
+// counted; newer rows and the daily totals stay.
 func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 	st, u := newUserStore(t, 0)
 	ctx := context.Background()
@@ -33,7 +34,7 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 		mu      sync.Mutex
 		batches []int64
 	)
-	r := &billing.Retention{Store: st, Keep: 24 * time.Hour, BatchSize: 10, Pause: time.Millisecond,
+	r := &billing.Retention{Store: rowsOnly{st}, Keep: 24 * time.Hour, BatchSize: 10, Pause: time.Millisecond,
 		Deleted: func(n int64) { mu.Lock(); batches = append(batches, n); mu.Unlock() }}
 	r.Start()
 	waitFor(t, "the old rows to go", func() bool {
@@ -58,6 +59,10 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 		t.Errorf("daily totals count %d requests after retention, want all 25", requests)
 	}
 }
+
+// rowsOnly is a store with none of its own methods beyond store.Store's:
+// it hides the SQLite store's day tables (store.UsageDays).
+type rowsOnly struct{ store.Store }
 
 // daysStore keeps usage by day (store.UsageDays), as PostgreSQL does.
 type daysStore struct {
@@ -107,5 +112,42 @@ func TestRetentionDropsWholeDaysFirst(t *testing.T) {
 	defer ds.mu.Unlock()
 	if len(ds.cutoffs) != 1 || ds.cutoffs[0].Before(began.Add(-24*time.Hour)) || ds.cutoffs[0].After(time.Now().Add(-24*time.Hour)) {
 		t.Errorf("days dropped before %v, want one call with now - 24h", ds.cutoffs)
+	}
+}
+
+// TestRetentionDropsSQLiteDays: on SQLite, whose usage rows are kept in a
+// table per day, the expired day's rows go at once (one count of 23), the
+// day's table dropped rather than its rows deleted.
+func TestRetentionDropsSQLiteDays(t *testing.T) {
+	st, u := newUserStore(t, 0)
+	ctx := context.Background()
+	old := time.Now().Add(-72 * time.Hour)
+	var rows []*store.UsageLog
+	for i := range 25 {
+		created := time.Now()
+		if i < 23 {
+			created = old
+		}
+		rows = append(rows, &store.UsageLog{Key: fmt.Sprint("row-", i), CreatedAt: created, UserID: u.ID, Model: "m", Cost: 1, Status: 200})
+	}
+	if err := st.SettleBatch(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		batches []int64
+	)
+	r := &billing.Retention{Store: st, Keep: 24 * time.Hour, BatchSize: 10, Pause: time.Millisecond,
+		Deleted: func(n int64) { mu.Lock(); batches = append(batches, n); mu.Unlock() }}
+	r.Start()
+	waitFor(t, "the old rows to go", func() bool {
+		n, err := st.CountUsage(ctx)
+		return err == nil && n == 2
+	})
+	r.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(batches) != "[23]" {
+		t.Errorf("batches %v, want the expired day's 23 rows at once", batches)
 	}
 }

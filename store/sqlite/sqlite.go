@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -38,6 +39,11 @@ func init() {
 type Store struct {
 	w *sql.DB // exactly one connection; every write goes here
 	r *sql.DB // readers; the same *sql.DB as w for ":memory:"
+	// days are the usage day tables known to exist (usagedays.go)
+	days dayTables
+	// legacyRows is set while usage_logs may hold rows of before the day
+	// tables, whose row keys a new row must not repeat
+	legacyRows atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -68,7 +74,12 @@ func Open(dsn string) (store.Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: in-memory database: %w", err)
 		}
-		return &Store{w: db, r: db}, nil
+		st, err := newStore(db, db)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: in-memory database: %w", err)
+		}
+		return st, nil
 	}
 
 	uri, err := fileURI(dsn)
@@ -108,7 +119,25 @@ func Open(dsn string) (store.Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", dsn, err)
 	}
-	return &Store{w: w, r: r}, nil
+	st, err := newStore(w, r)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", dsn, err)
+	}
+	return st, nil
+}
+
+// newStore is the store over its writer and readers, knowing whether
+// usage_logs still holds rows of before the day tables.
+func newStore(w, r *sql.DB) (*Store, error) {
+	s := &Store{w: w, r: r}
+	var legacy bool
+	if err := w.QueryRow(`SELECT EXISTS (SELECT 1 FROM usage_logs)`).Scan(&legacy); err != nil {
+		return nil, fmt.Errorf("usage_logs: %w", err)
+	}
+	s.legacyRows.Store(legacy)
+	return s, nil
 }
 
 // params are the connection settings, applied by the driver on every new

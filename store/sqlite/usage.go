@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -33,7 +35,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 	ids := make([]int64, len(logs))
 	ts := now()
-	err := s.inRawTx(ctx, func(tx execer) error { return settleRows(ctx, tx, logs, ids, ts, nil) })
+	err := s.inRawTx(ctx, func(tx execer) error { return s.settleRows(ctx, tx, logs, ids, ts, nil) })
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
@@ -43,7 +45,7 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 // settleRows writes logs and charges their costs within tx, as SettleBatch
 // describes; ids receives each written row's id (0: written before).
-func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
+func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
 	sums := store.NewBatchCharges(windows)
 	// The statements run without ctx's deadline: for a statement whose
 	// context can end, the driver starts a goroutine to watch it, a
@@ -52,13 +54,11 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 	exec := context.WithoutCancel(ctx)
 
 	// a keyed row already stored (a journal replayed twice) is skipped,
-	// and with it its charge
-	ins := `INSERT INTO usage_logs (created_at, user_id, token_id,
-		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
-		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
-		request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved, price_tier)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (row_key) DO NOTHING`
+	// and with it its charge: by the unique row key of its day's table,
+	// which the replay reaches since the usage writer gives a row its time
+	// before its first attempt; and in usage_logs while it holds rows of
+	// before the day tables
+	legacy := s.legacyRows.Load()
 	for i, l := range logs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -67,10 +67,18 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 		if createdAt.IsZero() {
 			createdAt = ts
 		}
-		res, err := tx.ExecContext(exec, ins, createdAt.UnixMilli(), l.UserID, l.TokenID,
+		ms := createdAt.UnixMilli()
+		day := dayOfMs(ms)
+		if err := s.ensureDay(exec, tx, day); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(exec, insertUsageRow(day, legacy && l.Key != ""), ms, l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
 			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)
+		if missingTable(err) {
+			s.days.forget() // dropped behind this store's back: made again at the retry
+		}
 		if err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
@@ -132,6 +140,26 @@ func settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []in
 	return nil
 }
 
+// insertUsageRow is the statement that writes a row of day d into its
+// table: the id the day's next (the day's base when it has none), nothing
+// when its row key is taken, and with checkLegacy nothing either when
+// usage_logs has the key (a row written before the day tables, replayed).
+func insertUsageRow(d int64, checkLegacy bool) string {
+	t := usageDayTable(d)
+	values := `VALUES ((SELECT IFNULL(MAX(id), ` + fmt.Sprint(d<<32) + `) + 1 FROM ` + t + `),
+		?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	if checkLegacy {
+		values = `SELECT (SELECT IFNULL(MAX(id), ` + fmt.Sprint(d<<32) + `) + 1 FROM ` + t + `),
+		?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26
+		WHERE NOT EXISTS (SELECT 1 FROM usage_logs WHERE row_key = ?20)`
+	}
+	return `INSERT INTO ` + t + ` (id, created_at, user_id, token_id,
+		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
+		reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
+		request_id, upstream_request_id, row_key, trace_id, windows, plan, cache_hit, cache_saved, price_tier)
+		` + values + ` ON CONFLICT (row_key) DO NOTHING`
+}
+
 // ListUsage returns usage rows newest first (by created_at, then id), at
 // most f.Limit of them (100 when f.Limit is not positive), narrowed by the
 // filter's fields. A page continues from f.After by a range condition on the
@@ -144,18 +172,66 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 	return store.ByRequestID(func(column string) ([]*store.UsageLog, error) { return s.listUsage(ctx, f, column) })
 }
 
+// listUsage reads the tables that may hold the page's rows newest first,
+// each for at most a page by the same statement (its indexes are the
+// same), and keeps the newest of what they give; it stops at a table
+// whose rows are all older than a full page's last row, so a page costs
+// what it does in one table plus an index probe per day with no row of
+// the filter.
 func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn string) ([]*store.UsageLog, error) {
-	q, args, err := listUsageQuery(f, idColumn)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultUsageLimit
+	}
+	segs, err := s.usageSegments(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	return collect(rows, err, store.ScanUsage, "list usage")
+	until := f.Until
+	if f.After != nil && (until.IsZero() || f.After.CreatedAt.Add(time.Millisecond).Before(until)) {
+		until = f.After.CreatedAt.Add(time.Millisecond)
+	}
+	segs = inRange(segs, f.Since, until)
+	// newest first: by the last day each may hold
+	slices.SortStableFunc(segs, func(a, b usageSegment) int { return cmp.Compare(b.lastDay, a.lastDay) })
+	page := []*store.UsageLog{} // none is an empty page, not nil
+	err = eachSegment(segs, func(g usageSegment) error {
+		if len(page) >= limit && page[limit-1].CreatedAt.UnixMilli() >= g.endMs() {
+			return errStopSegments
+		}
+		q, args, err := listUsageQuery(g.table, f, idColumn)
+		if err != nil {
+			return err
+		}
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		got, err := collect(rows, err, store.ScanUsage, "list usage")
+		if err != nil {
+			return err
+		}
+		page = append(page, got...)
+		slices.SortStableFunc(page, newestFirst)
+		if len(page) > limit {
+			page = page[:limit]
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopSegments) {
+		return nil, err
+	}
+	return page, nil
 }
 
-// listUsageQuery is ListUsage's statement for f, matching the request id
-// in idColumn.
-func listUsageQuery(f store.UsageFilter, idColumn string) (string, []any, error) {
+// newestFirst is the listing's order: created_at, then id, descending.
+func newestFirst(a, b *store.UsageLog) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
+}
+
+// listUsageQuery is ListUsage's statement for f on table, matching the
+// request id in idColumn.
+func listUsageQuery(table string, f store.UsageFilter, idColumn string) (string, []any, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
@@ -170,12 +246,12 @@ func listUsageQuery(f store.UsageFilter, idColumn string) (string, []any, error)
 		ms := w.Arg(c.CreatedAt.UnixMilli())
 		w.Add("created_at <= "+ms, "(created_at < "+ms+" OR id < "+w.Arg(c.ID)+")")
 	}
-	from := ` FROM usage_logs`
+	from := ` FROM ` + table
 	if idColumn == "request_id" {
 		// A request id matches a row or two: its index, whatever else the
 		// filter says. Left to itself the planner takes the index that
 		// gives the order (a user's), and walks all that user's rows.
-		from += ` INDEXED BY usage_logs_request_id`
+		from += ` INDEXED BY ` + table + `_request_id`
 	}
 	q := `SELECT ` + store.UsageColumns + from + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)
@@ -190,13 +266,25 @@ func (s *Store) DailySpend(ctx context.Context, userID int64, since time.Time) (
 	return collect(rows, err, store.ScanDailySpend, "daily spend of user %d", userID)
 }
 
-// CountUsage returns how many usage rows exist.
+// CountUsage returns how many usage rows exist, in every table.
 func (s *Store) CountUsage(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM usage_logs`).Scan(&n); err != nil {
+	segs, err := s.usageSegments(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	err = eachSegment(segs, func(g usageSegment) error {
+		var n int64
+		if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+g.table).Scan(&n); err != nil {
+			return err
+		}
+		total += n
+		return nil
+	})
+	if err != nil {
 		return 0, fmt.Errorf("count usage: %w", err)
 	}
-	return n, nil
+	return total, nil
 }
 
 // writeModelDays adds the batch's totals per day, user and model.
@@ -271,14 +359,31 @@ func (s *Store) DailyTotals(ctx context.Context, by store.UsageGroup, since time
 
 // UsageSince returns a page of rows created at or after since, in id order.
 // Keyset pages keep every read short, however many rows an export streams.
+// The tables' ids do not overlap and grow with their days (usage_logs'
+// below every day's), so the page is read from them in that order.
 func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, limit int) ([]*store.UsageLog, error) {
 	if limit <= 0 {
 		limit = defaultUsageLimit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+store.UsageColumns+` FROM usage_logs
-		WHERE id > ? AND created_at >= ? ORDER BY id LIMIT ?`, afterID, since.UnixMilli(), limit)
-	logs, err := collect(rows, err, store.ScanUsage, "usage since")
+	segs, err := s.usageSegments(ctx)
 	if err != nil {
+		return nil, err
+	}
+	var logs []*store.UsageLog
+	err = eachSegment(inRange(segs, since, time.Time{}), func(g usageSegment) error {
+		if len(logs) >= limit {
+			return errStopSegments
+		}
+		if g.table != legacyUsageTable && afterID >= (g.lastDay+1)<<32 {
+			return nil // every id of the day is at or below the cursor
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT `+store.UsageColumns+` FROM `+g.table+`
+			WHERE id > ? AND created_at >= ? ORDER BY id LIMIT ?`, afterID, since.UnixMilli(), limit-len(logs))
+		got, err := collect(rows, err, store.ScanUsage, "usage since")
+		logs = append(logs, got...)
+		return err
+	})
+	if err != nil && !errors.Is(err, errStopSegments) {
 		return nil, err
 	}
 	if len(logs) == 0 {
@@ -287,24 +392,47 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 	return logs, nil
 }
 
-// DeleteUsageBefore deletes one batch of the oldest rows before cutoff. The
-// batch is chosen through the created_at index, so the write lock is held
-// for about as long as deleting limit rows takes, not for a table scan.
+// DeleteUsageBefore deletes one batch of the oldest rows before cutoff:
+// usage_logs' first (rows of before the day tables), then those of the
+// day tables that start before cutoff (the cutoff's own day, and any day
+// DropUsageDays has not dropped). A batch is chosen through the
+// created_at index, so the write lock is held for about as long as
+// deleting limit rows takes, not for a table scan.
 func (s *Store) DeleteUsageBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	if limit <= 0 {
 		return 0, errors.New("delete usage: the batch size must be positive")
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM usage_logs WHERE id IN (
-		SELECT id FROM usage_logs WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
-		cutoff.UnixMilli(), limit)
+	segs, err := s.usageSegments(ctx)
 	if err != nil {
+		return 0, err
+	}
+	var total int64
+	err = eachSegment(inRange(segs, time.Time{}, cutoff), func(g usageSegment) error {
+		if total >= int64(limit) {
+			return errStopSegments
+		}
+		res, err := s.w.ExecContext(ctx, `DELETE FROM `+g.table+` WHERE id IN (
+			SELECT id FROM `+g.table+` WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
+			cutoff.UnixMilli(), int64(limit)-total)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		total += n
+		return err
+	})
+	if err != nil && !errors.Is(err, errStopSegments) {
 		return 0, fmt.Errorf("delete usage before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("delete usage: %w", err)
+	if total == 0 && s.legacyRows.Load() {
+		// usage_logs may have been emptied: its row keys need no look-up
+		// once it has no row
+		var any bool
+		if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM usage_logs)`).Scan(&any); err == nil && !any {
+			s.legacyRows.Store(false)
+		}
 	}
-	return n, nil
+	return total, nil
 }
 
 // DailyUsageByModel returns a user's (or everyone's) daily totals per

@@ -15,7 +15,9 @@ import (
 // each walks an index whose leading columns are the filter's, newest
 // first, with no sort of the rows it finds (no temporary b-tree), so a page
 // costs about its 20 rows however big the table is. The gateway runs no
-// ANALYZE, so these are the plans a large file gets too.
+// ANALYZE, so these are the plans a large file gets too. Both kinds of
+// usage table are checked: a day's (usagedays.go) and usage_logs, which
+// keeps the rows of before the day tables.
 func TestUsageFilterPlans(t *testing.T) {
 	st, err := Open(filepath.Join(t.TempDir(), "plans.db"))
 	if err != nil {
@@ -24,48 +26,54 @@ func TestUsageFilterPlans(t *testing.T) {
 	defer st.Close()
 	s := st.(*Store)
 	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	day := at.UnixMilli() / store.MsPerDay
+	if err := s.ensureDay(context.Background(), s.w, day); err != nil {
+		t.Fatal(err)
+	}
 	after := &store.UsageCursor{CreatedAt: at, ID: 99}
 	for _, c := range []struct {
 		name  string
 		f     store.UsageFilter
 		idCol string
-		index string // "" for any index
+		index string // the index's name after its table's; "" for any index
 	}{
-		{"newest", store.UsageFilter{}, "", "usage_logs_created_at"},
-		{"newest, next page", store.UsageFilter{After: after}, "", "usage_logs_created_at"},
-		{"time range", store.UsageFilter{Since: at, Until: at.AddDate(0, 0, 1)}, "", "usage_logs_created_at"},
-		{"user", store.UsageFilter{UserID: 3}, "", "usage_logs_user_id_created_at"},
-		{"user, next page", store.UsageFilter{UserID: 3, After: after}, "", "usage_logs_user_id_created_at"},
-		{"user and time", store.UsageFilter{UserID: 3, Since: at, Until: at.AddDate(0, 0, 1)}, "", "usage_logs_user_id_created_at"},
-		{"user and model", store.UsageFilter{UserID: 3, Model: "m"}, "", "usage_logs_user_id_model_created_at"},
-		{"user and model, next page", store.UsageFilter{UserID: 3, Model: "m", After: after}, "", "usage_logs_user_id_model_created_at"},
-		{"model", store.UsageFilter{Model: "m"}, "", "usage_logs_model_created_at"},
-		{"model and time", store.UsageFilter{Model: "m", Since: at}, "", "usage_logs_model_created_at"},
-		{"key", store.UsageFilter{TokenID: 5}, "", "usage_logs_token_id_created_at"},
-		{"key and time", store.UsageFilter{TokenID: 5, Since: at}, "", "usage_logs_token_id_created_at"},
-		{"channel", store.UsageFilter{Channel: "c"}, "", "usage_logs_channel_created_at"},
+		{"newest", store.UsageFilter{}, "", "_created_at"},
+		{"newest, next page", store.UsageFilter{After: after}, "", "_created_at"},
+		{"time range", store.UsageFilter{Since: at, Until: at.AddDate(0, 0, 1)}, "", "_created_at"},
+		{"user", store.UsageFilter{UserID: 3}, "", "_user_id_created_at"},
+		{"user, next page", store.UsageFilter{UserID: 3, After: after}, "", "_user_id_created_at"},
+		{"user and time", store.UsageFilter{UserID: 3, Since: at, Until: at.AddDate(0, 0, 1)}, "", "_user_id_created_at"},
+		{"user and model", store.UsageFilter{UserID: 3, Model: "m"}, "", "_user_id_model_created_at"},
+		{"user and model, next page", store.UsageFilter{UserID: 3, Model: "m", After: after}, "", "_user_id_model_created_at"},
+		{"model", store.UsageFilter{Model: "m"}, "", "_model_created_at"},
+		{"model and time", store.UsageFilter{Model: "m", Since: at}, "", "_model_created_at"},
+		{"key", store.UsageFilter{TokenID: 5}, "", "_token_id_created_at"},
+		{"key and time", store.UsageFilter{TokenID: 5, Since: at}, "", "_token_id_created_at"},
+		{"channel", store.UsageFilter{Channel: "c"}, "", "_channel_created_at"},
 		{"channel, failed, 7 days", store.UsageFilter{Channel: "c", Status: store.UsageStatusError, Since: at}, "", ""},
-		{"failed", store.UsageFilter{Status: store.UsageStatusError}, "", "usage_logs_failed_created_at"},
-		{"one status", store.UsageFilter{Status: "429"}, "", "usage_logs_failed_created_at"},
-		{"one status and time", store.UsageFilter{Status: "429", Since: at}, "", "usage_logs_failed_created_at"},
-		{"succeeded", store.UsageFilter{Status: store.UsageStatusOK}, "", "usage_logs_created_at"},
+		{"failed", store.UsageFilter{Status: store.UsageStatusError}, "", "_failed_created_at"},
+		{"one status", store.UsageFilter{Status: "429"}, "", "_failed_created_at"},
+		{"one status and time", store.UsageFilter{Status: "429", Since: at}, "", "_failed_created_at"},
+		{"succeeded", store.UsageFilter{Status: store.UsageStatusOK}, "", "_created_at"},
 		{"user and failed", store.UsageFilter{UserID: 3, Status: store.UsageStatusError}, "", ""},
-		{"request id", store.UsageFilter{RequestID: "r"}, "request_id", "usage_logs_request_id"},
-		{"request id and user", store.UsageFilter{RequestID: "r", UserID: 3}, "request_id", "usage_logs_request_id"},
+		{"request id", store.UsageFilter{RequestID: "r"}, "request_id", "_request_id"},
+		{"request id and user", store.UsageFilter{RequestID: "r", UserID: 3}, "request_id", "_request_id"},
 	} {
-		q, args, err := listUsageQuery(c.f, c.idCol)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan := explain(t, s, q, args)
-		t.Logf("%s: %s", c.name, plan)
-		// a request id's row or two are sorted, nothing else is
-		sorts := strings.Contains(plan, "TEMP B-TREE") && c.idCol == ""
-		if sorts || !strings.Contains(plan, "USING INDEX") && !strings.Contains(plan, "USING COVERING INDEX") {
-			t.Errorf("%s: the plan sorts or scans: %s", c.name, plan)
-		}
-		if c.index != "" && !strings.Contains(plan+" ", "INDEX "+c.index+" ") {
-			t.Errorf("%s: the plan does not use %s: %s", c.name, c.index, plan)
+		for _, table := range []string{usageDayTable(day), legacyUsageTable} {
+			q, args, err := listUsageQuery(table, c.f, c.idCol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := explain(t, s, q, args)
+			t.Logf("%s, %s: %s", c.name, table, plan)
+			// a request id's row or two are sorted, nothing else is
+			sorts := strings.Contains(plan, "TEMP B-TREE") && c.idCol == ""
+			if sorts || !strings.Contains(plan, "USING INDEX") && !strings.Contains(plan, "USING COVERING INDEX") {
+				t.Errorf("%s, %s: the plan sorts or scans: %s", c.name, table, plan)
+			}
+			if c.index != "" && !strings.Contains(plan+" ", "INDEX "+table+c.index+" ") {
+				t.Errorf("%s, %s: the plan does not use %s%s: %s", c.name, table, table, c.index, plan)
+			}
 		}
 	}
 }

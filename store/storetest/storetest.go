@@ -109,6 +109,7 @@ func Run(t *testing.T, open Opener) {
 			{"QuotaArithmeticNeverOverflows", testQuotaArithmeticNeverOverflows},
 			{"LimitsRoundTrip", testLimitsRoundTrip},
 			{"RetentionKeepsDailyTotals", testRetentionKeepsDailyTotals},
+			{"UsageAcrossDays", testUsageAcrossDays},
 			{"DailyTotalsMatchRows", testDailyTotalsMatchRows},
 		}},
 		{"Leases", []test{

@@ -1,0 +1,262 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// Usage rows live in one table per UTC day of created_at
+// (usage_logs_YYYYMMDD, migration 0027), made by the first batch that has
+// a row of that day, so that retention removes a day with one DROP TABLE
+// instead of deleting its rows one index entry at a time (52 s for a day
+// of 555,555 rows at 50 million, before). usage_days lists the day tables.
+//
+// usage_logs keeps the rows written before the day tables, and takes no
+// new ones: it is read as one more table spanning the days of its rows,
+// and retention empties it in batches (DeleteUsageBefore) as its rows
+// expire. Nothing is moved at the upgrade, so it costs nothing however
+// big the file.
+//
+// A day table's ids are its day's: the first row of day d gets d<<32 + 1,
+// the next one more, so ids still grow with the day and never meet
+// another day's (or usage_logs', below 2^32). A row written late into a
+// past day (a journal replayed after midnight) takes an id of that day,
+// not one above every id given since.
+
+const legacyUsageTable = "usage_logs"
+
+// usageDayTable names the table of UTC day d (days since 1970-01-01).
+func usageDayTable(d int64) string {
+	return "usage_logs_" + time.UnixMilli(d*store.MsPerDay).UTC().Format("20060102")
+}
+
+// usageDayTableDDL makes day d's table and the indexes the pages read it
+// by: those of usage_logs (bench/README.md, "The indexes of usage_logs on
+// SQLite"), without the id at the end of three of them, which SQLite
+// appends to every index entry anyway.
+func usageDayTableDDL(d int64) []string {
+	t := usageDayTable(d)
+	return []string{
+		`CREATE TABLE IF NOT EXISTS ` + t + ` (
+			id                  INTEGER PRIMARY KEY,
+			created_at          BIGINT  NOT NULL,
+			user_id             BIGINT  NOT NULL,
+			token_id            BIGINT  NOT NULL DEFAULT 0,
+			model               TEXT    NOT NULL DEFAULT '',
+			channel             TEXT    NOT NULL DEFAULT '',
+			endpoint            TEXT    NOT NULL DEFAULT '',
+			prompt_tokens       BIGINT  NOT NULL DEFAULT 0,
+			completion_tokens   BIGINT  NOT NULL DEFAULT 0,
+			cached_tokens       BIGINT  NOT NULL DEFAULT 0,
+			reasoning_tokens    BIGINT  NOT NULL DEFAULT 0,
+			cost                BIGINT  NOT NULL DEFAULT 0,
+			status              INTEGER NOT NULL DEFAULT 0,
+			estimated           INTEGER NOT NULL DEFAULT 0,
+			stream              INTEGER NOT NULL DEFAULT 0,
+			latency_ms          BIGINT  NOT NULL DEFAULT 0,
+			ttfb_ms             BIGINT  NOT NULL DEFAULT 0,
+			error               TEXT    NOT NULL DEFAULT '',
+			request_id          TEXT    NOT NULL DEFAULT '',
+			upstream_request_id TEXT    NOT NULL DEFAULT '',
+			row_key             TEXT,
+			trace_id            TEXT    NOT NULL DEFAULT '',
+			windows             TEXT    NOT NULL DEFAULT '',
+			plan                TEXT    NOT NULL DEFAULT '',
+			cache_hit           INTEGER NOT NULL DEFAULT 0,
+			cache_saved         BIGINT  NOT NULL DEFAULT 0,
+			price_tier          BIGINT  NOT NULL DEFAULT 0)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_created_at ON ` + t + ` (created_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_user_id_created_at ON ` + t + ` (user_id, created_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_user_id_model_created_at ON ` + t + ` (user_id, model, created_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_model_created_at ON ` + t + ` (model, created_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_token_id_created_at ON ` + t + ` (token_id, created_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_channel_created_at ON ` + t + ` (channel, created_at)`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_failed_created_at ON ` + t + ` (created_at) WHERE status < 200 OR status >= 300`,
+		`CREATE INDEX IF NOT EXISTS ` + t + `_request_id ON ` + t + ` (request_id)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t + `_row_key ON ` + t + ` (row_key)`,
+		`INSERT OR IGNORE INTO usage_days (day) VALUES (` + fmt.Sprint(d) + `)`,
+	}
+}
+
+// dayTables remembers the day tables this store has made or met, so a
+// batch makes a day's table once. It is a cache: a table dropped by
+// another process (a CLI's retention) is made again when a write finds
+// it missing.
+type dayTables struct {
+	mu    sync.Mutex
+	known map[int64]bool
+}
+
+func (d *dayTables) has(day int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.known[day]
+}
+
+func (d *dayTables) add(day int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.known == nil {
+		d.known = map[int64]bool{}
+	}
+	d.known[day] = true
+}
+
+func (d *dayTables) forget() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.known = nil
+}
+
+// ensureDay makes day d's table within tx, unless this store knows it.
+func (s *Store) ensureDay(ctx context.Context, tx execer, d int64) error {
+	if s.days.has(d) {
+		return nil
+	}
+	for _, q := range usageDayTableDDL(d) {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("make the usage table of %s: %w", usageDayTable(d), err)
+		}
+	}
+	s.days.add(d)
+	return nil
+}
+
+// missingTable reports a statement that named a table no longer there (a
+// day dropped meanwhile).
+func missingTable(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no such table")
+}
+
+// usageSegment is a table of usage rows and the UTC days its rows may be
+// of: one day for a day table, the span of its rows for usage_logs.
+type usageSegment struct {
+	table             string
+	firstDay, lastDay int64
+}
+
+// firstMs and endMs bound the created_at of the segment's rows.
+func (g usageSegment) firstMs() int64 { return g.firstDay * store.MsPerDay }
+func (g usageSegment) endMs() int64   { return (g.lastDay + 1) * store.MsPerDay }
+
+// usageSegments lists the tables holding usage rows, newest day last:
+// usage_logs when it has rows (its span), then each day table.
+func (s *Store) usageSegments(ctx context.Context) ([]usageSegment, error) {
+	var segs []usageSegment
+	var lo, hi sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(created_at), MAX(created_at) FROM usage_logs`).Scan(&lo, &hi)
+	if err != nil {
+		return nil, fmt.Errorf("usage tables: %w", err)
+	}
+	if lo.Valid {
+		segs = append(segs, usageSegment{legacyUsageTable, floorDiv(lo.Int64, store.MsPerDay), floorDiv(hi.Int64, store.MsPerDay)})
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT day FROM usage_days ORDER BY day`)
+	if err != nil {
+		return nil, fmt.Errorf("usage tables: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d int64
+		if err := rows.Scan(&d); err != nil {
+			return nil, fmt.Errorf("usage tables: %w", err)
+		}
+		segs = append(segs, usageSegment{usageDayTable(d), d, d})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage tables: %w", err)
+	}
+	return segs, nil
+}
+
+// inRange keeps the segments that may hold rows created in [since, until)
+// (zero: unbounded).
+func inRange(segs []usageSegment, since, until time.Time) []usageSegment {
+	return slices.DeleteFunc(segs, func(g usageSegment) bool {
+		return !since.IsZero() && g.endMs() <= since.UnixMilli() || !until.IsZero() && g.firstMs() >= until.UnixMilli()
+	})
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// dayOfMs is the UTC day of unix milliseconds ms.
+func dayOfMs(ms int64) int64 { return floorDiv(ms, store.MsPerDay) }
+
+var _ store.UsageDays = (*Store)(nil)
+
+// DropUsageDays implements store.UsageDays: every day table whose day
+// ends at or before cutoff goes with one DROP TABLE each, in one write
+// transaction; SQLite puts their pages on the file's free list, which new
+// rows reuse (no VACUUM). usage_logs' rows, and the rows of the cutoff's
+// own day, are left to DeleteUsageBefore.
+func (s *Store) DropUsageDays(ctx context.Context, cutoff time.Time) (int64, error) {
+	last := dayOfMs(cutoff.UnixMilli()) - 1 // the last day that ends by cutoff
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT day FROM usage_days WHERE day <= ? ORDER BY day`, last)
+		if err != nil {
+			return err
+		}
+		var days []int64
+		for rows.Next() {
+			var d int64
+			if err := rows.Scan(&d); err != nil {
+				rows.Close()
+				return err
+			}
+			days = append(days, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, d := range days {
+			t := usageDayTable(d)
+			var c int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+t).Scan(&c); err != nil && !missingTable(err) {
+				return fmt.Errorf("count %s: %w", t, err)
+			}
+			if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
+				return fmt.Errorf("drop %s: %w", t, err)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM usage_days WHERE day = ?`, d); err != nil {
+				return fmt.Errorf("drop %s: %w", t, err)
+			}
+			n += c
+		}
+		return nil
+	})
+	// a day dropped must be made again if a late row of it comes
+	s.days.forget()
+	if err != nil {
+		return 0, fmt.Errorf("drop usage days before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
+// eachSegment runs fn on each segment in order, skipping one dropped
+// meanwhile.
+func eachSegment(segs []usageSegment, fn func(g usageSegment) error) error {
+	for _, g := range segs {
+		if err := fn(g); err != nil && !missingTable(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+var errStopSegments = errors.New("enough rows")

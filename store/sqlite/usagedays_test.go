@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// TestUsageDayTables: each UTC day's rows go to a table of their own,
+// whose ids are the day's; retention drops a whole day with one DROP
+// TABLE (the table and its entry in usage_days gone, its rows counted).
+func TestUsageDayTables(t *testing.T) {
+	ctx := context.Background()
+	st := openDays(t, filepath.Join(t.TempDir(), "days.db"))
+	s := st.(*Store)
+	u := dayUser(t, st, "dora")
+	base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	var logs []*store.UsageLog
+	for i := range 9 {
+		logs = append(logs, &store.UsageLog{UserID: u.ID, Model: "m", Cost: 1, Status: 200, CreatedAt: base.Add(time.Duration(i) * 8 * time.Hour)})
+	}
+	if err := st.SettleBatch(ctx, logs); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logs {
+		d := l.CreatedAt.UnixMilli() / store.MsPerDay
+		if l.ID <= d<<32 || l.ID > d<<32+3 {
+			t.Fatalf("row of %v has id %d, not one of its day's (%d + 1..3)", l.CreatedAt, l.ID, d<<32)
+		}
+	}
+	tables := func() []string {
+		rows, err := s.r.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'usage_logs_%' ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var n string
+			_ = rows.Scan(&n)
+			out = append(out, n)
+		}
+		return out
+	}
+	if got := tables(); len(got) != 3 || got[0] != "usage_logs_20260501" || got[2] != "usage_logs_20260503" {
+		t.Fatalf("day tables %v", got)
+	}
+	n, err := s.DropUsageDays(ctx, base.Add(48*time.Hour+time.Minute))
+	if err != nil || n != 6 {
+		t.Fatalf("dropped %d rows, %v; want the 6 of two days", n, err)
+	}
+	var listed int
+	if err := s.r.QueryRow(`SELECT COUNT(*) FROM usage_days`).Scan(&listed); err != nil || listed != 1 {
+		t.Fatalf("usage_days lists %d days, %v", listed, err)
+	}
+	if got := tables(); len(got) != 1 || got[0] != "usage_logs_20260503" {
+		t.Fatalf("day tables after the drop %v", got)
+	}
+	if n, err := s.DropUsageDays(ctx, base.Add(48*time.Hour+time.Minute)); err != nil || n != 0 {
+		t.Fatalf("dropping again: %d, %v", n, err)
+	}
+}
+
+// TestUsageRowsOfBeforeTheDayTables: a file upgraded with rows in
+// usage_logs keeps serving them beside the day tables: listed in one
+// order with the new rows, not written again when replayed, deleted by
+// retention in batches; once usage_logs is empty its row keys are no
+// longer looked up.
+func TestUsageRowsOfBeforeTheDayTables(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "upgraded.db")
+	st := openDays(t, path)
+	u := dayUser(t, st, "olga")
+	base := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+	// rows as the store wrote them before migration 0027
+	for i := range 4 {
+		if _, err := st.(*Store).w.Exec(`INSERT INTO usage_logs (id, created_at, user_id, model, cost, status, row_key)
+			VALUES (?, ?, ?, 'm', 1, 200, ?)`, 100+i, base.Add(time.Duration(i)*time.Hour).UnixMilli(), u.ID, "old-"+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	st = openDays(t, path)
+	s := st.(*Store)
+	if !s.legacyRows.Load() {
+		t.Fatal("an upgraded file's usage_logs rows are not known")
+	}
+	fresh := []*store.UsageLog{
+		{UserID: u.ID, Model: "m", Cost: 1, Status: 200, CreatedAt: base.Add(90 * time.Minute), Key: "new-a"},
+		{UserID: u.ID, Model: "m", Cost: 1, Status: 200, CreatedAt: base.Add(time.Hour), Key: "old-b"}, // replayed
+	}
+	if err := st.SettleBatch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fresh[1].ID != 0 {
+		t.Fatalf("a row of usage_logs replayed was written again, id %d", fresh[1].ID)
+	}
+	all, err := st.ListUsage(ctx, store.UsageFilter{UserID: u.ID})
+	if err != nil || len(all) != 5 {
+		t.Fatalf("listed %d, %v; want 4 old and 1 new", len(all), err)
+	}
+	want := []int64{103, 102, fresh[0].ID, 101, 100}
+	for i, l := range all {
+		if l.ID != want[i] {
+			t.Fatalf("row %d is %d, want %d (order %v)", i, l.ID, want[i], want)
+		}
+	}
+	var deleted int64
+	for {
+		n, err := st.DeleteUsageBefore(ctx, base.Add(5*time.Hour), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		deleted += n
+	}
+	if deleted != 5 || s.legacyRows.Load() {
+		t.Fatalf("deleted %d, usage_logs still looked up: %v", deleted, s.legacyRows.Load())
+	}
+}
+
+func openDays(t *testing.T, path string) store.Store {
+	t.Helper()
+	st, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func dayUser(t *testing.T, st store.Store, name string) *store.User {
+	t.Helper()
+	u := &store.User{Username: name, PasswordHash: "hash", Quota: 1_000_000}
+	if err := st.CreateUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
