@@ -96,6 +96,10 @@ func run(ctx context.Context, driver, dsn string, cfg usagegen.Config, fill, fas
 		if err != nil {
 			return err
 		}
+		if r.Drop > 0 {
+			fmt.Printf("retention: %s's day dropped whole (DropUsageDays): %d rows in %s\n",
+				r.Day.Format(time.DateOnly), r.Dropped, r.Drop.Round(time.Millisecond))
+		}
 		fmt.Printf("retention: %s's %d rows (of %d) in %d batches of %d: %s in all, a batch p50 %s, max %s\n",
 			r.Day.Format(time.DateOnly), r.Rows, n, r.Batches, r.BatchSize, r.Total.Round(time.Millisecond),
 			r.P50.Round(time.Microsecond), r.Max.Round(time.Microsecond))
