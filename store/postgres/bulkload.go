@@ -68,6 +68,13 @@ func (s *Store) LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*stor
 				return fmt.Errorf("rollups: %w", err)
 			}
 		}
+		// the day's statistics now, as after a restore: autovacuum comes to
+		// a loaded day late, and until then the planner takes it for an
+		// unknown table and may pick a newest-first scan of every day for
+		// a request id (seen at 50 million rows: 2.6 s instead of ms)
+		if _, err := tx.Exec(ctx, `ANALYZE `+name); err != nil {
+			return err
+		}
 		if !exists {
 			if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE usage_logs ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d)`,
 				name, from, to)); err != nil {
