@@ -211,11 +211,16 @@ type RetentionResult struct {
 	Total     time.Duration // the batches' time, the pauses between them left out
 	P50, Max  time.Duration // one batch: how long a writer may wait for the lock
 	BatchSize int
+	// Dropped are the rows of the whole days dropped first (a store that
+	// keeps days apart: PostgreSQL's partitions), in Drop.
+	Dropped int64
+	Drop    time.Duration
 }
 
 // DeleteOldestDay removes the oldest UTC day of rows as the retention
-// worker does (billing.Retention: DeleteUsageBefore in batches of
-// batchSize, each its own transaction) and times each batch.
+// worker does (billing.Retention: on a store that keeps days apart,
+// DropUsageDays first, then DeleteUsageBefore in batches of batchSize,
+// each its own transaction, for what is left) and times each step.
 func DeleteOldestDay(ctx context.Context, st store.Store, batchSize int) (RetentionResult, error) {
 	oldest, err := st.UsageSince(ctx, time.Time{}, 0, 1)
 	if err != nil || len(oldest) == 0 {
@@ -224,6 +229,14 @@ func DeleteOldestDay(ctx context.Context, st store.Store, batchSize int) (Retent
 	day := oldest[0].CreatedAt.UTC().Truncate(24 * time.Hour)
 	cutoff := day.AddDate(0, 0, 1)
 	res := RetentionResult{Day: day, BatchSize: batchSize}
+	if days, ok := st.(store.UsageDays); ok {
+		began := time.Now()
+		n, err := days.DropUsageDays(ctx, cutoff)
+		if err != nil {
+			return res, err
+		}
+		res.Dropped, res.Drop = n, time.Since(began)
+	}
 	var times []time.Duration
 	for {
 		began := time.Now()

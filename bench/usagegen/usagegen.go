@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -220,7 +221,7 @@ func (g *Gen) row(l *store.UsageLog, n int64) {
 	r := g.rng
 	// evenly spread in time, a millisecond's jitter at most: ids and
 	// created_at grow together, as the writer makes them
-	ms := g.start + int64(float64(n)*float64(g.span)/float64(g.cfg.Rows))
+	ms := g.ms(n)
 	u := int(g.users.Uint64())
 	keys := g.Keys[u]
 	m := &g.Models[g.models.Uint64()]
@@ -267,6 +268,11 @@ func (g *Gen) row(l *store.UsageLog, n int64) {
 	if m.upstreamPrefix != "" {
 		l.UpstreamRequestID = m.upstreamPrefix + randomText(r, 24)
 	}
+}
+
+// ms is the n-th row's time.
+func (g *Gen) ms(n int64) int64 {
+	return g.start + int64(float64(n)*float64(g.span)/float64(g.cfg.Rows))
 }
 
 // requestID is the gateway's id (caddymodule's newRequestID) for a
@@ -318,6 +324,53 @@ func (g *Gen) Fill(ctx context.Context, st store.Store, progress func(written in
 			return err
 		}
 		if err := st.SettleBatch(ctx, g.Next()); err != nil {
+			return fmt.Errorf("rows to %d: %w", g.made, err)
+		}
+		if progress != nil {
+			progress(g.made)
+		}
+	}
+	return nil
+}
+
+// DayLoader is a store that takes a whole UTC day of usage rows at once,
+// by bulk load (PostgreSQL's COPY into the day's partition, its indexes
+// built after, its rollups summed from it): LoadUsageDay must write what
+// SettleBatch would for the same rows. FastFill uses it.
+type DayLoader interface {
+	LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*store.UsageLog]) (int64, error)
+}
+
+// FastFill makes the same users, keys and rows as Fill (the same seed
+// gives the same rows, ids and rollups), a day at a time through st's
+// LoadUsageDay: 50 million rows on PostgreSQL in minutes rather than the
+// hour and a half SettleBatch takes. It fails when st has no bulk load.
+func (g *Gen) FastFill(ctx context.Context, st store.Store, progress func(written int64)) error {
+	dl, ok := st.(DayLoader)
+	if !ok {
+		return fmt.Errorf("the store (%T) has no bulk load; fill it with Fill", st)
+	}
+	if g.UserIDs == nil {
+		if err := g.Setup(ctx, st); err != nil {
+			return err
+		}
+	}
+	var l store.UsageLog
+	for !g.Done() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		day := g.ms(g.made) / store.MsPerDay
+		rows := func(yield func(*store.UsageLog) bool) {
+			for !g.Done() && g.ms(g.made)/store.MsPerDay == day {
+				g.row(&l, g.made)
+				g.made++
+				if !yield(&l) {
+					return
+				}
+			}
+		}
+		if _, err := dl.LoadUsageDay(ctx, day, rows); err != nil {
 			return fmt.Errorf("rows to %d: %w", g.made, err)
 		}
 		if progress != nil {

@@ -108,3 +108,22 @@ func TestFillWritesRowsAndRollups(t *testing.T) {
 		}
 	}
 }
+
+// FastFill needs a store with a bulk load (PostgreSQL's LoadUsageDay;
+// store/postgres's TestLoadUsageDayEqualsSettleBatch checks what it
+// writes), and says so on one without rather than fill it another way.
+func TestFastFillNeedsABulkLoad(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "usage.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := New(Config{Rows: 10, Days: 1, Users: 2, Models: 2, Channels: 2})
+	err = g.FastFill(context.Background(), st, nil)
+	if err == nil || !strings.Contains(err.Error(), "no bulk load") {
+		t.Fatalf("FastFill on SQLite: %v; want the store has no bulk load", err)
+	}
+	if n, err := st.CountUsage(context.Background()); err != nil || n != 0 {
+		t.Fatalf("CountUsage = %d, %v; want 0", n, err)
+	}
+}
