@@ -92,6 +92,12 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 		}
 		sums.Add(l, createdAt)
 	}
+	return writeCharges(exec, tx, sums)
+}
+
+// writeCharges writes a batch's sums: the rollups, the windows' spend,
+// and the users' and keys' charges.
+func writeCharges(exec context.Context, tx execer, sums *store.BatchCharges) error {
 	if err := writeModelDays(exec, tx, sums); err != nil {
 		return err
 	}

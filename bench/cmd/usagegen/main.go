@@ -37,7 +37,7 @@ func main() {
 	flag.IntVar(&cfg.Batch, "batch", d.Batch, "rows per SettleBatch (one transaction)")
 	flag.Uint64Var(&cfg.Seed, "seed", d.Seed, "random seed (the same seed makes the same rows)")
 	fill := flag.Bool("fill", true, "make the data set (false: measure what is there)")
-	fast := flag.Bool("fast", false, "make it a day at a time by the store's bulk load (PostgreSQL: COPY, indexes built after) rather than SettleBatch")
+	fast := flag.Bool("fast", false, "make it a day at a time by the store's bulk load (PostgreSQL: COPY; SQLite: plain inserts; the day's indexes built after) rather than SettleBatch")
 	measure := flag.Int("measure", 0, "time every filter and dashboard sum this many times and print p50/p95")
 	retention := flag.Int("retention", 0, "after the rest, delete the oldest day in batches of this many rows (as usage_retention does) and time it")
 	flag.Parse()
