@@ -29,7 +29,7 @@ func BenchmarkUsageIndexCost(b *testing.B) {
 	days := []int64{today - 1, today}
 	{
 		st := openBench(b, filepath.Join(b.TempDir(), "names.db"))
-		if err := st.ensureDay(context.Background(), st.w, today); err != nil {
+		if _, err := st.ensureDay(context.Background(), st.w, today); err != nil {
 			b.Fatal(err)
 		}
 		// the row key's index stays: the writer's ON CONFLICT (row_key),
@@ -66,7 +66,7 @@ func BenchmarkUsageIndexCost(b *testing.B) {
 				drop = droppable
 			}
 			for _, d := range days {
-				if err := st.ensureDay(ctx, st.w, d); err != nil {
+				if _, err := st.ensureDay(ctx, st.w, d); err != nil {
 					b.Fatal(err)
 				}
 				for _, name := range drop {

@@ -69,10 +69,15 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 		}
 		ms := createdAt.UnixMilli()
 		day := dayOfMs(ms)
-		if err := s.ensureDay(exec, tx, day); err != nil {
+		inserts, err := s.ensureDay(exec, tx, day)
+		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(exec, insertUsageRow(day, legacy && l.Key != ""), ms, l.UserID, l.TokenID,
+		ins := inserts.plain
+		if legacy && l.Key != "" {
+			ins = inserts.checkLegacy
+		}
+		res, err := tx.ExecContext(exec, ins, ms, l.UserID, l.TokenID,
 			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
 			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
 			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)

@@ -27,7 +27,7 @@ func TestUsageFilterPlans(t *testing.T) {
 	s := st.(*Store)
 	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 	day := at.UnixMilli() / store.MsPerDay
-	if err := s.ensureDay(context.Background(), s.w, day); err != nil {
+	if _, err := s.ensureDay(context.Background(), s.w, day); err != nil {
 		t.Fatal(err)
 	}
 	after := &store.UsageCursor{CreatedAt: at, ID: 99}

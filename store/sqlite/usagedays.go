@@ -86,28 +86,33 @@ func usageDayTableDDL(d int64) []string {
 	}
 }
 
-// dayTables remembers the day tables this store has made or met, so a
-// batch makes a day's table once. It is a cache: a table dropped by
-// another process (a CLI's retention) is made again when a write finds
-// it missing.
+// dayTables remembers the day tables this store has made or met, and
+// their insert statements, so a batch makes a day's table once and builds
+// no statement per row. It is a cache: a table dropped by another process
+// (a CLI's retention) is made again when a write finds it missing.
 type dayTables struct {
 	mu    sync.Mutex
-	known map[int64]bool
+	known map[int64]*dayInserts
 }
 
-func (d *dayTables) has(day int64) bool {
+// dayInserts are insertUsageRow's two statements for a day.
+type dayInserts struct{ plain, checkLegacy string }
+
+func (d *dayTables) get(day int64) *dayInserts {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.known[day]
 }
 
-func (d *dayTables) add(day int64) {
+func (d *dayTables) add(day int64) *dayInserts {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.known == nil {
-		d.known = map[int64]bool{}
+		d.known = map[int64]*dayInserts{}
 	}
-	d.known[day] = true
+	ins := &dayInserts{insertUsageRow(day, false), insertUsageRow(day, true)}
+	d.known[day] = ins
+	return ins
 }
 
 func (d *dayTables) forget() {
@@ -116,18 +121,18 @@ func (d *dayTables) forget() {
 	d.known = nil
 }
 
-// ensureDay makes day d's table within tx, unless this store knows it.
-func (s *Store) ensureDay(ctx context.Context, tx execer, d int64) error {
-	if s.days.has(d) {
-		return nil
+// ensureDay makes day d's table within tx, unless this store knows it,
+// and returns its insert statements.
+func (s *Store) ensureDay(ctx context.Context, tx execer, d int64) (*dayInserts, error) {
+	if ins := s.days.get(d); ins != nil {
+		return ins, nil
 	}
 	for _, q := range usageDayTableDDL(d) {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("make the usage table of %s: %w", usageDayTable(d), err)
+			return nil, fmt.Errorf("make the usage table of %s: %w", usageDayTable(d), err)
 		}
 	}
-	s.days.add(d)
-	return nil
+	return s.days.add(d), nil
 }
 
 // missingTable reports a statement that named a table no longer there (a
