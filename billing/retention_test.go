@@ -18,33 +18,8 @@ func TestRetentionDeletesOldRowsInBatches(t *testing.T) {
 	st, u := newUserStore(t, 0)
 	ctx := context.Background()
 	old := time.Now().Add(-48 * time.Hour)
-	var rows []*store.UsageLog
-	for i := range 25 {
-		created := time.Now()
-		if i < 23 {
-			created = old
-		}
-		rows = append(rows, &store.UsageLog{Key: fmt.Sprint("row-", i), CreatedAt: created, UserID: u.ID, Model: "m", Cost: 1, Status: 200})
-	}
-	if err := st.SettleBatch(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
-
-	var (
-		mu      sync.Mutex
-		batches []int64
-	)
-	r := &billing.Retention{Store: rowsOnly{st}, Keep: 24 * time.Hour, BatchSize: 10, Pause: time.Millisecond,
-		Deleted: func(n int64) { mu.Lock(); batches = append(batches, n); mu.Unlock() }}
-	r.Start()
-	waitFor(t, "the old rows to go", func() bool {
-		n, err := st.CountUsage(ctx)
-		return err == nil && n == 2
-	})
-	r.Stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(batches) != "[10 10 3]" {
+	seedExpired(t, st, u.ID, old)
+	if batches := sweepCounts(t, rowsOnly{st}); fmt.Sprint(batches) != "[10 10 3]" {
 		t.Errorf("batches %v, want [10 10 3]", batches)
 	}
 	days, err := st.DailyUsageByModel(ctx, u.ID, old.Add(-24*time.Hour))
@@ -120,19 +95,32 @@ func TestRetentionDropsWholeDaysFirst(t *testing.T) {
 // day's table dropped rather than its rows deleted.
 func TestRetentionDropsSQLiteDays(t *testing.T) {
 	st, u := newUserStore(t, 0)
-	ctx := context.Background()
-	old := time.Now().Add(-72 * time.Hour)
+	seedExpired(t, st, u.ID, time.Now().Add(-72*time.Hour))
+	if batches := sweepCounts(t, st); fmt.Sprint(batches) != "[23]" {
+		t.Errorf("batches %v, want the expired day's 23 rows at once", batches)
+	}
+}
+
+// seedExpired writes 25 usage rows of user, 23 of them at old.
+func seedExpired(t *testing.T, st store.Store, user int64, old time.Time) {
+	t.Helper()
 	var rows []*store.UsageLog
 	for i := range 25 {
 		created := time.Now()
 		if i < 23 {
 			created = old
 		}
-		rows = append(rows, &store.UsageLog{Key: fmt.Sprint("row-", i), CreatedAt: created, UserID: u.ID, Model: "m", Cost: 1, Status: 200})
+		rows = append(rows, &store.UsageLog{Key: fmt.Sprint("row-", i), CreatedAt: created, UserID: user, Model: "m", Cost: 1, Status: 200})
 	}
-	if err := st.SettleBatch(ctx, rows); err != nil {
+	if err := st.SettleBatch(context.Background(), rows); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sweepCounts runs retention with a day's window over st until two rows
+// are left, and returns the counts it reported.
+func sweepCounts(t *testing.T, st store.Store) []int64 {
+	t.Helper()
 	var (
 		mu      sync.Mutex
 		batches []int64
@@ -141,13 +129,11 @@ func TestRetentionDropsSQLiteDays(t *testing.T) {
 		Deleted: func(n int64) { mu.Lock(); batches = append(batches, n); mu.Unlock() }}
 	r.Start()
 	waitFor(t, "the old rows to go", func() bool {
-		n, err := st.CountUsage(ctx)
+		n, err := st.CountUsage(context.Background())
 		return err == nil && n == 2
 	})
 	r.Stop()
 	mu.Lock()
 	defer mu.Unlock()
-	if fmt.Sprint(batches) != "[23]" {
-		t.Errorf("batches %v, want the expired day's 23 rows at once", batches)
-	}
+	return batches
 }

@@ -24,7 +24,7 @@ import (
 func (s *Store) LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*store.UsageLog]) (int64, error) {
 	t := usageDayTable(day)
 	from, to := day*store.MsPerDay, (day+1)*store.MsPerDay
-	ddl := usageDayTableDDL(day)
+	ddl := s.usageDayTableDDL(day)
 	// read before the write transaction, which holds the one writer
 	// connection (nothing else writes: an offline database)
 	var exists bool

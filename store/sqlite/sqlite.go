@@ -44,6 +44,8 @@ type Store struct {
 	// legacyRows is set while usage_logs may hold rows of before the day
 	// tables, whose row keys a new row must not repeat
 	legacyRows atomic.Bool
+	// usageTableSQL is usage_logs' CREATE TABLE, the day tables' pattern
+	usageTableSQL string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -137,6 +139,13 @@ func newStore(w, r *sql.DB) (*Store, error) {
 		return nil, fmt.Errorf("usage_logs: %w", err)
 	}
 	s.legacyRows.Store(legacy)
+	// the day tables are made as usage_logs is (usagedays.go)
+	if err := w.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'usage_logs'`).Scan(&s.usageTableSQL); err != nil {
+		return nil, fmt.Errorf("usage_logs: %w", err)
+	}
+	if !strings.HasPrefix(s.usageTableSQL, "CREATE TABLE usage_logs") {
+		return nil, fmt.Errorf("usage_logs is defined as %.40q, not as the migrations make it", s.usageTableSQL)
+	}
 	return s, nil
 }
 

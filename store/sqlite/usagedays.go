@@ -39,40 +39,17 @@ func usageDayTable(d int64) string {
 }
 
 // usageDayTableDDL makes day d's table and the indexes the pages read it
-// by: those of usage_logs (bench/README.md, "The indexes of usage_logs on
-// SQLite"), without the id at the end of three of them, which SQLite
+// by. The table is usage_logs' own definition as SQLite keeps it (its
+// columns added by later migrations included), under the day's name: a
+// migration that adds a column to usage_logs adds it to the day tables
+// made after, and must add it to those listed in usage_days too. The
+// indexes are usage_logs' (bench/README.md, "The indexes of usage_logs
+// on SQLite"), without the id at the end of three of them, which SQLite
 // appends to every index entry anyway.
-func usageDayTableDDL(d int64) []string {
+func (s *Store) usageDayTableDDL(d int64) []string {
 	t := usageDayTable(d)
 	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + t + ` (
-			id                  INTEGER PRIMARY KEY,
-			created_at          BIGINT  NOT NULL,
-			user_id             BIGINT  NOT NULL,
-			token_id            BIGINT  NOT NULL DEFAULT 0,
-			model               TEXT    NOT NULL DEFAULT '',
-			channel             TEXT    NOT NULL DEFAULT '',
-			endpoint            TEXT    NOT NULL DEFAULT '',
-			prompt_tokens       BIGINT  NOT NULL DEFAULT 0,
-			completion_tokens   BIGINT  NOT NULL DEFAULT 0,
-			cached_tokens       BIGINT  NOT NULL DEFAULT 0,
-			reasoning_tokens    BIGINT  NOT NULL DEFAULT 0,
-			cost                BIGINT  NOT NULL DEFAULT 0,
-			status              INTEGER NOT NULL DEFAULT 0,
-			estimated           INTEGER NOT NULL DEFAULT 0,
-			stream              INTEGER NOT NULL DEFAULT 0,
-			latency_ms          BIGINT  NOT NULL DEFAULT 0,
-			ttfb_ms             BIGINT  NOT NULL DEFAULT 0,
-			error               TEXT    NOT NULL DEFAULT '',
-			request_id          TEXT    NOT NULL DEFAULT '',
-			upstream_request_id TEXT    NOT NULL DEFAULT '',
-			row_key             TEXT,
-			trace_id            TEXT    NOT NULL DEFAULT '',
-			windows             TEXT    NOT NULL DEFAULT '',
-			plan                TEXT    NOT NULL DEFAULT '',
-			cache_hit           INTEGER NOT NULL DEFAULT 0,
-			cache_saved         BIGINT  NOT NULL DEFAULT 0,
-			price_tier          BIGINT  NOT NULL DEFAULT 0)`,
+		strings.Replace(s.usageTableSQL, "CREATE TABLE "+legacyUsageTable, "CREATE TABLE IF NOT EXISTS "+t, 1),
 		`CREATE INDEX IF NOT EXISTS ` + t + `_created_at ON ` + t + ` (created_at)`,
 		`CREATE INDEX IF NOT EXISTS ` + t + `_user_id_created_at ON ` + t + ` (user_id, created_at)`,
 		`CREATE INDEX IF NOT EXISTS ` + t + `_user_id_model_created_at ON ` + t + ` (user_id, model, created_at)`,
@@ -127,7 +104,7 @@ func (s *Store) ensureDay(ctx context.Context, tx execer, d int64) (*dayInserts,
 	if ins := s.days.get(d); ins != nil {
 		return ins, nil
 	}
-	for _, q := range usageDayTableDDL(d) {
+	for _, q := range s.usageDayTableDDL(d) {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("make the usage table of %s: %w", usageDayTable(d), err)
 		}
