@@ -22,6 +22,9 @@ import (
 // (no row key check) and nothing else writes meanwhile. A day whose table
 // exists already gets its rows through its indexes.
 func (s *Store) LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*store.UsageLog]) (int64, error) {
+	if day < firstUsageDay || day > lastUsageDay {
+		return 0, fmt.Errorf("load usage day %d: the day tables run from 1970-01-02 to 9999-12-31", day)
+	}
 	t := usageDayTable(day)
 	from, to := day*store.MsPerDay, (day+1)*store.MsPerDay
 	ddl := s.usageDayTableDDL(day)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -37,6 +38,49 @@ func (t *rawTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 	}
 	t.args = nv
 	return t.c.ExecContext(ctx, query, nv)
+}
+
+// queryInt64s reads a statement's first column of integers within tx: a
+// rawTx or a *sql.Tx (the write connection is the transaction's, so a read
+// through the store's pools could wait on it).
+func queryInt64s(ctx context.Context, tx execer, query string) ([]int64, error) {
+	var out []int64
+	switch t := tx.(type) {
+	case *rawTx:
+		rows, err := t.c.QueryContext(ctx, query, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, len(rows.Columns()))
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				return out, nil
+			} else if err != nil {
+				return nil, err
+			}
+			v, ok := dest[0].(int64)
+			if !ok {
+				return nil, fmt.Errorf("%T where an integer was expected", dest[0])
+			}
+			out = append(out, v)
+		}
+	case *sql.Tx:
+		rows, err := t.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v int64
+			if err := rows.Scan(&v); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, rows.Err()
+	}
+	return nil, fmt.Errorf("query on a %T", tx)
 }
 
 // driverValue is what database/sql's default converter makes of the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
@@ -57,8 +58,11 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 	// and with it its charge: by the unique row key of its day's table,
 	// which the replay reaches since the usage writer gives a row its time
 	// before its first attempt; and in usage_logs while it holds rows of
-	// before the day tables
+	// before the day tables. A keyed row sent without a time may have
+	// gone to another day the first time: it is looked for in every table.
 	legacy := s.legacyRows.Load()
+	var touched []int64 // the days of this batch's rows, made within tx
+	var stored []string // the tables there were before tx, read once
 	for i, l := range logs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -68,13 +72,24 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 			createdAt = ts
 		}
 		ms := createdAt.UnixMilli()
-		day := dayOfMs(ms)
+		day := tableDayOfMs(ms)
 		inserts, err := s.ensureDay(exec, tx, day)
 		if err != nil {
 			return err
 		}
+		if !slices.Contains(touched, day) {
+			touched = append(touched, day)
+		}
 		ins := inserts.plain
-		if legacy && l.Key != "" {
+		switch {
+		case l.Key != "" && l.CreatedAt.IsZero():
+			if stored == nil {
+				if stored, err = usageTables(exec, tx); err != nil {
+					return err
+				}
+			}
+			ins = insertUsageRow(day, otherTables(day, stored, touched))
+		case legacy && l.Key != "":
 			ins = inserts.checkLegacy
 		}
 		res, err := tx.ExecContext(exec, ins, ms, l.UserID, l.TokenID,
@@ -153,16 +168,24 @@ func writeCharges(exec context.Context, tx execer, sums *store.BatchCharges) err
 
 // insertUsageRow is the statement that writes a row of day d into its
 // table: the id the day's next (the day's base when it has none), nothing
-// when its row key is taken, and with checkLegacy nothing either when
-// usage_logs has the key (a row written before the day tables, replayed).
-func insertUsageRow(d int64, checkLegacy bool) string {
+// when its row key is taken, and nothing either when one of checkTables
+// has the key (usage_logs: a row written before the day tables, replayed;
+// every other table: a row sent without a time).
+func insertUsageRow(d int64, checkTables []string) string {
 	t := usageDayTable(d)
 	values := `VALUES ((SELECT IFNULL(MAX(id), ` + fmt.Sprint(d<<32) + `) + 1 FROM ` + t + `),
 		?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	if checkLegacy {
+	if len(checkTables) > 0 {
+		var not strings.Builder
+		for i, c := range checkTables {
+			if i > 0 {
+				not.WriteString(" AND ")
+			}
+			not.WriteString("NOT EXISTS (SELECT 1 FROM " + c + " WHERE row_key = ?20)")
+		}
 		values = `SELECT (SELECT IFNULL(MAX(id), ` + fmt.Sprint(d<<32) + `) + 1 FROM ` + t + `),
 		?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26
-		WHERE NOT EXISTS (SELECT 1 FROM usage_logs WHERE row_key = ?20)`
+		WHERE ` + not.String()
 	}
 	return `INSERT INTO ` + t + ` (id, created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
@@ -385,7 +408,7 @@ func (s *Store) UsageSince(ctx context.Context, since time.Time, afterID int64, 
 		if len(logs) >= limit {
 			return errStopSegments
 		}
-		if g.table != legacyUsageTable && afterID >= (g.lastDay+1)<<32 {
+		if g.table != legacyUsageTable && afterID >= (g.day+1)<<32 {
 			return nil // every id of the day is at or below the cursor
 		}
 		rows, err := s.r.QueryContext(ctx, `SELECT `+store.UsageColumns+` FROM `+g.table+`

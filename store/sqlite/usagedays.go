@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -30,12 +31,35 @@ import (
 // another day's (or usage_logs', below 2^32). A row written late into a
 // past day (a journal replayed after midnight) takes an id of that day,
 // not one above every id given since.
+//
+// The day tables run from 1970-01-02 to 9999-12-31 (firstUsageDay,
+// lastUsageDay): a row of an earlier day goes to the first, of a later
+// one to the last, whose spans are open at that end. A table of the
+// epoch's own day or before would give ids at or below usage_logs' (day
+// 0's base is 0) or negative ones, which the export, reading in id order
+// from 0, would never reach; and a name past year 9999 has no date.
 
 const legacyUsageTable = "usage_logs"
+
+const (
+	firstUsageDay int64 = 1       // 1970-01-02
+	lastUsageDay  int64 = 2932896 // 9999-12-31
+
+	// the span of the edge tables' open ends, in days: as far as unix
+	// milliseconds in an int64 go
+	spanFirstDay = math.MinInt64/store.MsPerDay + 1
+	spanLastDay  = math.MaxInt64/store.MsPerDay - 2
+)
 
 // usageDayTable names the table of UTC day d (days since 1970-01-01).
 func usageDayTable(d int64) string {
 	return "usage_logs_" + time.UnixMilli(d*store.MsPerDay).UTC().Format("20060102")
+}
+
+// tableDayOfMs is the day whose table takes a row created at unix
+// milliseconds ms.
+func tableDayOfMs(ms int64) int64 {
+	return min(max(dayOfMs(ms), firstUsageDay), lastUsageDay)
 }
 
 // usageDayTableDDL makes day d's table and the indexes the pages read it
@@ -72,7 +96,7 @@ type dayTables struct {
 	known map[int64]*dayInserts
 }
 
-// dayInserts are insertUsageRow's two statements for a day.
+// dayInserts are insertUsageRow's two usual statements for a day.
 type dayInserts struct{ plain, checkLegacy string }
 
 func (d *dayTables) get(day int64) *dayInserts {
@@ -87,7 +111,7 @@ func (d *dayTables) add(day int64) *dayInserts {
 	if d.known == nil {
 		d.known = map[int64]*dayInserts{}
 	}
-	ins := &dayInserts{insertUsageRow(day, false), insertUsageRow(day, true)}
+	ins := &dayInserts{insertUsageRow(day, nil), insertUsageRow(day, []string{legacyUsageTable})}
 	d.known[day] = ins
 	return ins
 }
@@ -119,9 +143,11 @@ func missingTable(err error) bool {
 }
 
 // usageSegment is a table of usage rows and the UTC days its rows may be
-// of: one day for a day table, the span of its rows for usage_logs.
+// of: one day for a day table (open at one end for the first and the
+// last), the span of its rows for usage_logs.
 type usageSegment struct {
 	table             string
+	day               int64 // a day table's day, whose ids it has; 0 for usage_logs
 	firstDay, lastDay int64
 }
 
@@ -139,7 +165,7 @@ func (s *Store) usageSegments(ctx context.Context) ([]usageSegment, error) {
 		return nil, fmt.Errorf("usage tables: %w", err)
 	}
 	if lo.Valid {
-		segs = append(segs, usageSegment{legacyUsageTable, floorDiv(lo.Int64, store.MsPerDay), floorDiv(hi.Int64, store.MsPerDay)})
+		segs = append(segs, usageSegment{legacyUsageTable, 0, floorDiv(lo.Int64, store.MsPerDay), floorDiv(hi.Int64, store.MsPerDay)})
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT day FROM usage_days ORDER BY day`)
 	if err != nil {
@@ -151,12 +177,51 @@ func (s *Store) usageSegments(ctx context.Context) ([]usageSegment, error) {
 		if err := rows.Scan(&d); err != nil {
 			return nil, fmt.Errorf("usage tables: %w", err)
 		}
-		segs = append(segs, usageSegment{usageDayTable(d), d, d})
+		g := usageSegment{usageDayTable(d), d, d, d}
+		if d <= firstUsageDay {
+			g.firstDay = spanFirstDay
+		}
+		if d >= lastUsageDay {
+			g.lastDay = spanLastDay
+		}
+		segs = append(segs, g)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("usage tables: %w", err)
 	}
 	return segs, nil
+}
+
+// usageTables names the tables holding usage rows, read within the
+// writer's transaction tx: usage_logs and every day's.
+func usageTables(ctx context.Context, tx execer) ([]string, error) {
+	days, err := queryInt64s(ctx, tx, `SELECT day FROM usage_days ORDER BY day`)
+	if err != nil {
+		return nil, fmt.Errorf("usage tables: %w", err)
+	}
+	tables := []string{legacyUsageTable}
+	for _, d := range days {
+		tables = append(tables, usageDayTable(d))
+	}
+	return tables, nil
+}
+
+// otherTables is every table but day d's that may hold a row key: those
+// stored before the batch and those the batch made.
+func otherTables(d int64, stored []string, touched []int64) []string {
+	own := usageDayTable(d)
+	out := make([]string, 0, len(stored)+len(touched))
+	for _, t := range stored {
+		if t != own {
+			out = append(out, t)
+		}
+	}
+	for _, day := range touched {
+		if t := usageDayTable(day); t != own && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // inRange keeps the segments that may hold rows created in [since, until)
@@ -186,7 +251,9 @@ var _ store.UsageDays = (*Store)(nil)
 // rows reuse (no VACUUM). usage_logs' rows, and the rows of the cutoff's
 // own day, are left to DeleteUsageBefore.
 func (s *Store) DropUsageDays(ctx context.Context, cutoff time.Time) (int64, error) {
-	last := dayOfMs(cutoff.UnixMilli()) - 1 // the last day that ends by cutoff
+	// the last day that ends by cutoff; never the last table, which may
+	// hold rows of any later day
+	last := min(dayOfMs(cutoff.UnixMilli())-1, lastUsageDay-1)
 	var n int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT day FROM usage_days WHERE day <= ? ORDER BY day`, last)

@@ -142,3 +142,28 @@ func dayUser(t *testing.T, st store.Store, name string) *store.User {
 	}
 	return u
 }
+
+// A keyed row sent without a time is looked for in every day's table
+// within the writer's transaction, not through the reading pool: on a
+// ":memory:" store both are the one connection, which the transaction
+// holds, so a read through the pool would wait for ever.
+func TestUntimedKeyedRowOnOneConnection(t *testing.T) {
+	s := openDays(t, ":memory:")
+	u := dayUser(t, s, "mem-days")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	yesterday := time.Now().UTC().Add(-24 * time.Hour)
+	if err := s.SettleBatch(ctx, []*store.UsageLog{{Key: "m1", UserID: u.ID, Cost: 3, CreatedAt: yesterday}}); err != nil {
+		t.Fatal(err)
+	}
+	again := []*store.UsageLog{{Key: "m1", UserID: u.ID, Cost: 3}, {Key: "m2", UserID: u.ID, Cost: 4}}
+	if err := s.SettleBatch(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if again[0].ID != 0 || again[1].ID == 0 {
+		t.Fatalf("ids %d %d: the key of yesterday's row gets none, the new one an id", again[0].ID, again[1].ID)
+	}
+	if got, err := s.UserByID(ctx, u.ID); err != nil || got.UsedQuota != 7 {
+		t.Fatalf("charged %+v (%v), want 7", got, err)
+	}
+}

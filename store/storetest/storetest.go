@@ -110,6 +110,8 @@ func Run(t *testing.T, open Opener) {
 			{"LimitsRoundTrip", testLimitsRoundTrip},
 			{"RetentionKeepsDailyTotals", testRetentionKeepsDailyTotals},
 			{"UsageAcrossDays", testUsageAcrossDays},
+			{"UsageDaysKeyedOnce", testUsageDaysKeyedOnce},
+			{"UsageFarDays", testUsageFarDays},
 			{"DailyTotalsMatchRows", testDailyTotalsMatchRows},
 		}},
 		{"Leases", []test{

@@ -178,3 +178,123 @@ func mustUserUsed(t *testing.T, s store.Store, id int64) int64 {
 	}
 	return u.UsedQuota
 }
+
+// A keyed row is written once whatever day it would land in: replayed
+// with its time, into its own day, even one that is not today; replayed
+// without a time (which puts it at the batch's time, today), it is still
+// found in the day it went to first, and neither its row nor its charge
+// comes twice.
+func testUsageDaysKeyedOnce(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	u := mustUser(t, s, "keyed-days", 1000)
+	at := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(5 * time.Hour)
+	row := func(key string, when time.Time) *store.UsageLog {
+		return &store.UsageLog{Key: key, UserID: u.ID, Cost: 10, Status: 200, CreatedAt: when}
+	}
+	if err := s.SettleBatch(ctx, []*store.UsageLog{row("k1", at), row("k2", at.Add(24*time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	replay := []*store.UsageLog{row("k1", at), row("k2", at.Add(24*time.Hour)), row("k3", at)}
+	if err := s.SettleBatch(ctx, replay); err != nil {
+		t.Fatal(err)
+	}
+	if replay[0].ID != 0 || replay[1].ID != 0 || replay[2].ID == 0 {
+		t.Fatalf("replayed ids %d %d %d: only the new key gets one", replay[0].ID, replay[1].ID, replay[2].ID)
+	}
+	untimed := []*store.UsageLog{row("k1", time.Time{}), row("k2", time.Time{}), row("k4", time.Time{}), row("k4", time.Time{})}
+	if err := s.SettleBatch(ctx, untimed); err != nil {
+		t.Fatal(err)
+	}
+	if untimed[0].ID != 0 || untimed[1].ID != 0 || untimed[2].ID == 0 || untimed[3].ID != 0 {
+		t.Fatalf("untimed ids %d %d %d %d: a key stored in another day, or earlier in the batch, gets none",
+			untimed[0].ID, untimed[1].ID, untimed[2].ID, untimed[3].ID)
+	}
+	if n, err := s.CountUsage(ctx); err != nil || n != 4 {
+		t.Fatalf("%d rows (%v), want 4", n, err)
+	}
+	if got := mustGetUser(t, s, u.ID); got.UsedQuota != 40 || got.RequestCount != 4 {
+		t.Fatalf("user charged %d for %d requests, want 40 for 4", got.UsedQuota, got.RequestCount)
+	}
+}
+
+// A row of a day far in the past (before 1970), on the epoch's own day or
+// far in the future lands, and every read finds it where its time puts
+// it: the listing newest first, its request id, its time range, the
+// export once each in id order; retention takes the past and leaves the
+// future.
+func testUsageFarDays(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	u := mustUser(t, s, "far", 1000)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	rows := []*store.UsageLog{
+		{UserID: u.ID, CreatedAt: now, RequestID: "now", Status: 200},
+		{UserID: u.ID, CreatedAt: time.Date(1965, 7, 1, 3, 0, 0, 0, time.UTC), RequestID: "past", Status: 200},
+		{UserID: u.ID, CreatedAt: time.Date(2400, 2, 29, 22, 0, 0, 0, time.UTC), RequestID: "future", Status: 200},
+		{UserID: u.ID, CreatedAt: time.UnixMilli(5).UTC(), RequestID: "epoch", Status: 200},
+		{UserID: u.ID, CreatedAt: time.Date(1970, 1, 2, 1, 0, 0, 0, time.UTC), RequestID: "day1", Status: 200},
+		{UserID: u.ID, CreatedAt: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), RequestID: "year12000", Status: 200},
+	}
+	if err := s.SettleBatch(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListUsage(ctx, store.UsageFilter{UserID: u.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range got {
+		names = append(names, r.RequestID)
+	}
+	if want := []string{"year12000", "future", "now", "day1", "epoch", "past"}; !slices.Equal(names, want) {
+		t.Fatalf("newest first: %v, want %v", names, want)
+	}
+	for _, r := range rows {
+		f, err := s.ListUsage(ctx, store.UsageFilter{RequestID: r.RequestID})
+		if err != nil || len(f) != 1 || f[0].ID != r.ID || !f[0].CreatedAt.Equal(r.CreatedAt) {
+			t.Fatalf("request id %s: %+v (%v)", r.RequestID, f, err)
+		}
+		f, err = s.ListUsage(ctx, store.UsageFilter{Since: r.CreatedAt, Until: r.CreatedAt.Add(time.Millisecond)})
+		if err != nil || len(f) != 1 || f[0].ID != r.ID {
+			t.Fatalf("the time range of %s: %+v (%v)", r.RequestID, f, err)
+		}
+	}
+	var ids []int64
+	for after := int64(0); ; {
+		page, err := s.UsageSince(ctx, time.Time{}, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			ids = append(ids, r.ID)
+			after = r.ID
+		}
+	}
+	if len(ids) != len(rows) || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Fatalf("the export read ids %v, want the %d rows once each in id order", ids, len(rows))
+	}
+	// retention takes the past and leaves the future
+	cutoff := now.Add(-time.Hour)
+	if days, ok := s.(store.UsageDays); ok {
+		if _, err := days.DropUsageDays(ctx, cutoff); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, err := s.DeleteUsageBefore(ctx, cutoff, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	got, err = s.ListUsage(ctx, store.UsageFilter{})
+	if err != nil || len(got) != 3 || got[0].RequestID != "year12000" || got[1].RequestID != "future" || got[2].RequestID != "now" {
+		t.Fatalf("after retention: %+v (%v)", got, err)
+	}
+}
