@@ -73,43 +73,55 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 		}
 		ms := createdAt.UnixMilli()
 		day := tableDayOfMs(ms)
-		inserts, err := s.ensureDay(exec, tx, day)
-		if err != nil {
-			return err
+		var res sql.Result
+		for attempt := 0; ; attempt++ {
+			inserts, err := s.ensureDay(exec, tx, day)
+			if err != nil {
+				return err
+			}
+			ins := inserts.plain
+			switch {
+			case l.Key != "" && l.CreatedAt.IsZero():
+				if stored == nil {
+					if stored, err = usageTables(exec, tx); err != nil {
+						return err
+					}
+				}
+				ins = insertUsageRow(day, otherTables(day, stored, touched))
+			case legacy && l.Key != "":
+				ins = inserts.checkLegacy
+			}
+			res, err = tx.ExecContext(exec, ins, ms, l.UserID, l.TokenID,
+				l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
+				l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
+				l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)
+			if missingTable(err) && attempt == 0 {
+				// a day dropped behind this store's back (another
+				// process's retention, before this transaction took the
+				// write lock): made again, the tables listed anew; a
+				// statement that fails to prepare leaves tx as it was
+				s.days.forget()
+				stored = nil
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("insert usage row %d: %w", i, err)
+			}
+			break
 		}
 		if !slices.Contains(touched, day) {
 			touched = append(touched, day)
-		}
-		ins := inserts.plain
-		switch {
-		case l.Key != "" && l.CreatedAt.IsZero():
-			if stored == nil {
-				if stored, err = usageTables(exec, tx); err != nil {
-					return err
-				}
-			}
-			ins = insertUsageRow(day, otherTables(day, stored, touched))
-		case legacy && l.Key != "":
-			ins = inserts.checkLegacy
-		}
-		res, err := tx.ExecContext(exec, ins, ms, l.UserID, l.TokenID,
-			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
-			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)
-		if missingTable(err) {
-			s.days.forget() // dropped behind this store's back: made again at the retry
-		}
-		if err != nil {
-			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		} else if n == 0 {
 			continue // written before
 		}
-		if ids[i], err = res.LastInsertId(); err != nil {
+		id, err := res.LastInsertId()
+		if err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
+		ids[i] = id
 		sums.Add(l, createdAt)
 	}
 	return writeCharges(exec, tx, sums)

@@ -167,3 +167,37 @@ func TestUntimedKeyedRowOnOneConnection(t *testing.T) {
 		t.Fatalf("charged %+v (%v), want 7", got, err)
 	}
 }
+
+// A day table dropped by another process (the CLI's retention on the same
+// file) while this store remembers it: the next row of that day makes it
+// again within the same batch, and no batch fails for it.
+func TestDayDroppedBehindTheStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dropped.db")
+	gw, cli := openDays(t, path), openDays(t, path)
+	u := dayUser(t, gw, "dropped")
+	old := time.Now().UTC().AddDate(0, 0, -10).Truncate(24 * time.Hour).Add(time.Hour)
+	if err := gw.SettleBatch(ctx, []*store.UsageLog{{Key: "d1", UserID: u.ID, Cost: 1, CreatedAt: old}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cli.(store.UsageDays).DropUsageDays(ctx, old.Add(24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("the other process dropped %d rows (%v), want 1", n, err)
+	}
+	late := []*store.UsageLog{
+		{Key: "d2", UserID: u.ID, Cost: 2, CreatedAt: old.Add(time.Minute)}, // the dropped day, its table remembered
+		{Key: "d3", UserID: u.ID, Cost: 4},                                  // untimed and keyed: every table looked in
+	}
+	if err := gw.SettleBatch(ctx, late); err != nil {
+		t.Fatalf("a batch with a row of the dropped day: %v", err)
+	}
+	if late[0].ID == 0 || late[1].ID == 0 {
+		t.Fatalf("ids %d %d", late[0].ID, late[1].ID)
+	}
+	got, err := gw.ListUsage(ctx, store.UsageFilter{UserID: u.ID})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("listed %d rows (%v), want the two late ones", len(got), err)
+	}
+	if u2, err := gw.UserByID(ctx, u.ID); err != nil || u2.UsedQuota != 7 {
+		t.Fatalf("charged %+v (%v), want 7", u2, err)
+	}
+}
