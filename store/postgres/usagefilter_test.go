@@ -144,6 +144,9 @@ func TestUpstreamRequestIDReadsBloomFilters(t *testing.T) {
 // walking every day's created_at index from the newest row back (the
 // planner took the id to match 0.5 % of the unanalyzed day and expected
 // the page's rows soon), and the upstream id by reading the day.
+// tendRows is the fresh day's size in TestTendDaysAnalyzesAndSummarizesToday.
+const tendRows = 300000
+
 func TestTendDaysAnalyzesAndSummarizesToday(t *testing.T) {
 	ctx := context.Background()
 	st, err := Open(testCluster.Database(t))
@@ -158,9 +161,23 @@ func TestTendDaysAnalyzesAndSummarizesToday(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `ALTER TABLE `+day+` SET (autovacuum_enabled = false)`); err != nil {
 		t.Fatal(err)
 	}
-	newest := fillToday(t, s, 5000)
-	gateway := store.UsageFilter{RequestID: newest.RequestID, Limit: 20}
-	upstream := store.UsageFilter{RequestID: newest.UpstreamRequestID, Since: newest.CreatedAt.Add(-24 * time.Hour), Limit: 20}
+	// a day's worth as the planner sees it: the planner's guess for an
+	// unanalyzed day (0.5 % of it) must exceed the page by far for the
+	// walk to look cheap, so this day is filled in one statement rather
+	// than through SettleBatch
+	from := now.UTC().Truncate(24 * time.Hour).UnixMilli()
+	if _, err := s.pool.Exec(ctx, `INSERT INTO usage_logs (created_at, user_id, token_id, model, channel, cost,
+		status, request_id, upstream_request_id, row_key)
+		SELECT $1::bigint + i * 200, i % 50, i % 50 + 1, 'model-' || i % 8, 'channel-' || i % 4, 100,
+		200, md5('r' || i), 'chatcmpl-' || md5('u' || i), 'k' || i FROM generate_series(1, $2::bigint) i`, from, tendRows); err != nil {
+		t.Fatal(err)
+	}
+	newest, err := s.ListUsage(ctx, store.UsageFilter{Limit: 1})
+	if err != nil || len(newest) != 1 {
+		t.Fatalf("newest row: %v", err)
+	}
+	gateway := store.UsageFilter{RequestID: newest[0].RequestID, Limit: 20}
+	upstream := store.UsageFilter{RequestID: newest[0].UpstreamRequestID, Since: newest[0].CreatedAt.Add(-24 * time.Hour), Limit: 20}
 	types, indexes := lookups(planOf(t, s, gateway, "request_id"), day)
 	t.Logf("before: the gateway's request id read by %v %v", types, indexes)
 
