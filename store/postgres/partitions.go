@@ -338,8 +338,11 @@ func (s *Store) packDay(ctx context.Context, now time.Time) (int64, error) {
 		}
 	}()
 	for _, d := range closed {
+		// b-trees only: the upstream request id's BRIN index has no
+		// fillfactor, and nothing to pack
 		rows, err := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-			WHERE i.indrelid = to_regclass($1) AND NOT COALESCE(c.reloptions @> '{fillfactor=100}', false)
+			JOIN pg_am a ON a.oid = c.relam
+			WHERE i.indrelid = to_regclass($1) AND a.amname = 'btree' AND NOT COALESCE(c.reloptions @> '{fillfactor=100}', false)
 			ORDER BY c.relname`, days[d])
 		if err != nil {
 			return -1, fmt.Errorf("pack usage partition %s: %w", days[d], err)
