@@ -135,34 +135,41 @@ func (s *Store) tendDays(ctx context.Context, now time.Time) error {
 		}
 	}()
 	today := now.UnixMilli() / store.MsPerDay
+	var errs []error
 	for _, d := range []int64{today - 1, today} {
-		part := dayPartition(d)
-		var exists, analyzed bool
+		errs = append(errs, tendDay(ctx, conn.Conn(), dayPartition(d)))
+	}
+	return errors.Join(errs...)
+}
+
+// tendDay analyzes one day's partition if it needs it and summarizes its
+// full BRIN ranges (tendDays).
+func tendDay(ctx context.Context, conn *pgx.Conn, part string) error {
+	var exists, analyzed bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM pg_stats s
+		JOIN pg_class c ON c.relname = s.tablename JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
+		WHERE c.oid = to_regclass($1))`, part).Scan(&exists, &analyzed); err != nil {
+		return fmt.Errorf("tend usage partition %s: %w", part, err)
+	}
+	if !exists {
+		return nil
+	}
+	name := pgx.Identifier{part}.Sanitize()
+	if !analyzed {
 		var rows int64
-		if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM pg_stats s
-			JOIN pg_class c ON c.relname = s.tablename JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
-			WHERE c.oid = to_regclass($1))`, part).Scan(&exists, &analyzed); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM `+name+` LIMIT $1) t`, analyzeAfterRows).Scan(&rows); err != nil {
 			return fmt.Errorf("tend usage partition %s: %w", part, err)
 		}
-		if !exists {
-			continue
-		}
-		name := pgx.Identifier{part}.Sanitize()
-		if !analyzed {
-			if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM `+name+` LIMIT $1) t`, analyzeAfterRows).Scan(&rows); err != nil {
-				return fmt.Errorf("tend usage partition %s: %w", part, err)
-			}
-			if rows >= analyzeAfterRows {
-				if _, err := conn.Exec(ctx, `ANALYZE `+name); err != nil {
-					return fmt.Errorf("analyze usage partition %s: %w", part, err)
-				}
+		if rows >= analyzeAfterRows {
+			if _, err := conn.Exec(ctx, `ANALYZE `+name); err != nil {
+				return fmt.Errorf("analyze usage partition %s: %w", part, err)
 			}
 		}
-		if _, err := conn.Exec(ctx, `SELECT brin_summarize_new_values(i.indexrelid) FROM pg_index i
-			JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-			WHERE i.indrelid = to_regclass($1) AND a.amname = 'brin'`, part); err != nil {
-			return fmt.Errorf("summarize usage partition %s: %w", part, err)
-		}
+	}
+	if _, err := conn.Exec(ctx, `SELECT brin_summarize_new_values(i.indexrelid) FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+		WHERE i.indrelid = to_regclass($1) AND a.amname = 'brin'`, part); err != nil {
+		return fmt.Errorf("summarize usage partition %s: %w", part, err)
 	}
 	return nil
 }
