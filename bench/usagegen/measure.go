@@ -150,6 +150,7 @@ func Queries(ctx context.Context, st store.Store) ([]Query, error) {
 		list("request id (gateway's, oldest row)", store.UsageFilter{RequestID: requestID}),
 		list("upstream request id, last hour", store.UsageFilter{RequestID: upstreamID, Since: now.Add(-time.Hour)}),
 		list("upstream request id, last day", store.UsageFilter{RequestID: upstreamID, Since: now.Add(-24 * time.Hour)}),
+		list("upstream request id, all time", store.UsageFilter{RequestID: upstreamID}),
 		list("request id (gateway's) + user (heavy)", store.UsageFilter{RequestID: newest[0].RequestID, UserID: newest[0].UserID}),
 		list("user (heavy), next page", store.UsageFilter{UserID: heavy, After: &store.UsageCursor{CreatedAt: now.Add(-48 * time.Hour), ID: math.MaxInt64}}),
 		list("time range: a day a week ago", store.UsageFilter{Since: weekAgo, Until: weekAgo.AddDate(0, 0, 1)}),

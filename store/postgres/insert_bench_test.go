@@ -235,7 +235,7 @@ func insertCopy(ctx context.Context, tx pgx.Tx, logs []*store.UsageLog, ids []in
 func BenchmarkUsageIndexCost(b *testing.B) {
 	droppable := []string{"usage_logs_created_at", "usage_logs_user_id_created_at",
 		"usage_logs_token_id_created_at", "usage_logs_model_created_at", "usage_logs_channel_created_at",
-		"usage_logs_failed_created_at", "usage_logs_request_id"}
+		"usage_logs_failed_created_at", "usage_logs_request_id", "usage_logs_upstream_request_id"}
 	cases := [][]string{nil}
 	for _, ix := range droppable {
 		cases = append(cases, []string{ix})

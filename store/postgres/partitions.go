@@ -39,6 +39,18 @@ const (
 	// packLock is the advisory lock ("gatewaypck") an instance holds while
 	// it packs a day, so two never rebuild the same indexes
 	packLock int64 = 0x6761746577706b
+	// tendInterval is how often a store looks after the days being
+	// written (tendDays): the longest a new day goes without statistics,
+	// or a full range of its rows without its bloom filter, when
+	// autovacuum is late
+	tendInterval = time.Minute
+	// analyzeAfterRows is how many rows a day holds before tendDays
+	// analyzes it, when autovacuum has not yet: enough for the columns'
+	// distinct counts and created_at's order
+	analyzeAfterRows = 1000
+	// tendLock is the advisory lock ("gatewtd") of tendDays, so that
+	// instances take turns
+	tendLock int64 = 0x67617465777464
 )
 
 var _ store.UsageDays = (*Store)(nil)
@@ -70,6 +82,8 @@ func (s *Store) keepPartitions(ctx context.Context) {
 	defer close(s.kept)
 	t := time.NewTicker(partitionInterval)
 	defer t.Stop()
+	tend := time.NewTicker(tendInterval)
+	defer tend.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -77,8 +91,87 @@ func (s *Store) keepPartitions(ctx context.Context) {
 		case <-t.C:
 			_ = s.makeDays(ctx, time.Now())
 			_, _ = s.packDay(ctx, time.Now())
+		case <-tend.C:
+			_ = s.tendDays(ctx, time.Now())
 		}
 	}
+}
+
+// tendDays keeps the days being written (today's, and yesterday's for
+// the rows that arrive after midnight) fit for the console's filters:
+//
+//   - a day is analyzed once it holds analyzeAfterRows rows and has no
+//     statistics yet. Without them the planner takes a request id to match
+//     0.5 % of the day, expects the page's 20 rows near the newest end and
+//     walks every day's created_at index back to the oldest row (288 ms on
+//     1.7 million rows, 2.6 s on 6 million; the upstream id likewise)
+//     rather than probing one index. Autovacuum analyzes a new day too,
+//     but only when a worker is free, and its workers may be busy on the
+//     big days for long.
+//   - the bloom filters of the upstream request id (a BRIN index, migration
+//     0028) are made for the day's full ranges not summarized yet:
+//     autosummarize asks autovacuum for each range as it fills, but drops
+//     the requests beyond 256 (a busy minute) and makes none while
+//     autovacuum is off, and a lookup reads every unsummarized range whole.
+//
+// Both take a lock that lets the day's writers and readers through. An
+// instance that finds another one at it skips the round.
+func (s *Store) tendDays(ctx context.Context, now time.Time) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("tend usage days: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, tendLock).Scan(&locked); err != nil {
+		return fmt.Errorf("tend usage days: %w", err)
+	}
+	if !locked {
+		return nil
+	}
+	defer func() {
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, tendLock); err != nil {
+			conn.Conn().Close(context.Background())
+		}
+	}()
+	today := now.UnixMilli() / store.MsPerDay
+	var errs []error
+	for _, d := range []int64{today - 1, today} {
+		errs = append(errs, tendDay(ctx, conn.Conn(), dayPartition(d)))
+	}
+	return errors.Join(errs...)
+}
+
+// tendDay analyzes one day's partition if it needs it and summarizes its
+// full BRIN ranges (tendDays).
+func tendDay(ctx context.Context, conn *pgx.Conn, part string) error {
+	var exists, analyzed bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM pg_stats s
+		JOIN pg_class c ON c.relname = s.tablename JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
+		WHERE c.oid = to_regclass($1))`, part).Scan(&exists, &analyzed); err != nil {
+		return fmt.Errorf("tend usage partition %s: %w", part, err)
+	}
+	if !exists {
+		return nil
+	}
+	name := pgx.Identifier{part}.Sanitize()
+	if !analyzed {
+		var rows int64
+		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM `+name+` LIMIT $1) t`, analyzeAfterRows).Scan(&rows); err != nil {
+			return fmt.Errorf("tend usage partition %s: %w", part, err)
+		}
+		if rows >= analyzeAfterRows {
+			if _, err := conn.Exec(ctx, `ANALYZE `+name); err != nil {
+				return fmt.Errorf("analyze usage partition %s: %w", part, err)
+			}
+		}
+	}
+	if _, err := conn.Exec(ctx, `SELECT brin_summarize_new_values(i.indexrelid) FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+		WHERE i.indrelid = to_regclass($1) AND a.amname = 'brin'`, part); err != nil {
+		return fmt.Errorf("summarize usage partition %s: %w", part, err)
+	}
+	return nil
 }
 
 // makeDays makes the partitions of today and the partitionsAhead days
@@ -252,8 +345,11 @@ func (s *Store) packDay(ctx context.Context, now time.Time) (int64, error) {
 		}
 	}()
 	for _, d := range closed {
+		// b-trees only: the upstream request id's BRIN index has no
+		// fillfactor, and nothing to pack
 		rows, err := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-			WHERE i.indrelid = to_regclass($1) AND NOT COALESCE(c.reloptions @> '{fillfactor=100}', false)
+			JOIN pg_am a ON a.oid = c.relam
+			WHERE i.indrelid = to_regclass($1) AND a.amname = 'btree' AND NOT COALESCE(c.reloptions @> '{fillfactor=100}', false)
 			ORDER BY c.relname`, days[d])
 		if err != nil {
 			return -1, fmt.Errorf("pack usage partition %s: %w", days[d], err)

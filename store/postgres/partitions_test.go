@@ -171,12 +171,14 @@ func TestUsagePartitionsMigration(t *testing.T) {
 	}
 }
 
-// unpackedIndexes lists a partition's indexes that are not packed
+// unpackedIndexes lists a partition's b-tree indexes that are not packed
 // (fillfactor 100) or not valid.
 func unpackedIndexes(t *testing.T, s *Store, partition string) []string {
 	t.Helper()
 	rows, err := s.pool.Query(context.Background(), `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE i.indrelid = $1::regclass AND (NOT i.indisvalid OR NOT COALESCE(c.reloptions @> '{fillfactor=100}', false))
+		JOIN pg_am a ON a.oid = c.relam
+		WHERE i.indrelid = $1::regclass AND a.amname = 'btree'
+		AND (NOT i.indisvalid OR NOT COALESCE(c.reloptions @> '{fillfactor=100}', false))
 		ORDER BY c.relname`, partition)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +262,8 @@ func TestUsageDayPacking(t *testing.T) {
 	// the rebuilt indexes are still the partitioned indexes' partitions
 	var attached, indexes int
 	if err := s.pool.QueryRow(ctx, `SELECT COUNT(h.inhrelid), COUNT(*) FROM pg_index i
-		LEFT JOIN pg_inherits h ON h.inhrelid = i.indexrelid WHERE i.indrelid = $1::regclass`,
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+		LEFT JOIN pg_inherits h ON h.inhrelid = i.indexrelid WHERE i.indrelid = $1::regclass AND a.amname = 'btree'`,
 		dayPartition(today-2)).Scan(&attached, &indexes); err != nil || attached != all || indexes != all {
 		t.Fatalf("after packing: %d indexes, %d of them attached to usage_logs' (%v), want %d", indexes, attached, err, all)
 	}
