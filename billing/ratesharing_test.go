@@ -308,3 +308,63 @@ func TestSharedLimitsHoldWhenSyncsOverlap(t *testing.T) {
 		})
 	}
 }
+
+// An instance alone on a key admits its whole limit from the first
+// request, its concurrent first requests too (CI: 2 of 12 admitted for a
+// key's rpm of 3, TestRateLimitsHoldExactly on PostgreSQL). Before, a
+// second first request synced the key beside the first: its claim of one,
+// made before the first's claim of the whole limit and read back after it,
+// held the instance to one request until it claimed again.
+func TestSharedLimitAloneAdmitsItsWholeLimit(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			g := newGatedShares(open(t, 1)[0])
+			l := billing.NewSharedLimiter(g, billing.ShareConfig{Owner: "instance-a"})
+			const rpm = 3
+			lim := store.Limits{RPM: rpm}
+			var admitted atomic.Int64
+			admit := func() {
+				if tk, refused := l.Admit(time.Now(), 7, lim, 7, store.Limits{}); refused == nil {
+					admitted.Add(1)
+					tk.Done(time.Now(), 0)
+				}
+			}
+			var wg sync.WaitGroup
+			wg.Go(admit)
+			first := g.next()
+			if first == nil {
+				t.Fatal("a key's first request made no report")
+			}
+			r2 := make(chan struct{})
+			go func() { defer close(r2); admit() }()
+			second := g.next()
+			// the first claims one, alone, and then the whole limit
+			first.pass()
+			if c := g.next(); c != nil {
+				c.pass()
+			}
+			wg.Wait()
+			var again *shareCall
+			if second != nil {
+				// the second's claim of one is read back after it, and
+				// it claims again
+				second.pass()
+				again = g.next()
+			} else {
+				<-r2
+			}
+			for range rpm {
+				admit()
+			}
+			n := admitted.Load()
+			close(g.open)
+			if again != nil {
+				again.pass()
+			}
+			<-r2
+			if n != rpm {
+				t.Fatalf("%d of the first requests admitted, alone, rpm %d", n, rpm)
+			}
+		})
+	}
+}
