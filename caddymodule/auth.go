@@ -104,6 +104,16 @@ func (a *App) routeOf(r *http.Request) route {
 }
 
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	// the request is in the database from its first gateway handler on:
+	// its key is looked up in it, and a reload that drops the database
+	// waits for it (database.close) rather than closing the store between
+	// its authentication and the relay's count (CI: the -race gateway,
+	// stalled there past the drain's quiet, queued a served request's row
+	// after the store had closed; it went to the journal, in neither
+	// database)
+	db := h.app.db
+	db.enter()
+	defer db.leave()
 	reqID := assignRequestID(w, r)
 	// the access log's fields are set once, by serveAs with the identity
 	// or here for a request refused before it has one

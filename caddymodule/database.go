@@ -215,19 +215,26 @@ func (db *database) Destruct() error {
 // drainQuiet is how long a database dropped by a reload must have had no
 // request in it before it closes. Caddy cleans the old configuration up
 // while its servers drain, so a request of the old configuration may still
-// be on its way to enter (in authentication, its key looked up) when the
-// count first reads zero; its row would then meet a closed store and wait
-// in the journal for the next start on that database.
+// be on its way to enter (read by the old server, not yet in gateway_auth,
+// where it is counted) when the count first reads zero; its row would then
+// meet a closed store and wait in the journal for the next start on that
+// database.
 const drainQuiet = 250 * time.Millisecond
 
 // close waits until no request has been in the database for quiet, then
-// records every queued row and closes the store.
+// records every queued row and closes the store. Quiet is counted in polls
+// as well as in time: a process stalled (a loaded machine, the -race
+// build) finds quiet's time gone at its first poll after the stall, before
+// a request that was on its way in has run again; each poll lets it run.
 func (db *database) close(done chan struct{}, quiet time.Duration) error {
-	for idleSince := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+	const poll = 10 * time.Millisecond
+	for idleSince, idle := time.Now(), time.Duration(0); ; time.Sleep(poll) {
 		if db.active.Load() > 0 {
-			idleSince = time.Now()
-		} else if time.Since(idleSince) >= quiet {
+			idleSince, idle = time.Now(), 0
+		} else if time.Since(idleSince) >= quiet && idle >= quiet {
 			break
+		} else {
+			idle += poll
 		}
 	}
 	defer func() {
