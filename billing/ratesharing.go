@@ -31,7 +31,10 @@ import (
 // once, claiming one request (one slot) more than it uses, which it may
 // admit at once whatever the others claim; its share comes with its next
 // sync, or at once, with a second call, when no other instance claims the
-// key. An instance admits nothing beyond the claim it has written.
+// key. An instance admits nothing beyond the claim it has written, and
+// syncs a key once at a time (its concurrent first requests wait for one
+// first sync), so that the claim the store holds last is the one it
+// admits on.
 //
 // The slack: an instance that starts serving a key may admit one request
 // (hold one slot) beyond the others' claims until their next sync; and
