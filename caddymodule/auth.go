@@ -110,9 +110,14 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	// its authentication and the relay's count (CI: the -race gateway,
 	// stalled there past the drain's quiet, queued a served request's row
 	// after the store had closed; it went to the journal, in neither
-	// database)
+	// database). One that arrives once the store is closing is refused,
+	// to be retried on the new configuration, rather than served unbilled.
 	db := h.app.db
-	db.enter()
+	if !db.tryEnter() {
+		w.Header().Set("Retry-After", "1")
+		return h.refuse(w, r, h.app.routeOf(r).dialect, &adapters.Error{Status: http.StatusServiceUnavailable, Type: adapters.ErrOverloaded,
+			Code: "configuration_replaced", Message: "the gateway's configuration was replaced as this request arrived: retry it"})
+	}
 	defer db.leave()
 	reqID := assignRequestID(w, r)
 	// the access log's fields are set once, by serveAs with the identity
