@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,7 +31,10 @@ import (
 // once, claiming one request (one slot) more than it uses, which it may
 // admit at once whatever the others claim; its share comes with its next
 // sync, or at once, with a second call, when no other instance claims the
-// key. An instance admits nothing beyond the claim it has written.
+// key. An instance admits nothing beyond the claim it has written, and
+// syncs a key once at a time (its concurrent first requests wait for one
+// first sync), so that the claim the store holds last is the one it
+// admits on.
 //
 // The slack: an instance that starts serving a key may admit one request
 // (hold one slot) beyond the others' claims until their next sync; and
@@ -56,6 +60,9 @@ type ShareConfig struct {
 type sharing struct {
 	st  store.Store
 	cfg ShareConfig
+	// idle is signalled, on the limiter's mu, when a sync lets go of its
+	// keys (shared.syncing)
+	idle *sync.Cond
 }
 
 // NewSharedLimiter returns a limiter that shares its keys' limits with the
@@ -74,7 +81,7 @@ func NewSharedLimiter(st store.Store, cfg ShareConfig) *Limiter {
 		cfg.Log = zap.NewNop()
 	}
 	l := NewLimiter()
-	l.sharing = &sharing{st: st, cfg: cfg}
+	l.sharing = &sharing{st: st, cfg: cfg, idle: sync.NewCond(&l.mu)}
 	return l
 }
 
@@ -82,6 +89,7 @@ func NewSharedLimiter(st store.Store, cfg ShareConfig) *Limiter {
 type shared struct {
 	synced   bool
 	joining  bool            // synced once: the claim of one more is what it may admit
+	syncing  bool            // a sync of the key is under way (Limiter.hold)
 	reported bool            // a report of ours is live in the store
 	others   store.RateShare // the other instances' claims (tokens: use)
 	// own use at the sync: requests, tokens, parallel; and the claims
@@ -161,10 +169,72 @@ func (w *window) use(now time.Time, k accountKey) store.RateUse {
 	return u
 }
 
-// sync reports the use of keys and reads the others', and, unless again,
-// reports once more the keys whose claim the view read changes. Called
-// without mu.
-func (l *Limiter) sync(now time.Time, keys []accountKey, again bool) {
+// sync reports the use of keys and reads the others', and reports once
+// more the keys whose claim the view read changes; first: only the keys
+// not synced yet. Called without mu.
+//
+// One sync of a key runs at a time, the others wait for it: what an
+// instance admits is held to the claim it reported last, which holds only
+// if the claims reach the store in the order they are made and their
+// views are taken in that order. Two syncs of a key at once (its
+// concurrent first requests, each a first claim of one; a periodic sync
+// beside them) could write their claims in the other order: a claim of one
+// made before the claim of the whole limit, written after it, left the
+// store holding one while this instance admitted up to the limit, and the
+// others took the difference (CI: 15 admitted through three instances for
+// an rpm of 12).
+func (l *Limiter) sync(now time.Time, keys []accountKey, first bool) {
+	ws, ks := l.hold(keys, first)
+	if len(ks) == 0 {
+		return
+	}
+	defer l.release(ws)
+	l.report(now, ks, false)
+}
+
+// hold waits until no sync of keys is under way and takes them, all at
+// once (so two syncs of overlapping keys never wait for each other); first
+// leaves out the keys a sync waited for has synced. It returns the windows
+// taken, and their keys.
+func (l *Limiter) hold(keys []accountKey, first bool) ([]*window, []accountKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		busy := false
+		for _, k := range keys {
+			if w := l.keys[k]; w != nil && w.shared.syncing {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			break
+		}
+		l.sharing.idle.Wait()
+	}
+	ws := make([]*window, 0, len(keys))
+	ks := keys[:0:0]
+	for _, k := range keys {
+		if w := l.keys[k]; w != nil && !(first && w.shared.synced) {
+			w.shared.syncing = true
+			ws, ks = append(ws, w), append(ks, k)
+		}
+	}
+	return ws, ks
+}
+
+// release lets go of the windows hold took.
+func (l *Limiter) release(ws []*window) {
+	l.mu.Lock()
+	for _, w := range ws {
+		w.shared.syncing = false
+	}
+	l.mu.Unlock()
+	l.sharing.idle.Broadcast()
+}
+
+// report is sync on keys it holds; again: the second report of a sync.
+func (l *Limiter) report(now time.Time, keys []accountKey, again bool) {
 	sh := l.sharing
 	l.mu.Lock()
 	uses := make([]store.RateUse, 0, len(keys))
@@ -229,7 +299,7 @@ func (l *Limiter) sync(now time.Time, keys []accountKey, again bool) {
 	}
 	l.mu.Unlock()
 	if len(changed) > 0 {
-		l.sync(now, changed, true)
+		l.report(now, changed, true)
 	}
 }
 
@@ -253,7 +323,7 @@ func (l *Limiter) syncFirst(now time.Time, keys []accountKey, lims []store.Limit
 	if len(fresh) == 0 {
 		return
 	}
-	l.sync(now, fresh, false)
+	l.sync(now, fresh, true)
 }
 
 // RunSync reports and reads the shared limits' use every Sync until ctx

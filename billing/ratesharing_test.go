@@ -180,3 +180,191 @@ func TestSharedLimitsHoldFromTheFirstRequest(t *testing.T) {
 		})
 	}
 }
+
+// gatedShares is a store whose rate reports the test lets through one
+// step at a time: each waits to be written (write), and once written, to
+// return (ret); after open, they pass.
+type gatedShares struct {
+	store.Store
+	calls chan *shareCall
+	open  chan struct{}
+}
+
+type shareCall struct{ write, written, ret chan struct{} }
+
+func newGatedShares(st store.Store) *gatedShares {
+	return &gatedShares{Store: st, calls: make(chan *shareCall), open: make(chan struct{})}
+}
+
+func (g *gatedShares) ShareRates(ctx context.Context, owner string, until time.Time, uses []store.RateUse) ([]store.RateShare, error) {
+	c := &shareCall{write: make(chan struct{}), written: make(chan struct{}), ret: make(chan struct{})}
+	select {
+	case g.calls <- c:
+	case <-g.open:
+		return g.Store.ShareRates(ctx, owner, until, uses)
+	}
+	<-c.write
+	got, err := g.Store.ShareRates(ctx, owner, until, uses)
+	close(c.written)
+	<-c.ret
+	return got, err
+}
+
+// next is the next report, or nil if none comes while the other goroutines
+// run a while (a sync waiting for another makes none).
+func (g *gatedShares) next() *shareCall {
+	select {
+	case c := <-g.calls:
+		return c
+	case <-time.After(200 * time.Millisecond):
+		return nil
+	}
+}
+
+func (c *shareCall) pass() {
+	close(c.write)
+	<-c.written
+	close(c.ret)
+}
+
+// A key's concurrent first requests at one instance make one first claim
+// between them, and what an instance admits is never more than the claim
+// the store holds for it last (CI: 15 admitted through three instances for
+// an rpm of 12). Before, each request not seeing the key synced synced it:
+// a first claim of one, made before the claim of the whole limit, was
+// written after it, and the other instance, reading one, claimed its share
+// of the rest while the first admitted the whole limit.
+func TestSharedLimitsHoldWhenSyncsOverlap(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			stores := open(t, 2)
+			ga, gb := newGatedShares(stores[0]), newGatedShares(stores[1])
+			a := billing.NewSharedLimiter(ga, billing.ShareConfig{Owner: "instance-a"})
+			b := billing.NewSharedLimiter(gb, billing.ShareConfig{Owner: "instance-b"})
+			const rpm = 12
+			lim := store.Limits{RPM: rpm}
+			var admitted atomic.Int64
+			admit := func(l *billing.Limiter) {
+				if tk, refused := l.Admit(time.Now(), 7, lim, 7, store.Limits{}); refused == nil {
+					admitted.Add(1)
+					tk.Done(time.Now(), 0)
+				}
+			}
+			var wg sync.WaitGroup
+			// two first requests at a at once
+			wg.Go(func() { admit(a) })
+			first := ga.next()
+			if first == nil {
+				t.Fatal("a key's first request made no report")
+			}
+			r2 := make(chan struct{})
+			go func() { defer close(r2); admit(a) }()
+			second := ga.next()
+			// the first claims one, alone, and then the whole limit
+			first.pass()
+			if c := ga.next(); c != nil {
+				c.pass()
+			}
+			wg.Wait()
+			var late *shareCall
+			if second != nil {
+				// the second's claim, made before the whole limit's, is
+				// written after it, and a admits meanwhile
+				close(second.write)
+				<-second.written
+				late = second
+			} else {
+				<-r2
+			}
+			for range rpm {
+				admit(a)
+			}
+			// b: two first requests at once, reading what a's report holds
+			wg.Go(func() { admit(b) })
+			if c := gb.next(); c != nil {
+				wg.Go(func() { admit(b) })
+				c2 := gb.next()
+				close(gb.open)
+				c.pass()
+				if c2 != nil {
+					c2.pass()
+				}
+			} else {
+				close(gb.open)
+			}
+			wg.Wait()
+			for range rpm {
+				admit(b)
+			}
+			close(ga.open)
+			if late != nil {
+				close(late.ret)
+			}
+			<-r2
+			// b joining may take one beyond a's claim (ratesharing.go)
+			if n := admitted.Load(); n > rpm+1 {
+				t.Fatalf("%d admitted through two instances, rpm %d: want at most %d", n, rpm, rpm+1)
+			}
+		})
+	}
+}
+
+// An instance alone on a key admits its whole limit from the first
+// request, its concurrent first requests too (CI: 2 of 12 admitted for a
+// key's rpm of 3, TestRateLimitsHoldExactly on PostgreSQL). Before, a
+// second first request synced the key beside the first: its claim of one,
+// made before the first's claim of the whole limit and read back after it,
+// held the instance to one request until it claimed again.
+func TestSharedLimitAloneAdmitsItsWholeLimit(t *testing.T) {
+	for name, open := range drivers() {
+		t.Run(name, func(t *testing.T) {
+			g := newGatedShares(open(t, 1)[0])
+			l := billing.NewSharedLimiter(g, billing.ShareConfig{Owner: "instance-a"})
+			const rpm = 3
+			lim := store.Limits{RPM: rpm}
+			var admitted atomic.Int64
+			admit := func() {
+				if tk, refused := l.Admit(time.Now(), 7, lim, 7, store.Limits{}); refused == nil {
+					admitted.Add(1)
+					tk.Done(time.Now(), 0)
+				}
+			}
+			var wg sync.WaitGroup
+			wg.Go(admit)
+			first := g.next()
+			if first == nil {
+				t.Fatal("a key's first request made no report")
+			}
+			r2 := make(chan struct{})
+			go func() { defer close(r2); admit() }()
+			second := g.next()
+			// the first claims one, alone, and then the whole limit
+			first.pass()
+			if c := g.next(); c != nil {
+				c.pass()
+			}
+			wg.Wait()
+			var again *shareCall
+			if second != nil {
+				// the second's claim of one is read back after it, and
+				// it claims again
+				second.pass()
+				again = g.next()
+			} else {
+				<-r2
+			}
+			for range rpm {
+				admit()
+			}
+			n := admitted.Load()
+			close(g.open)
+			if again != nil {
+				again.pass()
+			}
+			<-r2
+			if n != rpm {
+				t.Fatalf("%d of the first requests admitted, alone, rpm %d", n, rpm)
+			}
+		})
+	}
+}

@@ -104,6 +104,21 @@ func (a *App) routeOf(r *http.Request) route {
 }
 
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	// the request is in the database from its first gateway handler on:
+	// its key is looked up in it, and a reload that drops the database
+	// waits for it (database.close) rather than closing the store between
+	// its authentication and the relay's count (CI: the -race gateway,
+	// stalled there past the drain's quiet, queued a served request's row
+	// after the store had closed; it went to the journal, in neither
+	// database). One that arrives once the store is closing is refused,
+	// to be retried on the new configuration, rather than served unbilled.
+	db := h.app.db
+	if !db.tryEnter() {
+		w.Header().Set("Retry-After", "1")
+		return h.refuse(w, r, h.app.routeOf(r).dialect, &adapters.Error{Status: http.StatusServiceUnavailable, Type: adapters.ErrOverloaded,
+			Code: "configuration_replaced", Message: "the gateway's configuration was replaced as this request arrived: retry it"})
+	}
+	defer db.leave()
 	reqID := assignRequestID(w, r)
 	// the access log's fields are set once, by serveAs with the identity
 	// or here for a request refused before it has one

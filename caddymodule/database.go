@@ -54,9 +54,11 @@ type database struct {
 	// metrics and health last as long as the entry, across reloads
 	metrics *metrics.Database
 	health  storeHealth
-	// active counts requests between admission and their usage row: the
-	// store is not closed under them
-	active atomic.Int64
+	// active counts requests from gateway_auth to their usage row: the
+	// store is not closed under them; closing refuses new ones (tryEnter)
+	// once close found none
+	active  atomic.Int64
+	closing atomic.Bool
 	// apps hear of runtime configuration changes other instances make
 	appsMu sync.Mutex
 	apps   map[*App]bool
@@ -92,9 +94,24 @@ func (db *database) runtimeChanged() {
 	}
 }
 
-// enter and leave bracket a request's use of the database.
+// enter and leave bracket a request's use of the database; enter only
+// within a request that tryEnter let in (gateway_auth's), which holds the
+// database open.
 func (db *database) enter() { db.active.Add(1) }
 func (db *database) leave() { db.active.Add(-1) }
+
+// tryEnter is enter for a request's first use of the database: false once
+// close has found it idle and is closing the store. close sets closing and
+// then reads the count, tryEnter counts and then reads closing, so one of
+// them sees the other.
+func (db *database) tryEnter() bool {
+	db.active.Add(1)
+	if db.closing.Load() {
+		db.active.Add(-1)
+		return false
+	}
+	return true
+}
 
 func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.Duration, wcfg billing.WriterConfig) (*database, error) {
 	key := store.DatabaseKey(cfg.Driver, cfg.DSN)
@@ -186,6 +203,30 @@ func (db *database) maintain(ctx context.Context, every time.Duration) {
 	}
 }
 
+// quiesce returns once no request has been in the database for quiet and
+// none can enter any more (tryEnter refuses them). Quiet is counted in
+// polls as well as in time: a process stalled (a loaded machine, the -race
+// build) finds quiet's time gone at its first poll after the stall, before
+// a request that was on its way in has run again; each poll lets it run.
+func (db *database) quiesce(quiet time.Duration) {
+	const poll = 10 * time.Millisecond
+	for idleSince, idle := time.Now(), time.Duration(0); ; time.Sleep(poll) {
+		if db.active.Load() > 0 {
+			idleSince, idle = time.Now(), 0
+		} else if time.Since(idleSince) >= quiet && idle >= quiet {
+			db.closing.Store(true)
+			if db.active.Load() == 0 {
+				return
+			}
+			// one came in meanwhile: it is served here, and waited for
+			db.closing.Store(false)
+			idleSince, idle = time.Now(), 0
+		} else {
+			idle += poll
+		}
+	}
+}
+
 func (db *database) release() error {
 	_, err := databases.Delete(db.key)
 	return err
@@ -215,21 +256,16 @@ func (db *database) Destruct() error {
 // drainQuiet is how long a database dropped by a reload must have had no
 // request in it before it closes. Caddy cleans the old configuration up
 // while its servers drain, so a request of the old configuration may still
-// be on its way to enter (in authentication, its key looked up) when the
-// count first reads zero; its row would then meet a closed store and wait
-// in the journal for the next start on that database.
+// be on its way to enter (read by the old server, not yet in gateway_auth,
+// where it is counted) when the count first reads zero; its row would then
+// meet a closed store and wait in the journal for the next start on that
+// database.
 const drainQuiet = 250 * time.Millisecond
 
-// close waits until no request has been in the database for quiet, then
-// records every queued row and closes the store.
+// close waits until no request has been in the database for quiet
+// (quiesce), then records every queued row and closes the store.
 func (db *database) close(done chan struct{}, quiet time.Duration) error {
-	for idleSince := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		if db.active.Load() > 0 {
-			idleSince = time.Now()
-		} else if time.Since(idleSince) >= quiet {
-			break
-		}
-	}
+	db.quiesce(quiet)
 	defer func() {
 		closingMu.Lock()
 		if closing[db.key] == done {

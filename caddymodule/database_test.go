@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 )
@@ -26,5 +27,38 @@ func TestDefaultJournal(t *testing.T) {
 	}
 	if m := defaultJournal(DatabaseConfig{Driver: "sqlite", DSN: ":memory:"}); filepath.Dir(m) != filepath.Dir(a) {
 		t.Errorf("SQLite in memory: %q", m)
+	}
+}
+
+// A database a reload dropped closes only once no request is in it, and
+// a request arriving after that is refused (to retry on the new
+// configuration) rather than served on a closed store, its row in neither
+// database (CI: TestReloadChangesDatabaseUnderLoad under the race binary).
+func TestDroppedDatabaseQuiesces(t *testing.T) {
+	db := &database{}
+	if !db.tryEnter() {
+		t.Fatal("a request was refused by an open database")
+	}
+	quiet := make(chan struct{})
+	go func() { defer close(quiet); db.quiesce(20 * time.Millisecond) }()
+	// while one is in, others still come in
+	for range 3 {
+		if !db.tryEnter() {
+			t.Fatal("a request was refused while another was being served")
+		}
+		db.leave()
+	}
+	select {
+	case <-quiet:
+		t.Fatal("the database quiesced with a request in it")
+	default:
+	}
+	db.leave()
+	<-quiet
+	if db.tryEnter() {
+		t.Fatal("a request came into a database that is closing")
+	}
+	if n := db.active.Load(); n != 0 {
+		t.Fatalf("%d requests counted in a closed database", n)
 	}
 }

@@ -317,7 +317,12 @@ func TestResponseCache(t *testing.T) {
 
 	// the metrics: five hits (alice's, bob's, the three streams'), each
 	// saving 210 - 53 units; eight misses (the refused and sampled
-	// requests did not use the cache)
+	// requests did not use the cache). A request is counted as it settles,
+	// before its usage row is queued, and a stream settles after its last
+	// event is written: openai-go stops reading at [DONE], so the stream
+	// after the broken one could settle after the requests that followed
+	// it (CI: 7 misses). All fifteen of alice's rows first.
+	gw.WaitUsage("alice", 15)
 	m := gw.Metrics()
 	hits, misses := m[`gateway_response_cache_requests_total{result="hit"}`], m[`gateway_response_cache_requests_total{result="miss"}`]
 	if hits != 5 || misses != 8 || m["gateway_response_cache_saved_units_total"] != 5*157 || m["gateway_response_cache_entries"] != 6 {
