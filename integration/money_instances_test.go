@@ -228,22 +228,23 @@ func TestRateLimitsAcrossInstances(t *testing.T) {
 }
 
 // TestRateLimitHoldsFromAKeysFirstRequest: a new key with rpm 12, 36
-// requests sent round-robin through three instances over 12 seconds: the
-// limit holds from the key's first request, at most one request beyond it
-// for each instance that joins a key another already serves (the issue's
-// probe saw 18 and 19 admitted).
+// requests sent round-robin through three instances over 2.4 report
+// intervals (the probe: 12 seconds at the default token_cache_ttl
+// of 5s; here 2.4 seconds at 1s): the limit holds from the key's first
+// request, at most one request beyond it for each instance that joins a
+// key another already serves (the probe saw 18 and 19 admitted).
 func TestRateLimitHoldsFromAKeysFirstRequest(t *testing.T) {
 	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
-	// the default token_cache_ttl (5s): the instances report their use
-	// that often
-	cfg := gatewayConfig().withDatabase("{{DSN}}").
+	// the instances report their use every token_cache_ttl
+	const ttl = time.Second
+	cfg := gatewayConfig().withDatabase("{{DSN}}").option("token_cache_ttl "+ttl.String()).
 		channel("up", "openai", "{{UP}}", "sk-up", "free-model").free("free-model")
 	gws := gatewaytest.StartInstances(t, 3, cfg.String(), gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"})
 	const rpm = 12
 	gws[0].AddUser("fresh", 0)
 	key := gws[0].AddToken("fresh", "--rpm", fmt.Sprint(rpm))
 	admitted := 0
-	tick := time.NewTicker(12 * time.Second / (3 * rpm))
+	tick := time.NewTicker(ttl * 12 / 5 / (3 * rpm))
 	defer tick.Stop()
 	for i := range 3 * rpm {
 		<-tick.C
@@ -257,6 +258,6 @@ func TestRateLimitHoldsFromAKeysFirstRequest(t *testing.T) {
 	}
 	t.Logf("%d of %d requests admitted through three instances, rpm %d", admitted, 3*rpm, rpm)
 	if admitted > rpm+len(gws)-1 || admitted < len(gws) {
-		t.Fatalf("%d requests admitted through three instances in 12 s; rpm %d, so at most %d", admitted, rpm, rpm+len(gws)-1)
+		t.Fatalf("%d requests admitted through three instances in 2.4 report intervals; rpm %d, so at most %d", admitted, rpm, rpm+len(gws)-1)
 	}
 }

@@ -173,7 +173,8 @@ func TestTaskSubmitInFlightAcrossRestart(t *testing.T) {
 // settles the task as failed and charged its reservation, never refunded
 // on a guess, saying why.
 func TestTaskSubmitOutcomeUnknown(t *testing.T) {
-	s, res := startInflight(t, "4s")
+	// the channel's timeout need only outlast the moment to the kill
+	s, res := startInflight(t, "2s")
 	s.gw.Kill()
 	if r := <-res; r.err == nil {
 		t.Fatalf("the killed gateway answered the submit: %d %s", r.status, r.body)

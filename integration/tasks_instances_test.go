@@ -62,10 +62,11 @@ func TestTaskSurvivesRestart(t *testing.T) {
 }
 
 // TestTaskSurvivesKill: a gateway killed while it polls a task holds the
-// task's lease; once the lease runs out (10s here) the next instance takes
-// the task up, and it is settled once.
+// task's lease; once the lease runs out (7s here: the least a lease may
+// be, poll_timeout and five seconds) the next instance takes the task up,
+// and it is settled once.
 func TestTaskSurvivesKill(t *testing.T) {
-	s := startTasks(t, "24h")
+	s := startTasksWith(t, taskOptions{maxAge: "24h", lease: "1s"})
 	key := s.gw.AddUser("ada", 5_000_000)
 	sub := submitTask(t, s.gw, key, `{"model":"sora-2","prompt":"x","duration":4}`)
 	job := s.openai.Videos.Last(t)

@@ -34,7 +34,7 @@ func (o taskOptions) config() *caddyfile {
 			"poll_interval "+or(o.poll, "50ms"),
 			"max_poll_interval "+or(o.maxPoll, "200ms"),
 			"poll_timeout 2s",
-			"lease 10s",
+			"lease "+or(o.lease, "10s"),
 			"max_file_size "+or(o.maxFile, "1MB"))).
 		channel("openai", "openai", "{{OPENAI}}", "sk-up-openai", "sora-2 gpt-4o-mini",
 			"max_response_body 64KB", "priority 10").
@@ -75,7 +75,7 @@ func startTasks(t *testing.T, maxAge string) *taskSetup {
 // taskOptions is what differs between the tests' gateways; zero fields
 // take the defaults of its config.
 type taskOptions struct {
-	maxAge, maxFile, poll, maxPoll string
+	maxAge, maxFile, poll, maxPoll, lease string
 }
 
 func startTasksWith(t *testing.T, o taskOptions) *taskSetup {

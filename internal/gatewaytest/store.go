@@ -58,7 +58,9 @@ func (g *Gateway) WaitUsage(user string, n int) []UsageRow {
 		if time.Now().After(deadline) {
 			g.t.Fatalf("waited for %d usage rows of %s, have %d (err %v)", n, user, len(rows), err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		// finer than the writer's default linger (50ms), which a coarser
+		// step would add to once more at every wait
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
