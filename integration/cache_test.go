@@ -383,7 +383,12 @@ func TestResponseCacheBounds(t *testing.T) {
 	up.Set(func(b *gatewaytest.Behavior) { b.Reply = "after the reload" })
 	n := len(up.Requests())
 	one := openai.ChatCompletionNewParams{Model: "coder-1", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("one")}}
-	if _, err := c.Chat.Completions.New(ctx, one); err != nil || header != "" || len(up.Requests()) != n+1 {
+	// the first request after a reload retries as the SDK does by default:
+	// a connection the old server accepted as it stopped is closed under
+	// its write (a run at load 2: "use of closed network connection"),
+	// which is Caddy's reload, not the cache; such a failure never reached
+	// the upstream, whose count stays exact
+	if _, err := c.Chat.Completions.New(ctx, one, option.WithMaxRetries(2)); err != nil || header != "" || len(up.Requests()) != n+1 {
 		t.Fatalf("not asked for: header %q, %d upstream requests, %v", header, len(up.Requests())-n, err)
 	}
 	got, err := c.Chat.Completions.New(ctx, one, option.WithHeader("X-Gateway-Cache", "use"))

@@ -159,9 +159,14 @@ func TestMetricsCountKnownTraffic(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", s, got, ok, v)
 		}
 	}
-	if m["gateway_usage_commit_seconds_count"] < 1 || m["gateway_key_cache_misses_total"] < 1 || m["gateway_key_cache_hits_total"] < 6 {
-		t.Errorf("commits %v, key cache misses %v hits %v: want at least 1, 1 and 6",
-			m["gateway_usage_commit_seconds_count"], m["gateway_key_cache_misses_total"], m["gateway_key_cache_hits_total"])
+	// each of the seven requests looks its key up once: a miss, then hits
+	// while the entry lives (token_cache_ttl 200ms: on a loaded machine the
+	// seven can take longer, and the entry is looked up anew; CI: misses 2,
+	// hits 5)
+	if misses, hits := m["gateway_key_cache_misses_total"], m["gateway_key_cache_hits_total"]; m["gateway_usage_commit_seconds_count"] < 1 ||
+		misses < 1 || hits < 1 || misses+hits < 7 {
+		t.Errorf("commits %v, key cache misses %v hits %v: want at least 1 commit, a miss and a hit, and 7 lookups",
+			m["gateway_usage_commit_seconds_count"], misses, hits)
 	}
 	// Caddy's own metrics are in the same registry
 	if _, ok := m["caddy_config_last_reload_successful"]; !ok {
