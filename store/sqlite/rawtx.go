@@ -43,11 +43,19 @@ func (t *rawTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 // queryInt64s reads a statement's first column of integers within tx: a
 // rawTx or a *sql.Tx (the write connection is the transaction's, so a read
 // through the store's pools could wait on it).
-func queryInt64s(ctx context.Context, tx execer, query string) ([]int64, error) {
+func queryInt64s(ctx context.Context, tx execer, query string, args ...any) ([]int64, error) {
 	var out []int64
 	switch t := tx.(type) {
 	case *rawTx:
-		rows, err := t.c.QueryContext(ctx, query, nil)
+		nv := make([]driver.NamedValue, len(args))
+		for i, a := range args {
+			v, err := driverValue(a)
+			if err != nil {
+				return nil, fmt.Errorf("argument %d: %w", i+1, err)
+			}
+			nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+		}
+		rows, err := t.c.QueryContext(ctx, query, nv)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +74,7 @@ func queryInt64s(ctx context.Context, tx execer, query string) ([]int64, error) 
 			out = append(out, v)
 		}
 	case *sql.Tx:
-		rows, err := t.QueryContext(ctx, query)
+		rows, err := t.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}

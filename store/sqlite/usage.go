@@ -73,44 +73,15 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 		}
 		ms := createdAt.UnixMilli()
 		day := tableDayOfMs(ms)
-		var res sql.Result
-		for attempt := 0; ; attempt++ {
-			inserts, err := s.ensureDay(exec, tx, day)
-			if err != nil {
-				return err
-			}
-			ins := inserts.plain
-			switch {
-			case l.Key != "" && l.CreatedAt.IsZero():
-				if stored == nil {
-					if stored, err = usageTables(exec, tx); err != nil {
-						return err
-					}
-				}
-				ins = insertUsageRow(day, otherTables(day, stored, touched))
-			case legacy && l.Key != "":
-				ins = inserts.checkLegacy
-			}
-			res, err = tx.ExecContext(exec, ins, ms, l.UserID, l.TokenID,
-				l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
-				l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
-				l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)
-			if missingTable(err) && attempt == 0 {
-				// a day dropped behind this store's back (another
-				// process's retention, before this transaction took the
-				// write lock): made again, the tables listed anew; a
-				// statement that fails to prepare leaves tx as it was
-				s.days.forget()
-				stored = nil
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("insert usage row %d: %w", i, err)
-			}
-			break
+		res, err := s.insertRow(exec, tx, l, ms, day, legacy, &stored, touched)
+		if err != nil {
+			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
 		if !slices.Contains(touched, day) {
 			touched = append(touched, day)
+		}
+		if res == nil {
+			continue // written before, in another day
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return fmt.Errorf("insert usage row %d: %w", i, err)
@@ -125,6 +96,80 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 		sums.Add(l, createdAt)
 	}
 	return writeCharges(exec, tx, sums)
+}
+
+// insertRow writes one usage row of day into its table within tx and
+// returns the statement's result, or nil when a keyed row sent without a
+// time is in another table already. stored caches the tables there were
+// before tx (read on first need), touched the days the batch made.
+func (s *Store) insertRow(exec context.Context, tx execer, l *store.UsageLog, ms, day int64, legacy bool, stored *[]string, touched []int64) (sql.Result, error) {
+	for attempt := 0; ; attempt++ {
+		inserts, err := s.ensureDay(exec, tx, day)
+		if err != nil {
+			return nil, err
+		}
+		ins := inserts.plain
+		switch {
+		case l.Key != "" && l.CreatedAt.IsZero():
+			if *stored == nil {
+				if *stored, err = usageTables(exec, tx); err != nil {
+					return nil, err
+				}
+			}
+			found, err := keyStored(exec, tx, l.Key, otherTables(day, *stored, touched))
+			if missingTable(err) && attempt == 0 {
+				s.days.forget()
+				*stored = nil
+				continue
+			}
+			if err != nil || found {
+				return nil, err
+			}
+		case legacy && l.Key != "":
+			ins = inserts.checkLegacy
+		}
+		res, err := tx.ExecContext(exec, ins, ms, l.UserID, l.TokenID,
+			l.Model, l.Channel, l.Endpoint, l.PromptTokens, l.CompletionTokens, l.CachedTokens,
+			l.ReasoningTokens, l.Cost, l.Status, boolInt(l.Estimated), boolInt(l.Stream),
+			l.LatencyMS, l.TTFBMS, l.Error, l.RequestID, l.UpstreamRequestID, nullString(l.Key), l.TraceID, l.Windows, l.Plan, boolInt(l.CacheHit), l.CacheSaved, l.PriceTier)
+		if missingTable(err) && attempt == 0 {
+			// a day dropped behind this store's back (another process's
+			// retention, before this transaction took the write lock):
+			// made again, the tables listed anew; a statement that fails
+			// to prepare leaves tx as it was
+			s.days.forget()
+			*stored = nil
+			continue
+		}
+		return res, err
+	}
+}
+
+// keyStoredChunk is how many tables one look-up of a row key names: a
+// compound SELECT of SQLite takes at most 500 terms.
+const keyStoredChunk = 200
+
+// keyStored reports whether one of tables has a row with key.
+func keyStored(ctx context.Context, tx execer, key string, tables []string) (bool, error) {
+	for len(tables) > 0 {
+		chunk := tables[:min(len(tables), keyStoredChunk)]
+		tables = tables[len(chunk):]
+		var q strings.Builder
+		for i, t := range chunk {
+			if i > 0 {
+				q.WriteString(" UNION ALL ")
+			}
+			q.WriteString("SELECT 1 FROM " + t + " WHERE row_key = ?1")
+		}
+		found, err := queryInt64s(ctx, tx, "SELECT EXISTS ("+q.String()+")", key)
+		if err != nil {
+			return false, fmt.Errorf("look for row key: %w", err)
+		}
+		if len(found) == 1 && found[0] == 1 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // writeCharges writes a batch's sums: the rollups, the windows' spend,
@@ -180,24 +225,16 @@ func writeCharges(exec context.Context, tx execer, sums *store.BatchCharges) err
 
 // insertUsageRow is the statement that writes a row of day d into its
 // table: the id the day's next (the day's base when it has none), nothing
-// when its row key is taken, and nothing either when one of checkTables
-// has the key (usage_logs: a row written before the day tables, replayed;
-// every other table: a row sent without a time).
-func insertUsageRow(d int64, checkTables []string) string {
+// when its row key is taken, and with checkLegacy nothing either when
+// usage_logs has the key (a row written before the day tables, replayed).
+func insertUsageRow(d int64, checkLegacy bool) string {
 	t := usageDayTable(d)
 	values := `VALUES ((SELECT IFNULL(MAX(id), ` + fmt.Sprint(d<<32) + `) + 1 FROM ` + t + `),
 		?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	if len(checkTables) > 0 {
-		var not strings.Builder
-		for i, c := range checkTables {
-			if i > 0 {
-				not.WriteString(" AND ")
-			}
-			not.WriteString("NOT EXISTS (SELECT 1 FROM " + c + " WHERE row_key = ?20)")
-		}
+	if checkLegacy {
 		values = `SELECT (SELECT IFNULL(MAX(id), ` + fmt.Sprint(d<<32) + `) + 1 FROM ` + t + `),
 		?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26
-		WHERE ` + not.String()
+		WHERE NOT EXISTS (SELECT 1 FROM usage_logs WHERE row_key = ?20)`
 	}
 	return `INSERT INTO ` + t + ` (id, created_at, user_id, token_id,
 		model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,

@@ -111,7 +111,7 @@ func (d *dayTables) add(day int64) *dayInserts {
 	if d.known == nil {
 		d.known = map[int64]*dayInserts{}
 	}
-	ins := &dayInserts{insertUsageRow(day, nil), insertUsageRow(day, []string{legacyUsageTable})}
+	ins := &dayInserts{insertUsageRow(day, false), insertUsageRow(day, true)}
 	d.known[day] = ins
 	return ins
 }

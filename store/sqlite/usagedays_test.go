@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -199,5 +200,32 @@ func TestDayDroppedBehindTheStore(t *testing.T) {
 	}
 	if u2, err := gw.UserByID(ctx, u.ID); err != nil || u2.UsedQuota != 7 {
 		t.Fatalf("charged %+v (%v), want 7", u2, err)
+	}
+}
+
+// TestUntimedKeyedRowAmongManyDays: a keyed row sent without a time is
+// looked for in every day's table however many there are (three years of
+// days: more tables than one SQLite statement's expression may name).
+func TestUntimedKeyedRowAmongManyDays(t *testing.T) {
+	ctx := context.Background()
+	st := openDays(t, filepath.Join(t.TempDir(), "many.db"))
+	u := dayUser(t, st, "many")
+	yesterday := time.Now().UTC().Truncate(24 * time.Hour).Add(-12 * time.Hour)
+	var rows []*store.UsageLog
+	for d := 1100; d >= 1; d-- {
+		rows = append(rows, &store.UsageLog{Key: fmt.Sprintf("k%d", d), UserID: u.ID, Cost: 1, CreatedAt: yesterday.AddDate(0, 0, 1-d)})
+	}
+	if err := st.SettleBatch(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	again := []*store.UsageLog{{Key: "k1", UserID: u.ID, Cost: 1}, {Key: "k1100", UserID: u.ID, Cost: 1}, {Key: "new", UserID: u.ID, Cost: 1}}
+	if err := st.SettleBatch(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if again[0].ID != 0 || again[1].ID != 0 || again[2].ID == 0 {
+		t.Fatalf("ids %d %d %d: the newest and the oldest day's keys get none, the new one an id", again[0].ID, again[1].ID, again[2].ID)
+	}
+	if n, err := st.CountUsage(ctx); err != nil || n != 1101 {
+		t.Fatalf("%d rows (%v), want 1101", n, err)
 	}
 }
