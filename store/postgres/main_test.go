@@ -29,6 +29,18 @@ func TestMain(m *testing.M) {
 // NewTestDatabase gives the package's external tests a fresh database.
 func NewTestDatabase(t testing.TB) string { return testCluster.Database(t) }
 
+// openTestStore opens the store on a fresh database, closed when the test
+// ends.
+func openTestStore(t testing.TB) *Store {
+	t.Helper()
+	st, err := Open(testCluster.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st.(*Store)
+}
+
 // The pool holds what pool_max_conns says, and pgx's default without it.
 func TestPoolSize(t *testing.T) {
 	dsn := testCluster.Database(t)

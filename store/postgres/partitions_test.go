@@ -27,12 +27,7 @@ func partitionOf(t *testing.T, s *Store, key string) string {
 // batched delete.
 func TestUsageDayPartitions(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(testCluster.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*Store)
+	s := openTestStore(t)
 	now := time.Now().UTC()
 	today := now.UnixMilli() / store.MsPerDay
 	days, err := s.dayPartitions(ctx)
@@ -199,12 +194,7 @@ func unpackedIndexes(t *testing.T, s *Store, partition string) []string {
 // packed day's rows read as before and its row keys still guard replays.
 func TestUsageDayPacking(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(testCluster.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*Store)
+	s := openTestStore(t)
 	now := time.Now().UTC()
 	today := now.UnixMilli() / store.MsPerDay
 	for _, d := range []int64{today - 2, today - 1} {

@@ -15,11 +15,7 @@ import (
 // batch on the same keys adds to them.
 func TestRollupsManyKeys(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(testCluster.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTestStore(t)
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	const users = 3 * rollupArrayKeys
 	type sum struct{ cost, requests, prompt int64 }

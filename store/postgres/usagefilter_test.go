@@ -94,12 +94,7 @@ func lookups(plan []planNode, day string) (types, indexes []string) {
 // rows) or by walking its created_at index.
 func TestUpstreamRequestIDReadsBloomFilters(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(testCluster.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*Store)
+	s := openTestStore(t)
 	newest := fillToday(t, s, 20000)
 	if _, err := s.pool.Exec(ctx, `ANALYZE usage_logs`); err != nil {
 		t.Fatal(err)
@@ -149,12 +144,7 @@ const tendRows = 300000
 
 func TestTendDaysAnalyzesAndSummarizesToday(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(testCluster.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*Store)
+	s := openTestStore(t)
 	now := time.Now()
 	day := dayPartition(now.UnixMilli() / store.MsPerDay)
 	// autovacuum stays away, as when its workers are busy elsewhere
