@@ -282,10 +282,13 @@ func (d *StreamDecoder) BytesRead() int64 { return d.sse.BytesRead() }
 // ErrEventTooLarge rather than buffering on (a channel's max_stream_event).
 func (d *StreamDecoder) SetMaxEvent(n int) { d.sse.SetMaxEvent(n) }
 
-// Pending reports whether another event has already arrived, so the relay
-// flushes once per burst of events that came together instead of once per
-// event, without ever holding an event back.
-func (d *StreamDecoder) Pending() bool { return len(d.pending) > 0 || d.sse.Buffered() }
+// Pending reports whether another event has already arrived, or the
+// stream's end is known (the next call returns io.EOF at once), so the
+// relay flushes once per burst of events that came together instead of
+// once per event, without ever holding an event back; and writes the
+// upstream's last event (Anthropic's message_stop, relayed as it came)
+// with the stream's end, after the request is settled.
+func (d *StreamDecoder) Pending() bool { return len(d.pending) > 0 || d.done || d.sse.Buffered() }
 
 // Release gives the pooled buffers back once the relay is done with the
 // stream and its events.

@@ -173,12 +173,20 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 				buf = held.take(buf)
 				n := len(buf)
 				buf = enc.Finish(buf)
+				if !x.Usage.Known() {
+					x.Tail = dec.PartialText() // as below: the row counts it
+				}
 				if rec != nil {
 					rec.Event(buf[n:], time.Now())
-					if !x.Usage.Known() {
-						x.Tail = dec.PartialText() // as below, for the usage kept
-					}
 					e.keepAnswer(x)
+				}
+				// The row goes to the inflight log, and the hold is
+				// settled, before the closing event goes out (as a body's
+				// before its bytes): the SDKs stop reading at it, so a
+				// client may send its next request, read its budget, or
+				// see the process killed before the handler returns.
+				if x.Settled {
+					e.Settle(x)
 				}
 				if _, werr := x.W.Write(buf); werr == nil {
 					_ = rc.Flush()

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// textStep reads a stream of "data: <word>" events, one "data: usage"
+// reporting 3 prompt and 4 completion tokens, ended by data: [DONE] (an
+// end marker, as OpenAI's) or by "data: stop" (a last event relayed, as
+// Anthropic's message_stop).
+type textStep struct{}
+
+func (textStep) Translate(out []*adapters.StreamEvent, ev *adapters.SSEEvent) ([]*adapters.StreamEvent, adapters.StreamEnd, error) {
+	switch d := string(ev.Data); d {
+	case "[DONE]":
+		return out, adapters.StreamEndMarker, nil
+	case "stop":
+		return append(out, &adapters.StreamEvent{Type: adapters.EventTextDelta, Text: d}), adapters.StreamEnds, nil
+	case "usage":
+		return append(out, &adapters.StreamEvent{Type: adapters.EventUsage, Usage: &adapters.Usage{PromptTokens: 3, CompletionTokens: 4}}), adapters.StreamGoesOn, nil
+	default:
+		return append(out, &adapters.StreamEvent{Type: adapters.EventTextDelta, Text: d}), adapters.StreamGoesOn, nil
+	}
+}
+
+func (textStep) Probe(*adapters.SSEEvent) (*adapters.Usage, adapters.StreamEnd, error) {
+	return nil, adapters.StreamGoesOn, nil
+}
+
+func (textStep) DeltaText(data []byte) string { return string(data) }
+
+// lineDialect writes each text event as a line and "END" as the closing
+// event.
+type lineDialect struct{ adapters.Dialect }
+
+func (lineDialect) NewStreamEncoder(*adapters.Request) adapters.StreamEncoder { return lineEncoder{} }
+
+type lineEncoder struct{}
+
+func (lineEncoder) ContentType() string { return "text/plain" }
+func (lineEncoder) Encode(dst []byte, ev *adapters.StreamEvent) []byte {
+	if ev.Type != adapters.EventTextDelta {
+		return dst
+	}
+	return append(append(dst, ev.Text...), '\n')
+}
+func (lineEncoder) Finish(dst []byte) []byte { return append(dst, "END\n"...) }
+func (lineEncoder) Error(dst []byte, e *adapters.Error) []byte {
+	return append(dst, "ERROR "+e.Message+"\n"...)
+}
+
+// closingWatch notes how many rows were written by each write.
+type closingWatch struct {
+	*httptest.ResponseRecorder
+	rows    *rows
+	rowsAt  []int
+	written []string
+}
+
+func (w *closingWatch) Write(b []byte) (int, error) {
+	w.rowsAt = append(w.rowsAt, len(w.rows.admitted))
+	w.written = append(w.written, string(b))
+	return w.ResponseRecorder.Write(b)
+}
+
+// A stream's row is written, and its charge and window hold settled,
+// before its closing event goes out: the SDKs stop reading there, and a
+// client's next request (or a kill -9) may come before the handler
+// returns.
+func TestStreamSettledBeforeItsClosingEvent(t *testing.T) {
+	for _, c := range []struct{ name, body, answer string }{
+		{"end marker", "data: hello\n\ndata: world\n\ndata: usage\n\ndata: [DONE]\n\n", "hello\nworld\nEND\n"},
+		{"last event relayed", "data: hello\n\ndata: usage\n\ndata: world\n\ndata: stop\n\n", "hello\nworld\nstop\nEND\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) { streamSettledBeforeItsEnd(t, c.body, c.answer) })
+	}
+}
+
+func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
+	rs := &rows{}
+	g := &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}
+	e := &Engine{Gate: g, Rows: rs, Meter: &meter{}}
+	id := &keys.Identity{User: &store.User{ID: 1, Quota: 1_000_000}, Token: &store.Token{ID: 2}}
+	budgets := []billing.Budget{{Subject: "key:2", Limits: billing.WindowLimits{billing.Daily: 1_000}}}
+	ad, err := g.Admit(time.Now(), billing.Ask{User: id.User, Token: id.Token, Slot: true, Reserve: billing.Reserve(500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spend := &billing.Spend{}
+	if ad.Hold.Windows, err = spend.Hold(context.Background(), time.Now(), time.UTC, budgets, 500); err != nil {
+		t.Fatal(err)
+	}
+	w := &closingWatch{ResponseRecorder: httptest.NewRecorder(), rows: rs}
+	x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{}, ID: id, Start: time.Now(),
+		Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Price: &billing.Price{Input: 1_000_000, Output: 2_000_000},
+		Hold: ad.Hold, Ticket: ad.Ticket, Slot: ad.Slot, Settled: true, Channel: "a"}
+	dec := adapters.NewStreamDecoder(iotest.OneByteReader(strings.NewReader(body)), textStep{}, false, "line")
+	first, err := dec.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := NewStreamAttempt(context.Background(), time.Minute, 0)
+	if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, dec, first); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Body.String(); got != answer || w.Code != http.StatusOK {
+		t.Fatalf("answer %d %q", w.Code, got)
+	}
+	// what ends the stream for a client (the closing event, the
+	// upstream's last one) is written after the row, the rest before
+	for i, b := range w.written {
+		closing := strings.Contains(b, "stop\n") || strings.Contains(b, "END\n")
+		if closing != (w.rowsAt[i] == 1) {
+			t.Fatalf("rows written by each write %v (writes %q)", w.rowsAt, w.written)
+		}
+	}
+	if len(rs.admitted) != 1 {
+		t.Fatalf("%d rows", len(rs.admitted))
+	}
+	if r := rs.admitted[0]; r.PromptTokens != 3 || r.CompletionTokens != 4 || r.Cost != 11 || r.Windows == "" {
+		t.Fatalf("row %+v", r)
+	}
+	st, err := spend.Status(context.Background(), time.Now(), time.UTC, budgets)
+	if err != nil || len(st) != 1 || st[0].Spent != 11 {
+		t.Fatalf("window after the stream: %+v %v (want 11 spent, nothing held)", st, err)
+	}
+	// the handler's deferred Settle finds it done
+	e.Settle(x)
+	if len(rs.admitted) != 1 {
+		t.Fatalf("settled twice: %d rows", len(rs.admitted))
+	}
+}
