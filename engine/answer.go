@@ -137,7 +137,7 @@ func (b *eventBuf) give(buf []byte) []byte {
 // past stream_idle_timeout) ends the stream with an error event in the
 // caller's dialect: never a clean end, which SDKs would take for a
 // finished answer.
-func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, dec *adapters.StreamDecoder, first *adapters.StreamEvent) error {
+func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bounds, body io.Reader, dec *adapters.StreamDecoder, first *adapters.StreamEvent) error {
 	defer at.End()
 	enc := x.Dialect.NewStreamEncoder(x.Req)
 	rc := http.NewResponseController(x.W)
@@ -191,6 +191,7 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 				if _, werr := x.W.Write(buf); werr == nil {
 					_ = rc.Flush()
 				}
+				at.EndBody(body)
 				break
 			}
 			if x.R.Context().Err() != nil {

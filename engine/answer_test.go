@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -106,13 +109,14 @@ func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 	x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{}, ID: id, Start: time.Now(),
 		Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Price: &billing.Price{Input: 1_000_000, Output: 2_000_000},
 		Hold: ad.Hold, Ticket: ad.Ticket, Slot: ad.Slot, Settled: true, Channel: "a"}
-	dec := adapters.NewStreamDecoder(iotest.OneByteReader(strings.NewReader(body)), textStep{}, false, "line")
+	upstream := iotest.OneByteReader(strings.NewReader(body))
+	dec := adapters.NewStreamDecoder(upstream, textStep{}, false, "line")
 	first, err := dec.Next()
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := NewStreamAttempt(context.Background(), time.Minute, 0)
-	if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, dec, first); err != nil {
+	if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, upstream, dec, first); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Body.String(); got != answer || w.Code != http.StatusOK {
@@ -140,5 +144,106 @@ func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 	e.Settle(x)
 	if len(rs.admitted) != 1 {
 		t.Fatalf("settled twice: %d rows", len(rs.admitted))
+	}
+}
+
+// A stream read to its [DONE] is read on to its body's end (the last
+// chunk, sent just after it), so that its upstream connection goes back
+// to the pool: the next stream reuses it instead of dialing. The
+// upstream here writes the last chunk a little after [DONE], as a
+// handler that flushes its last event and then returns does.
+func TestStreamGivesBackItsConnection(t *testing.T) {
+	var dials atomic.Int32
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: hello\n\ndata: usage\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(5 * time.Millisecond)
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	up.Start()
+	defer up.Close()
+	client := up.Client()
+	e := &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{}}
+	for i := range 3 {
+		at := NewStreamAttempt(context.Background(), time.Minute, 0)
+		req, _ := http.NewRequestWithContext(at.Ctx, "POST", up.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := adapters.NewStreamDecoder(resp.Body, textStep{}, false, "line")
+		first, err := dec.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{},
+			ID: &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}, Start: time.Now(),
+			Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Settled: true, Channel: "a"}
+		if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, resp.Body, dec, first); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if w.Body.String() != "hello\nEND\n" {
+			t.Fatalf("stream %d: %q", i, w.Body.String())
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("three streams one after another took %d connections, want 1", n)
+	}
+}
+
+// An upstream that holds its body open after [DONE] (or goes on sending)
+// does not hold the stream: the wait for the body's end is bounded, and
+// the connection is then given up.
+func TestStreamEndsThoughItsBodyDoesNot(t *testing.T) {
+	for _, after := range []string{"hold", "chatter"} {
+		t.Run(after, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "data: hello\n\ndata: [DONE]\n\n")
+				w.(http.Flusher).Flush()
+				for after == "chatter" && r.Context().Err() == nil {
+					if _, err := io.WriteString(w, ": more\n\n"); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+				}
+				<-r.Context().Done()
+			}))
+			defer up.Close()
+			e := &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{}}
+			at := NewStreamAttempt(context.Background(), time.Minute, 0)
+			req, _ := http.NewRequestWithContext(at.Ctx, "POST", up.URL, nil)
+			resp, err := up.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			dec := adapters.NewStreamDecoder(resp.Body, textStep{}, false, "line")
+			first, err := dec.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{},
+				ID: &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}, Start: time.Now(),
+				Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Settled: true, Channel: "a"}
+			done := make(chan error, 1)
+			go func() { done <- e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, resp.Body, dec, first) }()
+			select {
+			case err := <-done:
+				if err != nil || w.Body.String() != "hello\nEND\n" || x.Status != http.StatusOK {
+					t.Fatalf("%v %d %q", err, x.Status, w.Body.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the stream waited on for its body's end")
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,9 @@ var (
 	// ErrDrainTimeout ends a stream read on after its client left (see
 	// NewStreamAttempt) that did not end within the drain's time bound.
 	ErrDrainTimeout = errors.New("drain timeout")
+	// errBodyEnd ends the wait for a body's end after the stream's
+	// (endBody)
+	errBodyEnd = errors.New("no end of the body after the stream's")
 )
 
 // Attempt is one try on one channel: its context ends with the client,
@@ -154,4 +158,24 @@ func (at *Attempt) End() {
 		at.mu.Unlock()
 	}
 	at.cancel(context.Canceled)
+}
+
+// Bounds of endBody: how long the end of a body may come after the
+// stream's, and how many bytes may come before it.
+const (
+	bodyEndWait = 100 * time.Millisecond
+	bodyEndMax  = 4 << 10
+)
+
+// EndBody reads what is left of an upstream's body once its stream has
+// ended (HTTP/1.1's last chunk, which comes just after [DONE] or
+// message_stop): a body read to its end gives its connection back to the
+// transport's idle pool, where one whose attempt ends before that is
+// closed, and the next request dials a new one (at concurrency 1, one
+// stream in eight did). An upstream that sends more, or holds the body
+// open, is cut after bodyEndMax bytes or bodyEndWait, as before.
+func (at *Attempt) EndBody(body io.Reader) {
+	t := time.AfterFunc(bodyEndWait, func() { at.cancel(errBodyEnd) })
+	_, _ = io.CopyN(io.Discard, body, bodyEndMax)
+	t.Stop()
 }

@@ -30,7 +30,7 @@ func (e *Engine) Serve(x *Exchange, plan []*routing.Channel) error {
 	case x.Media != nil:
 		return e.relayMedia(x, try.at, ch, up.Bounds, up.Provider.(adapters.MediaProvider), try.resp)
 	case x.Req.Stream:
-		return e.relayStream(x, try.at, ch, up.Bounds, try.dec, try.first)
+		return e.relayStream(x, try.at, ch, up.Bounds, try.resp.Body, try.dec, try.first)
 	case x.Req.Op == adapters.OpRerank:
 		return e.relayBody(x, try.at, ch, up.Bounds, up.Provider.(adapters.RerankProvider).DecodeRerankResponse, try.resp)
 	}
