@@ -250,6 +250,9 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 		}
 		ev, err = dec.Next()
 	}
+	if drained {
+		at.EndBody(body) // as at the end above: the connection is reused
+	}
 	// a stream cut before its end is billed on what was generated: the
 	// text after the last usage the upstream reported counts too
 	x.Cut = x.Status != http.StatusOK && !drained

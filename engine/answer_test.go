@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/billing"
@@ -151,12 +155,44 @@ func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 // chunk, sent just after it), so that its upstream connection goes back
 // to the pool: the next stream reuses it instead of dialing. The
 // upstream here writes the last chunk a little after [DONE], as a
-// handler that flushes its last event and then returns does.
+// handler that flushes its last event and then returns does. So too a
+// stream its client left, read on for its usage (the drain).
 func TestStreamGivesBackItsConnection(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("client gone %v", gone), func(t *testing.T) { streamGivesBackItsConnection(t, gone) })
+	}
+}
+
+// goneClient is a client that left: every write fails (and is told on
+// wrote).
+type goneClient struct {
+	*httptest.ResponseRecorder
+	wrote chan struct{}
+}
+
+func (c goneClient) Write([]byte) (int, error) {
+	select {
+	case c.wrote <- struct{}{}:
+	default:
+	}
+	return 0, errors.New("broken pipe")
+}
+
+func streamGivesBackItsConnection(t *testing.T, gone bool) {
 	var dials atomic.Int32
+	wrote := make(chan struct{}, 1)
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: hello\n\ndata: usage\n\ndata: [DONE]\n\n")
+		io.WriteString(w, "data: hello\n\n")
+		w.(http.Flusher).Flush()
+		if gone { // the first event is relayed alone, and found the client gone
+			select {
+			case <-wrote:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		io.WriteString(w, "data: usage\n\ndata: [DONE]\n\n")
 		w.(http.Flusher).Flush()
 		time.Sleep(5 * time.Millisecond)
 	}))
@@ -168,9 +204,10 @@ func TestStreamGivesBackItsConnection(t *testing.T) {
 	up.Start()
 	defer up.Close()
 	client := up.Client()
-	e := &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{}}
+	e := &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{},
+		Drain: DrainBounds{Timeout: time.Minute, MaxBytes: 1 << 20}, Log: zap.NewNop()}
 	for i := range 3 {
-		at := NewStreamAttempt(context.Background(), time.Minute, 0)
+		at := NewStreamAttempt(context.Background(), time.Minute, e.Drain.Timeout)
 		req, _ := http.NewRequestWithContext(at.Ctx, "POST", up.URL, nil)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -181,7 +218,11 @@ func TestStreamGivesBackItsConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := httptest.NewRecorder()
+		rec := httptest.NewRecorder()
+		var w http.ResponseWriter = rec
+		if gone {
+			w = goneClient{rec, wrote}
+		}
 		x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{},
 			ID: &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}, Start: time.Now(),
 			Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Settled: true, Channel: "a"}
@@ -189,8 +230,12 @@ func TestStreamGivesBackItsConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if w.Body.String() != "hello\nEND\n" {
-			t.Fatalf("stream %d: %q", i, w.Body.String())
+		want, status := "hello\nEND\n", http.StatusOK
+		if gone {
+			want, status = "", adapters.StatusClientClosed
+		}
+		if rec.Body.String() != want || x.Status != status || x.Usage.CompletionTokens != 4 {
+			t.Fatalf("stream %d: %d %q, usage %+v", i, x.Status, rec.Body.String(), x.Usage)
 		}
 	}
 	if n := dials.Load(); n != 1 {
