@@ -114,11 +114,7 @@ func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 		Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Price: &billing.Price{Input: 1_000_000, Output: 2_000_000},
 		Hold: ad.Hold, Ticket: ad.Ticket, Slot: ad.Slot, Settled: true, Channel: "a"}
 	upstream := iotest.OneByteReader(strings.NewReader(body))
-	dec := adapters.NewStreamDecoder(upstream, textStep{}, false, "line")
-	first, err := dec.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dec, first := openLines(t, upstream)
 	at := NewStreamAttempt(context.Background(), time.Minute, 0)
 	if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, upstream, dec, first); err != nil {
 		t.Fatal(err)
@@ -149,6 +145,30 @@ func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 	if len(rs.admitted) != 1 {
 		t.Fatalf("settled twice: %d rows", len(rs.admitted))
 	}
+}
+
+// openLines starts reading body, a textStep stream, as relayStream's
+// caller does: its first event read.
+func openLines(t *testing.T, body io.Reader) (*adapters.StreamDecoder, *adapters.StreamEvent) {
+	t.Helper()
+	dec := adapters.NewStreamDecoder(body, textStep{}, false, "line")
+	first, err := dec.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dec, first
+}
+
+// lineExchange is an unpriced stream to w in the line dialect.
+func lineExchange(w http.ResponseWriter) *Exchange {
+	return &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{},
+		ID: &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}, Start: time.Now(),
+		Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Settled: true, Channel: "a"}
+}
+
+// unpricedEngine settles without prices or windows.
+func unpricedEngine() *Engine {
+	return &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{}}
 }
 
 // A stream read to its [DONE] is read on to its body's end (the last
@@ -204,8 +224,8 @@ func streamGivesBackItsConnection(t *testing.T, gone bool) {
 	up.Start()
 	defer up.Close()
 	client := up.Client()
-	e := &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{},
-		Drain: DrainBounds{Timeout: time.Minute, MaxBytes: 1 << 20}, Log: zap.NewNop()}
+	e := unpricedEngine()
+	e.Drain, e.Log = DrainBounds{Timeout: time.Minute, MaxBytes: 1 << 20}, zap.NewNop()
 	for i := range 3 {
 		at := NewStreamAttempt(context.Background(), time.Minute, e.Drain.Timeout)
 		req, _ := http.NewRequestWithContext(at.Ctx, "POST", up.URL, nil)
@@ -213,19 +233,13 @@ func streamGivesBackItsConnection(t *testing.T, gone bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := adapters.NewStreamDecoder(resp.Body, textStep{}, false, "line")
-		first, err := dec.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		dec, first := openLines(t, resp.Body)
 		rec := httptest.NewRecorder()
 		var w http.ResponseWriter = rec
 		if gone {
 			w = goneClient{rec, wrote}
 		}
-		x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{},
-			ID: &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}, Start: time.Now(),
-			Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Settled: true, Channel: "a"}
+		x := lineExchange(w)
 		if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, resp.Body, dec, first); err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +276,7 @@ func TestStreamEndsThoughItsBodyDoesNot(t *testing.T) {
 				<-r.Context().Done()
 			}))
 			defer up.Close()
-			e := &Engine{Gate: &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}, Rows: &rows{}, Meter: &meter{}}
+			e := unpricedEngine()
 			at := NewStreamAttempt(context.Background(), time.Minute, 0)
 			req, _ := http.NewRequestWithContext(at.Ctx, "POST", up.URL, nil)
 			resp, err := up.Client().Do(req)
@@ -270,15 +284,9 @@ func TestStreamEndsThoughItsBodyDoesNot(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			dec := adapters.NewStreamDecoder(resp.Body, textStep{}, false, "line")
-			first, err := dec.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
+			dec, first := openLines(t, resp.Body)
 			w := httptest.NewRecorder()
-			x := &Exchange{W: w, R: httptest.NewRequest("POST", "/v1/chat/completions", nil), Dialect: lineDialect{},
-				ID: &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}, Start: time.Now(),
-				Req: &adapters.Request{Op: adapters.OpChat, Model: "m", Stream: true}, Settled: true, Channel: "a"}
+			x := lineExchange(w)
 			done := make(chan error, 1)
 			go func() { done <- e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, resp.Body, dec, first) }()
 			select {
