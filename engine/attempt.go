@@ -17,7 +17,7 @@ var (
 	// NewStreamAttempt) that did not end within the drain's time bound.
 	ErrDrainTimeout = errors.New("drain timeout")
 	// errBodyEnd ends the wait for a body's end after the stream's
-	// (endBody)
+	// (EndBody)
 	errBodyEnd = errors.New("no end of the body after the stream's")
 )
 
@@ -160,7 +160,7 @@ func (at *Attempt) End() {
 	at.cancel(context.Canceled)
 }
 
-// Bounds of endBody: how long the end of a body may come after the
+// Bounds of EndBody: how long the end of a body may come after the
 // stream's, and how many bytes may come before it.
 const (
 	bodyEndWait = 100 * time.Millisecond
@@ -173,7 +173,8 @@ const (
 // transport's idle pool, where one whose attempt ends before that is
 // closed, and the next request dials a new one (at concurrency 1, one
 // stream in eight did). An upstream that sends more, or holds the body
-// open, is cut after bodyEndMax bytes or bodyEndWait, as before.
+// open, is cut after bodyEndMax bytes or bodyEndWait and its connection
+// closed.
 func (at *Attempt) EndBody(body io.Reader) {
 	t := time.AfterFunc(bodyEndWait, func() { at.cancel(errBodyEnd) })
 	_, _ = io.CopyN(io.Discard, body, bodyEndMax)
