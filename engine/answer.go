@@ -167,30 +167,19 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	defer func() { held.give(buf) }()
 	ev, err := first, error(nil)
 	drained := false // the client left and the upstream was read to its end
+	billed := false  // streamEnded has run
 	for {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				buf = held.take(buf)
 				n := len(buf)
 				buf = enc.Finish(buf)
-				if !x.Usage.Known() {
-					x.Tail = dec.PartialText() // as below: the row counts it
-				}
+				billed = x.streamEnded(dec, false)
 				if rec != nil {
 					rec.Event(buf[n:], time.Now())
 					e.keepAnswer(x)
 				}
-				// The row goes to the inflight log, and the hold is
-				// settled, before the closing event goes out (as a body's
-				// before its bytes): the SDKs stop reading at it, so a
-				// client may send its next request, read its budget, or
-				// see the process killed before the handler returns.
-				if x.Settled {
-					e.Settle(x)
-				}
-				if _, werr := x.W.Write(buf); werr == nil {
-					_ = rc.Flush()
-				}
+				e.endStream(x, rc, buf)
 				at.EndBody(body)
 				break
 			}
@@ -204,12 +193,10 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 			if f.Channel {
 				e.FailedMidAnswer(ch, f)
 			}
-			e := f.Err
-			x.Status, x.ErrMsg = e.Status, e.Message
-			buf = enc.Error(held.take(buf), e) // after the events already encoded
-			if _, werr := x.W.Write(buf); werr == nil {
-				_ = rc.Flush()
-			}
+			x.Status, x.ErrMsg = f.Err.Status, f.Err.Message
+			buf = enc.Error(held.take(buf), f.Err) // after the events already encoded
+			billed = x.streamEnded(dec, false)
+			e.endStream(x, rc, buf)
 			break
 		}
 		at.Alive()
@@ -253,8 +240,18 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	if drained {
 		at.EndBody(body) // as at the end above: the connection is reused
 	}
-	// a stream cut before its end is billed on what was generated: the
-	// text after the last usage the upstream reported counts too
+	if !billed {
+		x.streamEnded(dec, drained)
+	}
+	dec.Release()
+	return nil
+}
+
+// streamEnded fixes what a stream's row bills once it is over: one cut
+// before its end (not drained to it) is billed on what was generated,
+// the text after the last usage the upstream reported counting too. It
+// returns true.
+func (x *Exchange) streamEnded(dec *adapters.StreamDecoder, drained bool) bool {
 	x.Cut = x.Status != http.StatusOK && !drained
 	if x.Cut && !x.Usage.Known() {
 		if u := dec.UsageSoFar(); u != nil {
@@ -264,8 +261,22 @@ func (e *Engine) relayStream(x *Exchange, at *Attempt, ch *routing.Channel, b Bo
 	if !x.Usage.Known() || x.Cut {
 		x.Tail = dec.PartialText()
 	}
-	dec.Release()
-	return nil
+	return true
+}
+
+// endStream settles x, then writes a stream's last bytes (its closing
+// event, or the error event that ends it): the row goes to the inflight
+// log and the hold is settled first, as a body's are before its bytes,
+// since the SDKs stop reading there and a client may send its next
+// request, read its budget, or see the process killed before the handler
+// returns.
+func (e *Engine) endStream(x *Exchange, rc *http.ResponseController, last []byte) {
+	if x.Settled {
+		e.Settle(x)
+	}
+	if _, err := x.W.Write(last); err == nil {
+		_ = rc.Flush()
+	}
 }
 
 // DrainBounds bound how long and how far a stream's upstream is read after

@@ -90,6 +90,8 @@ func TestStreamSettledBeforeItsClosingEvent(t *testing.T) {
 	for _, c := range []struct{ name, body, answer string }{
 		{"end marker", "data: hello\n\ndata: world\n\ndata: usage\n\ndata: [DONE]\n\n", "hello\nworld\nEND\n"},
 		{"last event relayed", "data: hello\n\ndata: usage\n\ndata: world\n\ndata: stop\n\n", "hello\nworld\nstop\nEND\n"},
+		// the body ends with no end: the error event ends the stream
+		{"cut", "data: hello\n\ndata: usage\n\ndata: world\n\n", "hello\nworld\nERROR the upstream stream broke off before its end (channel \"a\")\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) { streamSettledBeforeItsEnd(t, c.body, c.answer) })
 	}
@@ -98,7 +100,7 @@ func TestStreamSettledBeforeItsClosingEvent(t *testing.T) {
 func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 	rs := &rows{}
 	g := &billing.Gate{Limiter: billing.NewLimiter(), Ledger: billing.NewLedger(), Usage: queue{}}
-	e := &Engine{Gate: g, Rows: rs, Meter: &meter{}}
+	e := &Engine{Gate: g, Rows: rs, Meter: &meter{}, Health: routing.DefaultHealthPolicy, FailureLog: &routing.LogThrottle{Interval: time.Second}, Log: zap.NewNop()}
 	id := &keys.Identity{User: &store.User{ID: 1, Quota: 1_000_000}, Token: &store.Token{ID: 2}}
 	budgets := []billing.Budget{{Subject: "key:2", Limits: billing.WindowLimits{billing.Daily: 1_000}}}
 	ad, err := g.Admit(time.Now(), billing.Ask{User: id.User, Token: id.Token, Slot: true, Reserve: billing.Reserve(500)})
@@ -119,13 +121,13 @@ func streamSettledBeforeItsEnd(t *testing.T, body, answer string) {
 	if err := e.relayStream(x, at, &routing.Channel{Name: "a"}, Bounds{}, upstream, dec, first); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.Body.String(); got != answer || w.Code != http.StatusOK {
+	if got := w.Body.String(); got != answer || w.Code != http.StatusOK || x.Cut != strings.Contains(answer, "ERROR") {
 		t.Fatalf("answer %d %q", w.Code, got)
 	}
 	// what ends the stream for a client (the closing event, the
 	// upstream's last one) is written after the row, the rest before
 	for i, b := range w.written {
-		closing := strings.Contains(b, "stop\n") || strings.Contains(b, "END\n")
+		closing := strings.Contains(b, "stop\n") || strings.Contains(b, "END\n") || strings.Contains(b, "ERROR")
 		if closing != (w.rowsAt[i] == 1) {
 			t.Fatalf("rows written by each write %v (writes %q)", w.rowsAt, w.written)
 		}

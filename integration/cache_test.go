@@ -318,10 +318,8 @@ func TestResponseCache(t *testing.T) {
 	// the metrics: five hits (alice's, bob's, the three streams'), each
 	// saving 210 - 53 units; eight misses (the refused and sampled
 	// requests did not use the cache). A request is counted as it settles,
-	// before its usage row is queued, and a stream settles after its last
-	// event is written: openai-go stops reading at [DONE], so the stream
-	// after the broken one could settle after the requests that followed
-	// it (CI: 7 misses). All fifteen of alice's rows first.
+	// before its usage row is queued: once all fifteen of alice's rows
+	// are in, every request is counted.
 	gw.WaitUsage("alice", 15)
 	m := gw.Metrics()
 	hits, misses := m[`gateway_response_cache_requests_total{result="hit"}`], m[`gateway_response_cache_requests_total{result="miss"}`]
