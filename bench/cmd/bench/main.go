@@ -64,6 +64,7 @@ type options struct {
 	idleConns   int
 	reruns      int
 	budgets     bool // the spending-windows targets (budgets.go)
+	upstreamTLS bool // targets reach the mock over TLS (-upstream-tls)
 	// scenarios are the parts of the run to do (-scenarios); nil: all
 	scenarios []string
 }
@@ -77,6 +78,7 @@ type setup struct {
 	db        string
 	mockAddr  string
 	mockPid   int
+	mockTLS   string // the mock's TLS listener, with -upstream-tls
 	adminPort int
 	proxyPort int
 	gwPort    int
@@ -115,6 +117,8 @@ func main() {
 	var targets, scens string
 	mockMode := flag.Bool("mock", false, "run as the mock upstream (used by the bench itself)")
 	mockAddr := flag.String("mock-addr", "127.0.0.1:0", "with -mock: address to listen on")
+	mockCert := flag.String("mock-cert", "", "with -mock: also serve TLS, writing the certificate to this file")
+	flag.BoolVar(&o.upstreamTLS, "upstream-tls", false, "targets reach the mock over TLS, where it offers HTTP/2 as vendors do (the load and control calls stay in cleartext)")
 	flag.BoolVar(&o.quick, "quick", false, "quick mode: short runs, 2,000 open streams, under 2 minutes")
 	flag.BoolVar(&o.build, "build", true, "build the binary first (go build -o bin/caddy ./cmd/caddy)")
 	flag.StringVar(&o.bin, "bin", "bin/caddy", "gateway binary, relative to the repository root")
@@ -139,7 +143,7 @@ func main() {
 	flag.Parse()
 
 	if *mockMode {
-		if err := runMockChild(*mockAddr); err != nil {
+		if err := runMockChild(*mockAddr, *mockCert); err != nil {
 			fmt.Fprintln(os.Stderr, "mock:", err)
 			os.Exit(1)
 		}
@@ -316,12 +320,13 @@ func run(ctx context.Context, o *options) (int, error) {
 		}
 	}()
 
-	mockProc, addr, err := startMock(s.dir)
+	mockProc, addr, tlsAddr, err := startMock(s.dir, o.upstreamTLS)
 	if err != nil {
 		return 1, err
 	}
 	defer mockProc.stop(5 * time.Second)
 	s.mockAddr, s.mockPid = addr, mockProc.pid()
+	s.mockTLS = tlsAddr
 	if err := s.writeCaddyfile(); err != nil {
 		return 1, err
 	}
@@ -446,7 +451,7 @@ func (s *setup) writeCaddyfile() error {
 	if s.example.log != "" {
 		// reverse_proxy with the example's log block, and the example's
 		// site as it is: the like-for-like pair
-		text += fmt.Sprintf("\nhttp://127.0.0.1:%d {\n%s\n\treverse_proxy %s\n}\n", s.proxyLogPort, s.example.log, s.mockAddr)
+		text += fmt.Sprintf("\nhttp://127.0.0.1:%d {\n%s\n\treverse_proxy %s\n}\n", s.proxyLogPort, s.example.log, s.proxyTarget())
 		if s.gateway {
 			text += fmt.Sprintf("\nhttp://127.0.0.1:%d {\n%s\n}\n", s.exPort, s.example.body)
 		}
@@ -465,7 +470,7 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 		database %s
 		channel mock {
 			type openai
-			base_url http://%s
+			base_url %s
 			key sk-upstream-test
 			models gpt-4o-mini
 		}
@@ -473,7 +478,7 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 			input 0.15
 			output 0.60
 		}
-`, database, s.mockAddr)
+`, database, s.upstream())
 		if s.plan && proxyPort != 0 {
 			b.WriteString(planBlock) // the main process only
 		}
@@ -483,9 +488,9 @@ func (s *setup) caddyfileFor(adminPort int, database string, proxyPort, gwPort i
 	switch {
 	case proxyPort == 0:
 	case s.idleConns > 0:
-		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s {\n\t\ttransport http {\n\t\t\tkeepalive_idle_conns_per_host %d\n\t\t}\n\t}\n}\n", proxyPort, s.mockAddr, s.idleConns)
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s {\n\t\ttransport http {\n\t\t\tkeepalive_idle_conns_per_host %d\n\t\t}\n\t}\n}\n", proxyPort, s.proxyTarget(), s.idleConns)
 	default:
-		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", proxyPort, s.mockAddr)
+		fmt.Fprintf(&b, "http://127.0.0.1:%d {\n\treverse_proxy %s\n}\n", proxyPort, s.proxyTarget())
 	}
 	if gwPort != 0 {
 		if proxyPort != 0 {
@@ -519,6 +524,19 @@ func (s *setup) createUserToken(caddyfile, username string) (string, error) {
 	}
 	return "", fmt.Errorf("token add printed no sk- key: %q", out)
 }
+
+// upstream is the mock as the targets reach it: over TLS (HTTP/2 offered)
+// with -upstream-tls, else in cleartext.
+func (s *setup) upstream() string {
+	if s.mockTLS != "" {
+		return "https://" + s.mockTLS
+	}
+	return "http://" + s.mockAddr
+}
+
+// proxyTarget is the mock as reverse_proxy names it: a bare address in
+// cleartext, Caddy's default.
+func (s *setup) proxyTarget() string { return strings.TrimPrefix(s.upstream(), "http://") }
 
 // url is the chat completions endpoint of a target.
 func (s *setup) url(target string) string {

@@ -86,44 +86,66 @@ func (p *proc) logTail() string {
 
 // runMockChild is the body of `bench -mock`: serve the mock upstream and
 // print its address on stdout for the parent.
-func runMockChild(addr string) error {
+func runMockChild(addr, certFile string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("MOCK %s\n", ln.Addr())
-	return mock.NewServer(mock.New(0)).Serve(ln)
+	h := mock.New(0)
+	if certFile == "" {
+		fmt.Printf("MOCK %s\n", ln.Addr())
+		return mock.NewServer(h).Serve(ln)
+	}
+	// the same mock over TLS too, where HTTP/2 is offered as the vendors
+	// offer it; control calls stay on the cleartext listener
+	tln, err := mock.ListenTLS("127.0.0.1:0", certFile)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("MOCK %s %s\n", ln.Addr(), tln.Addr())
+	go func() { _ = mock.NewServer(h).Serve(tln) }()
+	return mock.NewServer(h).Serve(ln)
 }
 
 // startMock runs this binary again as the mock upstream, so the mock's CPU
-// is its own and not mixed with the load generator's.
-func startMock(dir string) (*proc, string, error) {
+// is its own and not mixed with the load generator's. With tls, the mock
+// serves over TLS (HTTP/2 offered) as well, with a self-signed certificate
+// written to mockCertFile(dir), and tlsAddr is that listener's address.
+func startMock(dir string, tls bool) (p *proc, addr, tlsAddr string, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	cmd := exec.Command(self, "-mock", "-mock-addr", "127.0.0.1:0")
+	args := []string{"-mock", "-mock-addr", "127.0.0.1:0"}
+	if tls {
+		args = append(args, "-mock-cert", mockCertFile(dir))
+	}
+	cmd := exec.Command(self, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	p, err := start("mock", filepath.Join(dir, "mock.log"), cmd)
-	if err != nil {
-		return nil, "", err
+	if p, err = start("mock", filepath.Join(dir, "mock.log"), cmd); err != nil {
+		return nil, "", "", err
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		p.stop(time.Second)
-		return nil, "", fmt.Errorf("mock did not report its address: %v: %s", err, p.logTail())
+		return nil, "", "", fmt.Errorf("mock did not report its address: %v: %s", err, p.logTail())
 	}
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "MOCK ")
+	addrs, ok := strings.CutPrefix(strings.TrimSpace(line), "MOCK ")
 	if !ok {
 		p.stop(time.Second)
-		return nil, "", fmt.Errorf("mock said %q", line)
+		return nil, "", "", fmt.Errorf("mock said %q", line)
 	}
+	addr, tlsAddr, _ = strings.Cut(addrs, " ")
 	go io.Copy(io.Discard, out)
-	return p, addr, nil
+	return p, addr, tlsAddr, nil
 }
+
+// mockCertFile is where the mock writes its certificate, which Caddy
+// trusts through SSL_CERT_FILE.
+func mockCertFile(dir string) string { return filepath.Join(dir, "mock-cert.pem") }
 
 // freePort asks the kernel for an unused loopback port.
 func freePort() (int, error) {
@@ -137,10 +159,15 @@ func freePort() (int, error) {
 
 // caddyEnv keeps Caddy's autosave and data out of the user's home.
 func caddyEnv(dir string) []string {
-	return append(os.Environ(),
+	env := append(os.Environ(),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"),
 	)
+	if _, err := os.Stat(mockCertFile(dir)); err == nil {
+		// the mock serves TLS (-upstream-tls): trust its certificate
+		env = append(env, "SSL_CERT_FILE="+mockCertFile(dir))
+	}
+	return env
 }
 
 // startCaddy runs the binary with an instance's Caddyfile and waits until
