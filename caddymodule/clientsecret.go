@@ -102,7 +102,7 @@ func (h *Relay) serveClientSecret(w http.ResponseWriter, r *http.Request, rt rou
 		if !h.app.channels.Has(m) {
 			return writeError(w, rt.dialect, engine.UnknownModel(m))
 		}
-		if len(h.engine.RealtimePlan(m)) == 0 {
+		if !h.engine.ServesRealtime(m) {
 			return writeError(w, rt.dialect, adapters.BadRequest("the model %s has no Realtime endpoint: mint secrets for a Realtime model", m))
 		}
 	}

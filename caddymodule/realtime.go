@@ -52,7 +52,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 		return x.Fail(&adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
 			Message: "this client secret was minted for the model " + cs.Model + ": open /v1/realtime?model=" + cs.Model + ", or mint a secret for " + model})
 	}
-	if h.app.channels.Has(model) && len(h.engine.RealtimePlan(model)) == 0 {
+	if h.app.channels.Has(model) && !h.engine.ServesRealtime(model) {
 		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
 	if cs != nil && cs.Session != "" {

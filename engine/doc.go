@@ -10,8 +10,9 @@
 //     the ledger's hold.
 //  3. plan.go is the one place that plans: Plan orders the model's channels
 //     (routing), keeping those whose family has the capability the request
-//     needs (Relay, ServeMedia, RealtimePlan, PlanTask), within the retry
-//     budget; a model whose families all lack it is refused (Unserved).
+//     needs (Relay, ServeMedia, RealtimePlan, PlanTask, and for the batch
+//     endpoints BatchChannels and ChatChannels), within the retry budget;
+//     a model whose families all lack it is refused (Unserved).
 //  4. Engine.Run tries them: an Attempter sends through the channel's
 //     adapter (adapters/<vendor>), Classify decides whose fault a failure
 //     is, a channel's fault is counted once (ejection with Retry-After,

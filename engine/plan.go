@@ -72,10 +72,7 @@ func (e *Engine) Relay(x *Exchange) error {
 			return ok && cp.WireDialect() == req.Dialect
 		}
 	default:
-		keep = func(ch *routing.Channel) bool {
-			_, ok := e.provider(ch).(adapters.ChatProvider)
-			return ok
-		}
+		keep = e.answersChat
 	}
 	plan := e.planFor(x, keep)
 	if len(plan) == 0 && req.Op == adapters.OpCountTokens {
@@ -141,12 +138,41 @@ func mediaEndpoint(req *adapters.Request) string {
 	return "transcriptions"
 }
 
+// answersChat keeps a channel whose family answers chat, completion,
+// embedding and responses requests.
+func (e *Engine) answersChat(ch *routing.Channel) bool {
+	_, ok := e.provider(ch).(adapters.ChatProvider)
+	return ok
+}
+
 // RealtimePlan is the model's channels whose family serves Realtime
 // sessions, in the order they are tried.
 func (e *Engine) RealtimePlan(model string) []*routing.Channel {
 	return e.Plan(model, func(ch *routing.Channel) bool {
 		_, ok := e.provider(ch).(adapters.RealtimeProvider)
 		return ok
+	})
+}
+
+// ServesRealtime reports whether a channel of the model serves Realtime
+// sessions, for the endpoints that refuse a model before opening one.
+func (e *Engine) ServesRealtime(model string) bool { return len(e.RealtimePlan(model)) > 0 }
+
+// ChatChannels is the model's channels whose family answers chat requests,
+// in the order they are tried: where a batch's lines run when no channel
+// takes the batch itself.
+func (e *Engine) ChatChannels(model string) []*routing.Channel {
+	return e.Plan(model, e.answersChat)
+}
+
+// BatchChannels is the model's channels whose family runs batches
+// (adapters.BatchProvider) and takes this one, in the order they are
+// tried; takes is the batch's own condition on a family (its dialect,
+// its operation, its number of lines).
+func (e *Engine) BatchChannels(model string, takes func(ch *routing.Channel, bp adapters.BatchProvider) bool) []*routing.Channel {
+	return e.Plan(model, func(ch *routing.Channel) bool {
+		bp, ok := e.provider(ch).(adapters.BatchProvider)
+		return ok && takes(ch, bp)
 	})
 }
 

@@ -37,6 +37,25 @@ func (chatFamily) NewStreamStep(*adapters.Request) adapters.StreamStep { return 
 
 type rerankFamily struct{ family }
 
+// batchFamily answers chat and runs batches of its dialect.
+type batchFamily struct {
+	chatFamily
+}
+
+func (f batchFamily) BatchDialect() string { return f.wire }
+func (batchFamily) SubmitBatch(context.Context, adapters.Doer, *adapters.Upstream, *adapters.BatchJob) (string, error) {
+	return "", nil
+}
+func (batchFamily) PollBatch(context.Context, adapters.Doer, *adapters.Upstream, string) (*adapters.BatchState, error) {
+	return nil, nil
+}
+func (batchFamily) CancelBatch(context.Context, adapters.Doer, *adapters.Upstream, string) error {
+	return nil
+}
+func (batchFamily) BatchResults(context.Context, adapters.Doer, *adapters.Upstream, string, *adapters.BatchState, int64, func(*adapters.BatchResult) error) error {
+	return nil
+}
+
 func (rerankFamily) NewRequest(context.Context, *adapters.Upstream, *adapters.Request) (*http.Request, error) {
 	return nil, nil
 }
@@ -128,5 +147,30 @@ func TestPlansKeepTheCapableFamilies(t *testing.T) {
 	}
 	if u := Unserved(e.Plan("m", nil)[0], nil, adapters.OpChat); !strings.Contains(u.Message, "does not serve chat") {
 		t.Errorf("a channel of no configured family: %q", u.Message)
+	}
+}
+
+// The batch endpoints' plans: the chat-capable channels run lines locally,
+// the batch-capable ones that take the batch run it at the vendor, and a
+// channel of no configured family is in neither.
+func TestBatchAndChatChannels(t *testing.T) {
+	fams := map[string]adapters.Provider{
+		"rerank": rerankFamily{}, "oai": batchFamily{chatFamily{wire: "openai"}}, "chat": chatFamily{wire: "openai"},
+		"ant": batchFamily{chatFamily{wire: "anthropic"}}, "gone": nil,
+	}
+	e := planEngine(fams, "rerank", "oai", "chat", "ant", "gone")
+	if got := names(e.ChatChannels("m")); !slices.Equal(got, []string{"oai", "chat", "ant"}) {
+		t.Errorf("chat channels %v, want oai, chat, ant", got)
+	}
+	var asked []string
+	got := names(e.BatchChannels("m", func(ch *routing.Channel, bp adapters.BatchProvider) bool {
+		asked = append(asked, ch.Name)
+		return bp.BatchDialect() == "anthropic"
+	}))
+	if !slices.Equal(got, []string{"ant"}) || !slices.Equal(asked, []string{"oai", "ant"}) {
+		t.Errorf("batch channels %v (asked of %v), want ant (asked of oai and ant)", got, asked)
+	}
+	if e.ServesRealtime("m") {
+		t.Error("ServesRealtime: true, with no Realtime family")
 	}
 }

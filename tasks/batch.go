@@ -260,16 +260,7 @@ func (e *Engine) reservation(lines []adapters.BatchLine, fields []lineFields, pr
 // (adapters.NeutralBatchProvider) for the endpoint's operation; and of
 // lines lines, for a family that takes only some (adapters.BatchTaker).
 func (e *Engine) batchPlan(model, dialect, endpoint string, lines int) []*routing.Channel {
-	eng := e.deps.Engine
-	return eng.Plan(model, func(ch *routing.Channel) bool {
-		up := eng.Upstreams.Get(ch.Name)
-		if up == nil {
-			return false
-		}
-		bp, ok := up.Provider.(adapters.BatchProvider)
-		if !ok {
-			return false
-		}
+	return e.deps.Engine.BatchChannels(model, func(ch *routing.Channel, bp adapters.BatchProvider) bool {
 		if bt, some := bp.(adapters.BatchTaker); some && !bt.TakesBatch(ch.UpstreamModel(model), lines) {
 			return false
 		}

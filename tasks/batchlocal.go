@@ -31,15 +31,7 @@ import (
 
 // localPlan is the model's channels that answer requests.
 func (e *Engine) localPlan(model string) []*routing.Channel {
-	eng := e.deps.Engine
-	return eng.Plan(model, func(ch *routing.Channel) bool {
-		up := eng.Upstreams.Get(ch.Name)
-		if up == nil {
-			return false
-		}
-		_, ok := up.Provider.(adapters.ChatProvider)
-		return ok
-	})
+	return e.deps.Engine.ChatChannels(model)
 }
 
 // localOps are the operations of the batch endpoints' lines.
