@@ -42,10 +42,14 @@ func (s *Store) LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*stor
 	}
 	var n int64
 	err := s.inRawTx(ctx, func(tx execer) error {
+		if err := forgetBloomsOfNewDay(ctx, tx, day); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, ddl[0]); err != nil { // the table alone
 			return err
 		}
 		sums := store.NewBatchCharges(nil)
+		blooms := &bloomBatch{} // the upstream ids' filters, as SettleBatch's batches leave them
 		ins := `INSERT INTO ` + t + ` (id, created_at, user_id, token_id,
 			model, channel, endpoint, prompt_tokens, completion_tokens, cached_tokens,
 			reasoning_tokens, cost, status, estimated, stream, latency_ms, ttfb_ms, error,
@@ -65,7 +69,11 @@ func (s *Store) LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*stor
 				return fmt.Errorf("row %d: %w", n, err)
 			}
 			sums.Add(l, l.CreatedAt)
+			blooms.add(day, next, l.UpstreamRequestID)
 			n++
+		}
+		if err := blooms.write(ctx, tx); err != nil {
+			return err
 		}
 		if err := writeCharges(ctx, tx, sums); err != nil {
 			return err
@@ -81,5 +89,6 @@ func (s *Store) LoadUsageDay(ctx context.Context, day int64, rows iter.Seq[*stor
 		return 0, fmt.Errorf("load usage day %s: %w", t, err)
 	}
 	s.days.add(day)
+	s.blooms.forget(day)
 	return n, nil
 }

@@ -41,6 +41,9 @@ type Store struct {
 	r *sql.DB // readers; the same *sql.DB as w for ":memory:"
 	// days are the usage day tables known to exist (usagedays.go)
 	days dayTables
+	// blooms are the upstream id filters the next batch may extend
+	// (upstreamblooms.go)
+	blooms openBlooms
 	// legacyRows is set while usage_logs may hold rows of before the day
 	// tables, whose row keys a new row must not repeat
 	legacyRows atomic.Bool

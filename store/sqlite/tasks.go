@@ -233,7 +233,7 @@ func (s *Store) finishTask(ctx context.Context, t *store.Task, rows []*store.Usa
 		} else {
 			store.TaskSettled(t, rows[0], userID, tokenID, windows, plan)
 		}
-		if err := s.settleRows(ctx, tx, rows, ids, ts, store.TaskWindows(windows, -reserved)); err != nil {
+		if err := s.settleRows(ctx, tx, rows, ids, ts, store.TaskWindows(windows, -reserved), &bloomBatch{}); err != nil {
 			return err
 		}
 		settled = true

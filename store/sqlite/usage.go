@@ -36,17 +36,20 @@ func (s *Store) SettleBatch(ctx context.Context, logs []*store.UsageLog) error {
 
 	ids := make([]int64, len(logs))
 	ts := now()
-	err := s.inRawTx(ctx, func(tx execer) error { return s.settleRows(ctx, tx, logs, ids, ts, nil) })
+	blooms := &bloomBatch{open: &s.blooms}
+	err := s.inRawTx(ctx, func(tx execer) error { return s.settleRows(ctx, tx, logs, ids, ts, nil, blooms) })
 	if err != nil {
 		return fmt.Errorf("settle batch of %d: %w", len(logs), err)
 	}
+	blooms.committed()
 	store.SettledBatch(logs, ids, ts)
 	return nil
 }
 
 // settleRows writes logs and charges their costs within tx, as SettleBatch
-// describes; ids receives each written row's id (0: written before).
-func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64) error {
+// describes; ids receives each written row's id (0: written before), and
+// blooms the filters of their upstream ids, written within tx too.
+func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLog, ids []int64, ts time.Time, windows map[string]int64, blooms *bloomBatch) error {
 	sums := store.NewBatchCharges(windows)
 	// The statements run without ctx's deadline: for a statement whose
 	// context can end, the driver starts a goroutine to watch it, a
@@ -93,7 +96,11 @@ func (s *Store) settleRows(ctx context.Context, tx execer, logs []*store.UsageLo
 			return fmt.Errorf("insert usage row %d: %w", i, err)
 		}
 		ids[i] = id
+		blooms.add(day, id, l.UpstreamRequestID)
 		sums.Add(l, createdAt)
+	}
+	if err := blooms.write(exec, tx); err != nil {
+		return err
 	}
 	return writeCharges(exec, tx, sums)
 }
@@ -282,7 +289,17 @@ func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn str
 		if len(page) >= limit && page[limit-1].CreatedAt.UnixMilli() >= g.endMs() {
 			return errStopSegments
 		}
-		q, args, err := listUsageQuery(g.table, f, idColumn)
+		var ranges []idRange
+		if idColumn == "upstream_request_id" && g.day != 0 {
+			var filtered bool
+			if ranges, filtered, err = s.upstreamIDRanges(ctx, g.day, f.RequestID); err != nil {
+				return err
+			}
+			if filtered && len(ranges) == 0 {
+				return nil // no row of the day can have it
+			}
+		}
+		q, args, err := listUsageQuery(g.table, f, idColumn, ranges)
 		if err != nil {
 			return err
 		}
@@ -313,8 +330,8 @@ func newestFirst(a, b *store.UsageLog) int {
 }
 
 // listUsageQuery is ListUsage's statement for f on table, matching the
-// request id in idColumn.
-func listUsageQuery(table string, f store.UsageFilter, idColumn string) (string, []any, error) {
+// request id in idColumn, within the id ranges given (none: anywhere).
+func listUsageQuery(table string, f store.UsageFilter, idColumn string, ranges []idRange) (string, []any, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultUsageLimit
@@ -330,11 +347,17 @@ func listUsageQuery(table string, f store.UsageFilter, idColumn string) (string,
 		w.Add("created_at <= "+ms, "(created_at < "+ms+" OR id < "+w.Arg(c.ID)+")")
 	}
 	from := ` FROM ` + table
-	if idColumn == "request_id" {
+	switch {
+	case idColumn == "request_id":
 		// A request id matches a row or two: its index, whatever else the
 		// filter says. Left to itself the planner takes the index that
 		// gives the order (a user's), and walks all that user's rows.
 		from += ` INDEXED BY ` + table + `_request_id`
+	case len(ranges) > 0:
+		// the upstream id's candidate rows, by their ids (upstreamblooms.go);
+		// an index walked for the order would read the whole day
+		from += ` NOT INDEXED`
+		w.Add(idRangesWhere(ranges, w.Arg))
 	}
 	q := `SELECT ` + store.UsageColumns + from + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit)

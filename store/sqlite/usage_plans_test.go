@@ -60,7 +60,7 @@ func TestUsageFilterPlans(t *testing.T) {
 		{"request id and user", store.UsageFilter{RequestID: "r", UserID: 3}, "request_id", "_request_id"},
 	} {
 		for _, table := range []string{usageDayTable(day), legacyUsageTable} {
-			q, args, err := listUsageQuery(table, c.f, c.idCol)
+			q, args, err := listUsageQuery(table, c.f, c.idCol, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,6 +74,41 @@ func TestUsageFilterPlans(t *testing.T) {
 			if c.index != "" && !strings.Contains(plan+" ", "INDEX "+table+c.index+" ") {
 				t.Errorf("%s, %s: the plan does not use %s%s: %s", c.name, table, table, c.index, plan)
 			}
+		}
+	}
+}
+
+// TestUpstreamIDRangePlans: a lookup by an upstream request id reads the
+// day's rows by the id ranges its filters leave (upstreamblooms.go), with
+// any other filter, never a walk of an index through the whole day.
+func TestUpstreamIDRangePlans(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), "plans.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*Store)
+	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	day := at.UnixMilli() / store.MsPerDay
+	if _, err := s.ensureDay(context.Background(), s.w, day); err != nil {
+		t.Fatal(err)
+	}
+	table := usageDayTable(day)
+	ranges := []idRange{{day<<32 + 1, day<<32 + 900}, {day<<32 + 5000, day<<32 + 5100}}
+	for _, f := range []store.UsageFilter{
+		{RequestID: "chatcmpl-x"},
+		{RequestID: "chatcmpl-x", UserID: 3},
+		{RequestID: "chatcmpl-x", Model: "m", Since: at},
+		{RequestID: "chatcmpl-x", After: &store.UsageCursor{CreatedAt: at, ID: 99}},
+	} {
+		q, args, err := listUsageQuery(table, f, "upstream_request_id", ranges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := explain(t, s, q, args)
+		t.Logf("%+v: %s", f, plan)
+		if strings.Count(plan, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)") != len(ranges) || strings.Contains(plan, "USING INDEX") {
+			t.Errorf("%+v: the plan does not read the rows by their id ranges: %s", f, plan)
 		}
 	}
 }

@@ -128,6 +128,10 @@ func (s *Store) ensureDay(ctx context.Context, tx execer, d int64) (*dayInserts,
 	if ins := s.days.get(d); ins != nil {
 		return ins, nil
 	}
+	s.blooms.forget(d)
+	if err := forgetBloomsOfNewDay(ctx, tx, d); err != nil {
+		return nil, fmt.Errorf("make the usage table of %s: %w", usageDayTable(d), err)
+	}
 	for _, q := range s.usageDayTableDDL(d) {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("make the usage table of %s: %w", usageDayTable(d), err)
@@ -285,12 +289,17 @@ func (s *Store) DropUsageDays(ctx context.Context, cutoff time.Time) (int64, err
 			if _, err := tx.ExecContext(ctx, `DELETE FROM usage_days WHERE day = ?`, d); err != nil {
 				return fmt.Errorf("drop %s: %w", t, err)
 			}
+			lo, hi := dayIDs(d)
+			if _, err := tx.ExecContext(ctx, `DELETE FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?`, lo, hi); err != nil {
+				return fmt.Errorf("drop %s: %w", t, err)
+			}
 			n += c
 		}
 		return nil
 	})
 	// a day dropped must be made again if a late row of it comes
 	s.days.forget()
+	s.blooms.forget()
 	if err != nil {
 		return 0, fmt.Errorf("drop usage days before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 	}

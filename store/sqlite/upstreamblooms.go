@@ -1,0 +1,312 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// An upstream request id has no index (store.ByRequestID: vendors make
+// them at random, and an index of random values costs the writer a page a
+// row). Looking one up used to scan every row of the days asked for: 145
+// ms a day of 555,555 rows, some 13 s for the 90 days of a lookup with no
+// time range. Instead, every batch SettleBatch writes leaves, for each
+// day it wrote rows of, a bloom filter of those rows' upstream ids and the
+// range of ids the rows got (usage_upstream_blooms; within one write
+// transaction a day's new rows take consecutive ids, and no other writer
+// runs). A lookup reads a day's filters, about 1.25 bytes a row, and
+// searches the day's table only in the ranges whose filter may hold the
+// id, and in the ranges no filter covers: rows of a build before the
+// filters, or of a writer that made none, are read as before, so a row is
+// never missed for want of a filter.
+
+const (
+	// bloomBitsPerID and bloomHashes give about 1 % false positives.
+	bloomBitsPerID = 10
+	bloomHashes    = 7
+	// bloomChunkIDs is how many upstream ids one filter holds: a filter
+	// of 1,280 bytes, which fits in its table's page beside its ids.
+	bloomChunkIDs   = 1024
+	bloomChunkBytes = bloomChunkIDs * bloomBitsPerID / 8
+	// maxIDRanges bounds the id ranges one statement names: more are
+	// merged across their smallest gaps (a superset, so still exact), so
+	// the statement stays far below SQLite's expression depth.
+	maxIDRanges = 64
+)
+
+// bloomHash is the 64-bit FNV-1a hash of id, split in the two halves the
+// filter's probes are made of (double hashing).
+func bloomHash(id string) (h1, h2 uint32) {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return uint32(h), uint32(h>>32) | 1
+}
+
+func bloomAdd(bits []byte, id string) {
+	h1, h2 := bloomHash(id)
+	m := uint32(len(bits) * 8)
+	for i := uint32(0); i < bloomHashes; i++ {
+		p := (h1 + i*h2) % m
+		bits[p/8] |= 1 << (p % 8)
+	}
+}
+
+// bloomMayHold reports whether id may be among the filter's ids; false is
+// certain.
+func bloomMayHold(bits []byte, id string) bool {
+	if len(bits) == 0 {
+		return true // not a filter this build made: search its range
+	}
+	h1, h2 := bloomHash(id)
+	m := uint32(len(bits) * 8)
+	for i := uint32(0); i < bloomHashes; i++ {
+		p := (h1 + i*h2) % m
+		if bits[p/8]&(1<<(p%8)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// bloomChunk is a run of consecutive row ids of one day's table, every
+// row of it written by this store, and the filter of their upstream ids.
+type bloomChunk struct {
+	day, first, last int64
+	ids              int // upstream ids added to bits
+	bits             []byte
+}
+
+// openBlooms are, per day, the chunk the last committed batch wrote while
+// it has room: the next batch extends it when its rows follow on (no
+// other writer came between), so batches of a few rows (a light load, a
+// batch every linger) share a filter rather than each leaving its own.
+type openBlooms struct {
+	mu    sync.Mutex
+	byDay map[int64]*bloomChunk
+}
+
+func (o *openBlooms) get(day int64) *bloomChunk {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byDay[day]
+}
+
+// forget drops what is known of the days: all of them when none is named.
+func (o *openBlooms) forget(days ...int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(days) == 0 {
+		o.byDay = nil
+	}
+	for _, d := range days {
+		delete(o.byDay, d)
+	}
+}
+
+// bloomBatch is the chunks one write transaction writes.
+type bloomBatch struct {
+	open   *openBlooms // nil: extend none, keep none
+	chunks []*bloomChunk
+}
+
+// add notes that row id of day's table was written with the upstream id
+// up ("" for none). A day's rows in one transaction take consecutive ids;
+// a row that does not follow its day's last starts a chunk of its own.
+func (b *bloomBatch) add(day, id int64, up string) {
+	var c *bloomChunk
+	for i := len(b.chunks) - 1; i >= 0; i-- {
+		if b.chunks[i].day == day {
+			c = b.chunks[i]
+			break
+		}
+	}
+	if c == nil && b.open != nil {
+		// the first row of the day in this batch: extend a copy of the
+		// open chunk, installed only once the batch commits
+		if o := b.open.get(day); o != nil && id == o.last+1 && o.ids < bloomChunkIDs {
+			c = &bloomChunk{day: day, first: o.first, last: o.last, ids: o.ids, bits: slices.Clone(o.bits)}
+			b.chunks = append(b.chunks, c)
+		}
+	}
+	if c == nil || id != c.last+1 || c.ids >= bloomChunkIDs {
+		c = &bloomChunk{day: day, first: id, last: id - 1, bits: make([]byte, bloomChunkBytes)}
+		b.chunks = append(b.chunks, c)
+	}
+	c.last = id
+	if up != "" {
+		bloomAdd(c.bits, up)
+		c.ids++
+	}
+}
+
+// write stores the batch's chunks within tx (an extended one over the
+// row it extends).
+func (b *bloomBatch) write(ctx context.Context, tx execer) error {
+	for _, c := range b.chunks {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO usage_upstream_blooms (first_id, last_id, bits)
+			VALUES (?, ?, ?)`, c.first, c.last, c.bits); err != nil {
+			return fmt.Errorf("upstream id filter of %s: %w", usageDayTable(c.day), err)
+		}
+	}
+	return nil
+}
+
+// committed keeps each day's last chunk open for the next batch, once the
+// batch's transaction has committed.
+func (b *bloomBatch) committed() {
+	if b.open == nil || len(b.chunks) == 0 {
+		return
+	}
+	b.open.mu.Lock()
+	defer b.open.mu.Unlock()
+	if b.open.byDay == nil {
+		b.open.byDay = map[int64]*bloomChunk{}
+	}
+	for _, c := range b.chunks { // a day's last chunk comes last
+		if c.ids < bloomChunkIDs {
+			b.open.byDay[c.day] = c
+		} else {
+			delete(b.open.byDay, c.day)
+		}
+	}
+}
+
+// dayIDs are the first and the last id a day's rows may have.
+func dayIDs(d int64) (first, last int64) { return d << 32, d<<32 | (1<<32 - 1) }
+
+// forgetBloomsOfNewDay drops the filters of day d when its table is not
+// there yet: left by a process that dropped the table without them (a
+// build before the filters), they would describe rows that are gone and
+// hide the ones the table's new rows take their ids from.
+func forgetBloomsOfNewDay(ctx context.Context, tx execer, d int64) error {
+	lo, hi := dayIDs(d)
+	_, err := tx.ExecContext(ctx, `DELETE FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?
+		AND NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, lo, hi, usageDayTable(d))
+	return err
+}
+
+// idRange is rows first..last of a day table, both included.
+type idRange struct{ first, last int64 }
+
+// upstreamIDRanges is where in day d's table a row with the upstream id
+// up may be: the ranges whose filter may hold it and those no filter
+// covers, at most maxIDRanges, in order; none when the table has no row
+// that can match. filtered is false for a day with no filter at all (one
+// written before them), which is searched as it was, by whatever index
+// the rest of the lookup names. The filters are read before the table's
+// bounds, so rows written meanwhile fall in a range no filter read
+// covers, or after the last: newer than the lookup.
+func (s *Store) upstreamIDRanges(ctx context.Context, d int64, up string) (ranges []idRange, filtered bool, err error) {
+	lo, hi := dayIDs(d)
+	rows, err := s.r.QueryContext(ctx, `SELECT first_id, last_id, bits FROM usage_upstream_blooms
+		WHERE first_id BETWEEN ? AND ? ORDER BY first_id`, lo, hi)
+	if err != nil {
+		return nil, false, fmt.Errorf("upstream id filters of %s: %w", usageDayTable(d), err)
+	}
+	var covered, maybe []idRange
+	for rows.Next() {
+		var r idRange
+		var bits sql.RawBytes // read in place: a day has hundreds
+		if err := rows.Scan(&r.first, &r.last, &bits); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("upstream id filters of %s: %w", usageDayTable(d), err)
+		}
+		covered = append(covered, r)
+		if bloomMayHold(bits, up) {
+			maybe = append(maybe, r)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("upstream id filters of %s: %w", usageDayTable(d), err)
+	}
+	if len(covered) == 0 {
+		return nil, false, nil
+	}
+	var first, last sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT MIN(id), MAX(id) FROM `+usageDayTable(d)).Scan(&first, &last); err != nil {
+		return nil, false, fmt.Errorf("upstream id lookup in %s: %w", usageDayTable(d), err)
+	}
+	if !first.Valid {
+		return nil, true, nil // an empty table
+	}
+	return mergeIDRanges(append(maybe, uncovered(idRange{first.Int64, last.Int64}, covered)...), maxIDRanges), true, nil
+}
+
+// uncovered is the parts of all that no range of covered (in order of
+// their first ids) holds.
+func uncovered(all idRange, covered []idRange) []idRange {
+	var out []idRange
+	next := all.first
+	for _, c := range covered {
+		if c.first > next {
+			out = append(out, idRange{next, min(c.first-1, all.last)})
+		}
+		next = max(next, c.last+1)
+		if next > all.last {
+			return out
+		}
+	}
+	if next <= all.last {
+		out = append(out, idRange{next, all.last})
+	}
+	return out
+}
+
+// mergeIDRanges orders rs, joins those that touch or overlap, and then
+// joins neighbours across the smallest gaps until at most n are left.
+func mergeIDRanges(rs []idRange, n int) []idRange {
+	slices.SortFunc(rs, func(a, b idRange) int { return cmp.Compare(a.first, b.first) })
+	var out []idRange
+	for _, r := range rs {
+		if k := len(out) - 1; k >= 0 && r.first <= out[k].last+1 {
+			out[k].last = max(out[k].last, r.last)
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(out) <= n {
+		return out
+	}
+	// the (len-n) smallest gaps go: a gap no larger than the cut, taken
+	// in order until enough are gone
+	gaps := make([]int64, len(out)-1)
+	for i := range gaps {
+		gaps[i] = out[i+1].first - out[i].last
+	}
+	sorted := slices.Clone(gaps)
+	slices.Sort(sorted)
+	cut, drop := sorted[len(out)-n-1], len(out)-n
+	merged := make([]idRange, 1, n)
+	merged[0] = out[0]
+	for i, g := range gaps {
+		if g <= cut && drop > 0 {
+			merged[len(merged)-1].last = out[i+1].last
+			drop--
+			continue
+		}
+		merged = append(merged, out[i+1])
+	}
+	return merged
+}
+
+// idRangesWhere is the condition that keeps rows of rs.
+func idRangesWhere(rs []idRange, arg func(any) string) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("id BETWEEN " + arg(r.first) + " AND " + arg(r.last))
+	}
+	b.WriteString(")")
+	return b.String()
+}

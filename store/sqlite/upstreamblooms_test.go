@@ -1,0 +1,208 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/store"
+)
+
+// A filter says yes to every id it holds, and to about 1 % of the others.
+func TestBloomFilter(t *testing.T) {
+	bits := make([]byte, bloomChunkBytes)
+	for i := range bloomChunkIDs {
+		bloomAdd(bits, fmt.Sprintf("chatcmpl-%d", i))
+	}
+	for i := range bloomChunkIDs {
+		if !bloomMayHold(bits, fmt.Sprintf("chatcmpl-%d", i)) {
+			t.Fatalf("chatcmpl-%d added, not held", i)
+		}
+	}
+	fp := 0
+	const others = 100_000
+	for i := range others {
+		if bloomMayHold(bits, fmt.Sprintf("msg_%d", i)) {
+			fp++
+		}
+	}
+	if rate := float64(fp) / others; rate > 0.02 {
+		t.Errorf("%.2f %% false positives, want about 1 %%", rate*100)
+	}
+	if !bloomMayHold(nil, "x") {
+		t.Error("no filter must mean: search the range")
+	}
+}
+
+func TestIDRanges(t *testing.T) {
+	r := func(a, b int64) idRange { return idRange{a, b} }
+	if got := uncovered(r(1, 100), []idRange{r(1, 10), r(21, 30), r(25, 40), r(90, 120)}); !slices.Equal(got, []idRange{r(11, 20), r(41, 89)}) {
+		t.Errorf("uncovered: %v", got)
+	}
+	if got := uncovered(r(5, 8), nil); !slices.Equal(got, []idRange{r(5, 8)}) {
+		t.Errorf("uncovered by nothing: %v", got)
+	}
+	if got := uncovered(r(5, 8), []idRange{r(1, 20)}); len(got) != 0 {
+		t.Errorf("covered whole: %v", got)
+	}
+	// touching and overlapping ranges join; then the smallest gaps go
+	got := mergeIDRanges([]idRange{r(50, 60), r(1, 10), r(11, 12), r(5, 8), r(100, 100), r(63, 70)}, 2)
+	if !slices.Equal(got, []idRange{r(1, 12), r(50, 100)}) {
+		t.Errorf("merged to 2: %v", got)
+	}
+	many := make([]idRange, 500)
+	for i := range many {
+		many[i] = r(int64(i)*10, int64(i)*10+3)
+	}
+	got = mergeIDRanges(slices.Clone(many), maxIDRanges)
+	if len(got) != maxIDRanges || got[0].first != 0 || got[len(got)-1].last != many[len(many)-1].last {
+		t.Fatalf("500 ranges merged to %d: %v ... %v", len(got), got[0], got[len(got)-1])
+	}
+	for _, m := range many { // a superset of what was asked
+		if !slices.ContainsFunc(got, func(g idRange) bool { return g.first <= m.first && m.last <= g.last }) {
+			t.Fatalf("%v lost in merging", m)
+		}
+	}
+}
+
+// The lookup by an upstream id with no time range reads only the id
+// ranges the filters leave, and misses no row: rows of batches of a few
+// (one filter for many batches), of a store restarted, of a task's
+// settlement, and rows no filter covers (written by an earlier build);
+// retention takes a day's filters with it, and a day made again does not
+// meet the filters of the one dropped.
+func TestUpstreamIDFilters(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "blooms.db")
+	open := func() *Store {
+		st, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.(*Store)
+	}
+	s := open()
+	now := time.Now().UTC()
+	today := now.UnixMilli() / store.MsPerDay
+	n := 0
+	row := func(at time.Time, up string) *store.UsageLog {
+		n++
+		return &store.UsageLog{CreatedAt: at, UserID: 1, TokenID: 2, Model: "gpt-4o-mini", Channel: "c", Status: 200,
+			RequestID: fmt.Sprintf("%032x", n), UpstreamRequestID: up, Key: fmt.Sprintf("blooms-%d", n)}
+	}
+	var ups []string
+	// a light load: 40 batches of 3 rows in today and 2 days ago
+	for b := range 40 {
+		var rows []*store.UsageLog
+		for i := range 3 {
+			up := fmt.Sprintf("chatcmpl-%d-%d", b, i)
+			ups = append(ups, up)
+			rows = append(rows, row(now.Add(-time.Duration(b%2)*48*time.Hour), up))
+		}
+		rows = append(rows, row(now, "")) // a refused request: no upstream id
+		if err := s.SettleBatch(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filters := func(d int64) int {
+		lo, hi := dayIDs(d)
+		var c int
+		if err := s.r.QueryRow(`SELECT COUNT(*) FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?`, lo, hi).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if f := filters(today); f != 1 {
+		t.Errorf("today's 20 batches left %d filters, want one they all extended", f)
+	}
+	// rows written by a build before the filters: a range no filter covers
+	old := "chatcmpl-written-before"
+	if _, err := s.w.Exec(`INSERT INTO `+usageDayTable(today)+` (id, created_at, user_id, upstream_request_id, row_key)
+		VALUES ((SELECT MAX(id) + 1 FROM `+usageDayTable(today)+`), ?, 1, ?, 'before-1')`, now.UnixMilli(), old); err != nil {
+		t.Fatal(err)
+	}
+	ups = append(ups, old)
+	s.Close()
+	s = open() // a restart: the next batch starts a filter of its own
+	defer func() { s.Close() }()
+	after := "chatcmpl-after-restart"
+	ups = append(ups, after)
+	if err := s.SettleBatch(ctx, []*store.UsageLog{row(now, after)}); err != nil {
+		t.Fatal(err)
+	}
+	if f := filters(today); f != 2 {
+		t.Errorf("%d filters today after the restart, want 2", f)
+	}
+	find := func(up string) []*store.UsageLog {
+		t.Helper()
+		got, err := s.ListUsage(ctx, store.UsageFilter{RequestID: up})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, up := range ups {
+		if got := find(up); len(got) != 1 || got[0].UpstreamRequestID != up {
+			t.Fatalf("%s: found %d rows", up, len(got))
+		}
+	}
+	if got, err := s.ListUsage(ctx, store.UsageFilter{RequestID: ups[7], UserID: 1, Since: now.Add(-72 * time.Hour)}); err != nil || len(got) != 1 {
+		t.Fatalf("%s with a user and a time: %d rows, %v", ups[7], len(got), err)
+	}
+
+	// what the filters leave of today for an id of no row: the range of
+	// the row no filter covers, and nothing of the filters' own ranges
+	ranges, filtered, err := s.upstreamIDRanges(ctx, today, "chatcmpl-of-no-row")
+	if err != nil || !filtered {
+		t.Fatal(filtered, err)
+	}
+	var beforeID int64
+	s.r.QueryRow(`SELECT id FROM `+usageDayTable(today)+` WHERE row_key = 'before-1'`).Scan(&beforeID)
+	if !slices.Equal(ranges, []idRange{{beforeID, beforeID}}) {
+		t.Errorf("ranges for an id of no row: %v, want only the uncovered row %d", ranges, beforeID)
+	}
+	ranges, _, _ = s.upstreamIDRanges(ctx, today, ups[0])
+	if !slices.Equal(ranges, []idRange{{today<<32 + 1, beforeID}}) {
+		t.Errorf("ranges for %s: %v, want its filter's joined to the uncovered row after it", ups[0], ranges)
+	}
+
+	// retention drops a day with its filters; a late row makes the day
+	// again, and a filter left behind (by an earlier build's retention)
+	// is dropped with it rather than hiding the new rows
+	two := today - 2
+	if _, err := s.DropUsageDays(ctx, time.UnixMilli((today-1)*store.MsPerDay)); err != nil {
+		t.Fatal(err)
+	}
+	if f := filters(two); f != 0 {
+		t.Errorf("%d filters of a dropped day", f)
+	}
+	lo, _ := dayIDs(two)
+	if _, err := s.w.Exec(`INSERT INTO usage_upstream_blooms (first_id, last_id, bits) VALUES (?, ?, ?)`, lo+50, lo+100, make([]byte, bloomChunkBytes)); err != nil {
+		t.Fatal(err)
+	}
+	var lateRows []*store.UsageLog
+	for i := range 60 {
+		lateRows = append(lateRows, row(now.Add(-48*time.Hour), fmt.Sprintf("chatcmpl-late-%d", i)))
+	}
+	if err := s.SettleBatch(ctx, lateRows); err != nil {
+		t.Fatal(err)
+	}
+	// a row after them by a writer that leaves no filter, in the range of
+	// the one left behind
+	late := "chatcmpl-late-unfiltered"
+	if _, err := s.w.Exec(`INSERT INTO `+usageDayTable(two)+` (id, created_at, user_id, upstream_request_id, row_key)
+		VALUES (?, ?, 1, ?, 'late-1')`, lo+61, now.Add(-48*time.Hour).UnixMilli(), late); err != nil {
+		t.Fatal(err)
+	}
+	for _, up := range []string{"chatcmpl-late-0", "chatcmpl-late-59", late} {
+		if got := find(up); len(got) != 1 {
+			t.Errorf("%s, of a day made again: found %d", up, len(got))
+		}
+	}
+	if got := find(ups[3]); len(got) != 0 { // batch 1's: two days ago
+		t.Errorf("%s, of the dropped day: found %d", ups[3], len(got))
+	}
+}
