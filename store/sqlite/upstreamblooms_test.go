@@ -160,7 +160,7 @@ func TestUpstreamIDFilters(t *testing.T) {
 		t.Fatal(filtered, err)
 	}
 	var beforeID int64
-	s.r.QueryRow(`SELECT id FROM `+usageDayTable(today)+` WHERE row_key = 'before-1'`).Scan(&beforeID)
+	s.r.QueryRow(`SELECT id FROM ` + usageDayTable(today) + ` WHERE row_key = 'before-1'`).Scan(&beforeID)
 	if !slices.Equal(ranges, []idRange{{beforeID, beforeID}}) {
 		t.Errorf("ranges for an id of no row: %v, want only the uncovered row %d", ranges, beforeID)
 	}
