@@ -13,6 +13,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/tasks/taskapi"
 )
 
 func init() {
@@ -31,6 +32,8 @@ type Relay struct {
 	// done is closed when this configuration is unloaded (a reload, a
 	// shutdown): Realtime sessions, which outlive requests, end then
 	done <-chan struct{}
+	// batches answers the Files and Batch APIs
+	batches *taskapi.API
 }
 
 // CaddyModule returns the Caddy module information.
@@ -53,6 +56,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	e := *app.engine
 	e.Log = h.log
 	h.engine = &e
+	h.batches = app.taskAPI(h.log)
 	return nil
 }
 
@@ -64,8 +68,8 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Ha
 		return writeError(w, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication,
 			Message: "no API key was checked: put gateway_auth before gateway_relay in the Caddyfile"})
 	}
-	if isBatchPath(r.URL.Path) {
-		return h.serveBatches(w, r, rt, id)
+	if taskapi.IsBatchPath(r.URL.Path) {
+		return h.batches.ServeBatches(w, r, rt.dialect, id)
 	}
 	switch rt.op {
 	case adapters.OpListModels, adapters.OpGetModel:

@@ -1,12 +1,15 @@
 package caddymodule
 
 import (
-	"github.com/caddy-model-gateway/gateway/adapters"
+	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
+	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/tasks"
+	"github.com/caddy-model-gateway/gateway/tasks/taskapi"
 )
 
 // TasksConfig tunes how submitted tasks are followed.
@@ -61,5 +64,33 @@ func (a *App) newTaskEngine() *tasks.Engine {
 			}
 			return nil
 		},
+	})
+}
+
+// taskAPI wires the task and batch endpoints (tasks/taskapi) to this
+// configuration's task engine, body budget and database, logging to log.
+func (a *App) taskAPI(log *zap.Logger) *taskapi.API {
+	db := a.db
+	return taskapi.New(taskapi.Config{
+		Tasks:          a.tasks,
+		Engine:         a.engine,
+		Usage:          db.writer,
+		Bodies:         a.inflight,
+		MaxRequestBody: a.MaxRequestBody,
+		MaxElements:    a.MaxElements,
+		Fetch:          a.fetch,
+		TaskDialect:    a.taskDialect,
+		Log:            log,
+		EnterDatabase: func() func() {
+			db.enter()
+			return db.leave
+		},
+		RequestID: requestIDOf,
+		BodyOwner: bodyOwner,
+		BodyBusy: func(err error, h http.Header) *adapters.Error {
+			return a.bodyBusy(err, h, false)
+		},
+		BodyReadError: bodyReadError,
+		RefuseUnread:  a.refuseUnread,
 	})
 }
