@@ -52,8 +52,8 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if c := app.RegistrationRateLimit; c != nil {
 		cfg.Signups, cfg.SignupWindow = c.Attempts, time.Duration(c.Window)
 	}
-	if app.runtime != nil && app.runtime.key != nil {
-		cfg.SecretsKey = app.runtime.key // TOTP secrets kept sealed
+	if app.runtime != nil && app.runtime.Key() != nil {
+		cfg.SecretsKey = app.runtime.Key() // TOTP secrets kept sealed
 	}
 	sso, err := app.SSO.oidcProvider(app.db.store)
 	if err != nil {
@@ -73,7 +73,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		SSO:           sso,
 		Log:           ctx.Logger(),
 		Budgets:       app.gate.Budgets,
-		Runtime:       app,
+		Runtime:       app.runtime,
 		Payments:      app.payments,
 
 		RequireSecondFactorAdmins: app.RequireSecondFactor == "admins",
@@ -149,7 +149,7 @@ func (a *App) testChannel(log *zap.Logger) func(context.Context, string, string)
 		if p, ok := a.priceTable.Get(res.Model); ok && res.OK {
 			t.Cost = p.Cost(res.Usage)
 		}
-		a.keepTest(ctx, t)
+		a.runtime.KeepTest(ctx, t)
 		return t, nil
 	}
 }

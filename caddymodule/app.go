@@ -24,6 +24,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/payments"
 	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/runtimecfg"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
@@ -189,13 +190,13 @@ type App struct {
 	channels *routing.Set
 	prices   map[string]*billing.Price // the Caddyfile's
 	// upstreams and priceTable are what requests read: the Caddyfile's
-	// channels and prices and those made at runtime (runtime.go)
+	// channels and prices and those made at runtime (runtimecfg)
 	upstreams  *engine.UpstreamTable
 	priceTable *engine.PriceTable
 	// static and staticUpstreams are the Caddyfile's channels
 	static          []*routing.Channel
 	staticUpstreams map[string]*engine.Upstream
-	runtime         *runtimeState
+	runtime         *runtimecfg.Runtime
 	// partTokens is what one image part reserves, by model (see PartTokens)
 	partTokens map[string]int64
 	// dialects in routing order
@@ -518,7 +519,7 @@ func (a *App) Start() error {
 	}
 	a.tasks.Start()
 	a.startAlerts()
-	a.startRuntime()
+	a.runtime.Start()
 	return nil
 }
 
@@ -531,7 +532,7 @@ func (a *App) Stop() error {
 	}
 	a.tasks.Stop()
 	a.stopAlerts()
-	a.stopRuntime()
+	a.runtime.Stop()
 	return nil
 }
 
@@ -539,8 +540,8 @@ func (a *App) Stop() error {
 // upstream connections.
 func (a *App) Cleanup() error {
 	if a.runtime != nil {
-		a.runtime.mu.Lock()
-		defer a.runtime.mu.Unlock()
+		a.runtime.Lock()
+		defer a.runtime.Unlock()
 	}
 	for _, c := range a.transports {
 		c.CloseIdleConnections()

@@ -17,12 +17,12 @@ import (
 
 // The Caddyfile's channels: each one's adapter loaded and its channel and
 // upstream record built (those made at runtime are built here too, by
-// runtime.go).
+// runtimecfg through runtime.go).
 
 // provisionChannels loads each channel's adapter and builds the channel
 // table (a.channels) and each channel's upstream record, by name; a channel
 // without a key is skipped, with a warning. These are the Caddyfile's
-// channels; those made at runtime join them (runtime.go).
+// channels; those made at runtime join them (runtimecfg).
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[string]*engine.Upstream, error) {
 	a.partTokens = map[string]int64{}
 	a.transports = map[transportKey]*http.Client{}

@@ -19,9 +19,9 @@ import (
 // at its next request; the Caddyfile's channels are listed beside them,
 // read-only. Keys are never answered, only a masked prefix.
 
-// Runtime is the runtime configuration the admin API edits; the Caddy
-// layer implements it (validation needs the adapters and the fetch
-// policy), this package answers and audits.
+// Runtime is the runtime configuration the admin API edits; package
+// runtimecfg implements it (validation needs the adapters, which the Caddy
+// layer hands it, and the fetch policy), this package answers and audits.
 type Runtime interface {
 	// ChannelSetups lists every channel's setup: the Caddyfile's first,
 	// in their order, then the database's by name.

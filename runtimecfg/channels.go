@@ -1,4 +1,4 @@
-package caddymodule
+package runtimecfg
 
 import (
 	"bytes"
@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,13 +25,13 @@ import (
 // sealed and shown only masked, their tests kept.
 
 // ChannelSetups implements accountapi.Runtime.
-func (a *App) ChannelSetups(ctx context.Context) ([]*accountapi.ChannelSetup, error) {
+func (rs *Runtime) ChannelSetups(ctx context.Context) ([]*accountapi.ChannelSetup, error) {
 	var out []*accountapi.ChannelSetup
-	for _, cc := range a.Channels {
+	for _, cc := range rs.d.Caddyfile {
 		s := &accountapi.ChannelSetup{Name: cc.Name, Source: accountapi.SourceCaddyfile, BaseURL: cc.BaseURL,
 			Models: cc.Models, ModelMap: cc.ModelMap, Priority: cc.Priority, Weight: max(cc.Weight, 1), Keys: len(cc.Keys)}
-		s.Type, _ = cc.adapterType()
-		if ch := a.channels.Channel(cc.Name); ch != nil {
+		s.Type = rs.d.TypeOf(cc)
+		if ch := rs.d.Channels.Channel(cc.Name); ch != nil {
 			s.BaseURL = ch.BaseURL
 			if len(ch.Keys) > 0 {
 				s.KeyPrefix, s.Keys = maskKey(ch.Keys[0]), len(ch.Keys)
@@ -37,22 +39,21 @@ func (a *App) ChannelSetups(ctx context.Context) ([]*accountapi.ChannelSetup, er
 		}
 		out = append(out, s)
 	}
-	items, err := a.db.store.ListRuntime(ctx, store.RuntimeChannel)
+	items, err := rs.d.Store.ListRuntime(ctx, store.RuntimeChannel)
 	if err != nil {
 		return nil, err
 	}
 	for _, it := range items {
-		out = append(out, setupOf(it))
+		out = append(out, rs.setupOf(it))
 	}
 	return out, nil
 }
 
-func setupOf(it *store.RuntimeItem) *accountapi.ChannelSetup {
+func (rs *Runtime) setupOf(it *store.RuntimeItem) *accountapi.ChannelSetup {
 	s := &accountapi.ChannelSetup{Name: it.Name, Source: accountapi.SourceDatabase, KeyPrefix: it.KeyPrefix,
 		Disabled: it.Disabled, Config: json.RawMessage(it.Config)}
-	var cc ChannelConfig
-	if json.Unmarshal([]byte(it.Config), &cc) == nil {
-		s.Type, _ = cc.adapterType()
+	if cc, err := rs.d.Decode(it.Name, []byte(it.Config), false); err == nil {
+		s.Type = rs.d.TypeOf(cc)
 		s.BaseURL, s.Models, s.ModelMap, s.Priority, s.Weight = cc.BaseURL, cc.Models, cc.ModelMap, cc.Priority, max(cc.Weight, 1)
 	}
 	if it.KeyPrefix != "" {
@@ -94,11 +95,11 @@ func refuse(code, format string, args ...any) error {
 }
 
 // PutChannel implements accountapi.Runtime.
-func (a *App) PutChannel(ctx context.Context, name string, fields map[string]json.RawMessage, create bool) (before, after *accountapi.ChannelSetup, err error) {
+func (rs *Runtime) PutChannel(ctx context.Context, name string, fields map[string]json.RawMessage, create bool) (before, after *accountapi.ChannelSetup, err error) {
 	if !channelName.MatchString(name) {
 		return nil, nil, refuse("invalid_channel", "a channel's name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: not %q", name)
 	}
-	if a.caddyfileChannel(name) != nil {
+	if rs.caddyfileChannel(name) != nil {
 		return nil, nil, &accountapi.Refusal{Status: http.StatusConflict, Code: "channel_in_caddyfile",
 			Msg: fmt.Sprintf("the channel %q is the Caddyfile's: change it there (channels from the Caddyfile are read-only here), or give this one another name", name)}
 	}
@@ -106,7 +107,7 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 	var old *store.RuntimeItem
 	var oldKeys []string
 	if !create {
-		items, err := a.db.store.ListRuntime(ctx, store.RuntimeChannel)
+		items, err := rs.d.Store.ListRuntime(ctx, store.RuntimeChannel)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -118,7 +119,7 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 		if old == nil {
 			return nil, nil, &accountapi.Refusal{Status: http.StatusNotFound, Code: "not_found", Msg: fmt.Sprintf("there is no channel %q in the database", name)}
 		}
-		before = setupOf(old)
+		before = rs.setupOf(old)
 		if err := json.Unmarshal([]byte(old.Config), &merged); err != nil {
 			return nil, nil, fmt.Errorf("channel %q's stored configuration: %w", name, err)
 		}
@@ -168,7 +169,7 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 		return nil, nil, refuse("invalid_channel", "a channel takes at most %d keys, not %d", maxRuntimeKeys, len(keys))
 	}
 	if !keysGiven && old != nil {
-		if _, oldKeys, err = a.openChannel(old); err != nil {
+		if _, oldKeys, err = rs.openChannel(old); err != nil {
 			return nil, nil, refuse("secrets_key_mismatch", "channel %q's stored keys cannot be opened (%v): give its keys again", name, err)
 		}
 		keys = oldKeys
@@ -177,43 +178,40 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 	if err != nil {
 		return nil, nil, err
 	}
-	cc := &ChannelConfig{}
-	dec := json.NewDecoder(bytes.NewReader(cfgJSON))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cc); err != nil {
+	cc, err := rs.d.Decode(name, cfgJSON, true)
+	if err != nil {
 		return nil, nil, refuse("invalid_channel", "the channel is not as expected: %v", err)
 	}
-	cc.Name = name
 	if strings.Contains(cc.BaseURL, "{") {
 		return nil, nil, refuse("invalid_channel", "base_url %q holds a placeholder: a channel made here is written as it is (placeholders are for the Caddyfile)", cc.BaseURL)
 	}
-	if len(keys) > 0 && a.runtime.key == nil {
+	if len(keys) > 0 && rs.key == nil {
 		return nil, nil, refuse("no_secrets_key", "this gateway has no secrets_key, so it does not keep vendor keys in its database: "+
 			"set secrets_key {file./path} (or {env.NAME}) in the gateway block of the Caddyfile and reload, or define the channel in the Caddyfile")
 	}
 	// a trial build checks what the table would refuse, and the URL
-	if _, _, err := a.trialChannel(cc, keys); err != nil {
+	if _, _, err := rs.trialChannel(cc, keys); err != nil {
 		return nil, nil, refuse("invalid_channel", "%v", err)
 	}
 	// the gateway refuses requests for a model without a price: a channel
 	// serving one would look in service and answer nobody
-	for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
-		if _, ok := a.priceTable.Get(m); !ok {
+	for _, m := range append(append([]string(nil), cc.Models...), slices.Collect(maps.Keys(cc.ModelMap))...) {
+		if _, ok := rs.d.PriceTable.Get(m); !ok {
 			return nil, nil, refuse("model_without_price", "the model %q has no price, and the gateway refuses requests for a model without one: "+
 				"give it a price first (POST /api/admin/prices, the prices page, or the Caddyfile; {\"free\": true} for a free model)", m)
 		}
 	}
-	if err := a.runtime.checkBaseURL(ctx, cc.BaseURL); err != nil {
+	if err := rs.checkBaseURL(ctx, cc.BaseURL); err != nil {
 		return nil, nil, refuse("base_url_not_allowed", "%v", err)
 	}
 	it := &store.RuntimeItem{Kind: store.RuntimeChannel, Name: name, Config: string(cfgJSON), KeyPrefix: keyPrefix(keys), Disabled: disabled}
 	if len(keys) > 0 {
 		plain, _ := json.Marshal(keys)
-		if it.Secret, err = a.runtime.key.Seal(plain, it.Binding()); err != nil {
+		if it.Secret, err = rs.key.Seal(plain, it.Binding()); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := a.db.store.PutRuntime(ctx, it, !create); err != nil {
+	if err := rs.d.Store.PutRuntime(ctx, it, !create); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, nil, &accountapi.Refusal{Status: http.StatusConflict, Code: "channel_exists",
 				Msg: fmt.Sprintf("there is a channel %q already: change it (PATCH /api/admin/channels/%s) or choose another name", name, name)}
@@ -223,10 +221,10 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 		}
 		return nil, nil, err
 	}
-	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
-		a.log.Error("applying a change to the channels made at runtime", zap.Error(err))
+	if err := rs.Reload(context.WithoutCancel(ctx)); err != nil {
+		rs.log.Error("applying a change to the channels made at runtime", zap.Error(err))
 	}
-	after = setupOf(it)
+	after = rs.setupOf(it)
 	if old != nil && old.Test != "" {
 		after.LastTest = json.RawMessage(old.Test)
 	}
@@ -234,54 +232,53 @@ func (a *App) PutChannel(ctx context.Context, name string, fields map[string]jso
 }
 
 // trialChannel builds cc as the table would, without keeping it.
-func (a *App) trialChannel(cc *ChannelConfig, keys []string) (*routing.Channel, *engine.Upstream, error) {
-	a.runtime.mu.Lock()
-	defer a.runtime.mu.Unlock()
-	c := *cc
-	return a.buildChannel(a.runtime.ctx, &c, keys, cc.BaseURL, true)
+func (rs *Runtime) trialChannel(cc *Channel, keys []string) (*routing.Channel, *engine.Upstream, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.d.Build(cc, keys)
 }
 
 // DeleteChannel implements accountapi.Runtime.
-func (a *App) DeleteChannel(ctx context.Context, name string) (*accountapi.ChannelSetup, error) {
-	if a.caddyfileChannel(name) != nil {
+func (rs *Runtime) DeleteChannel(ctx context.Context, name string) (*accountapi.ChannelSetup, error) {
+	if rs.caddyfileChannel(name) != nil {
 		return nil, &accountapi.Refusal{Status: http.StatusConflict, Code: "channel_in_caddyfile",
 			Msg: fmt.Sprintf("the channel %q is the Caddyfile's: remove it there (channels from the Caddyfile are read-only here)", name)}
 	}
-	items, err := a.db.store.ListRuntime(ctx, store.RuntimeChannel)
+	items, err := rs.d.Store.ListRuntime(ctx, store.RuntimeChannel)
 	if err != nil {
 		return nil, err
 	}
 	var before *accountapi.ChannelSetup
 	for _, it := range items {
 		if it.Name == name {
-			before = setupOf(it)
+			before = rs.setupOf(it)
 		}
 	}
-	if err := a.db.store.DeleteRuntime(ctx, store.RuntimeChannel, name); err != nil {
+	if err := rs.d.Store.DeleteRuntime(ctx, store.RuntimeChannel, name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &accountapi.Refusal{Status: http.StatusNotFound, Code: "not_found", Msg: fmt.Sprintf("there is no channel %q in the database", name)}
 		}
 		return nil, err
 	}
-	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
-		a.log.Error("applying a change to the channels made at runtime", zap.Error(err))
+	if err := rs.Reload(context.WithoutCancel(ctx)); err != nil {
+		rs.log.Error("applying a change to the channels made at runtime", zap.Error(err))
 	}
 	return before, nil
 }
 
-// keepTest keeps a database channel's test on its row, beside its other
+// KeepTest keeps a database channel's test on its row, beside its other
 // models' last tests, for every instance's console; a Caddyfile channel
 // has no row, and its tests are answered only.
-func (a *App) keepTest(ctx context.Context, t *accountapi.ChannelTest) {
-	if a.runtime == nil || a.caddyfileChannel(t.Channel) != nil {
+func (rs *Runtime) KeepTest(ctx context.Context, t *accountapi.ChannelTest) {
+	if rs == nil || rs.caddyfileChannel(t.Channel) != nil {
 		return
 	}
 	// one read-modify-write at a time: "test all" tests a channel's models at once
-	a.runtime.testMu.Lock()
-	defer a.runtime.testMu.Unlock()
-	items, err := a.db.store.ListRuntime(ctx, store.RuntimeChannel)
+	rs.testMu.Lock()
+	defer rs.testMu.Unlock()
+	items, err := rs.d.Store.ListRuntime(ctx, store.RuntimeChannel)
 	if err != nil {
-		a.log.Warn("keeping a channel's test", zap.String("channel", t.Channel), zap.Error(err))
+		rs.log.Warn("keeping a channel's test", zap.String("channel", t.Channel), zap.Error(err))
 		return
 	}
 	for _, it := range items {
@@ -297,11 +294,11 @@ func (a *App) keepTest(ctx context.Context, t *accountapi.ChannelTest) {
 			}
 		}
 		raw, _ := json.Marshal(out)
-		if err := a.db.store.SetRuntimeTest(ctx, store.RuntimeChannel, t.Channel, string(raw)); err != nil && !errors.Is(err, store.ErrNotFound) {
-			a.log.Warn("keeping a channel's test", zap.String("channel", t.Channel), zap.Error(err))
+		if err := rs.d.Store.SetRuntimeTest(ctx, store.RuntimeChannel, t.Channel, string(raw)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			rs.log.Warn("keeping a channel's test", zap.String("channel", t.Channel), zap.Error(err))
 		}
 	}
 }
 
 // Interface guard.
-var _ accountapi.Runtime = (*App)(nil)
+var _ accountapi.Runtime = (*Runtime)(nil)

@@ -1,4 +1,4 @@
-package caddymodule
+package runtimecfg
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // A database channel's base URL must name a public address unless the
 // operator allowed the host; no credentials, only http(s).
 func TestRuntimeBaseURLPolicy(t *testing.T) {
-	rs := &runtimeState{allowNets: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")}, allowHosts: []string{"vllm.internal"}}
+	rs := &Runtime{allowNets: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16")}, allowHosts: []string{"vllm.internal"}}
 	ctx := context.Background()
 	for _, c := range []struct {
 		url  string

@@ -1,4 +1,4 @@
-package caddymodule
+package runtimecfg
 
 import (
 	"bytes"
@@ -26,33 +26,33 @@ const maxModelName = 128
 
 // runtimePrices is the price table of the Caddyfile's prices and items,
 // the Caddyfile's winning a name both have.
-func (a *App) runtimePrices(items []*store.RuntimeItem) map[string]*billing.Price {
-	out := make(map[string]*billing.Price, len(a.prices)+len(items))
+func (rs *Runtime) runtimePrices(items []*store.RuntimeItem) map[string]*billing.Price {
+	out := make(map[string]*billing.Price, len(rs.d.Prices)+len(items))
 	for _, it := range items {
-		if _, taken := a.prices[it.Name]; taken || it.Disabled {
+		if _, taken := rs.d.Prices[it.Name]; taken || it.Disabled {
 			continue
 		}
 		p := &billing.Price{}
 		if err := json.Unmarshal([]byte(it.Config), p); err != nil {
-			a.log.Error("a price made at runtime cannot be read", zap.String("model", it.Name), zap.Error(err))
+			rs.log.Error("a price made at runtime cannot be read", zap.String("model", it.Name), zap.Error(err))
 			continue
 		}
 		if err := p.CheckTiers(); err != nil {
-			a.log.Error("a price made at runtime has bad tiers", zap.String("model", it.Name), zap.Error(err))
+			rs.log.Error("a price made at runtime has bad tiers", zap.String("model", it.Name), zap.Error(err))
 			continue
 		}
 		out[it.Name] = p
 	}
-	for m, p := range a.prices {
+	for m, p := range rs.d.Prices {
 		out[m] = p
 	}
 	return out
 }
 
 // Items implements accountapi.Runtime.
-func (a *App) Items(ctx context.Context, kind string) ([]*accountapi.ItemSetup, error) {
+func (rs *Runtime) Items(ctx context.Context, kind string) ([]*accountapi.ItemSetup, error) {
 	var out []*accountapi.ItemSetup
-	static := a.staticItems(kind)
+	static := rs.staticItems(kind)
 	names := make([]string, 0, len(static))
 	for n := range static {
 		names = append(names, n)
@@ -65,7 +65,7 @@ func (a *App) Items(ctx context.Context, kind string) ([]*accountapi.ItemSetup, 
 		}
 		out = append(out, &accountapi.ItemSetup{Kind: kind, Name: n, Source: accountapi.SourceCaddyfile, Value: raw})
 	}
-	items, err := a.db.store.ListRuntime(ctx, kind)
+	items, err := rs.d.Store.ListRuntime(ctx, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -76,18 +76,16 @@ func (a *App) Items(ctx context.Context, kind string) ([]*accountapi.ItemSetup, 
 }
 
 // staticItems are the Caddyfile's prices or plans, by name.
-func (a *App) staticItems(kind string) map[string]any {
+func (rs *Runtime) staticItems(kind string) map[string]any {
 	out := map[string]any{}
 	switch kind {
 	case store.RuntimePrice:
-		for m, p := range a.prices {
+		for m, p := range rs.d.Prices {
 			out[m] = p
 		}
 	case store.RuntimePlan:
-		if a.Budgets != nil {
-			for n, p := range a.Budgets.Plans {
-				out[n] = p
-			}
+		for n, p := range rs.d.Plans {
+			out[n] = p
 		}
 	}
 	return out
@@ -99,12 +97,12 @@ func itemSetupOf(it *store.RuntimeItem) *accountapi.ItemSetup {
 }
 
 // PutItem implements accountapi.Runtime.
-func (a *App) PutItem(ctx context.Context, kind, name string, raw json.RawMessage, create bool) (before, after *accountapi.ItemSetup, err error) {
+func (rs *Runtime) PutItem(ctx context.Context, kind, name string, raw json.RawMessage, create bool) (before, after *accountapi.ItemSetup, err error) {
 	what := map[string]string{store.RuntimePrice: "price", store.RuntimePlan: "plan"}[kind]
 	if name == "" || len(name) > maxModelName {
 		return nil, nil, refuse("invalid_"+what, "give the %s a name of at most %d characters", what, maxModelName)
 	}
-	if _, ok := a.staticItems(kind)[name]; ok {
+	if _, ok := rs.staticItems(kind)[name]; ok {
 		return nil, nil, &accountapi.Refusal{Status: http.StatusConflict, Code: what + "_in_caddyfile",
 			Msg: fmt.Sprintf("the %s %q is the Caddyfile's: change it there (the Caddyfile's are read-only here)", what, name)}
 	}
@@ -114,12 +112,12 @@ func (a *App) PutItem(ctx context.Context, kind, name string, raw json.RawMessag
 			return nil, nil, refuse("invalid_price", "the price of %q: %v", name, err)
 		}
 	case store.RuntimePlan:
-		if _, err := a.checkPlan(name, raw); err != nil {
+		if _, err := rs.checkPlan(name, raw); err != nil {
 			return nil, nil, refuse("invalid_plan", "%v", err)
 		}
 	}
 	if !create {
-		items, err := a.db.store.ListRuntime(ctx, kind)
+		items, err := rs.d.Store.ListRuntime(ctx, kind)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -134,7 +132,7 @@ func (a *App) PutItem(ctx context.Context, kind, name string, raw json.RawMessag
 		return nil, nil, refuse("invalid_"+what, "the %s %q is not JSON: %v", what, name, err)
 	}
 	it := &store.RuntimeItem{Kind: kind, Name: name, Config: compact.String()}
-	if err := a.db.store.PutRuntime(ctx, it, !create); err != nil {
+	if err := rs.d.Store.PutRuntime(ctx, it, !create); err != nil {
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			return nil, nil, &accountapi.Refusal{Status: http.StatusConflict, Code: what + "_exists",
@@ -144,20 +142,20 @@ func (a *App) PutItem(ctx context.Context, kind, name string, raw json.RawMessag
 		}
 		return nil, nil, err
 	}
-	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
-		a.log.Error("applying a change to the runtime configuration", zap.Error(err))
+	if err := rs.Reload(context.WithoutCancel(ctx)); err != nil {
+		rs.log.Error("applying a change to the runtime configuration", zap.Error(err))
 	}
 	return before, itemSetupOf(it), nil
 }
 
 // DeleteItem implements accountapi.Runtime.
-func (a *App) DeleteItem(ctx context.Context, kind, name string) (*accountapi.ItemSetup, error) {
+func (rs *Runtime) DeleteItem(ctx context.Context, kind, name string) (*accountapi.ItemSetup, error) {
 	what := map[string]string{store.RuntimePrice: "price", store.RuntimePlan: "plan"}[kind]
-	if _, ok := a.staticItems(kind)[name]; ok {
+	if _, ok := rs.staticItems(kind)[name]; ok {
 		return nil, &accountapi.Refusal{Status: http.StatusConflict, Code: what + "_in_caddyfile",
 			Msg: fmt.Sprintf("the %s %q is the Caddyfile's: remove it there (the Caddyfile's are read-only here)", what, name)}
 	}
-	items, err := a.db.store.ListRuntime(ctx, kind)
+	items, err := rs.d.Store.ListRuntime(ctx, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -167,14 +165,14 @@ func (a *App) DeleteItem(ctx context.Context, kind, name string) (*accountapi.It
 			before = itemSetupOf(it)
 		}
 	}
-	if err := a.db.store.DeleteRuntime(ctx, kind, name); err != nil {
+	if err := rs.d.Store.DeleteRuntime(ctx, kind, name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &accountapi.Refusal{Status: http.StatusNotFound, Code: "not_found", Msg: fmt.Sprintf("there is no %s %q in the database", what, name)}
 		}
 		return nil, err
 	}
-	if err := a.reloadRuntime(context.WithoutCancel(ctx)); err != nil {
-		a.log.Error("applying a change to the runtime configuration", zap.Error(err))
+	if err := rs.Reload(context.WithoutCancel(ctx)); err != nil {
+		rs.log.Error("applying a change to the runtime configuration", zap.Error(err))
 	}
 	return before, nil
 }
@@ -182,27 +180,27 @@ func (a *App) DeleteItem(ctx context.Context, kind, name string) (*accountapi.It
 // checkPlan reads a plan as the Caddyfile's plans are configured,
 // refusing unknown fields, and builds it as the gateway would (its
 // windows, its model groups known, its limits).
-func (a *App) checkPlan(name string, raw json.RawMessage) (*billing.Plan, error) {
+func (rs *Runtime) checkPlan(name string, raw json.RawMessage) (*billing.Plan, error) {
 	pc := &billing.PlanConfig{}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(pc); err != nil {
 		return nil, fmt.Errorf("plan %s is not as expected: give \"plan\": {\"windows\": {\"daily\": \"5\"}, \"models\": [...], \"rpm\": ...}: %v", name, err)
 	}
-	return a.gate.Budgets.BuildPlan(name, pc)
+	return rs.d.Budgets.BuildPlan(name, pc)
 }
 
 // runtimePlans builds the plans made at runtime; one that no longer
 // builds (a model group gone from the Caddyfile) is left out, logged.
-func (a *App) runtimePlans(items []*store.RuntimeItem) map[string]*billing.Plan {
+func (rs *Runtime) runtimePlans(items []*store.RuntimeItem) map[string]*billing.Plan {
 	out := map[string]*billing.Plan{}
 	for _, it := range items {
 		if it.Disabled {
 			continue
 		}
-		pl, err := a.checkPlan(it.Name, json.RawMessage(it.Config))
+		pl, err := rs.checkPlan(it.Name, json.RawMessage(it.Config))
 		if err != nil {
-			a.log.Error("a plan made at runtime cannot be used", zap.String("plan", it.Name), zap.Error(err))
+			rs.log.Error("a plan made at runtime cannot be used", zap.String("plan", it.Name), zap.Error(err))
 			continue
 		}
 		out[it.Name] = pl

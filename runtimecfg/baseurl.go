@@ -1,4 +1,4 @@
-package caddymodule
+package runtimecfg
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // private, link-local: what the image fetch policy refuses) unless
 // allow_private_upstreams names it. A name is resolved now; what it
 // resolves to later is the operator's DNS.
-func (rs *runtimeState) checkBaseURL(ctx context.Context, raw string) error {
+func (rs *Runtime) checkBaseURL(ctx context.Context, raw string) error {
 	if raw == "" {
 		return nil
 	}
