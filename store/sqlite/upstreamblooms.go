@@ -15,64 +15,86 @@ import (
 // row). Looking one up used to scan every row of the days asked for: 145
 // ms a day of 555,555 rows, some 13 s for the 90 days of a lookup with no
 // time range. Instead, every batch SettleBatch writes leaves, for each
-// day it wrote rows of, a bloom filter of those rows' upstream ids and the
+// day it wrote rows of, bloom filters of those rows' upstream ids and the
 // range of ids the rows got (usage_upstream_blooms; within one write
 // transaction a day's new rows take consecutive ids, and no other writer
-// runs). A lookup reads a day's filters, about 1.25 bytes a row, and
-// searches the day's table only in the ranges whose filter may hold the
-// id, and in the ranges no filter covers: rows of a build before the
-// filters, or of a writer that made none, are read as before, so a row is
-// never missed for want of a filter.
+// runs). The filter of a run is cut in bloomParts by the ids' hash and
+// kept part by part, so a lookup reads only its id's part of each run's
+// filter (the parts are stored by part, then run: a day's are a few
+// pages), and searches the day's table only in the ranges whose filter
+// may hold the id, and in the ranges no filter covers: rows of a build
+// before the filters, or of a writer that made none, are read as before,
+// so a row is never missed for want of a filter.
 
 const (
-	// bloomBitsPerID and bloomHashes give about 1 % false positives.
-	bloomBitsPerID = 10
-	bloomHashes    = 7
-	// bloomChunkIDs is how many upstream ids one filter holds: a filter
-	// of 1,280 bytes, which fits in its table's page beside its ids.
-	bloomChunkIDs   = 1024
-	bloomChunkBytes = bloomChunkIDs * bloomBitsPerID / 8
+	// bloomBitsPerID and bloomHashes give about 0.05 % false positives:
+	// a false one costs a read of its run's rows (about 1,300 of the
+	// day's), so a day's hundreds of runs should give none.
+	// The hash, bloomParts and bloomHashes are the stored format's: a
+	// filter's size is its own, but filters made otherwise would answer
+	// wrongly.
+	bloomBitsPerID = 16
+	bloomHashes    = 11
+	bloomParts     = 16
+	// bloomChunkIDs is how many upstream ids a run's filter holds: parts
+	// of 128 bytes.
+	bloomChunkIDs  = 1024
+	bloomPartBytes = bloomChunkIDs * bloomBitsPerID / 8 / bloomParts
 	// maxIDRanges bounds the id ranges one statement names: more are
 	// merged across their smallest gaps (a superset, so still exact), so
 	// the statement stays far below SQLite's expression depth.
 	maxIDRanges = 64
 )
 
-// bloomHash is the 64-bit FNV-1a hash of id, split in the two halves the
-// filter's probes are made of (double hashing).
-func bloomHash(id string) (h1, h2 uint32) {
+// bloomHash hashes id (64-bit FNV-1a, mixed by MurmurHash3's finalizer so
+// that every bit depends on every byte) into the part of the filter it
+// goes to and the two halves its probes are made of (double hashing).
+func bloomHash(id string) (part int, h1, h2 uint32) {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(id); i++ {
 		h ^= uint64(id[i])
 		h *= 1099511628211
 	}
-	return uint32(h), uint32(h>>32) | 1
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return int(h >> 60), uint32(h), uint32(h>>28) | 1
 }
 
+// bloomAdd adds id to the filter of a run, its parts one after the other.
 func bloomAdd(bits []byte, id string) {
-	h1, h2 := bloomHash(id)
-	m := uint32(len(bits) * 8)
+	part, h1, h2 := bloomHash(id)
+	p := bits[part*bloomPartBytes : (part+1)*bloomPartBytes]
+	m := uint32(len(p) * 8)
 	for i := uint32(0); i < bloomHashes; i++ {
-		p := (h1 + i*h2) % m
-		bits[p/8] |= 1 << (p % 8)
+		b := (h1 + i*h2) % m
+		p[b/8] |= 1 << (b % 8)
 	}
 }
 
-// bloomMayHold reports whether id may be among the filter's ids; false is
-// certain.
-func bloomMayHold(bits []byte, id string) bool {
-	if len(bits) == 0 {
+// bloomMayHold reports whether id may be among the ids of a filter's
+// part (of the part bloomPartOf(id)); false is certain.
+func bloomMayHold(part []byte, id string) bool {
+	if len(part) == 0 {
 		return true // not a filter this build made: search its range
 	}
-	h1, h2 := bloomHash(id)
-	m := uint32(len(bits) * 8)
+	_, h1, h2 := bloomHash(id)
+	m := uint32(len(part) * 8)
 	for i := uint32(0); i < bloomHashes; i++ {
-		p := (h1 + i*h2) % m
-		if bits[p/8]&(1<<(p%8)) == 0 {
+		b := (h1 + i*h2) % m
+		if part[b/8]&(1<<(b%8)) == 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// bloomPartOf is the part of a filter that would hold id.
+func bloomPartOf(id string) int {
+	part, _, _ := bloomHash(id)
+	return part
 }
 
 // bloomChunk is a run of consecutive row ids of one day's table, every
@@ -136,7 +158,7 @@ func (b *bloomBatch) add(day, id int64, up string) {
 		}
 	}
 	if c == nil || id != c.last+1 || c.ids >= bloomChunkIDs {
-		c = &bloomChunk{day: day, first: id, last: id - 1, bits: make([]byte, bloomChunkBytes)}
+		c = &bloomChunk{day: day, first: id, last: id - 1, bits: make([]byte, bloomParts*bloomPartBytes)}
 		b.chunks = append(b.chunks, c)
 	}
 	c.last = id
@@ -146,13 +168,15 @@ func (b *bloomBatch) add(day, id int64, up string) {
 	}
 }
 
-// write stores the batch's chunks within tx (an extended one over the
-// row it extends).
+// write stores the batch's chunks within tx, part by part (an extended
+// one over the rows it extends).
 func (b *bloomBatch) write(ctx context.Context, tx execer) error {
 	for _, c := range b.chunks {
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO usage_upstream_blooms (first_id, last_id, bits)
-			VALUES (?, ?, ?)`, c.first, c.last, c.bits); err != nil {
-			return fmt.Errorf("upstream id filter of %s: %w", usageDayTable(c.day), err)
+		for part := range bloomParts {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO usage_upstream_blooms (part, first_id, last_id, bits)
+				VALUES (?, ?, ?, ?)`, part, c.first, c.last, c.bits[part*bloomPartBytes:(part+1)*bloomPartBytes]); err != nil {
+				return fmt.Errorf("upstream id filter of %s: %w", usageDayTable(c.day), err)
+			}
 		}
 	}
 	return nil
@@ -187,10 +211,20 @@ func dayIDs(d int64) (first, last int64) { return d << 32, d<<32 | (1<<32 - 1) }
 // hide the ones the table's new rows take their ids from.
 func forgetBloomsOfNewDay(ctx context.Context, tx execer, d int64) error {
 	lo, hi := dayIDs(d)
-	_, err := tx.ExecContext(ctx, `DELETE FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?
+	_, err := tx.ExecContext(ctx, `DELETE FROM usage_upstream_blooms WHERE `+bloomDayWhere+`
 		AND NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, lo, hi, usageDayTable(d))
 	return err
 }
+
+// bloomDayWhere keeps the filters of a day's ids (two arguments: dayIDs),
+// every part's, by the table's key.
+var bloomDayWhere = func() string {
+	parts := make([]string, bloomParts)
+	for i := range parts {
+		parts[i] = fmt.Sprint(i)
+	}
+	return `part IN (` + strings.Join(parts, ", ") + `) AND first_id BETWEEN ? AND ?`
+}()
 
 // idRange is rows first..last of a day table, both included.
 type idRange struct{ first, last int64 }
@@ -206,7 +240,7 @@ type idRange struct{ first, last int64 }
 func (s *Store) upstreamIDRanges(ctx context.Context, d int64, up string) (ranges []idRange, filtered bool, err error) {
 	lo, hi := dayIDs(d)
 	rows, err := s.r.QueryContext(ctx, `SELECT first_id, last_id, bits FROM usage_upstream_blooms
-		WHERE first_id BETWEEN ? AND ? ORDER BY first_id`, lo, hi)
+		WHERE part = ? AND first_id BETWEEN ? AND ? ORDER BY first_id`, bloomPartOf(up), lo, hi)
 	if err != nil {
 		return nil, false, fmt.Errorf("upstream id filters of %s: %w", usageDayTable(d), err)
 	}
@@ -231,8 +265,11 @@ func (s *Store) upstreamIDRanges(ctx context.Context, d int64, up string) (range
 		return nil, false, nil
 	}
 	var first, last sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT MIN(id), MAX(id) FROM `+usageDayTable(d)).Scan(&first, &last); err != nil {
-		return nil, false, fmt.Errorf("upstream id lookup in %s: %w", usageDayTable(d), err)
+	// two subqueries: SQLite reads a lone MIN or MAX of the rowid from
+	// one end of the table, but both in one SELECT by a scan of it
+	t := usageDayTable(d)
+	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT MIN(id) FROM `+t+`), (SELECT MAX(id) FROM `+t+`)`).Scan(&first, &last); err != nil {
+		return nil, false, fmt.Errorf("upstream id lookup in %s: %w", t, err)
 	}
 	if !first.Valid {
 		return nil, true, nil // an empty table

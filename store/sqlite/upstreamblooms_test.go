@@ -11,26 +11,38 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// A filter says yes to every id it holds, and to about 1 % of the others.
+// A filter says yes to every id it holds, and to about 0.05 % of the
+// others.
 func TestBloomFilter(t *testing.T) {
-	bits := make([]byte, bloomChunkBytes)
+	bits := make([]byte, bloomParts*bloomPartBytes)
 	for i := range bloomChunkIDs {
 		bloomAdd(bits, fmt.Sprintf("chatcmpl-%d", i))
 	}
+	partOf := func(id string) []byte {
+		p := bloomPartOf(id)
+		return bits[p*bloomPartBytes : (p+1)*bloomPartBytes]
+	}
+	perPart := make([]int, bloomParts)
 	for i := range bloomChunkIDs {
-		if !bloomMayHold(bits, fmt.Sprintf("chatcmpl-%d", i)) {
-			t.Fatalf("chatcmpl-%d added, not held", i)
+		id := fmt.Sprintf("chatcmpl-%d", i)
+		perPart[bloomPartOf(id)]++
+		if !bloomMayHold(partOf(id), id) {
+			t.Fatalf("%s added, not held", id)
 		}
+	}
+	if lo, hi := slices.Min(perPart), slices.Max(perPart); lo < 32 || hi > 96 {
+		t.Errorf("ids per part %v: the hash does not spread them", perPart)
 	}
 	fp := 0
 	const others = 100_000
 	for i := range others {
-		if bloomMayHold(bits, fmt.Sprintf("msg_%d", i)) {
+		id := fmt.Sprintf("msg_%d", i)
+		if bloomMayHold(partOf(id), id) {
 			fp++
 		}
 	}
-	if rate := float64(fp) / others; rate > 0.02 {
-		t.Errorf("%.2f %% false positives, want about 1 %%", rate*100)
+	if rate := float64(fp) / others; rate > 0.002 {
+		t.Errorf("%.3f %% false positives, want about 0.05 %%", rate*100)
 	}
 	if !bloomMayHold(nil, "x") {
 		t.Error("no filter must mean: search the range")
@@ -110,7 +122,7 @@ func TestUpstreamIDFilters(t *testing.T) {
 	filters := func(d int64) int {
 		lo, hi := dayIDs(d)
 		var c int
-		if err := s.r.QueryRow(`SELECT COUNT(*) FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?`, lo, hi).Scan(&c); err != nil {
+		if err := s.r.QueryRow(`SELECT COUNT(DISTINCT first_id) FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?`, lo, hi).Scan(&c); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -180,8 +192,10 @@ func TestUpstreamIDFilters(t *testing.T) {
 		t.Errorf("%d filters of a dropped day", f)
 	}
 	lo, _ := dayIDs(two)
-	if _, err := s.w.Exec(`INSERT INTO usage_upstream_blooms (first_id, last_id, bits) VALUES (?, ?, ?)`, lo+50, lo+100, make([]byte, bloomChunkBytes)); err != nil {
-		t.Fatal(err)
+	for part := range bloomParts {
+		if _, err := s.w.Exec(`INSERT INTO usage_upstream_blooms (part, first_id, last_id, bits) VALUES (?, ?, ?, ?)`, part, lo+50, lo+100, make([]byte, bloomPartBytes)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var lateRows []*store.UsageLog
 	for i := range 60 {

@@ -111,6 +111,21 @@ func TestUpstreamIDRangePlans(t *testing.T) {
 			t.Errorf("%+v: the plan does not read the rows by their id ranges: %s", f, plan)
 		}
 	}
+	// a day's part of the filters, and a day's filters to drop, by the
+	// filters' key: a few pages, not the table
+	lo, hi := dayIDs(day)
+	for _, c := range []struct {
+		q    string
+		args []any
+	}{
+		{`SELECT first_id, last_id, bits FROM usage_upstream_blooms WHERE part = ? AND first_id BETWEEN ? AND ? ORDER BY first_id`, []any{3, lo, hi}},
+		{`SELECT 1 FROM usage_upstream_blooms WHERE ` + bloomDayWhere, []any{lo, hi}},
+	} {
+		plan := explain(t, s, c.q, c.args)
+		if !strings.Contains(plan, "SEARCH usage_upstream_blooms USING PRIMARY KEY (part=? AND first_id>? AND first_id<?)") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s: %s", c.q, plan)
+		}
+	}
 }
 
 // TestUsageDayPlans: the rollups a page reads are read by their key's

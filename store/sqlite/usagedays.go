@@ -290,7 +290,7 @@ func (s *Store) DropUsageDays(ctx context.Context, cutoff time.Time) (int64, err
 				return fmt.Errorf("drop %s: %w", t, err)
 			}
 			lo, hi := dayIDs(d)
-			if _, err := tx.ExecContext(ctx, `DELETE FROM usage_upstream_blooms WHERE first_id BETWEEN ? AND ?`, lo, hi); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM usage_upstream_blooms WHERE `+bloomDayWhere, lo, hi); err != nil {
 				return fmt.Errorf("drop %s: %w", t, err)
 			}
 			n += c
