@@ -251,6 +251,12 @@ func withParams(uri, params string) string {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	// the runs being filled get their upstream ids' filters, so that a
+	// restart leaves no range a lookup must read whole; failing that, the
+	// lookup reads them (upstreamblooms.go)
+	if open := s.blooms.all(); len(open.final) > 0 {
+		_ = s.inRawTx(context.Background(), func(tx execer) error { return open.write(context.Background(), tx) })
+	}
 	if s.r == s.w {
 		return s.w.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -105,10 +106,14 @@ type bloomChunk struct {
 	bits             []byte
 }
 
-// openBlooms are, per day, the chunk the last committed batch wrote while
-// it has room: the next batch extends it when its rows follow on (no
-// other writer came between), so batches of a few rows (a light load, a
-// batch every linger) share a filter rather than each leaving its own.
+func (c *bloomChunk) full() bool { return c.ids >= bloomChunkIDs }
+
+// openBlooms are, per day, the run the writer is filling: its filter is
+// kept in memory and written once the run is final (its 1,024 ids in, or
+// rows of another writer after it, or its day two days behind, or the
+// store closing), so a run costs its 16 parts once however many batches
+// it took. A run not written (the process killed) is a range no filter
+// covers, which a lookup reads whole: slower, never wrong.
 type openBlooms struct {
 	mu    sync.Mutex
 	byDay map[int64]*bloomChunk
@@ -132,15 +137,29 @@ func (o *openBlooms) forget(days ...int64) {
 	}
 }
 
-// bloomBatch is the chunks one write transaction writes.
+// all is every open run, for the store's close.
+func (o *openBlooms) all() *bloomBatch {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := &bloomBatch{}
+	for _, c := range o.byDay {
+		b.final = append(b.final, c)
+	}
+	return b
+}
+
+// bloomBatch is what one write transaction does to the filters: the runs
+// its rows went to, and the open runs it ends.
 type bloomBatch struct {
-	open   *openBlooms // nil: extend none, keep none
+	open   *openBlooms // nil: no run stays open, all are written
 	chunks []*bloomChunk
+	final  []*bloomChunk // runs written: they take no more rows
+	stay   []*bloomChunk // runs kept open once the batch commits
 }
 
 // add notes that row id of day's table was written with the upstream id
 // up ("" for none). A day's rows in one transaction take consecutive ids;
-// a row that does not follow its day's last starts a chunk of its own.
+// a row that does not follow its day's last starts a run of its own.
 func (b *bloomBatch) add(day, id int64, up string) {
 	var c *bloomChunk
 	for i := len(b.chunks) - 1; i >= 0; i-- {
@@ -151,13 +170,18 @@ func (b *bloomBatch) add(day, id int64, up string) {
 	}
 	if c == nil && b.open != nil {
 		// the first row of the day in this batch: extend a copy of the
-		// open chunk, installed only once the batch commits
-		if o := b.open.get(day); o != nil && id == o.last+1 && o.ids < bloomChunkIDs {
-			c = &bloomChunk{day: day, first: o.first, last: o.last, ids: o.ids, bits: slices.Clone(o.bits)}
-			b.chunks = append(b.chunks, c)
+		// open run, kept only once the batch commits; one it cannot
+		// extend is final
+		if o := b.open.get(day); o != nil {
+			if id == o.last+1 && !o.full() {
+				c = &bloomChunk{day: day, first: o.first, last: o.last, ids: o.ids, bits: slices.Clone(o.bits)}
+				b.chunks = append(b.chunks, c)
+			} else {
+				b.final = append(b.final, o)
+			}
 		}
 	}
-	if c == nil || id != c.last+1 || c.ids >= bloomChunkIDs {
+	if c == nil || id != c.last+1 || c.full() {
 		c = &bloomChunk{day: day, first: id, last: id - 1, bits: make([]byte, bloomParts*bloomPartBytes)}
 		b.chunks = append(b.chunks, c)
 	}
@@ -168,10 +192,41 @@ func (b *bloomBatch) add(day, id int64, up string) {
 	}
 }
 
-// write stores the batch's chunks within tx, part by part (an extended
-// one over the rows it extends).
-func (b *bloomBatch) write(ctx context.Context, tx execer) error {
+// settle decides, once the batch's rows are in, which runs stay open (the
+// last of each day, not full, of a day at most one behind the batch's
+// newest) and which are final: the others, and the open runs of days two
+// or more behind, which take no rows now but late ones.
+func (b *bloomBatch) settle() (open []*bloomChunk) {
+	newest := int64(math.MinInt64)
+	last := map[int64]*bloomChunk{}
 	for _, c := range b.chunks {
+		newest = max(newest, c.day)
+		last[c.day] = c
+	}
+	for _, c := range b.chunks {
+		if b.open != nil && last[c.day] == c && !c.full() && c.day >= newest-1 {
+			open = append(open, c)
+		} else {
+			b.final = append(b.final, c)
+		}
+	}
+	if b.open != nil && len(b.chunks) > 0 {
+		b.open.mu.Lock()
+		for d, c := range b.open.byDay {
+			if d < newest-1 && last[d] == nil {
+				b.final = append(b.final, c)
+			}
+		}
+		b.open.mu.Unlock()
+	}
+	return open
+}
+
+// write stores within tx the runs that are final, part by part (a run
+// extended over the rows it had).
+func (b *bloomBatch) write(ctx context.Context, tx execer) error {
+	b.stay = b.settle()
+	for _, c := range b.final {
 		for part := range bloomParts {
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO usage_upstream_blooms (part, first_id, last_id, bits)
 				VALUES (?, ?, ?, ?)`, part, c.first, c.last, c.bits[part*bloomPartBytes:(part+1)*bloomPartBytes]); err != nil {
@@ -182,23 +237,24 @@ func (b *bloomBatch) write(ctx context.Context, tx execer) error {
 	return nil
 }
 
-// committed keeps each day's last chunk open for the next batch, once the
-// batch's transaction has committed.
+// committed keeps open the runs write left open and forgets those it
+// wrote, once the batch's transaction has committed.
 func (b *bloomBatch) committed() {
-	if b.open == nil || len(b.chunks) == 0 {
+	if b.open == nil {
 		return
 	}
 	b.open.mu.Lock()
 	defer b.open.mu.Unlock()
+	for _, c := range b.final {
+		if o := b.open.byDay[c.day]; o != nil && o.first == c.first {
+			delete(b.open.byDay, c.day)
+		}
+	}
 	if b.open.byDay == nil {
 		b.open.byDay = map[int64]*bloomChunk{}
 	}
-	for _, c := range b.chunks { // a day's last chunk comes last
-		if c.ids < bloomChunkIDs {
-			b.open.byDay[c.day] = c
-		} else {
-			delete(b.open.byDay, c.day)
-		}
+	for _, c := range b.stay {
+		b.open.byDay[c.day] = c
 	}
 }
 

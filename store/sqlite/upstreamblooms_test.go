@@ -127,27 +127,6 @@ func TestUpstreamIDFilters(t *testing.T) {
 		}
 		return c
 	}
-	if f := filters(today); f != 1 {
-		t.Errorf("today's 20 batches left %d filters, want one they all extended", f)
-	}
-	// rows written by a build before the filters: a range no filter covers
-	old := "chatcmpl-written-before"
-	if _, err := s.w.Exec(`INSERT INTO `+usageDayTable(today)+` (id, created_at, user_id, upstream_request_id, row_key)
-		VALUES ((SELECT MAX(id) + 1 FROM `+usageDayTable(today)+`), ?, 1, ?, 'before-1')`, now.UnixMilli(), old); err != nil {
-		t.Fatal(err)
-	}
-	ups = append(ups, old)
-	s.Close()
-	s = open() // a restart: the next batch starts a filter of its own
-	defer func() { s.Close() }()
-	after := "chatcmpl-after-restart"
-	ups = append(ups, after)
-	if err := s.SettleBatch(ctx, []*store.UsageLog{row(now, after)}); err != nil {
-		t.Fatal(err)
-	}
-	if f := filters(today); f != 2 {
-		t.Errorf("%d filters today after the restart, want 2", f)
-	}
 	find := func(up string) []*store.UsageLog {
 		t.Helper()
 		got, err := s.ListUsage(ctx, store.UsageFilter{RequestID: up})
@@ -156,30 +135,82 @@ func TestUpstreamIDFilters(t *testing.T) {
 		}
 		return got
 	}
-	for _, up := range ups {
-		if got := find(up); len(got) != 1 || got[0].UpstreamRequestID != up {
-			t.Fatalf("%s: found %d rows", up, len(got))
+	findAll := func() {
+		t.Helper()
+		for _, up := range ups {
+			if got := find(up); len(got) != 1 || got[0].UpstreamRequestID != up {
+				t.Fatalf("%s: found %d rows", up, len(got))
+			}
 		}
 	}
+	// today's run is open: its filter is in memory, its rows a range no
+	// filter covers; two days ago takes late rows only, each batch's run
+	// written at once
+	if f := filters(today); f != 0 {
+		t.Errorf("%d filters of today's open run written", f)
+	}
+	if f := filters(today - 2); f != 20 {
+		t.Errorf("%d filters of the late rows' 20 batches, want 20", f)
+	}
+	findAll()
+
+	// rows written by a build before the filters: a range no filter covers
+	old := "chatcmpl-written-before"
+	if _, err := s.w.Exec(`INSERT INTO `+usageDayTable(today)+` (id, created_at, user_id, upstream_request_id, row_key)
+		VALUES ((SELECT MAX(id) + 1 FROM `+usageDayTable(today)+`), ?, 1, ?, 'before-1')`, now.UnixMilli(), old); err != nil {
+		t.Fatal(err)
+	}
+	ups = append(ups, old)
+	var beforeID int64
+	s.r.QueryRow(`SELECT id FROM ` + usageDayTable(today) + ` WHERE row_key = 'before-1'`).Scan(&beforeID)
+	s.Close() // writes the open run's filter
+	s = open()
+	defer func() { s.Close() }()
+	var first, last int64
+	lo, hi := dayIDs(today)
+	if err := s.r.QueryRow(`SELECT first_id, last_id FROM usage_upstream_blooms WHERE part = 0 AND first_id BETWEEN ? AND ?`, lo, hi).Scan(&first, &last); err != nil ||
+		first != today<<32+1 || last != beforeID-1 {
+		t.Errorf("today's run written at close: %d..%d (%v), want %d..%d", first, last, err, today<<32+1, beforeID-1)
+	}
+	// after the restart: a new run, open, after the row no filter covers
+	after := "chatcmpl-after-restart"
+	ups = append(ups, after)
+	if err := s.SettleBatch(ctx, []*store.UsageLog{row(now, after)}); err != nil {
+		t.Fatal(err)
+	}
+	findAll()
 	if got, err := s.ListUsage(ctx, store.UsageFilter{RequestID: ups[7], UserID: 1, Since: now.Add(-72 * time.Hour)}); err != nil || len(got) != 1 {
 		t.Fatalf("%s with a user and a time: %d rows, %v", ups[7], len(got), err)
 	}
-
-	// what the filters leave of today for an id of no row: the range of
-	// the row no filter covers, and nothing of the filters' own ranges
+	// what the filters leave of today for an id of no row: the row no
+	// filter covers and the open run, nothing of the written run's range
 	ranges, filtered, err := s.upstreamIDRanges(ctx, today, "chatcmpl-of-no-row")
 	if err != nil || !filtered {
 		t.Fatal(filtered, err)
 	}
-	var beforeID int64
-	s.r.QueryRow(`SELECT id FROM ` + usageDayTable(today) + ` WHERE row_key = 'before-1'`).Scan(&beforeID)
-	if !slices.Equal(ranges, []idRange{{beforeID, beforeID}}) {
-		t.Errorf("ranges for an id of no row: %v, want only the uncovered row %d", ranges, beforeID)
+	if !slices.Equal(ranges, []idRange{{beforeID, beforeID + 1}}) {
+		t.Errorf("ranges for an id of no row: %v, want only %d..%d, which no filter covers", ranges, beforeID, beforeID+1)
 	}
 	ranges, _, _ = s.upstreamIDRanges(ctx, today, ups[0])
-	if !slices.Equal(ranges, []idRange{{today<<32 + 1, beforeID}}) {
-		t.Errorf("ranges for %s: %v, want its filter's joined to the uncovered row after it", ups[0], ranges)
+	if !slices.Equal(ranges, []idRange{{today<<32 + 1, beforeID + 1}}) {
+		t.Errorf("ranges for %s: %v, want its run's joined to those after it", ups[0], ranges)
 	}
+	// a run is written once its 1,024 ids are in, the next one open
+	for b := range 11 {
+		var rows []*store.UsageLog
+		for i := range 100 {
+			up := fmt.Sprintf("chatcmpl-full-%d-%d", b, i)
+			ups = append(ups, up)
+			rows = append(rows, row(now, up))
+		}
+		if err := s.SettleBatch(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := filters(today); f != 2 {
+		t.Errorf("%d filters today after 1,100 ids more, want 2 (the run closed, the full one)", f)
+	}
+	findAll()
 
 	// retention drops a day with its filters; a late row makes the day
 	// again, and a filter left behind (by an earlier build's retention)
@@ -191,7 +222,7 @@ func TestUpstreamIDFilters(t *testing.T) {
 	if f := filters(two); f != 0 {
 		t.Errorf("%d filters of a dropped day", f)
 	}
-	lo, _ := dayIDs(two)
+	lo, _ = dayIDs(two)
 	for part := range bloomParts {
 		if _, err := s.w.Exec(`INSERT INTO usage_upstream_blooms (part, first_id, last_id, bits) VALUES (?, ?, ?, ?)`, part, lo+50, lo+100, make([]byte, bloomPartBytes)); err != nil {
 			t.Fatal(err)
