@@ -8,7 +8,6 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"time"
 
@@ -202,7 +201,7 @@ type App struct {
 	// dialects in routing order
 	dialects []adapters.Dialect
 	// transports by timeouts, shared by the channels that agree on them
-	transports map[transportKey]*http.Client
+	transports engine.Transports
 	health     routing.HealthPolicy
 	// engine plans channels and fails over; handlers copy it with their
 	// own logger. Its Upstreams are the one record of each channel's
