@@ -8,7 +8,6 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"time"
 
@@ -43,7 +42,7 @@ type App struct {
 	// Prices by model, in USD.
 	Prices map[string]*PriceConfig `json:"prices,omitempty"`
 	// PriceFiles are price catalogues read from disk at every load, for
-	// the models Prices does not price (prices.go).
+	// the models Prices does not price (billing.PriceFile).
 	PriceFiles []PriceFileConfig `json:"price_files,omitempty"`
 	// TokenCacheTTL is how long a key's token and user are trusted before
 	// they are re-read (in the background); disabling a token takes effect
@@ -202,7 +201,7 @@ type App struct {
 	// dialects in routing order
 	dialects []adapters.Dialect
 	// transports by timeouts, shared by the channels that agree on them
-	transports map[transportKey]*http.Client
+	transports engine.Transports
 	health     routing.HealthPolicy
 	// engine plans channels and fails over; handlers copy it with their
 	// own logger. Its Upstreams are the one record of each channel's
@@ -279,61 +278,6 @@ type ChannelConfig struct {
 	MaxStreamEvent int64 `json:"max_stream_event,omitempty"`
 
 	adapter string // the adapter's name, while the Caddyfile is parsed
-}
-
-// PriceConfig is a model's price in USD, as decimal strings so that no
-// float rounding touches money.
-type PriceConfig struct {
-	Free bool `json:"free,omitempty"`
-	// Input and Output are USD per million tokens.
-	Input       string `json:"input,omitempty"`
-	Output      string `json:"output,omitempty"`
-	CachedInput string `json:"cached_input,omitempty"`
-	CacheWrite  string `json:"cache_write,omitempty"`
-	// CacheWrite1h is USD per million tokens written to a 1-hour cache;
-	// unset, they cost what cache_write says.
-	CacheWrite1h string `json:"cache_write_1h,omitempty"`
-	// Tiers are the token prices of prompts longer than a threshold
-	// (prices.go).
-	Tiers []PriceTierConfig `json:"tiers,omitempty"`
-	// Request is USD per request.
-	Request string `json:"request,omitempty"`
-	// AudioInput and AudioOutput are USD per million audio tokens
-	// (Realtime models); unset, audio costs what text does.
-	AudioInput  string `json:"audio_input,omitempty"`
-	AudioOutput string `json:"audio_output,omitempty"`
-	// SearchUnit is USD per search unit a rerank upstream reports.
-	SearchUnit string `json:"search_unit,omitempty"`
-	// MaxOutput is the model's maximum output in tokens (the vendor's
-	// documented limit): a request without max_tokens reserves it.
-	MaxOutput int64 `json:"max_output,omitempty"`
-
-	// Media prices (images and audio; see media.go).
-	//
-	// Images are USD per generated image by size and quality; an entry
-	// without a size or quality matches any.
-	Images []ImagePriceConfig `json:"images,omitempty"`
-	// ImageInput is USD per million image input tokens (image models
-	// billed by tokens); default the input price.
-	ImageInput string `json:"image_input,omitempty"`
-	// AudioSecond is USD per second of input audio (transcriptions).
-	AudioSecond string `json:"audio_second,omitempty"`
-	// Characters is USD per million characters of input text (speech).
-	Characters string `json:"characters,omitempty"`
-	// Task-style generation: Task is USD per finished task, VideoSecond
-	// USD per second of video; MaxSeconds is the vendor's longest video,
-	// reserved by a task that names no duration (required with
-	// VideoSecond).
-	Task        string `json:"task,omitempty"`
-	VideoSecond string `json:"video_second,omitempty"`
-	MaxSeconds  int64  `json:"max_seconds,omitempty"`
-
-	// Batch prices (docs/batches.md): BatchInput and BatchOutput are USD
-	// per million tokens of a batch line; BatchDiscount is a percentage
-	// ("50%") off every other price of a batch line.
-	BatchInput    string `json:"batch_input,omitempty"`
-	BatchOutput   string `json:"batch_output,omitempty"`
-	BatchDiscount string `json:"batch_discount,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.

@@ -61,7 +61,7 @@ price claude-haiku {
 	}
 	usage := adapters.Usage{PromptTokens: 1_000_000, CompletionTokens: 1_000_000}
 	for model, want := range map[string]int64{"gpt-4o-mini": 75_000 + 300_000, "claude-haiku": 500_000 + 2_500_000} {
-		p, err := a.Prices[model].price()
+		p, err := a.Prices[model].Price()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,6 @@
 package caddymodule
 
 import (
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -10,16 +8,6 @@ import (
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
-)
-
-// Defaults of a channel's bounds (see ChannelConfig).
-const (
-	defaultDialTimeout           = 10 * time.Second
-	defaultResponseHeaderTimeout = 60 * time.Second
-	defaultStreamIdleTimeout     = 120 * time.Second
-	defaultTimeout               = 10 * time.Minute
-	defaultMaxResponseBody       = 64 << 20 // image answers are large
-	defaultMaxStreamEvent        = 32 << 20
 )
 
 // HealthConfig is `health { ... }`: when a failing channel is set aside.
@@ -54,11 +42,7 @@ func (hc *HealthConfig) policy() routing.HealthPolicy {
 
 // bounds are the channel's limits in force, defaults filled in.
 func (cc *ChannelConfig) bounds() engine.Bounds {
-	b := engine.Bounds{
-		Dial: defaultDialTimeout, ResponseHeader: defaultResponseHeaderTimeout,
-		StreamIdle: defaultStreamIdleTimeout, Timeout: defaultTimeout,
-		MaxResponseBody: defaultMaxResponseBody, MaxStreamEvent: defaultMaxStreamEvent,
-	}
+	b := engine.DefaultBounds
 	if cc.DialTimeout > 0 {
 		b.Dial = time.Duration(cc.DialTimeout)
 	}
@@ -79,39 +63,6 @@ func (cc *ChannelConfig) bounds() engine.Bounds {
 	}
 	return b
 }
-
-// transportKey is what makes two channels' transports differ; channels
-// that agree share one connection pool.
-type transportKey struct{ dial, responseHeader time.Duration }
-
-// clientFor returns the HTTP client for a channel's timeouts. No client
-// follows a redirect: the key would travel to whatever host it names.
-func (a *App) clientFor(b engine.Bounds) *http.Client {
-	k := transportKey{b.Dial, b.ResponseHeader}
-	if c, ok := a.transports[k]; ok {
-		return c
-	}
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: b.Dial, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   min(b.Dial, 10*time.Second),
-		ResponseHeaderTimeout: b.ResponseHeader,
-		ExpectContinueTimeout: time.Second,
-		// small buffers: thousands of streams stay open at once, and the
-		// SSE reader above the connection buffers again anyway
-		WriteBufferSize: 1 << 10,
-		ReadBufferSize:  2 << 10,
-	}
-	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
-	a.transports[k] = c
-	return c
-}
-
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // checkModelName refuses a model name that is too long or holds control
 // characters (see engine.CheckModelName).

@@ -263,7 +263,7 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 		default:
 			return "", nil, d.Errf("price %s: unrecognized option %q", model, opt)
 		}
-		if _, err := (&PriceConfig{Input: v}).price(); err != nil {
+		if _, err := (&PriceConfig{Input: v}).Price(); err != nil {
 			return "", nil, d.Errf("price %s: %s: %v", model, opt, err)
 		}
 	}

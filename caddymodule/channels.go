@@ -25,7 +25,7 @@ import (
 // channels; those made at runtime join them (runtimecfg).
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[string]*engine.Upstream, error) {
 	a.partTokens = map[string]int64{}
-	a.transports = map[transportKey]*http.Client{}
+	a.transports = engine.Transports{}
 	upstreams := map[string]*engine.Upstream{}
 	var chans []*routing.Channel
 	seen := map[string]bool{}
@@ -136,7 +136,7 @@ func (a *App) buildChannel(ctx caddy.Context, cc *ChannelConfig, keys []string, 
 	if t, ok := prov.(adapters.Transporter); ok {
 		up.Client = &http.Client{Transport: t.Transport()}
 	} else {
-		up.Client = a.clientFor(up.Bounds)
+		up.Client = a.transports.Client(up.Bounds)
 	}
 	if w, ok := prov.(adapters.TransportWrapper); ok {
 		c := *up.Client

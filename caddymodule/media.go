@@ -37,39 +37,6 @@ const defaultMaxUploadSize = 25 << 20
 // defaultMaxInflightUploads is max_inflight_uploads' default.
 const defaultMaxInflightUploads = 1 << 30
 
-// ImagePriceConfig is one `image [<size> [<quality>]] <usd>` line.
-type ImagePriceConfig struct {
-	Size    string `json:"size,omitempty"`
-	Quality string `json:"quality,omitempty"`
-	Price   string `json:"price"`
-}
-
-// mediaPrice fills the media prices of p.
-func (pc *PriceConfig) mediaPrice(p *billing.Price, parse func(name, s string) (int64, error)) error {
-	for _, ic := range pc.Images {
-		v, err := parse("image", ic.Price)
-		if err != nil {
-			return err
-		}
-		p.Images = append(p.Images, billing.ImagePrice{Size: ic.Size, Quality: ic.Quality, Price: v})
-	}
-	var err error
-	if pc.ImageInput != "" {
-		v, err := parse("image_input", pc.ImageInput)
-		if err != nil {
-			return err
-		}
-		p.ImageInput = &v
-	}
-	if p.AudioSecond, err = parse("audio_second", pc.AudioSecond); err != nil {
-		return err
-	}
-	if p.Characters, err = parse("characters", pc.Characters); err != nil {
-		return err
-	}
-	return nil
-}
-
 // parseImagePrice reads `image [<size> [<quality>]] <usd>`; "*" stands for
 // any size or quality.
 func parseImagePrice(d *caddyfile.Dispenser, model string, pc *PriceConfig) error {

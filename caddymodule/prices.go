@@ -1,13 +1,11 @@
 package caddymodule
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -18,61 +16,19 @@ import (
 	"github.com/caddy-model-gateway/gateway/billing"
 )
 
-// PriceTierConfig is a tier of a price: `above <tokens> { input <usd>
-// output <usd> ... }`.
-type PriceTierConfig = billing.TierConfig
-
-// tierPrices fills p's 1-hour cache write price and its tiers.
-func (pc *PriceConfig) tierPrices(p *billing.Price, parse func(name, s string) (int64, error)) error {
-	optional := func(name, s string) (*int64, error) {
-		if s == "" {
-			return nil, nil
-		}
-		v, err := parse(name, s)
-		return &v, err
-	}
-	var err error
-	if p.CacheWrite1h, err = optional("cache_write_1h", pc.CacheWrite1h); err != nil {
-		return err
-	}
-	for _, tc := range pc.Tiers {
-		if tc.Input == "" || tc.Output == "" {
-			return fmt.Errorf("above %d: a tier needs both its input and output prices", tc.Above)
-		}
-		t := billing.PriceTier{Above: tc.Above}
-		for _, f := range []struct {
-			name, s string
-			dst     *int64
-		}{{"input", tc.Input, &t.Input}, {"output", tc.Output, &t.Output}} {
-			if *f.dst, err = parse(f.name, f.s); err != nil {
-				return fmt.Errorf("above %d: %w", tc.Above, err)
-			}
-		}
-		for _, f := range []struct {
-			name, s string
-			dst     **int64
-		}{{"cached_input", tc.CachedInput, &t.CachedInput}, {"cache_write", tc.CacheWrite, &t.CacheWrite}, {"cache_write_1h", tc.CacheWrite1h, &t.CacheWrite1h}} {
-			if *f.dst, err = optional(f.name, f.s); err != nil {
-				return fmt.Errorf("above %d: %w", tc.Above, err)
-			}
-		}
-		p.Tiers = append(p.Tiers, t)
-	}
-	slices.SortFunc(p.Tiers, func(a, b billing.PriceTier) int { return cmp.Compare(a.Above, b.Above) })
-	return p.CheckTiers()
-}
-
-// PriceFileConfig is a price catalogue on disk (billing.ReadCatalogue's
-// formats): `prices_file <path> [<model glob>...]`. It is read at every
-// load, so a reload takes its changes; it is never fetched.
-type PriceFileConfig struct {
-	Path string `json:"path"`
-	// Format is gateway or litellm; empty detects it
-	Format string `json:"format,omitempty"`
-	// Models keeps the catalogue's models matching one of these globs;
-	// empty keeps every model
-	Models []string `json:"models,omitempty"`
-}
+// The configuration's price structs are billing's, which converts them
+// (billing/priceconfig.go); caddymodule reads them from the Caddyfile.
+type (
+	// PriceConfig is a model's price: `price <model> { ... }`.
+	PriceConfig = billing.PriceConfig
+	// PriceTierConfig is a tier of a price: `above <tokens> { input <usd>
+	// output <usd> ... }`.
+	PriceTierConfig = billing.TierConfig
+	// ImagePriceConfig is one `image [<size> [<quality>]] <usd>` line.
+	ImagePriceConfig = billing.ImagePriceConfig
+	// PriceFileConfig is `prices_file <path> [<model glob>...]`.
+	PriceFileConfig = billing.PriceFile
+)
 
 // parsePriceFile reads `prices_file <path> [<model glob>...] [{ format
 // gateway|litellm }]`.
@@ -94,72 +50,6 @@ func parsePriceFile(d *caddyfile.Dispenser) (PriceFileConfig, error) {
 		}
 	}
 	return pf, nil
-}
-
-// provisionPriceFiles prices, from the catalogues, the models the
-// configuration's own price blocks do not (those win); the first file
-// that prices a model wins over later ones. A bad entry of a model the
-// file is kept to fails the load; other models' are not looked at.
-func (a *App) provisionPriceFiles() error {
-	for _, pf := range a.PriceFiles {
-		data, err := os.ReadFile(pf.Path)
-		if err != nil {
-			return fmt.Errorf("prices_file: %w", err)
-		}
-		if len(data) > billing.MaxCatalogueSize {
-			return fmt.Errorf("prices_file %s: %d bytes, more than the %d a catalogue may be", pf.Path, len(data), billing.MaxCatalogueSize)
-		}
-		entries, bad := billing.ReadCatalogue(data, pf.Format)
-		if bad != nil && !errors.As(bad, new(*billing.CatalogueError)) {
-			return fmt.Errorf("prices_file %s: %w", pf.Path, bad)
-		}
-		for _, err := range unjoined(bad) {
-			var ce *billing.CatalogueError
-			if errors.As(err, &ce) && matchesAny(pf.Models, ce.Model) {
-				return fmt.Errorf("prices_file %s: %w", pf.Path, err)
-			}
-		}
-		n := 0
-		for _, e := range entries {
-			if !matchesAny(pf.Models, e.Model) {
-				continue
-			}
-			if _, own := a.prices[e.Model]; own {
-				continue
-			}
-			p, err := e.Price()
-			if err != nil {
-				return fmt.Errorf("prices_file %s: model %s: %w", pf.Path, e.Model, err)
-			}
-			a.prices[e.Model] = p
-			n++
-		}
-		a.log.Info("prices read from a catalogue", zap.String("file", pf.Path), zap.Int("models", n))
-	}
-	return nil
-}
-
-// matchesAny reports whether model matches one of globs (none: all).
-func matchesAny(globs []string, model string) bool {
-	if len(globs) == 0 {
-		return true
-	}
-	for _, g := range globs {
-		if ok, _ := path.Match(g, model); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func unjoined(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	if err != nil {
-		return []error{err}
-	}
-	return nil
 }
 
 // parsePriceTier reads `above <tokens> { input <usd> output <usd>
@@ -226,95 +116,41 @@ func cliPrices(cmd *cobra.Command) (map[string]*billing.Price, error) {
 	return a.prices, nil
 }
 
+// provisionPrices converts the configuration's prices, then prices from
+// the catalogues the models those do not price.
 func (a *App) provisionPrices() error {
-	a.prices = make(map[string]*billing.Price, len(a.Prices))
-	for model, pc := range a.Prices {
-		p, err := pc.price()
-		if err != nil {
-			return fmt.Errorf("price %s: %w", model, err)
-		}
-		a.prices[model] = p
+	prices, err := billing.ConfigPrices(a.Prices)
+	if err != nil {
+		return err
 	}
-	return a.provisionPriceFiles()
+	for _, pf := range a.PriceFiles {
+		n, err := pf.AddTo(prices)
+		if err != nil {
+			return err
+		}
+		a.log.Info("prices read from a catalogue", zap.String("file", pf.Path), zap.Int("models", n))
+	}
+	a.prices = prices
+	return nil
 }
 
-func (pc *PriceConfig) price() (*billing.Price, error) {
-	if pc.MaxOutput < 0 {
-		return nil, fmt.Errorf("max_output must not be negative")
-	}
-	p := &billing.Price{Free: pc.Free, MaxOutput: pc.MaxOutput}
-	parse := func(name, s string) (int64, error) {
-		if s == "" {
-			return 0, nil
+// parseBatchPrice reads a price's batch terms: `batch_input <usd>`,
+// `batch_output <usd>` (per million tokens) and `batch_discount <n>%`.
+func parseBatchPrice(pc *PriceConfig, opt, v string) error {
+	switch opt {
+	case "batch_input":
+		pc.BatchInput = v
+	case "batch_output":
+		pc.BatchOutput = v
+	case "batch_discount":
+		if _, err := billing.ParseDiscount(v); err != nil {
+			return err
 		}
-		v, err := billing.ParseUSD(s)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
-		}
-		return v, nil
+		pc.BatchDiscount = v
+		return nil
 	}
-	var err error
-	if p.Input, err = parse("input", pc.Input); err != nil {
-		return nil, err
+	if _, err := billing.ParseUSD(v); err != nil {
+		return fmt.Errorf("%s: %w", opt, err)
 	}
-	if p.Output, err = parse("output", pc.Output); err != nil {
-		return nil, err
-	}
-	if pc.CachedInput != "" {
-		v, err := parse("cached_input", pc.CachedInput)
-		if err != nil {
-			return nil, err
-		}
-		p.CachedInput = &v
-	}
-	if pc.CacheWrite != "" {
-		v, err := parse("cache_write", pc.CacheWrite)
-		if err != nil {
-			return nil, err
-		}
-		p.CacheWrite = &v
-	}
-	if err := pc.tierPrices(p, parse); err != nil {
-		return nil, err
-	}
-	for name, field := range map[string]struct {
-		s   string
-		dst **int64
-	}{"audio_input": {pc.AudioInput, &p.AudioInput}, "audio_output": {pc.AudioOutput, &p.AudioOutput}} {
-		if field.s != "" {
-			v, err := parse(name, field.s)
-			if err != nil {
-				return nil, err
-			}
-			*field.dst = &v
-		}
-	}
-	// per-request and per-search-unit prices are USD, the others USD per
-	// million tokens
-	if p.Request, err = parse("request", pc.Request); err != nil {
-		return nil, err
-	}
-	if p.SearchUnit, err = parse("search_unit", pc.SearchUnit); err != nil {
-		return nil, err
-	}
-	if err := pc.mediaPrice(p, parse); err != nil {
-		return nil, err
-	}
-	if p.Task, err = parse("task", pc.Task); err != nil {
-		return nil, err
-	}
-	if p.VideoSecond, err = parse("video_second", pc.VideoSecond); err != nil {
-		return nil, err
-	}
-	if pc.MaxSeconds < 0 {
-		return nil, fmt.Errorf("max_seconds must not be negative")
-	}
-	p.MaxSeconds = pc.MaxSeconds
-	if err := pc.batchPrice(p, parse); err != nil {
-		return nil, err
-	}
-	if p.VideoSecond > 0 && p.MaxSeconds == 0 {
-		return nil, fmt.Errorf("video_second needs max_seconds, the longest video the vendor makes: a task that names no duration reserves it")
-	}
-	return p, nil
+	return nil
 }

@@ -74,7 +74,3 @@ func (e *Engine) dialRealtimeChannel(x *Exchange, ch *routing.Channel, model str
 	return nil, &Failure{Channel: true, Detail: MaskKeys(err.Error(), ch.Keys), Err: adapters.Errorf(http.StatusBadGateway, adapters.ErrAPI,
 		"the upstream channel %q could not open a Realtime session", ch.Name)}
 }
-
-// noRedirects keeps a redirect as the answer: a channel's key must not
-// follow it elsewhere.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
