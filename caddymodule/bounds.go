@@ -113,10 +113,6 @@ func (a *App) clientFor(b engine.Bounds) *http.Client {
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// checkModelName refuses a model name that is too long or holds control
-// characters (see engine.CheckModelName).
-func checkModelName(m string) *adapters.Error { return engine.CheckModelName(m) }
-
 // imageURLs counts the images a chat request gives by URL, which an
 // upstream that takes only inline images makes the gateway fetch.
 func imageURLs(req *adapters.Request) int {
