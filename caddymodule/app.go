@@ -22,6 +22,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/payments"
+	"github.com/caddy-model-gateway/gateway/relayhttp"
 	"github.com/caddy-model-gateway/gateway/routing"
 	"github.com/caddy-model-gateway/gateway/runtimecfg"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -324,7 +325,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxInflightUploads <= 0 {
 		a.MaxInflightUploads = defaultMaxInflightUploads
 	}
-	a.spooled = bodies.NewBudget(bodyLimits(a.MaxInflightUploads, a.MaxInflightUploadsPerKey, a.MaxInflightUploadsPerAddress, a.MaxUploadSize))
+	a.spooled = bodies.NewBudget(relayhttp.BodyLimits(a.MaxInflightUploads, a.MaxInflightUploadsPerKey, a.MaxInflightUploadsPerAddress, a.MaxUploadSize))
 	if a.DefaultMaxTokens <= 0 {
 		a.DefaultMaxTokens = 1024
 	}
@@ -334,7 +335,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxElements <= 0 {
 		a.MaxElements = adapters.DefaultMaxElements
 	}
-	a.inflight = bodies.NewBudget(bodyLimits(a.MaxInflightBody, a.MaxInflightBodyPerKey, a.MaxInflightBodyPerAddress, a.MaxRequestBody))
+	a.inflight = bodies.NewBudget(relayhttp.BodyLimits(a.MaxInflightBody, a.MaxInflightBodyPerKey, a.MaxInflightBodyPerAddress, a.MaxRequestBody))
 	if a.MaxFetchedImages <= 0 {
 		a.MaxFetchedImages = 16
 	}

@@ -64,10 +64,6 @@ func (cc *ChannelConfig) bounds() engine.Bounds {
 	return b
 }
 
-// checkModelName refuses a model name that is too long or holds control
-// characters (see engine.CheckModelName).
-func checkModelName(m string) *adapters.Error { return engine.CheckModelName(m) }
-
 // imageURLs counts the images a chat request gives by URL, which an
 // upstream that takes only inline images makes the gateway fetch.
 func imageURLs(req *adapters.Request) int {

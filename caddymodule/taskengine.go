@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/relayhttp"
 	"github.com/caddy-model-gateway/gateway/tasks"
 	"github.com/caddy-model-gateway/gateway/tasks/taskapi"
 )
@@ -88,9 +89,9 @@ func (a *App) taskAPI(log *zap.Logger) *taskapi.API {
 		RequestID: requestIDOf,
 		BodyOwner: bodyOwner,
 		BodyBusy: func(err error, h http.Header) *adapters.Error {
-			return a.bodyBusy(err, h, false)
+			return relayhttp.BodyBusy(err, h, a.inflight, false)
 		},
-		BodyReadError: bodyReadError,
+		BodyReadError: relayhttp.BodyReadError,
 		RefuseUnread:  a.refuseUnread,
 	})
 }

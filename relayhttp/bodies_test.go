@@ -1,4 +1,4 @@
-package caddymodule
+package relayhttp
 
 import (
 	"testing"
@@ -19,7 +19,7 @@ func TestBodyLimits(t *testing.T) {
 		{"a quarter under one body", 64 << 20, 0, 0, 32 << 20, bodies.Limits{Total: 64 << 20, PerKey: 32<<20 + 1, PerAddress: 32<<20 + 1}},
 		{"a total under one body", 1 << 20, 0, 0, 2 << 20, bodies.Limits{Total: 2<<20 + 1, PerKey: 2<<20 + 1, PerAddress: 2<<20 + 1}},
 	} {
-		if got := bodyLimits(tt.total, tt.perKey, tt.perAddr, tt.at); got != tt.want {
+		if got := BodyLimits(tt.total, tt.perKey, tt.perAddr, tt.at); got != tt.want {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

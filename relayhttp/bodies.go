@@ -1,4 +1,4 @@
-package caddymodule
+package relayhttp
 
 import (
 	"errors"
@@ -31,10 +31,10 @@ const bodyShare = 4
 // after the answer, for what the client is still sending (bodies.Linger).
 const bodyLinger = 2 * time.Second
 
-// bodyLimits are a budget's bounds from its options: the total, and
+// BodyLimits are a budget's bounds from its options: the total, and
 // each share, defaulting to a quarter of the total; none less than one
 // body of at most limit bytes needs (its buffer holds a byte more).
-func bodyLimits(total, perKey, perAddress, limit int64) bodies.Limits {
+func BodyLimits(total, perKey, perAddress, limit int64) bodies.Limits {
 	total = max(total, limit+1)
 	if perKey <= 0 {
 		perKey = total / bodyShare
@@ -45,27 +45,27 @@ func bodyLimits(total, perKey, perAddress, limit int64) bodies.Limits {
 	return bodies.Limits{Total: total, PerKey: max(perKey, limit+1), PerAddress: max(perAddress, limit+1)}
 }
 
-// bodyOwner is whom a request's body is counted against: its key, and
-// its client's network (an IPv6 client by its /64, as it is commonly given
-// a whole one).
-func bodyOwner(r *http.Request, id *keys.Identity) bodies.Owner {
-	addr := clientAddress(r)
-	if strings.IndexByte(addr, ':') >= 0 {
-		addr = account.ClientNetwork(addr)
+// BodyOwner is whom a request's body is counted against: its key, and
+// its client's network (address is the client's IP; an IPv6 client is
+// counted by its /64, as it is commonly given a whole one).
+func BodyOwner(address string, id *keys.Identity) bodies.Owner {
+	if strings.IndexByte(address, ':') >= 0 {
+		address = account.ClientNetwork(address)
 	}
-	return bodies.Owner{Key: id.Token.ID, Address: addr}
+	return bodies.Owner{Key: id.Token.ID, Address: address}
 }
 
-// bodyBusy words a refusal of the body budgets (bodies.Busy), in bytes of
-// memory (max_inflight_body) or of disk (max_inflight_uploads): the
-// caller's share taken is a 429, like max_parallel, since it is the
-// caller's own requests it waits for; the whole budget taken is a 503,
-// the gateway's state. Either is worth retrying after a second.
-func (a *App) bodyBusy(err error, h http.Header, uploads bool) *adapters.Error {
+// BodyBusy words a refusal of the body budget b (bodies.Busy), in bytes
+// of memory (max_inflight_body) or, for uploads, of disk
+// (max_inflight_uploads): the caller's share taken is a 429, like
+// max_parallel, since it is the caller's own requests it waits for; the
+// whole budget taken is a 503, the gateway's state. Either is worth
+// retrying after a second.
+func BodyBusy(err error, h http.Header, b *bodies.Budget, uploads bool) *adapters.Error {
 	h.Set("Retry-After", "1")
-	option, limits := "max_inflight_body", a.inflight.Limits()
+	option, limits := "max_inflight_body", b.Limits()
 	if uploads {
-		option, limits = "max_inflight_uploads", a.spooled.Limits()
+		option = "max_inflight_uploads"
 	}
 	switch {
 	case errors.Is(err, bodies.ErrKeyBusy):
@@ -81,10 +81,10 @@ func (a *App) bodyBusy(err error, h http.Header, uploads bool) *adapters.Error {
 		"the gateway is reading too many large requests at once: retry shortly")
 }
 
-// bodyReadError words a failure to read a request body: one that
+// BodyReadError words a failure to read a request body: one that
 // arrived slower than the server's minimum rate (Caddy's timeouts
 // read_body_idle) is a 408; one whose client went is not answered.
-func bodyReadError(r *http.Request, err error) *adapters.Error {
+func BodyReadError(r *http.Request, err error) *adapters.Error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &adapters.Error{Status: http.StatusRequestTimeout, Type: adapters.ErrInvalidRequest, Code: "request_timeout",
@@ -95,17 +95,22 @@ func bodyReadError(r *http.Request, err error) *adapters.Error {
 	return adapters.BadRequest("the request body could not be read")
 }
 
-// refuseUnread answers a request whose body is left unread (refused
+// RefuseUnread answers a request whose body is left unread (refused
 // before it was read, or while it was): at once, even to a client that
-// has stalled, and then reads for a moment what the client still sends,
-// so a client still sending gets the answer rather than a reset
-// connection (bodies.Refusing, bodies.Linger).
-func (a *App) refuseUnread(w http.ResponseWriter, r *http.Request, answer func() error) error {
+// has stalled, and then reads for a moment, up to maxBody bytes, what the
+// client still sends, so a client still sending gets the answer rather
+// than a reset connection (bodies.Refusing, bodies.Linger).
+func RefuseUnread(w http.ResponseWriter, r *http.Request, maxBody int64, answer func() error) error {
 	if !bodies.Unread(r) {
 		return answer()
 	}
 	bodies.Refusing(w, r)
 	err := answer()
-	bodies.Linger(w, r, max(a.MaxRequestBody, a.MaxUploadSize), bodyLinger)
+	bodies.Linger(w, r, maxBody, bodyLinger)
 	return err
+}
+
+// refuseUnread is RefuseUnread for the largest body this handler reads.
+func (h *Handler) refuseUnread(w http.ResponseWriter, r *http.Request, answer func() error) error {
+	return RefuseUnread(w, r, max(h.MaxRequestBody, h.MaxUploadSize), answer)
 }

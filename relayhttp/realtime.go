@@ -1,4 +1,4 @@
-package caddymodule
+package relayhttp
 
 import (
 	"net/http"
@@ -18,23 +18,21 @@ import (
 // HTTP/2 extended CONNECT), and the session (admission, the upstream
 // socket, the pumps, each response's billing) is the engine's
 // (engine.RealtimeSession).
-func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, id *keys.Identity) error {
-	db := h.app.db
-	db.enter()
-	defer db.leave()
+func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, d adapters.Dialect, id *keys.Identity) error {
+	defer h.EnterDatabase()()
 	model := r.URL.Query().Get("model")
-	cs := clientSecretFrom(r.Context())
+	cs := h.ClientSecret(r)
 	if cs != nil && cs.Model != "" && model == "" {
 		model = cs.Model // the model the secret was minted for
 	}
-	x := &engine.Exchange{W: w, R: r, Dialect: rt.dialect, ID: id, Start: time.Now(), RequestID: requestIDOf(r),
-		Req: &adapters.Request{Op: adapters.OpRealtime, Dialect: rt.dialect.Name(), Model: model, Stream: true}}
-	s := h.engine.NewRealtimeSession(x)
+	x := &engine.Exchange{W: w, R: r, Dialect: d, ID: id, Start: time.Now(), RequestID: h.RequestID(r),
+		Req: &adapters.Request{Op: adapters.OpRealtime, Dialect: d.Name(), Model: model, Stream: true}}
+	s := h.Engine.NewRealtimeSession(x)
 	defer s.Finish()
 
-	dialect, ok := rt.dialect.(adapters.RealtimeDialect)
+	dialect, ok := d.(adapters.RealtimeDialect)
 	if !ok {
-		return x.Fail(adapters.NotFound("%s clients have no Realtime endpoint", rt.dialect.Name()))
+		return x.Fail(adapters.NotFound("%s clients have no Realtime endpoint", d.Name()))
 	}
 	if !wsupgrade.IsRequest(r) {
 		w.Header().Set("Upgrade", "websocket")
@@ -44,7 +42,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	if model == "" {
 		return x.Fail(adapters.BadRequest("the Realtime model is required: open /v1/realtime?model=<model>, for example ?model=gpt-4o-realtime-preview"))
 	}
-	if e := checkModelName(model); e != nil {
+	if e := engine.CheckModelName(model); e != nil {
 		x.Req.Model = ""
 		return x.Fail(e)
 	}
@@ -52,7 +50,7 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 		return x.Fail(&adapters.Error{Status: http.StatusForbidden, Type: adapters.ErrPermission, Code: "model_not_allowed",
 			Message: "this client secret was minted for the model " + cs.Model + ": open /v1/realtime?model=" + cs.Model + ", or mint a secret for " + model})
 	}
-	if h.app.channels.Has(model) && !h.engine.ServesRealtime(model) {
+	if h.Engine.Channels.Has(model) && !h.Engine.ServesRealtime(model) {
 		return x.Fail(adapters.BadRequest("the model %s is served by channels whose family has no Realtime endpoint: use a Realtime model (GET /v1/models lists them)", model))
 	}
 	if cs != nil && cs.Session != "" {
@@ -65,12 +63,12 @@ func (h *Relay) serveRealtime(w http.ResponseWriter, r *http.Request, rt route, 
 	client, err := wsupgrade.Accept(w, r, opts)
 	if err != nil {
 		s.Abort()
-		h.log.Warn("realtime upgrade failed", zap.Error(err))
+		h.Log.Warn("realtime upgrade failed", zap.Error(err))
 		x.Status, x.ErrMsg = http.StatusBadRequest, "the WebSocket upgrade failed"
 		return nil
 	}
 	x.Status = http.StatusOK
 	x.TTFB = time.Since(x.Start)
-	s.Relay(client, dialect, h.done)
+	s.Relay(client, dialect, h.Done)
 	return nil
 }
