@@ -663,8 +663,10 @@ type UsageTotal struct {
 // first, through its index, and the upstream's only when that finds none.
 // The upstream's ids have no index: vendors make them at random, and an
 // index of random values puts every row of a batch in a page of its own,
-// which made each usage commit several times dearer; looking one up scans
-// the rows the rest of the filter leaves (its time range).
+// which made each usage commit several times dearer. Each store narrows
+// the rows it reads by bloom filters instead: PostgreSQL's BRIN bloom
+// indexes of a day, SQLite's filters of each run of rows the writer wrote
+// (store/sqlite/upstreamblooms.go).
 func ByRequestID(list func(column string) ([]*UsageLog, error)) ([]*UsageLog, error) {
 	logs, err := list("request_id")
 	if err != nil || len(logs) > 0 {
