@@ -2,20 +2,17 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/caddy-model-gateway/gateway/account/accountapi"
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/internal/accesslog"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/keys/keyauth"
 	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
@@ -28,6 +25,7 @@ func init() {
 // Failures are answered in the caller's dialect.
 type Auth struct {
 	app       *App
+	auth      *keyauth.Authenticator
 	log       *zap.Logger
 	accessLog *zap.Logger // Caddy's http.log.access, see internal/accesslog
 }
@@ -40,7 +38,8 @@ func (Auth) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision finds the gateway app.
+// Provision finds the gateway app and builds the key checks on its
+// database (keys/keyauth).
 func (h *Auth) Provision(ctx caddy.Context) error {
 	h.log = ctx.Logger()
 	h.accessLog = ctx.Logger(new(caddyhttp.App)).Named("log.access")
@@ -49,6 +48,17 @@ func (h *Auth) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.app = app
+	h.auth = keyauth.New(keyauth.Config{
+		Dialects: app.dialects,
+		Keys:     app.db.keys,
+		Sessions: app.webSessions(),
+		ClientSecret: func(r *http.Request, d adapters.Dialect, op adapters.Operation, secret string) (*http.Request, *keys.Identity, *adapters.Error, error) {
+			return h.lookupClientSecret(r, route{dialect: d, op: op}, secret)
+		},
+		Failures:      app.db.authFailures,
+		ClientAddress: clientAddress,
+		Log:           h.log,
+	})
 	return nil
 }
 
@@ -129,19 +139,10 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		}
 	}()
 	rt := h.app.routeOf(r)
-	key := rt.dialect.Credential(r)
-	// a key is removed wherever any dialect reads one, so it reaches no
-	// later handler or log line whichever path it was sent to
-	footprint, query := accesslog.Footprint(r), r.URL.RawQuery
-	for _, d := range h.app.dialects {
-		d.StripCredentials(r)
-	}
-	if r.URL.RawQuery != query {
-		// the access log line shows the query as stripped, as the URL does,
-		// and so does a server span Caddy named from the request's URI
-		r.RequestURI = r.URL.RequestURI()
-		tracing.StripSpanName(r.Context(), key, query, r.URL.RawQuery)
-	}
+	// the key is stripped from the request before any later handler or
+	// log line sees it (keyauth.TakeKey)
+	footprint := accesslog.Footprint(r)
+	key := h.auth.TakeKey(r, rt.dialect)
 	if accesslog.Footprint(r) != footprint {
 		// Caddy's access log copied the request before it was stripped
 		var line *accesslog.Line
@@ -149,57 +150,16 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 			defer line.Write()
 		}
 	}
-	if key == "" {
-		// the console's playground rides on the login session instead
-		if id, e := h.app.webSessions().Identity(w, r); e != nil {
-			return h.refuse(w, r, rt.dialect, e)
-		} else if id != nil {
-			identified = true
-			return h.serveAs(w, r, next, rt, id, reqID)
-		}
-		return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "missing_api_key",
-			Message: "no API key was given: send your gateway key as 'Authorization: Bearer sk-...'" + credentialHint(rt.dialect)})
-	}
-	client := clientAddress(r)
-	if h.app.db.authFailures.Peek(client, time.Now(), authFailureWindow) >= maxAuthFailures {
-		w.Header().Set("Retry-After", strconv.Itoa(int(authFailureWindow.Seconds())))
-		return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusTooManyRequests, Type: adapters.ErrRateLimit, Code: "too_many_failed_authentications",
-			Message: "too many requests with an invalid API key came from your address: wait a minute, then retry with a valid key"})
-	}
-	var id *keys.Identity
-	var err error
-	if keys.IsClientSecret(key) {
-		var e *adapters.Error
-		if r, id, e, err = h.lookupClientSecret(r, rt, key); e != nil {
-			return h.refuse(w, r, rt.dialect, e)
-		}
-		if errors.Is(err, keys.ErrUnknownKey) {
-			h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
-			return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_client_secret",
-				Message: "the client secret is not valid or has expired: mint a new one with POST /v1/realtime/client_secrets"})
-		}
-	} else {
-		id, err = h.app.db.keys.Lookup(r.Context(), key)
-	}
-	if errors.Is(err, keys.ErrUnknownKey) {
-		h.app.db.authFailures.Count(client, time.Now(), authFailureWindow)
-		return h.refuse(w, r, rt.dialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "invalid_api_key",
-			Message: "the API key is not valid: check that you copied the whole sk-... key the gateway issued"})
-	}
-	if err != nil {
-		h.log.Error("looking up a key", zap.Error(err))
-		return h.refuse(w, r, rt.dialect, adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrAPI, "the gateway cannot check keys right now; try again shortly"))
+	r, id, e := h.auth.Identify(w, r, rt.dialect, rt.op, key)
+	if e != nil {
+		return h.refuse(w, r, rt.dialect, e)
 	}
 	identified = true
 	return h.serveAs(w, r, next, rt, id, reqID)
 }
 
-// serveAs passes the request on as id, once id may make requests at all.
+// serveAs passes the request on as id, which keyauth let through.
 func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, rt route, id *keys.Identity, reqID string) error {
-	if e := accountapi.CheckIdentity(id); e != nil {
-		setAccessLogFields(r, reqID, nil)
-		return h.refuse(w, r, rt.dialect, e)
-	}
 	setAccessLogFields(r, reqID, id)
 
 	ctx := context.WithValue(r.Context(), authKey, &authenticated{id: id, rt: rt})
@@ -239,20 +199,6 @@ func (f *accessLogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		enc.AddInt64("gateway_token_id", f.id.Token.ID)
 	}
 	return nil
-}
-
-// Failed authentications a client address may make per window before it
-// is answered 429 without a key lookup.
-const (
-	maxAuthFailures   = 20
-	authFailureWindow = time.Minute
-)
-
-func credentialHint(d adapters.Dialect) string {
-	if h, ok := d.(adapters.CredentialHinter); ok {
-		return " or " + h.CredentialHint()
-	}
-	return ""
 }
 
 // Interface guards.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/health"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -53,7 +54,7 @@ type database struct {
 
 	// metrics and health last as long as the entry, across reloads
 	metrics *metrics.Database
-	health  storeHealth
+	health  health.StoreProbe
 	// active counts requests from gateway_auth to their usage row: the
 	// store is not closed under them; closing refuses new ones (tryEnter)
 	// once close found none
