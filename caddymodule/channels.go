@@ -86,15 +86,16 @@ func (a *App) buildChannel(ctx caddy.Context, cc *ChannelConfig, keys []string, 
 		Models: cc.Models, ModelMap: cc.ModelMap, Priority: cc.Priority, Weight: cc.Weight,
 		Bounds: cc.bounds(), Allowance: engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas},
 	}, prov, a.transports)
+	var missing *engine.Missing
 	switch {
 	case runtime:
 		return ch, up, err
-	case errors.Is(err, engine.ErrNoKey):
+	case errors.As(err, &missing) && missing.Key:
 		a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
 			// {env.X} is the gateway's own environment, at a reload too
 			zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
 		return nil, nil, nil
-	case errors.Is(err, engine.ErrNoBaseURL) && len(unsetEnv(cc.BaseURL)) > 0:
+	case missing != nil && len(unsetEnv(cc.BaseURL)) > 0:
 		return nil, nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
 			cc.Name, cc.BaseURL, strings.Join(unsetEnv(cc.BaseURL), ", "))
 	case err != nil:

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/routing"
@@ -26,25 +26,6 @@ type ChannelSpec struct {
 	Allowance Allowance
 }
 
-// ErrNoKey and ErrNoBaseURL say what BuildChannel misses of a channel
-// that goes over the network: a Caddyfile's channel without a key is
-// skipped rather than refused, and an empty base URL explained by the
-// environment it was read from.
-var (
-	ErrNoKey     = errors.New("no key")
-	ErrNoBaseURL = errors.New("no base_url")
-)
-
-// missing is a refusal for want of a key or a base URL: its message as
-// the user reads it, errors.Is matching what is missing.
-type missing struct {
-	msg  string
-	what error
-}
-
-func (e *missing) Error() string { return e.msg }
-func (e *missing) Unwrap() error { return e.what }
-
 // BuildChannel checks a channel and makes its routing record and upstream
 // record: its base URL (the adapter's default if none), the adapter told
 // of its settings, the HTTP client of its bounds (from transports, shared
@@ -57,10 +38,10 @@ func BuildChannel(s ChannelSpec, prov adapters.Provider, transports Transports) 
 	}
 	if !local {
 		if len(s.Keys) == 0 {
-			return nil, nil, &missing{fmt.Sprintf("channel %q: give it at least one key (\"keys\": [\"...\"])", s.Name), ErrNoKey}
+			return nil, nil, &Missing{Channel: s.Name, Key: true}
 		}
 		if base == "" {
-			return nil, nil, &missing{fmt.Sprintf("channel %q: base_url is required", s.Name), ErrNoBaseURL}
+			return nil, nil, &Missing{Channel: s.Name}
 		}
 		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 			return nil, nil, fmt.Errorf("channel %q: base_url %q must start with http:// or https://", s.Name, base)
@@ -94,26 +75,33 @@ func BuildChannel(s ChannelSpec, prov adapters.Provider, transports Transports) 
 	return ch, up, nil
 }
 
+// Missing refuses a channel that goes over the network for want of a key
+// (Key) or else of a base URL: a Caddyfile's channel without a key is
+// skipped rather than refused, and its empty base URL explained by the
+// environment it was read from.
+type Missing struct {
+	Channel string
+	Key     bool
+}
+
+func (e *Missing) Error() string {
+	if e.Key {
+		return fmt.Sprintf("channel %q: give it at least one key (\"keys\": [\"...\"])", e.Channel)
+	}
+	return fmt.Sprintf("channel %q: base_url is required", e.Channel)
+}
+
 // withDefaults fills the bounds left zero with DefaultBounds'.
 func (b Bounds) withDefaults() Bounds {
 	d := DefaultBounds
-	if b.Dial > 0 {
-		d.Dial = b.Dial
-	}
-	if b.ResponseHeader > 0 {
-		d.ResponseHeader = b.ResponseHeader
-	}
-	if b.StreamIdle > 0 {
-		d.StreamIdle = b.StreamIdle
-	}
-	if b.Timeout > 0 {
-		d.Timeout = b.Timeout
-	}
-	if b.MaxResponseBody > 0 {
-		d.MaxResponseBody = b.MaxResponseBody
-	}
-	if b.MaxStreamEvent > 0 {
-		d.MaxStreamEvent = b.MaxStreamEvent
+	return Bounds{Dial: orDefault(b.Dial, d.Dial), ResponseHeader: orDefault(b.ResponseHeader, d.ResponseHeader),
+		StreamIdle: orDefault(b.StreamIdle, d.StreamIdle), Timeout: orDefault(b.Timeout, d.Timeout),
+		MaxResponseBody: orDefault(b.MaxResponseBody, d.MaxResponseBody), MaxStreamEvent: orDefault(b.MaxStreamEvent, d.MaxStreamEvent)}
+}
+
+func orDefault[T int | int64 | time.Duration](v, d T) T {
+	if v > 0 {
+		return v
 	}
 	return d
 }

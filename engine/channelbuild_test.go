@@ -64,19 +64,21 @@ func TestBuildChannel(t *testing.T) {
 // URL recognisably so.
 func TestBuildChannelRefusals(t *testing.T) {
 	var s adapters.ChannelSettings
+	yes, no := true, false
 	for _, tt := range []struct {
 		name string
 		spec ChannelSpec
-		is   error
+		key  *bool
 		msg  string
 	}{
-		{"no key", ChannelSpec{Name: "c", BaseURL: "https://h", Models: []string{"m"}}, ErrNoKey, `channel "c": give it at least one key ("keys": ["..."])`},
-		{"no base", ChannelSpec{Name: "c", Keys: []string{"k"}, Models: []string{"m"}}, ErrNoBaseURL, `channel "c": base_url is required`},
+		{"no key", ChannelSpec{Name: "c", BaseURL: "https://h", Models: []string{"m"}}, &yes, `channel "c": give it at least one key ("keys": ["..."])`},
+		{"no base", ChannelSpec{Name: "c", Keys: []string{"k"}, Models: []string{"m"}}, &no, `channel "c": base_url is required`},
 		{"scheme", ChannelSpec{Name: "c", BaseURL: "h", Keys: []string{"k"}, Models: []string{"m"}}, nil, `channel "c": base_url "h" must start with http:// or https://`},
 		{"no models", ChannelSpec{Name: "c", BaseURL: "https://h", Keys: []string{"k"}}, nil, `channel "c": list the models it serves with 'models'`},
 	} {
 		_, _, err := BuildChannel(tt.spec, buildProvider{settings: &s}, Transports{})
-		if err == nil || err.Error() != tt.msg || (tt.is != nil && !errors.Is(err, tt.is)) {
+		var missing *Missing
+		if err == nil || err.Error() != tt.msg || (tt.key != nil && (!errors.As(err, &missing) || missing.Key != *tt.key)) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.msg)
 		}
 	}
