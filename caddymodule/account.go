@@ -13,6 +13,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account/accountapi"
 	"github.com/caddy-model-gateway/gateway/internal/accesslog"
 	"github.com/caddy-model-gateway/gateway/routing"
+	"github.com/caddy-model-gateway/gateway/runtimecfg"
 )
 
 func init() {
@@ -132,26 +133,12 @@ func (a *App) channelStates() []routing.ChannelState {
 	return a.channels.States()
 }
 
-// testChannel is the console's channel test: the engine's Probe, with the
-// relay's logger, in the account API's terms.
+// testChannel is the console's channel test (runtimecfg.ChannelTester)
+// through a copy of the engine logging to log.
 func (a *App) testChannel(log *zap.Logger) func(context.Context, string, string) (*accountapi.ChannelTest, error) {
 	e := *a.engine
 	e.Log = log
-	return func(ctx context.Context, channel, model string) (*accountapi.ChannelTest, error) {
-		res, err := e.Probe(ctx, channel, model)
-		if err != nil {
-			return nil, err
-		}
-		t := &accountapi.ChannelTest{Channel: res.Channel, Model: res.Model, OK: res.OK, Status: res.Status,
-			LatencyMS: res.Latency.Milliseconds(), Error: res.Error, Detail: res.Detail, UpstreamID: res.UpstreamID,
-			PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, Reply: res.Reply,
-			TestedAt: time.Now().UTC().Truncate(time.Second)}
-		if p, ok := a.priceTable.Get(res.Model); ok && res.OK {
-			t.Cost = p.Cost(res.Usage)
-		}
-		a.runtime.KeepTest(ctx, t)
-		return t, nil
-	}
+	return runtimecfg.ChannelTester(&e, a.priceTable, a.runtime)
 }
 
 // Interface guards.

@@ -40,28 +40,12 @@ func (hc *HealthConfig) policy() routing.HealthPolicy {
 	return p
 }
 
-// bounds are the channel's limits in force, defaults filled in.
+// bounds are the channel's bounds as configured; engine.BuildChannel
+// fills those left zero with the defaults.
 func (cc *ChannelConfig) bounds() engine.Bounds {
-	b := engine.DefaultBounds
-	if cc.DialTimeout > 0 {
-		b.Dial = time.Duration(cc.DialTimeout)
-	}
-	if cc.ResponseHeaderTimeout > 0 {
-		b.ResponseHeader = time.Duration(cc.ResponseHeaderTimeout)
-	}
-	if cc.StreamIdleTimeout > 0 {
-		b.StreamIdle = time.Duration(cc.StreamIdleTimeout)
-	}
-	if cc.Timeout > 0 {
-		b.Timeout = time.Duration(cc.Timeout)
-	}
-	if cc.MaxResponseBody > 0 {
-		b.MaxResponseBody = cc.MaxResponseBody
-	}
-	if cc.MaxStreamEvent > 0 {
-		b.MaxStreamEvent = int(min(cc.MaxStreamEvent, 1<<30))
-	}
-	return b
+	return engine.Bounds{Dial: time.Duration(cc.DialTimeout), ResponseHeader: time.Duration(cc.ResponseHeaderTimeout),
+		StreamIdle: time.Duration(cc.StreamIdleTimeout), Timeout: time.Duration(cc.Timeout),
+		MaxResponseBody: cc.MaxResponseBody, MaxStreamEvent: int(min(cc.MaxStreamEvent, 1<<30))}
 }
 
 // imageURLs counts the images a chat request gives by URL, which an

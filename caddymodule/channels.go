@@ -2,9 +2,8 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -82,71 +81,33 @@ func (a *App) buildChannel(ctx caddy.Context, cc *ChannelConfig, keys []string, 
 	if !ok {
 		return nil, nil, fmt.Errorf("channel %q: type %q cannot serve as an upstream", cc.Name, typ)
 	}
-	_, local := prov.(adapters.Transporter)
-	base = strings.TrimRight(base, "/")
-	if d, ok := prov.(adapters.BaseURLDefaulter); ok && base == "" {
-		base = strings.TrimRight(d.DefaultBaseURL(), "/")
-	}
-	if !local {
-		if len(keys) == 0 {
-			if runtime {
-				return nil, nil, fmt.Errorf("channel %q: give it at least one key (\"keys\": [\"...\"])", cc.Name)
-			}
-			a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
-				// {env.X} is the gateway's own environment, at a reload too
-				zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
-			return nil, nil, nil
-		}
-		if base == "" {
-			if unset := unsetEnv(cc.BaseURL); len(unset) > 0 && !runtime {
-				return nil, nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
-					cc.Name, cc.BaseURL, strings.Join(unset, ", "))
-			}
-			return nil, nil, fmt.Errorf("channel %q: base_url is required", cc.Name)
-		}
-		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-			return nil, nil, fmt.Errorf("channel %q: base_url %q must start with http:// or https://", cc.Name, base)
-		}
-	}
-	if len(cc.Models) == 0 && len(cc.ModelMap) == 0 {
-		return nil, nil, fmt.Errorf("channel %q: list the models it serves with 'models'", cc.Name)
-	}
-	if cp, ok := prov.(adapters.ChannelProvisioner); ok {
-		err := cp.ProvisionChannel(adapters.ChannelSettings{Name: cc.Name, BaseURL: base, Keys: keys, Models: upstreamModels(cc)})
-		if err != nil {
-			return nil, nil, fmt.Errorf("channel %q: %w", cc.Name, err)
-		}
-	}
-	if !runtime {
-		for _, m := range append(append([]string(nil), cc.Models...), mapKeys(cc.ModelMap)...) {
-			if _, ok := a.prices[m]; !ok {
-				a.log.Warn("model has no price: requests for it will be refused until it gets one or is marked free", zap.String("model", m), zap.String("channel", cc.Name))
-			}
-		}
-		if it, ok := prov.(adapters.ImageTokens); ok {
-			for _, m := range cc.Models {
-				a.notePartTokens(m, it.ImageTokens(m))
-			}
-			for m, upstream := range cc.ModelMap {
-				a.notePartTokens(m, it.ImageTokens(upstream))
-			}
-		}
-	}
-	up := &engine.Upstream{Provider: prov, Bounds: cc.bounds(), Allowance: engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas}}
-	if t, ok := prov.(adapters.Transporter); ok {
-		up.Client = &http.Client{Transport: t.Transport()}
-	} else {
-		up.Client = a.transports.Client(up.Bounds)
-	}
-	if w, ok := prov.(adapters.TransportWrapper); ok {
-		c := *up.Client
-		c.Transport = w.WrapTransport(c.Transport)
-		up.Client = &c
-	}
-	ch := &routing.Channel{
+	ch, up, err := engine.BuildChannel(engine.ChannelSpec{
 		Name: cc.Name, Type: typ, BaseURL: base, Keys: keys,
-		Models: cc.Models, ModelMap: cc.ModelMap,
-		Priority: cc.Priority, Weight: cc.Weight,
+		Models: cc.Models, ModelMap: cc.ModelMap, Priority: cc.Priority, Weight: cc.Weight,
+		Bounds: cc.bounds(), Allowance: engine.Allowance{Fields: cc.AllowFields, Betas: cc.AllowBetas},
+	}, prov, a.transports)
+	var missing *engine.Missing
+	switch {
+	case runtime:
+		return ch, up, err
+	case errors.As(err, &missing) && missing.Key:
+		a.log.Warn("channel skipped: it has no key (set its key, e.g. from the environment, to enable it)", zap.String("channel", cc.Name), zap.String("type", typ),
+			// {env.X} is the gateway's own environment, at a reload too
+			zap.Strings("unset_in_gateway_environment", unsetEnv(cc.Keys...)))
+		return nil, nil, nil
+	case missing != nil && len(unsetEnv(cc.BaseURL)) > 0:
+		return nil, nil, fmt.Errorf("channel %q: base_url %s is empty: %s is not set in the gateway's environment (where {env.X} is read, at a reload too)",
+			cc.Name, cc.BaseURL, strings.Join(unsetEnv(cc.BaseURL), ", "))
+	case err != nil:
+		return nil, nil, err
+	}
+	for _, m := range engine.ServedModels(ch) {
+		if _, ok := a.prices[m]; !ok {
+			a.log.Warn("model has no price: requests for it will be refused until it gets one or is marked free", zap.String("model", m), zap.String("channel", cc.Name))
+		}
+	}
+	for m, n := range engine.PartTokens(ch, prov) {
+		a.notePartTokens(m, n)
 	}
 	return ch, up, nil
 }
@@ -174,33 +135,4 @@ func (cc *ChannelConfig) adapterType() (string, error) {
 			cc.Name, head.Type, cc.Version, head.Type, cc.Version)
 	}
 	return head.Type, nil
-}
-
-// upstreamModels are the names the channel's upstream is asked for: its
-// models as model_map renames them, and model_map's other targets.
-func upstreamModels(cc *ChannelConfig) []string {
-	var out []string
-	add := func(m string) {
-		if !slices.Contains(out, m) {
-			out = append(out, m)
-		}
-	}
-	for _, m := range cc.Models {
-		if u, ok := cc.ModelMap[m]; ok {
-			m = u
-		}
-		add(m)
-	}
-	for _, u := range cc.ModelMap {
-		add(u)
-	}
-	return out
-}
-
-func mapKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

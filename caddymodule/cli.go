@@ -157,28 +157,8 @@ func cliKnown(cmd *cobra.Command) (func(kind, name string) bool, error) {
 	}
 	return func(kind, name string) bool {
 		if kind == "plan" {
-			return b.Plans[name] != nil || runtimePlanKnown(dbc, name)
+			return b.Plans[name] != nil || gatewaycmd.RuntimePlanKnown(dbc.Driver, dbc.DSN, name)
 		}
 		return b.Groups[name] != nil
 	}, nil
-}
-
-// runtimePlanKnown says whether the database keeps a plan of that name
-// made in the console or the admin API.
-func runtimePlanKnown(dbc DatabaseConfig, name string) bool {
-	st, err := store.Open(dbc.Driver, dbc.DSN)
-	if err != nil {
-		return false
-	}
-	defer st.Close()
-	items, err := st.ListRuntime(context.Background(), store.RuntimePlan)
-	if err != nil {
-		return false
-	}
-	for _, it := range items {
-		if it.Name == name && !it.Disabled {
-			return true
-		}
-	}
-	return false
 }

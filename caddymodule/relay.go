@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/internal/serverside"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/relayhttp"
 	"github.com/caddy-model-gateway/gateway/store"
@@ -70,19 +71,28 @@ func (a *App) relayHandler(log *zap.Logger, done <-chan struct{}) *relayhttp.Han
 		MaxFetchedImages:   a.MaxFetchedImages,
 		Fetch:              a.fetch,
 		ClientSecretMaxTTL: time.Duration(a.ClientSecretMaxTTL),
-		Log:                log,
 		Done:               done,
+		Request:            a.serverSide(log),
+		ClientSecret: func(r *http.Request) *store.ClientSecret {
+			return clientSecretFrom(r.Context())
+		},
+		ImageURLs: imageURLs,
+	})
+}
+
+// serverSide is what only this layer knows of a request (its id, whom
+// its body is counted against, the database's hold), logging to log.
+func (a *App) serverSide(log *zap.Logger) serverside.Request {
+	db := a.db
+	return serverside.Request{
+		Log: log,
 		EnterDatabase: func() func() {
 			db.enter()
 			return db.leave
 		},
 		RequestID: requestIDOf,
 		BodyOwner: bodyOwner,
-		ClientSecret: func(r *http.Request) *store.ClientSecret {
-			return clientSecretFrom(r.Context())
-		},
-		ImageURLs: imageURLs,
-	})
+	}
 }
 
 // bodyOwner is whom a request's body is counted against: its key, and

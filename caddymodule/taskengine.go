@@ -71,23 +71,16 @@ func (a *App) newTaskEngine() *tasks.Engine {
 // taskAPI wires the task and batch endpoints (tasks/taskapi) to this
 // configuration's task engine, body budget and database, logging to log.
 func (a *App) taskAPI(log *zap.Logger) *taskapi.API {
-	db := a.db
 	return taskapi.New(taskapi.Config{
 		Tasks:          a.tasks,
 		Engine:         a.engine,
-		Usage:          db.writer,
+		Usage:          a.db.writer,
 		Bodies:         a.inflight,
 		MaxRequestBody: a.MaxRequestBody,
 		MaxElements:    a.MaxElements,
 		Fetch:          a.fetch,
 		TaskDialect:    a.taskDialect,
-		Log:            log,
-		EnterDatabase: func() func() {
-			db.enter()
-			return db.leave
-		},
-		RequestID: requestIDOf,
-		BodyOwner: bodyOwner,
+		Request:        a.serverSide(log),
 		BodyBusy: func(err error, h http.Header) *adapters.Error {
 			return relayhttp.BodyBusy(err, h, a.inflight, false)
 		},

@@ -11,7 +11,7 @@ import (
 // layer calls, not part of it, and are tested without it.
 func TestNoCaddyImports(t *testing.T) {
 	engines := []string{".", "../tasks/...", "../billing/...", "../account/...", "../routing/...",
-		"../cache/...", "../internal/bodies/...", "../internal/wsupgrade/...", "../metrics/...", "../keys/...", "../tokenizer/...", "../store/...", "../gatewaycmd/...", "../alerts/...", "../runtimecfg/...", "../relayhttp/...", "../health/...", "../web"}
+		"../cache/...", "../internal/bodies/...", "../internal/serverside/...", "../internal/wsupgrade/...", "../metrics/...", "../keys/...", "../tokenizer/...", "../store/...", "../gatewaycmd/...", "../alerts/...", "../runtimecfg/...", "../relayhttp/...", "../health/...", "../web"}
 	// the adapters package, not the vendors: each vendor is a Caddy guest module
 	engines = append(engines, "../adapters")
 	// the payments package, not the providers: each is a Caddy guest module

@@ -148,3 +148,25 @@ func TestReloadNamesTheVariablesItMisses(t *testing.T) {
 		t.Fatalf("a reload with client_secret from an unset {env.X}: %v\n%s", err, out)
 	}
 }
+
+// TestReloadRefusesAChannelsBadBaseURL: a Caddyfile channel's base_url
+// read from a variable unset in the gateway's environment is refused
+// naming the variable, and one that is not http(s) is refused saying so;
+// the gateway serves on with the configuration it had.
+func TestReloadRefusesAChannelsBadBaseURL(t *testing.T) {
+	up := gatewaytest.NewFakeOpenAI(t, "sk-up")
+	gw := gatewaytest.Start(t, billingConfig("").String(), gatewaytest.Vars{"UP": up.URL, "DSN": "{{DB}}"})
+	for base, want := range map[string]string{
+		"{env.GATEWAY_TEST_UNSET_BASE}": "GATEWAY_TEST_UNSET_BASE is not set in the gateway's environment",
+		"ftp://upstream.example":        "must start with http:// or https://",
+	} {
+		out, err := gw.TryReload(billingConfig("").String(), gatewaytest.Vars{"UP": base, "DSN": "{{DB}}"})
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("a reload with base_url %s: %v\n%s", base, err, out)
+		}
+	}
+	key := gw.AddUser("ada", 10_000_000)
+	if r := chat(t, gw, key, "free-model", false); r.status != http.StatusOK {
+		t.Fatalf("after the refused reloads: %d %s", r.status, r.body)
+	}
+}

@@ -19,11 +19,10 @@ import (
 	"net/http"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/internal/serverside"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks/taskapi"
@@ -52,21 +51,13 @@ type Config struct {
 	// ClientSecretMaxTTL is the longest a client secret lives; 0: two
 	// hours.
 	ClientSecretMaxTTL time.Duration
-	Log                *zap.Logger
 	// Done is closed when this configuration is unloaded (a reload, a
 	// shutdown): Realtime sessions, which outlive requests, end then.
 	Done <-chan struct{}
 
-	// EnterDatabase brackets a request's use of the database, so a reload
-	// does not close the store under it: it returns the leave. Nil: no
-	// hold.
-	EnterDatabase func() (leave func())
-	// RequestID is the request's id, as it goes on the usage row and back
-	// to the client.
-	RequestID func(*http.Request) string
-	// BodyOwner is whom a request's body is counted against in the body
-	// budgets (see BodyOwner).
-	BodyOwner func(*http.Request, *keys.Identity) bodies.Owner
+	// Request is the log, the database's hold, the request's id and
+	// whom its body is counted against (see BodyOwner).
+	serverside.Request
 	// ClientSecret is the client secret that authenticated the request,
 	// nil for a key.
 	ClientSecret func(*http.Request) *store.ClientSecret
@@ -84,18 +75,7 @@ type Handler struct {
 // plainest thing (no hold, no request id, the body counted against the
 // key alone, no client secrets, no image fetched).
 func New(cfg Config) *Handler {
-	if cfg.Log == nil {
-		cfg.Log = zap.NewNop()
-	}
-	if cfg.EnterDatabase == nil {
-		cfg.EnterDatabase = func() func() { return func() {} }
-	}
-	if cfg.RequestID == nil {
-		cfg.RequestID = func(*http.Request) string { return "" }
-	}
-	if cfg.BodyOwner == nil {
-		cfg.BodyOwner = func(_ *http.Request, id *keys.Identity) bodies.Owner { return bodies.Owner{Key: id.Token.ID} }
-	}
+	cfg.Request.Defaults()
 	if cfg.ClientSecret == nil {
 		cfg.ClientSecret = func(*http.Request) *store.ClientSecret { return nil }
 	}

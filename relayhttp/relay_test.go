@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/internal/serverside"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
@@ -19,7 +20,7 @@ import (
 // the caller's dialect.
 func TestServeAnswersBeforeTheEngine(t *testing.T) {
 	held := 0
-	h := New(Config{EnterDatabase: func() func() { held++; return func() {} }})
+	h := New(Config{Request: serverside.Request{EnterDatabase: func() func() { held++; return func() {} }}})
 	id := &keys.Identity{User: &store.User{ID: 1}, Token: &store.Token{ID: 2}}
 	for _, tt := range []struct {
 		name   string

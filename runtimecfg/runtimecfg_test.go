@@ -6,6 +6,12 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/engine"
+	"github.com/caddy-model-gateway/gateway/routing"
 )
 
 // A database channel's base URL must name a public address unless the
@@ -73,5 +79,32 @@ func TestMaskedKeyPrefix(t *testing.T) {
 	}
 	if got := maskKey("abcdef"); got != "ab…" {
 		t.Errorf("a short key shows as %q", got)
+	}
+}
+
+// The console's channel test is the probe's result in the account API's
+// terms, priced at the model's price only when the upstream answered.
+func TestChannelTestFromProbe(t *testing.T) {
+	price := &billing.Price{Input: 2_000_000, Output: 10_000_000}
+	prices := engine.NewPriceTable(map[string]*billing.Price{"m": price})
+	usage := adapters.Usage{PromptTokens: 1000, CompletionTokens: 10}
+	res := &engine.ProbeResult{Channel: "main", Model: "m", OK: true, Status: 200, Latency: 1500 * time.Millisecond,
+		UpstreamID: "up-7", Usage: usage, Reply: "ok"}
+	got := channelTest(res, prices)
+	if got.Channel != "main" || got.Model != "m" || !got.OK || got.Status != 200 || got.LatencyMS != 1500 || got.UpstreamID != "up-7" ||
+		got.PromptTokens != 1000 || got.CompletionTokens != 10 || got.Reply != "ok" || got.TestedAt.IsZero() {
+		t.Errorf("test = %+v", got)
+	}
+	if want := price.Cost(usage); got.Cost != want || want == 0 {
+		t.Errorf("cost = %d, want %d", got.Cost, want)
+	}
+	res.OK, res.Status, res.Error, res.Detail = false, 502, "upstream failed", "reset"
+	if got := channelTest(res, prices); got.Cost != 0 || got.Error != "upstream failed" || got.Detail != "reset" {
+		t.Errorf("failed test = %+v", got)
+	}
+	// a channel that does not exist is the probe's error
+	e := &engine.Engine{Channels: routing.NewSet(nil), Upstreams: engine.NewUpstreamTable(nil)}
+	if _, err := ChannelTester(e, prices, nil)(context.Background(), "none", "m"); err == nil {
+		t.Error("a channel that does not exist was tested")
 	}
 }

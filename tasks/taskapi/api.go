@@ -15,12 +15,10 @@ package taskapi
 import (
 	"net/http"
 
-	"go.uber.org/zap"
-
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
-	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/internal/serverside"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
@@ -51,17 +49,10 @@ type Config struct {
 	Fetch *adapters.FetchPolicy
 	// TaskDialect shapes the task endpoints' errors.
 	TaskDialect adapters.Dialect
-	Log         *zap.Logger
 
-	// EnterDatabase brackets a request's use of the database, so a reload
-	// does not close the store under it: it returns the leave. Nil: no
-	// hold.
-	EnterDatabase func() (leave func())
-	// RequestID is the request's id, as it goes on the usage row and back
-	// to the client.
-	RequestID func(*http.Request) string
-	// BodyOwner is whom a request's body is counted against in Bodies.
-	BodyOwner func(*http.Request, *keys.Identity) bodies.Owner
+	// Request is the log, the database's hold, the request's id and
+	// whom its body is counted against in Bodies.
+	serverside.Request
 	// BodyBusy words a refusal of Bodies (bodies.Busy), setting
 	// Retry-After in the header.
 	BodyBusy func(err error, h http.Header) *adapters.Error
@@ -81,18 +72,7 @@ type API struct {
 // thing (no hold, no request id, the body counted against the key alone,
 // a refusal answered at once).
 func New(cfg Config) *API {
-	if cfg.Log == nil {
-		cfg.Log = zap.NewNop()
-	}
-	if cfg.EnterDatabase == nil {
-		cfg.EnterDatabase = func() func() { return func() {} }
-	}
-	if cfg.RequestID == nil {
-		cfg.RequestID = func(*http.Request) string { return "" }
-	}
-	if cfg.BodyOwner == nil {
-		cfg.BodyOwner = func(_ *http.Request, id *keys.Identity) bodies.Owner { return bodies.Owner{Key: id.Token.ID} }
-	}
+	cfg.Request.Defaults()
 	if cfg.BodyBusy == nil {
 		cfg.BodyBusy = func(error, http.Header) *adapters.Error {
 			return adapters.Errorf(http.StatusServiceUnavailable, adapters.ErrOverloaded, "the gateway is reading too many large requests at once: retry shortly")

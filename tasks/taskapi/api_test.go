@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
+	"github.com/caddy-model-gateway/gateway/internal/serverside"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/store/sqlite"
@@ -53,10 +54,10 @@ func newRig(t *testing.T, cfg tasks.Config) *rig {
 		Bodies:      bodies.NewBudget(bodies.Limits{Total: 1 << 20, PerKey: 1 << 20, PerAddress: 1 << 20}),
 		MaxElements: 1000,
 		TaskDialect: tasks.Dialect{},
-		EnterDatabase: func() func() {
+		Request: serverside.Request{EnterDatabase: func() func() {
 			r.held++
 			return func() { r.held-- }
-		},
+		}},
 		RefuseUnread: func(_ http.ResponseWriter, _ *http.Request, answer func() error) error {
 			r.unread++
 			return answer()
