@@ -1,31 +1,29 @@
-package caddymodule
+package gatewaydb
 
 import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
-// A database that is not a file here journals under Caddy's data
-// directory, one journal per database, named without its password.
+// A database that is not a file here journals under the data directory,
+// one journal per database, named without its password.
 func TestDefaultJournal(t *testing.T) {
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	if got := defaultJournal(DatabaseConfig{Driver: "sqlite", DSN: "file:/srv/gw.db?_busy_timeout=100"}); got != "/srv/gw.db.usage-journal" {
+	data := t.TempDir()
+	if got := DefaultJournal("sqlite", "file:/srv/gw.db?_busy_timeout=100", data); got != "/srv/gw.db.usage-journal" {
 		t.Errorf("SQLite file: %q", got)
 	}
-	a := defaultJournal(DatabaseConfig{Driver: "postgres", DSN: "postgres://gw:one@db/a"})
-	if dir := filepath.Join(caddy.AppDataDir(), "gateway"); filepath.Dir(a) != dir {
+	a := DefaultJournal("postgres", "postgres://gw:one@db/a", data)
+	if dir := filepath.Join(data, "gateway"); filepath.Dir(a) != dir {
 		t.Errorf("journal %q is not in %q", a, dir)
 	}
-	if b := defaultJournal(DatabaseConfig{Driver: "postgres", DSN: "postgres://gw:two@db/a"}); b != a {
+	if b := DefaultJournal("postgres", "postgres://gw:two@db/a", data); b != a {
 		t.Errorf("a new password moved the journal: %q, then %q", a, b)
 	}
-	if c := defaultJournal(DatabaseConfig{Driver: "postgres", DSN: "postgres://gw@db/b"}); c == a {
+	if c := DefaultJournal("postgres", "postgres://gw@db/b", data); c == a {
 		t.Errorf("two databases share the journal %q", c)
 	}
-	if m := defaultJournal(DatabaseConfig{Driver: "sqlite", DSN: ":memory:"}); filepath.Dir(m) != filepath.Dir(a) {
+	if m := DefaultJournal("sqlite", ":memory:", data); filepath.Dir(m) != filepath.Dir(a) {
 		t.Errorf("SQLite in memory: %q", m)
 	}
 }
@@ -35,27 +33,27 @@ func TestDefaultJournal(t *testing.T) {
 // configuration) rather than served on a closed store, its row in neither
 // database (CI: TestReloadChangesDatabaseUnderLoad under the race binary).
 func TestDroppedDatabaseQuiesces(t *testing.T) {
-	db := &database{}
-	if !db.tryEnter() {
+	db := &Database{}
+	if !db.TryEnter() {
 		t.Fatal("a request was refused by an open database")
 	}
 	quiet := make(chan struct{})
 	go func() { defer close(quiet); db.quiesce(20 * time.Millisecond) }()
 	// while one is in, others still come in
 	for range 3 {
-		if !db.tryEnter() {
+		if !db.TryEnter() {
 			t.Fatal("a request was refused while another was being served")
 		}
-		db.leave()
+		db.Leave()
 	}
 	select {
 	case <-quiet:
 		t.Fatal("the database quiesced with a request in it")
 	default:
 	}
-	db.leave()
+	db.Leave()
 	<-quiet
-	if db.tryEnter() {
+	if db.TryEnter() {
 		t.Fatal("a request came into a database that is closing")
 	}
 	if n := db.active.Load(); n != 0 {
