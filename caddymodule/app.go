@@ -492,7 +492,7 @@ func (a *App) Cleanup() error {
 		c.CloseIdleConnections()
 	}
 	if a.db != nil {
-		a.db.unwatchRuntime(a)
+		a.db.shared.UnwatchRuntime(a)
 		return a.db.release()
 	}
 	return nil

@@ -116,7 +116,7 @@ func (a *App) routeOf(r *http.Request) route {
 func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	// the request is in the database from its first gateway handler on:
 	// its key is looked up in it, and a reload that drops the database
-	// waits for it (database.close) rather than closing the store between
+	// waits for it (gatewaydb.Database.Destruct) rather than closing the store between
 	// its authentication and the relay's count (CI: the -race gateway,
 	// stalled there past the drain's quiet, queued a served request's row
 	// after the store had closed; it went to the journal, in neither

@@ -1,64 +1,59 @@
 package caddymodule
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddy-model-gateway/gateway/billing"
+	"github.com/caddy-model-gateway/gateway/gatewaydb"
+	_ "github.com/caddy-model-gateway/gateway/store/sqlite"
 )
 
-// A database that is not a file here journals under Caddy's data
-// directory, one journal per database, named without its password.
-func TestDefaultJournal(t *testing.T) {
+// The next configuration on a DSN (a reload's) shares the database the
+// last one opened; a database that is not a file here journals under
+// Caddy's data directory; the last release closes it.
+func TestOpenDatabaseShared(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	if got := defaultJournal(DatabaseConfig{Driver: "sqlite", DSN: "file:/srv/gw.db?_busy_timeout=100"}); got != "/srv/gw.db.usage-journal" {
-		t.Errorf("SQLite file: %q", got)
+	core, logs := observer.New(zap.InfoLevel)
+	dbc := DatabaseConfig{Driver: "sqlite", DSN: ":memory:"}
+	a, err := openDatabase(dbc, zap.New(core), time.Hour, time.Hour, billing.WriterConfig{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	a := defaultJournal(DatabaseConfig{Driver: "postgres", DSN: "postgres://gw:one@db/a"})
-	if dir := filepath.Join(caddy.AppDataDir(), "gateway"); filepath.Dir(a) != dir {
-		t.Errorf("journal %q is not in %q", a, dir)
+	b, err := openDatabase(dbc, zap.New(core), time.Hour, time.Hour, billing.WriterConfig{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b := defaultJournal(DatabaseConfig{Driver: "postgres", DSN: "postgres://gw:two@db/a"}); b != a {
-		t.Errorf("a new password moved the journal: %q, then %q", a, b)
+	if a.shared != b.shared || a.store != b.store || a.ledger != b.ledger || a.writer != b.writer {
+		t.Error("a reload on the same database opened another")
 	}
-	if c := defaultJournal(DatabaseConfig{Driver: "postgres", DSN: "postgres://gw@db/b"}); c == a {
-		t.Errorf("two databases share the journal %q", c)
+	opened := logs.FilterMessage("database opened").All()
+	if len(opened) != 1 {
+		t.Fatalf("the database was opened %d times", len(opened))
 	}
-	if m := defaultJournal(DatabaseConfig{Driver: "sqlite", DSN: ":memory:"}); filepath.Dir(m) != filepath.Dir(a) {
-		t.Errorf("SQLite in memory: %q", m)
+	journal, _ := opened[0].ContextMap()["usage_journal"].(string)
+	if dir := filepath.Join(caddy.AppDataDir(), "gateway"); filepath.Dir(journal) != dir {
+		t.Errorf("journal %q is not in %q", journal, dir)
 	}
-}
-
-// A database a reload dropped closes only once no request is in it, and
-// a request arriving after that is refused (to retry on the new
-// configuration) rather than served on a closed store, its row in neither
-// database (CI: TestReloadChangesDatabaseUnderLoad under the race binary).
-func TestDroppedDatabaseQuiesces(t *testing.T) {
-	db := &database{}
-	if !db.tryEnter() {
-		t.Fatal("a request was refused by an open database")
+	if err := a.release(); err != nil {
+		t.Fatal(err)
 	}
-	quiet := make(chan struct{})
-	go func() { defer close(quiet); db.quiesce(20 * time.Millisecond) }()
-	// while one is in, others still come in
-	for range 3 {
-		if !db.tryEnter() {
-			t.Fatal("a request was refused while another was being served")
-		}
-		db.leave()
+	if err := a.store.Ping(context.Background()); err != nil {
+		t.Fatalf("the store closed while a configuration still holds it: %v", err)
 	}
-	select {
-	case <-quiet:
-		t.Fatal("the database quiesced with a request in it")
-	default:
+	if err := b.release(); err != nil {
+		t.Fatal(err)
 	}
-	db.leave()
-	<-quiet
-	if db.tryEnter() {
-		t.Fatal("a request came into a database that is closing")
+	if err := gatewaydb.AwaitClosed(dbc.Driver, dbc.DSN); err != nil {
+		t.Fatal(err)
 	}
-	if n := db.active.Load(); n != 0 {
-		t.Fatalf("%d requests counted in a closed database", n)
+	if err := a.store.Ping(context.Background()); err == nil {
+		t.Error("the last release left the store open")
 	}
 }

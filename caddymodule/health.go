@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
@@ -65,11 +64,8 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, _ *http.Request, _ caddyhttp.H
 // readiness is the gateway's: its database's store and usage writer and
 // this configuration's channels.
 func (a *App) readiness() health.Readiness {
-	return health.Ready(&a.db.health, a.db.writer, a.channels.All())
+	return health.Ready(&a.db.shared.Health, a.db.writer, a.channels.All())
 }
-
-// probe checks that the store takes writes, for the health answer.
-func (db *database) probe(ctx context.Context) { db.health.Probe(ctx, db.store.Ping, db.log) }
 
 // Interface guards.
 var (

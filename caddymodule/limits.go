@@ -32,7 +32,7 @@ func (lc *LimitsConfig) limits() store.Limits {
 type UsageConfig struct {
 	// Journal is the append-only file usage rows go to while the database
 	// refuses writes. Default: beside the SQLite file, <db>.usage-journal;
-	// for PostgreSQL, in Caddy's data directory (see defaultJournal).
+	// for PostgreSQL, in Caddy's data directory (see gatewaydb.DefaultJournal).
 	Journal string `json:"journal,omitempty"`
 	// QueueSize bounds usage rows not yet recorded; a request that finds
 	// it full is answered 503 at once. Default 16384.

@@ -93,7 +93,7 @@ func (a *App) provisionRuntime(ctx caddy.Context, repl *caddy.Replacer) error {
 		// next change or restart
 		a.log.Error("loading the channels made at runtime", zap.Error(err))
 	}
-	a.db.watchRuntime(a)
+	a.db.shared.WatchRuntime(a, a.runtimeChanged)
 	return nil
 }
 
