@@ -61,7 +61,7 @@ func (c *AlertsConfig) notifier(a *App, repl *caddy.Replacer) (*alerts.Notifier,
 		Poll: time.Duration(c.PollInterval), Check: time.Duration(c.CheckInterval),
 		AllowPrivate: c.AllowPrivateAddresses, Keep: time.Duration(c.Keep),
 	}
-	return alerts.New(cfg, a.db.store, a.gate.Budgets, a.log.Named("alerts"))
+	return alerts.New(cfg, a.db.Store, a.gate.Budgets, a.log.Named("alerts"))
 }
 
 // alertMetrics are the notifier's series, read from it at each scrape:
@@ -92,7 +92,7 @@ func (a *App) startAlerts() {
 		return
 	}
 	a.alerts.Start()
-	a.unhookAlerts = a.db.writer.OnCommitted(a.alerts.Committed)
+	a.unhookAlerts = a.db.Writer.OnCommitted(a.alerts.Committed)
 	a.log.Debug("budget alerts on", zap.Bool("webhook", a.Alerts.Webhook != ""))
 }
 
