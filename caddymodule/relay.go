@@ -76,7 +76,6 @@ func (a *App) relayHandler(log *zap.Logger, done <-chan struct{}) *relayhttp.Han
 		ClientSecret: func(r *http.Request) *store.ClientSecret {
 			return clientSecretFrom(r.Context())
 		},
-		ImageURLs: imageURLs,
 	})
 }
 
