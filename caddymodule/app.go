@@ -410,7 +410,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if a.alerts, err = a.Alerts.notifier(a, repl); err != nil {
 			return err
 		}
-		if err := metrics.Register(reg, alertMetrics(a.alerts)...); err != nil {
+		if err := metrics.Register(reg, metrics.Alerts(a.alerts)...); err != nil {
 			return fmt.Errorf("registering the alerts' metrics: %w", err)
 		}
 	}
