@@ -56,16 +56,16 @@ func (h *Account) Provision(ctx caddy.Context) error {
 	if app.runtime != nil && app.runtime.Key() != nil {
 		cfg.SecretsKey = app.runtime.Key() // TOTP secrets kept sealed
 	}
-	sso, err := app.SSO.oidcProvider(app.db.store)
+	sso, err := app.SSO.oidcProvider(app.db.Store)
 	if err != nil {
 		return err
 	}
 	h.accessLog = ctx.Logger(new(caddyhttp.App)).Named("log.access")
 	h.api = accountapi.New(accountapi.Config{
-		Store:         app.db.store,
-		Keys:          app.db.keys,
-		Ledger:        app.db.ledger,
-		Gate:          account.NewGate(app.db.store, cfg),
+		Store:         app.db.Store,
+		Keys:          app.db.Keys,
+		Ledger:        app.db.Ledger,
+		Gate:          account.NewGate(app.db.Store, cfg),
 		Sessions:      app.webSessions(),
 		Models:        app.pricedModels,
 		Channels:      app.channelStates,

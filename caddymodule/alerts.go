@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/alerts"
@@ -61,28 +60,7 @@ func (c *AlertsConfig) notifier(a *App, repl *caddy.Replacer) (*alerts.Notifier,
 		Poll: time.Duration(c.PollInterval), Check: time.Duration(c.CheckInterval),
 		AllowPrivate: c.AllowPrivateAddresses, Keep: time.Duration(c.Keep),
 	}
-	return alerts.New(cfg, a.db.store, a.gate.Budgets, a.log.Named("alerts"))
-}
-
-// alertMetrics are the notifier's series, read from it at each scrape:
-// this configuration's, so they start again at a reload.
-func alertMetrics(n *alerts.Notifier) []prometheus.Collector {
-	counter := func(name, help string, v func(alerts.Stats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v(n.Stats())) })
-	}
-	return []prometheus.Collector{
-		counter("gateway_alerts_claimed_total", "Budget threshold crossings this instance announced.",
-			func(s alerts.Stats) uint64 { return s.Claimed }),
-		counter("gateway_alerts_delivered_total", "Alert webhooks the receiver answered with 2xx.",
-			func(s alerts.Stats) uint64 { return s.Sent }),
-		counter("gateway_alerts_given_up_total", "Alerts given up after their bounded attempts.",
-			func(s alerts.Stats) uint64 { return s.GivenUp }),
-		counter("gateway_alerts_dropped_total", "Users and keys left out of a look at their spend by a full pending set.",
-			func(s alerts.Stats) uint64 { return s.Dropped }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_alerts_queue_depth",
-			Help: "Alerts waiting for a delivery worker."}, func() float64 { return float64(n.Stats().Queued) }),
-	}
+	return alerts.New(cfg, a.db.Store, a.gate.Budgets, a.log.Named("alerts"))
 }
 
 // startAlerts starts the notifier and hangs it on the usage writer, whose
@@ -92,7 +70,7 @@ func (a *App) startAlerts() {
 		return
 	}
 	a.alerts.Start()
-	a.unhookAlerts = a.db.writer.OnCommitted(a.alerts.Committed)
+	a.unhookAlerts = a.db.Writer.OnCommitted(a.alerts.Committed)
 	a.log.Debug("budget alerts on", zap.Bool("webhook", a.Alerts.Webhook != ""))
 }
 

@@ -379,23 +379,23 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.db = db
 	reg := ctx.GetMetricsRegistry()
-	if err := metrics.Register(reg, db.metrics.Collectors...); err != nil {
+	if err := metrics.Register(reg, db.Metrics.Collectors...); err != nil {
 		return fmt.Errorf("registering the database's metrics: %w", err)
 	}
 	if a.metrics, err = metrics.NewRelay(reg, a.Metrics != nil && a.Metrics.PerUser, a.dialects, a.channels); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
-	a.gate = &billing.Gate{Limiter: db.limiter, Ledger: db.ledger, Usage: db.writer, Limits: a.Limits.limits()}
-	if a.gate.Budgets, err = a.Budgets.Build(db.spend, db.store, time.Duration(a.TokenCacheTTL)); err != nil {
+	a.gate = &billing.Gate{Limiter: db.Limiter, Ledger: db.Ledger, Usage: db.Writer, Limits: a.Limits.limits()}
+	if a.gate.Budgets, err = a.Budgets.Build(db.Spend, db.Store, time.Duration(a.TokenCacheTTL)); err != nil {
 		return err
 	}
 	a.upstreams = engine.NewUpstreamTable(upstreams)
 	a.priceTable = engine.NewPriceTable(a.prices)
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: a.upstreams, Gate: a.gate,
-		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
+		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.Writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
 		Drain: drain}
-	if a.engine.Cache, err = responseCache(a.Cache, db.store, a.log, reg); err != nil {
+	if a.engine.Cache, err = responseCache(a.Cache, db.Store, a.log, reg); err != nil {
 		return err
 	}
 	if a.engine.Affinity, err = affinityTable(ctx, a.Affinity); err != nil {
@@ -410,7 +410,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if a.alerts, err = a.Alerts.notifier(a, repl); err != nil {
 			return err
 		}
-		if err := metrics.Register(reg, alertMetrics(a.alerts)...); err != nil {
+		if err := metrics.Register(reg, metrics.Alerts(a.alerts)...); err != nil {
 			return fmt.Errorf("registering the alerts' metrics: %w", err)
 		}
 	}
@@ -492,7 +492,7 @@ func (a *App) Cleanup() error {
 		c.CloseIdleConnections()
 	}
 	if a.db != nil {
-		a.db.shared.UnwatchRuntime(a)
+		a.db.UnwatchRuntime(a)
 		return a.db.release()
 	}
 	return nil

@@ -50,12 +50,12 @@ func (h *Auth) Provision(ctx caddy.Context) error {
 	h.app = app
 	h.auth = keyauth.New(keyauth.Config{
 		Dialects: app.dialects,
-		Keys:     app.db.keys,
+		Keys:     app.db.Keys,
 		Sessions: app.webSessions(),
 		ClientSecret: func(r *http.Request, d adapters.Dialect, op adapters.Operation, secret string) (*http.Request, *keys.Identity, *adapters.Error, error) {
 			return h.lookupClientSecret(r, route{dialect: d, op: op}, secret)
 		},
-		Failures:      app.db.authFailures,
+		Failures:      app.db.AuthFailures,
 		ClientAddress: clientAddress,
 		Log:           h.log,
 	})
@@ -123,12 +123,12 @@ func (h *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	// database). One that arrives once the store is closing is refused,
 	// to be retried on the new configuration, rather than served unbilled.
 	db := h.app.db
-	if !db.tryEnter() {
+	if !db.TryEnter() {
 		w.Header().Set("Retry-After", "1")
 		return h.refuse(w, r, h.app.routeOf(r).dialect, &adapters.Error{Status: http.StatusServiceUnavailable, Type: adapters.ErrOverloaded,
 			Code: "configuration_replaced", Message: "the gateway's configuration was replaced as this request arrived: retry it"})
 	}
-	defer db.leave()
+	defer db.Leave()
 	reqID := assignRequestID(w, r)
 	// the access log's fields are set once, by serveAs with the identity
 	// or here for a request refused before it has one

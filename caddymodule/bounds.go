@@ -5,7 +5,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/routing"
 )
@@ -46,29 +45,4 @@ func (cc *ChannelConfig) bounds() engine.Bounds {
 	return engine.Bounds{Dial: time.Duration(cc.DialTimeout), ResponseHeader: time.Duration(cc.ResponseHeaderTimeout),
 		StreamIdle: time.Duration(cc.StreamIdleTimeout), Timeout: time.Duration(cc.Timeout),
 		MaxResponseBody: cc.MaxResponseBody, MaxStreamEvent: int(min(cc.MaxStreamEvent, 1<<30))}
-}
-
-// imageURLs counts the images a chat request gives by URL, which an
-// upstream that takes only inline images makes the gateway fetch.
-func imageURLs(req *adapters.Request) int {
-	if req.Chat == nil {
-		return 0
-	}
-	n := 0
-	count := func(parts []adapters.Part) {
-		for _, p := range parts {
-			if p.Type == adapters.PartImage && p.Image != nil && p.Image.URL != "" {
-				n++
-			}
-		}
-	}
-	for _, m := range req.Chat.Messages {
-		count(m.Parts)
-		for _, p := range m.Parts {
-			if p.ToolResult != nil {
-				count(p.ToolResult.Content)
-			}
-		}
-	}
-	return n
 }

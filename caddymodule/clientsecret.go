@@ -33,7 +33,7 @@ func (h *Auth) lookupClientSecret(r *http.Request, rt route, secret string) (*ht
 		return r, nil, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication, Code: "client_secret_not_allowed",
 			Message: "a Realtime client secret (ek_...) opens GET /v1/realtime only: call " + r.URL.Path + " with your gateway key (sk-...)"}, nil
 	}
-	id, cs, err := keys.LookupClientSecret(r.Context(), h.app.db.store, secret)
+	id, cs, err := keys.LookupClientSecret(r.Context(), h.app.db.Store, secret)
 	if err != nil {
 		return r, nil, nil, err
 	}

@@ -8,8 +8,6 @@ import (
 
 	"github.com/caddy-model-gateway/gateway/billing"
 	"github.com/caddy-model-gateway/gateway/gatewaydb"
-	"github.com/caddy-model-gateway/gateway/keys"
-	"github.com/caddy-model-gateway/gateway/metrics"
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
@@ -20,26 +18,12 @@ import (
 // last app's release drains and closes it (its Destruct).
 var databases = caddy.NewUsagePool()
 
-// database is an app's hold on its shared gatewaydb.Database, with the
-// parts this layer's handlers read.
+// database is an app's hold on its shared gatewaydb.Database: the key
+// it holds it by in databases, for release.
 type database struct {
-	shared       *gatewaydb.Database
-	key          string // in databases
-	store        store.Store
-	keys         *keys.Cache
-	authFailures *keys.LRU
-	ledger       *billing.Ledger
-	spend        *billing.Spend
-	limiter      *billing.Limiter
-	writer       *billing.Writer
-	metrics      *metrics.Database
+	*gatewaydb.Database
+	key string
 }
-
-// enter and leave bracket a request's use of the database
-// (gatewaydb.Database.Enter); tryEnter is gateway_auth's, the first.
-func (db *database) enter()         { db.shared.Enter() }
-func (db *database) leave()         { db.shared.Leave() }
-func (db *database) tryEnter() bool { return db.shared.TryEnter() }
 
 // openDatabase finds the database cfg names in databases, or opens it
 // there; one a reload dropped is waited for until it has closed. Caddy
@@ -61,8 +45,7 @@ func openDatabase(cfg DatabaseConfig, log *zap.Logger, cacheTTL, leaseTTL time.D
 		return nil, err
 	}
 	db := val.(*gatewaydb.Database)
-	return &database{shared: db, key: key, store: db.Store, keys: db.Keys, authFailures: db.AuthFailures, ledger: db.Ledger,
-		spend: db.Spend, limiter: db.Limiter, writer: db.Writer, metrics: db.Metrics}, nil
+	return &database{Database: db, key: key}, nil
 }
 
 // release gives the app's hold back: the last one closes the database.

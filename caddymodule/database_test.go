@@ -30,7 +30,7 @@ func TestOpenDatabaseShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.shared != b.shared || a.store != b.store || a.ledger != b.ledger || a.writer != b.writer {
+	if a.Database != b.Database {
 		t.Error("a reload on the same database opened another")
 	}
 	opened := logs.FilterMessage("database opened").All()
@@ -44,7 +44,7 @@ func TestOpenDatabaseShared(t *testing.T) {
 	if err := a.release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.store.Ping(context.Background()); err != nil {
+	if err := a.Store.Ping(context.Background()); err != nil {
 		t.Fatalf("the store closed while a configuration still holds it: %v", err)
 	}
 	if err := b.release(); err != nil {
@@ -53,7 +53,7 @@ func TestOpenDatabaseShared(t *testing.T) {
 	if err := gatewaydb.AwaitClosed(dbc.Driver, dbc.DSN); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.store.Ping(context.Background()); err == nil {
+	if err := a.Store.Ping(context.Background()); err == nil {
 		t.Error("the last release left the store open")
 	}
 }

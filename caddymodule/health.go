@@ -64,7 +64,7 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, _ *http.Request, _ caddyhttp.H
 // readiness is the gateway's: its database's store and usage writer and
 // this configuration's channels.
 func (a *App) readiness() health.Readiness {
-	return health.Ready(&a.db.shared.Health, a.db.writer, a.channels.All())
+	return health.Ready(&a.db.Health, a.db.Writer, a.channels.All())
 }
 
 // Interface guards.

@@ -160,6 +160,6 @@ func (c *PaymentsConfig) service(ctx caddy.Context, a *App) (*payments.Service, 
 	return payments.New(payments.Config{
 		Name: name, Provider: prov, Items: items,
 		SuccessURL: repl.ReplaceAll(c.SuccessURL, ""), CancelURL: repl.ReplaceAll(c.CancelURL, ""),
-		Store: a.db.store, Credit: a.db.ledger.Credit, Log: a.log.Named("payments"),
+		Store: a.db.Store, Credit: a.db.Ledger.Credit, Log: a.log.Named("payments"),
 	})
 }

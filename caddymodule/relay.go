@@ -62,7 +62,7 @@ func (a *App) relayHandler(log *zap.Logger, done <-chan struct{}) *relayhttp.Han
 	return relayhttp.New(relayhttp.Config{
 		Engine:             &e,
 		Batches:            a.taskAPI(log),
-		ClientSecrets:      db.store,
+		ClientSecrets:      db.Store,
 		Bodies:             a.inflight,
 		Uploads:            a.spooled,
 		MaxRequestBody:     a.MaxRequestBody,
@@ -76,7 +76,6 @@ func (a *App) relayHandler(log *zap.Logger, done <-chan struct{}) *relayhttp.Han
 		ClientSecret: func(r *http.Request) *store.ClientSecret {
 			return clientSecretFrom(r.Context())
 		},
-		ImageURLs: imageURLs,
 	})
 }
 
@@ -87,8 +86,8 @@ func (a *App) serverSide(log *zap.Logger) serverside.Request {
 	return serverside.Request{
 		Log: log,
 		EnterDatabase: func() func() {
-			db.enter()
-			return db.leave
+			db.Enter()
+			return db.Leave
 		},
 		RequestID: requestIDOf,
 		BodyOwner: bodyOwner,

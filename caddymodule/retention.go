@@ -29,10 +29,10 @@ type RetentionConfig struct {
 // sweeper is this configuration's retention worker on db, its batches
 // counted in the database's metrics.
 func (c RetentionConfig) sweeper(db *database, log *zap.Logger) *billing.Retention {
-	return &billing.Retention{Store: db.store, Keep: time.Duration(c.Usage), Interval: time.Duration(c.Interval),
+	return &billing.Retention{Store: db.Store, Keep: time.Duration(c.Usage), Interval: time.Duration(c.Interval),
 		BatchSize: c.BatchSize, Pause: time.Duration(c.Pause), Log: log,
 		Deleted: func(rows int64) {
-			db.metrics.RetentionDeleted.Add(float64(rows))
-			db.metrics.RetentionBatches.Inc()
+			db.Metrics.RetentionDeleted.Add(float64(rows))
+			db.Metrics.RetentionBatches.Inc()
 		}}
 }

@@ -72,7 +72,7 @@ func (a *App) provisionRuntime(ctx caddy.Context, repl *caddy.Replacer) error {
 		plans = a.Budgets.Plans
 	}
 	a.runtime = runtimecfg.New(runtimecfg.Deps{
-		Store: a.db.store, Key: key, AllowPrivateUpstreams: a.AllowPrivateUpstreams,
+		Store: a.db.Store, Key: key, AllowPrivateUpstreams: a.AllowPrivateUpstreams,
 		Caddyfile: caddyfile, Static: a.static, StaticUpstreams: a.staticUpstreams,
 		Prices: a.prices, Plans: plans, Budgets: a.gate.Budgets,
 		Channels: a.channels, Upstreams: a.upstreams, PriceTable: a.priceTable,
@@ -93,7 +93,7 @@ func (a *App) provisionRuntime(ctx caddy.Context, repl *caddy.Replacer) error {
 		// next change or restart
 		a.log.Error("loading the channels made at runtime", zap.Error(err))
 	}
-	a.db.shared.WatchRuntime(a, a.runtimeChanged)
+	a.db.WatchRuntime(a, a.runtimeChanged)
 	return nil
 }
 

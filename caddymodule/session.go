@@ -14,7 +14,7 @@ import (
 // whether a request came over HTTPS is the server's trusted_proxies to say.
 func (a *App) webSessions() *accountapi.Sessions {
 	return &accountapi.Sessions{
-		Logins: account.Sessions{Store: a.db.store, Lifetime: time.Duration(a.SessionLifetime),
+		Logins: account.Sessions{Store: a.db.Store, Lifetime: time.Duration(a.SessionLifetime),
 			MaxLifetime: time.Duration(a.SessionMaxLifetime)},
 		TrustedProxy: trustedProxy,
 		Log:          a.log,

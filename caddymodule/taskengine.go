@@ -53,7 +53,7 @@ func (a *App) newTaskEngine() *tasks.Engine {
 	cfg := a.Tasks.engineConfig()
 	a.Batches.apply(&cfg, a.batchDir)
 	return tasks.New(cfg, tasks.Deps{
-		Store:    a.db.store,
+		Store:    a.db.Store,
 		Engine:   a.engine,
 		TaskCost: a.metrics.TaskCost,
 		Log:      a.log.Named("tasks"),
@@ -74,7 +74,7 @@ func (a *App) taskAPI(log *zap.Logger) *taskapi.API {
 	return taskapi.New(taskapi.Config{
 		Tasks:          a.tasks,
 		Engine:         a.engine,
-		Usage:          a.db.writer,
+		Usage:          a.db.Writer,
 		Bodies:         a.inflight,
 		MaxRequestBody: a.MaxRequestBody,
 		MaxElements:    a.MaxElements,

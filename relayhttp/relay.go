@@ -61,9 +61,6 @@ type Config struct {
 	// ClientSecret is the client secret that authenticated the request,
 	// nil for a key.
 	ClientSecret func(*http.Request) *store.ClientSecret
-	// ImageURLs counts the images a chat request gives by URL, which an
-	// upstream that takes only inline images makes the gateway fetch.
-	ImageURLs func(*adapters.Request) int
 }
 
 // Handler serves the model endpoints; build it with New.
@@ -73,14 +70,11 @@ type Handler struct {
 
 // New returns the handler for cfg; the functions left nil do the
 // plainest thing (no hold, no request id, the body counted against the
-// key alone, no client secrets, no image fetched).
+// key alone, no client secrets).
 func New(cfg Config) *Handler {
 	cfg.Request.Defaults()
 	if cfg.ClientSecret == nil {
 		cfg.ClientSecret = func(*http.Request) *store.ClientSecret { return nil }
-	}
-	if cfg.ImageURLs == nil {
-		cfg.ImageURLs = func(*adapters.Request) int { return 0 }
 	}
 	return &Handler{Config: cfg}
 }
@@ -191,7 +185,7 @@ func (h *Handler) decodeBody(x *engine.Exchange, op adapters.Operation, body []b
 		return nil, e
 	}
 	x.Req.Model = req.Model
-	if n := h.ImageURLs(req); n > 0 {
+	if n := imageURLs(req); n > 0 {
 		if n > h.MaxFetchedImages {
 			return nil, adapters.BadRequest("the request gives %d images by URL, more than the gateway's limit of %d: send the others inline as base64", n, h.MaxFetchedImages)
 		}
@@ -199,6 +193,31 @@ func (h *Handler) decodeBody(x *engine.Exchange, op adapters.Operation, body []b
 		x.R = x.R.WithContext(adapters.WithImageFetcher(x.R.Context(), h.Fetch.NewFetcher()))
 	}
 	return req, nil
+}
+
+// imageURLs counts the images a chat request gives by URL, which an
+// upstream that takes only inline images makes the gateway fetch.
+func imageURLs(req *adapters.Request) int {
+	if req.Chat == nil {
+		return 0
+	}
+	n := 0
+	count := func(parts []adapters.Part) {
+		for _, p := range parts {
+			if p.Type == adapters.PartImage && p.Image != nil && p.Image.URL != "" {
+				n++
+			}
+		}
+	}
+	for _, m := range req.Chat.Messages {
+		count(m.Parts)
+		for _, p := range m.Parts {
+			if p.ToolResult != nil {
+				count(p.ToolResult.Content)
+			}
+		}
+	}
+	return n
 }
 
 // serveModels lists the models this key may use, or the one asked for, in

@@ -86,3 +86,21 @@ func TestBodyBusy(t *testing.T) {
 		}
 	}
 }
+
+// The images a chat request gives by URL are counted in its messages and
+// in its tool results; inline images, and requests other than chat, are not.
+func TestImageURLsCounted(t *testing.T) {
+	byURL := adapters.Part{Type: adapters.PartImage, Image: &adapters.Image{URL: "https://example.com/a.png"}}
+	inline := adapters.Part{Type: adapters.PartImage, Image: &adapters.Image{MediaType: "image/png", Data: []byte{1}}}
+	req := &adapters.Request{Chat: &adapters.ChatRequest{Messages: []adapters.Message{
+		{Role: adapters.RoleUser, Parts: []adapters.Part{byURL, inline, {Type: adapters.PartText, Text: "hi"}}},
+		{Role: adapters.RoleUser, Parts: []adapters.Part{{Type: adapters.PartToolResult,
+			ToolResult: &adapters.ToolResult{Content: []adapters.Part{byURL, inline}}}}},
+	}}}
+	if n := imageURLs(req); n != 2 {
+		t.Errorf("imageURLs = %d, want 2", n)
+	}
+	if n := imageURLs(&adapters.Request{}); n != 0 {
+		t.Errorf("a request with no chat counts %d images", n)
+	}
+}
