@@ -117,8 +117,10 @@ func TestConsoleUserPage(t *testing.T) {
 	// ann's page, from her name in the list
 	b.do(chromedp.SetValue(chromedp.ID("user-plan-filter"), ""),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('user-plan-filter').dispatchEvent(new Event('change'))`))
-	b.waitFor(`!!document.querySelector('#users a[href="/console/user?id=` + fmt.Sprint(annID) + `"]')`)
-	b.do(chromedp.Click(chromedp.CSS(`#users a[href="/console/user?id=` + fmt.Sprint(annID) + `"]`)))
+	// clicked where it is found, in one evaluation: the list is drawn
+	// again when the filter's answer comes, and a node found by one call
+	// is gone by the next (CI: "Could not find node with given id")
+	b.waitFor(`(() => { const a = document.querySelector('#users a[href="/console/user?id=` + fmt.Sprint(annID) + `"]'); if (a) a.click(); return !!a })()`)
 	b.waitFor(`location.pathname === '/console/user' && !!document.getElementById('admin') && !document.getElementById('admin').hidden && document.querySelectorAll('#keys tr[data-token-id]').length === 1`)
 	b.waitFor(`document.querySelectorAll('#balance tr').length > 0 && document.querySelectorAll('#user-audit tr').length > 0 && document.querySelectorAll('#sessions tr[data-session]').length === 1`)
 	if got := b.text("user-title"); got != "ann" {
