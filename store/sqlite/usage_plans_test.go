@@ -10,6 +10,23 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
+// planStore is an empty store with the day table of at, 2026-11-20.
+func planStore(t *testing.T) (s *Store, at time.Time, day int64) {
+	t.Helper()
+	st, err := Open(filepath.Join(t.TempDir(), "plans.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s = st.(*Store)
+	at = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	day = at.UnixMilli() / store.MsPerDay
+	if _, err := s.ensureDay(context.Background(), s.w, day); err != nil {
+		t.Fatal(err)
+	}
+	return s, at, day
+}
+
 // TestUsageFilterPlans checks the query plan of each usage filter the
 // console and the API send (issue 34: p95 under 200 ms at 50 million rows):
 // each walks an index whose leading columns are the filter's, newest
@@ -19,17 +36,7 @@ import (
 // usage table are checked: a day's (usagedays.go) and usage_logs, which
 // keeps the rows of before the day tables.
 func TestUsageFilterPlans(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), "plans.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*Store)
-	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	day := at.UnixMilli() / store.MsPerDay
-	if _, err := s.ensureDay(context.Background(), s.w, day); err != nil {
-		t.Fatal(err)
-	}
+	s, at, day := planStore(t)
 	after := &store.UsageCursor{CreatedAt: at, ID: 99}
 	for _, c := range []struct {
 		name  string
@@ -82,17 +89,7 @@ func TestUsageFilterPlans(t *testing.T) {
 // day's rows by the id ranges its filters leave (upstreamblooms.go), with
 // any other filter, never a walk of an index through the whole day.
 func TestUpstreamIDRangePlans(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), "plans.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := st.(*Store)
-	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	day := at.UnixMilli() / store.MsPerDay
-	if _, err := s.ensureDay(context.Background(), s.w, day); err != nil {
-		t.Fatal(err)
-	}
+	s, at, day := planStore(t)
 	table := usageDayTable(day)
 	ranges := []idRange{{day<<32 + 1, day<<32 + 900}, {day<<32 + 5000, day<<32 + 5100}}
 	for _, f := range []store.UsageFilter{
