@@ -41,6 +41,9 @@ const (
 	// of 128 bytes.
 	bloomChunkIDs  = 1024
 	bloomPartBytes = bloomChunkIDs * bloomBitsPerID / 8 / bloomParts
+	// bloomChunkRows bounds a run's rows, which a lookup reads all of when
+	// its filter may hold the id: about a millisecond
+	bloomChunkRows = 4096
 	// maxIDRanges bounds the id ranges one statement names: more are
 	// merged across their smallest gaps (a superset, so still exact), so
 	// the statement stays far below SQLite's expression depth.
@@ -106,7 +109,12 @@ type bloomChunk struct {
 	bits             []byte
 }
 
-func (c *bloomChunk) full() bool { return c.ids >= bloomChunkIDs }
+// full reports a run that takes no more rows: its filter's ids in, or
+// as many rows as a lookup whose filter says yes should read (rows with
+// no upstream id, refused requests, add none to the filter but are read).
+func (c *bloomChunk) full() bool {
+	return c.ids >= bloomChunkIDs || c.last-c.first+1 >= bloomChunkRows
+}
 
 // openBlooms are, per day, the run the writer is filling: its filter is
 // kept in memory and written once the run is final (its 1,024 ids in, or

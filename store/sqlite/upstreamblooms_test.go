@@ -211,6 +211,22 @@ func TestUpstreamIDFilters(t *testing.T) {
 		t.Errorf("%d filters today after 1,100 ids more, want 2 (the run closed, the full one)", f)
 	}
 	findAll()
+	// rows with no upstream id fill a run too: a lookup that reads a run
+	// reads at most bloomChunkRows rows
+	for range 50 {
+		rows := make([]*store.UsageLog, 100)
+		for i := range rows {
+			rows[i] = row(now, "")
+		}
+		if err := s.SettleBatch(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var longest int64
+	if err := s.r.QueryRow(`SELECT MAX(last_id - first_id + 1) FROM usage_upstream_blooms WHERE part = 0 AND first_id BETWEEN ? AND ?`, lo, hi).Scan(&longest); err != nil || longest != bloomChunkRows {
+		t.Errorf("the longest run today: %d rows (%v), want %d", longest, err, bloomChunkRows)
+	}
+	findAll()
 
 	// retention drops a day with its filters; a late row makes the day
 	// again, and a filter left behind (by an earlier build's retention)
