@@ -1,9 +1,9 @@
 // Package engine is the request engine every model endpoint runs on. A
 // request's life, and the room each step lives in:
 //
-//  1. caddymodule (gateway_auth, gateway_relay) authenticates, decodes the
-//     route and the body (internal/bodies bounds and spools it), and builds
-//     an Exchange.
+//  1. keys/keyauth (under caddymodule's gateway_auth) authenticates;
+//     relayhttp (under gateway_relay) decodes the route and the body
+//     (internal/bodies bounds and spools it) and builds an Exchange.
 //  2. Engine.Admit checks the model against the key and the configuration
 //     and passes billing.Gate: rate limits, the worst-case reservation
 //     (Reservation: tokens, media, rerank or Realtime), a usage-queue slot,
