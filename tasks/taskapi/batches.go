@@ -64,13 +64,7 @@ func (h *API) ServeBatches(w http.ResponseWriter, r *http.Request, d adapters.Di
 			if ae != nil {
 				return fail(ae)
 			}
-			more := len(fs) > limit
-			fs = fs[:min(len(fs), limit)]
-			items, ids := make([]map[string]any, len(fs)), make([]string, len(fs))
-			for i, f := range fs {
-				items[i], ids[i] = tasks.OpenAIFile(f), f.ID
-			}
-			return writeJSONAnswer(w, http.StatusOK, tasks.OpenAIList(items, ids, more))
+			return writeListPage(w, fs, limit, tasks.OpenAIList, func(f *store.File) (map[string]any, string) { return tasks.OpenAIFile(f), f.ID })
 		case fileID == "":
 			return notAllowed("GET, POST")
 		case sub == "" && m == http.MethodGet:
@@ -131,13 +125,7 @@ func (h *API) ServeBatches(w http.ResponseWriter, r *http.Request, d adapters.Di
 		if ae != nil {
 			return fail(ae)
 		}
-		more := len(ts) > limit
-		ts = ts[:min(len(ts), limit)]
-		items, ids := make([]map[string]any, len(ts)), make([]string, len(ts))
-		for i, t := range ts {
-			items[i], ids[i] = tasks.OpenAIBatch(t), t.ID
-		}
-		return writeJSONAnswer(w, http.StatusOK, tasks.OpenAIList(items, ids, more))
+		return writeListPage(w, ts, limit, tasks.OpenAIList, func(t *store.Task) (map[string]any, string) { return tasks.OpenAIBatch(t), t.ID })
 	case batchID == "":
 		return notAllowed("GET, POST")
 	case sub == "" && m == http.MethodGet:
@@ -197,13 +185,7 @@ func (h *API) serveMessageBatches(w http.ResponseWriter, r *http.Request, d adap
 		if ae != nil {
 			return fail(ae)
 		}
-		more := len(ts) > limit
-		ts = ts[:min(len(ts), limit)]
-		items, ids := make([]map[string]any, len(ts)), make([]string, len(ts))
-		for i, t := range ts {
-			items[i], ids[i] = tasks.AnthropicBatch(t, base), t.ID
-		}
-		return writeJSONAnswer(w, http.StatusOK, tasks.AnthropicList(items, ids, more))
+		return writeListPage(w, ts, limit, tasks.AnthropicList, func(t *store.Task) (map[string]any, string) { return tasks.AnthropicBatch(t, base), t.ID })
 	case sub == "" && m == http.MethodGet:
 		t, ae := eng.Batch(ctx, uid, batchID)
 		if ae != nil {
@@ -349,6 +331,20 @@ func listLimit(s string, max int) int {
 		return 20
 	}
 	return min(n, max)
+}
+
+// writeListPage answers a list page read with one row more than limit,
+// whose presence says there are more: list is the dialect's envelope,
+// shape an item's object and id.
+func writeListPage[T any](w http.ResponseWriter, got []T, limit int,
+	list func(items []map[string]any, ids []string, more bool) map[string]any, shape func(T) (map[string]any, string)) error {
+	more := len(got) > limit
+	got = got[:min(len(got), limit)]
+	items, ids := make([]map[string]any, len(got)), make([]string, len(got))
+	for i, x := range got {
+		items[i], ids[i] = shape(x)
+	}
+	return writeJSONAnswer(w, http.StatusOK, list(items, ids, more))
 }
 
 // writeJSONAnswer answers v as JSON with status.
