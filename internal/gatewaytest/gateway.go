@@ -193,7 +193,7 @@ func startGateway(t testing.TB, caddyfile string, vars Vars, dbPath string, env 
 			t.Errorf("the gateway reported a data race")
 		}
 		if t.Failed() {
-			t.Logf("gateway logs:\n%s", g.Logs())
+			t.Logf("gateway logs%s", logsTail(g.Logs()))
 		}
 	})
 	// FreePort's ports are free when it returns, not when the gateway
