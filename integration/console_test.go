@@ -115,6 +115,20 @@ func (b *browserSession) text(id string) string {
 	return evalJS[string](b, fmt.Sprintf(`document.getElementById(%q).textContent`, id))
 }
 
+// click clicks the first element sel matches once it is there and
+// enabled, found and clicked in one evaluation. chromedp's Click finds a
+// node, then its box, then presses the mouse at the box's centre, each a
+// call of its own: a list drawn again between two calls leaves it a node
+// that is gone (CI: "Could not find node with given id"), and a page that
+// moves under it a press that lands on something else. Meant for a click
+// that stays on the page: the evaluation that clicks answers before a
+// navigation it starts, but one cut by it would be asked again of the
+// new page (waitFor), where sel may match nothing.
+func (b *browserSession) click(sel string) {
+	b.t.Helper()
+	b.waitFor(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e || e.disabled) return false; e.click(); return true })()`, sel))
+}
+
 func (b *browserSession) open(path, readyCond string) {
 	b.t.Helper()
 	b.do(chromedp.Navigate(b.g.URL + path))

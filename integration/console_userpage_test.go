@@ -96,12 +96,13 @@ func TestConsoleUserPage(t *testing.T) {
 		t.Fatalf("the plan and group filters offer %q", got)
 	}
 	// a plan from the picker: the configured plans, not free text
-	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Set the plan of bert"]`)))
+	b.click(`button[aria-label="Set the plan of bert"]`)
 	b.waitFor(`document.getElementById('plan-dialog').open`)
 	if got := evalJS[string](b, `[...document.querySelectorAll('#plan-dialog-pick option')].map((o) => o.value).join(',')`); got != ",pro,team" {
 		t.Fatalf("the plan picker offers %q", got)
 	}
-	b.do(chromedp.SetValue(chromedp.ID("plan-dialog-pick"), "team"), chromedp.Click(chromedp.ID("plan-dialog-save")))
+	b.do(chromedp.SetValue(chromedp.ID("plan-dialog-pick"), "team"))
+	b.click("#plan-dialog-save")
 	b.waitFor(`!document.getElementById('plan-dialog').open`)
 	b.waitFor(fmt.Sprintf(`document.querySelector('#users tr[data-user-id="%d"]').children[6].textContent === 'team'`, g.User("bert").ID))
 	if ub, err := g.Store().UserBudget(context.Background(), g.User("bert").ID); err != nil || ub.Plan != "team" || !ub.PlanUntil.IsZero() {
@@ -138,23 +139,23 @@ func TestConsoleUserPage(t *testing.T) {
 	}
 	// the Sign-in card issues a one-time reset link to hand over
 	b.waitFor(`!!document.getElementById('signin-reset-issue')`)
-	b.do(chromedp.Click(chromedp.ID("signin-reset-issue")))
+	b.click("#signin-reset-issue")
 	b.waitFor(`!document.getElementById('signin-reset-link').hidden`)
 	if got := b.text("signin-reset-url"); !strings.Contains(got, "/console/reset#") {
 		t.Fatalf("the reset link reads %q", got)
 	}
 
 	// disable her key: the gateway refuses it at once
-	b.do(chromedp.Click(chromedp.CSS(`#keys button[aria-label="Disable key laptop"]`)))
+	b.click(`#keys button[aria-label="Disable key laptop"]`)
 	b.waitFor(`document.querySelector('#keys tr[data-token-id]').children[2].textContent === 'disabled'`)
 	eventually(t, "the disabled key is refused", func() bool { return chatOnce(t, g, laptop.Key, "hello") == http.StatusUnauthorized })
 	// limits, a window and an expiry from the key's dialog
-	b.do(chromedp.Click(chromedp.CSS(`#keys button[aria-label="Edit key laptop"]`)))
+	b.click(`#keys button[aria-label="Edit key laptop"]`)
 	b.waitFor(`document.getElementById('key-dialog').open`)
 	b.do(chromedp.SendKeys(chromedp.ID("key-rpm"), "30"), chromedp.SendKeys(chromedp.ID("key-window-daily"), "2.5"),
 		chromedp.SendKeys(chromedp.ID("key-quota"), "4"))
 	b.fits("the key dialog")
-	b.do(chromedp.Click(chromedp.ID("key-save")))
+	b.click("#key-save")
 	b.waitFor(`!document.getElementById('key-dialog').open && document.querySelector('#keys tr[data-token-id]').textContent.includes('30 requests/min')`)
 	if got := b.text("keys"); !strings.Contains(got, "daily $2.50") || !strings.Contains(got, "$4.00") {
 		t.Fatalf("the key row after the edit: %q", got)
@@ -165,7 +166,8 @@ func TestConsoleUserPage(t *testing.T) {
 	}
 	// the plan picker on her page, with an end
 	b.do(chromedp.SetValue(chromedp.ID("plan-pick"), "pro"), chromedp.SetValue(chromedp.ID("group-pick"), "staff"),
-		chromedp.SetValue(chromedp.ID("plan-until"), "2031-06-30"), chromedp.Click(chromedp.ID("plan-save")))
+		chromedp.SetValue(chromedp.ID("plan-until"), "2031-06-30"))
+	b.click("#plan-save")
 	b.waitFor(`document.getElementById('plan-feedback').textContent !== '' || document.getElementById('plan-error').textContent !== ''`)
 	if got := b.text("plan-now"); !strings.Contains(got, "Plan pro until") || !strings.Contains(got, "2031") || !strings.Contains(got, "staff") {
 		t.Fatalf("ann's plan reads %q (%s)", got, b.pageErrors())
@@ -176,8 +178,8 @@ func TestConsoleUserPage(t *testing.T) {
 	// the windows that apply now: her plan's and her group's, with spend
 	b.waitFor(`document.querySelectorAll('#windows tr[data-window]').length >= 2`)
 	// end her session: her login is refused
-	b.do(chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
-		chromedp.Click(chromedp.CSS(`#sessions button[aria-label^="End session"]`)))
+	b.do(chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
+	b.click(`#sessions button[aria-label^="End session"]`)
 	b.waitFor(`document.querySelectorAll('#sessions tr[data-session]').length === 0`)
 	ann.do(http.MethodGet, "/api/user/self", nil).apiErr(t, 401, "session_expired")
 	// every change is in the page's audit list
@@ -190,8 +192,8 @@ func TestConsoleUserPage(t *testing.T) {
 	b.do(chromedp.SetValue(chromedp.ID("code-kind"), "plan"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('code-kind').dispatchEvent(new Event('change'))`),
 		chromedp.SetValue(chromedp.ID("code-plan"), "pro"), chromedp.SetValue(chromedp.ID("code-plan-days"), "10"),
-		chromedp.SetValue(chromedp.ID("code-count"), "2"), chromedp.SendKeys(chromedp.ID("code-name"), "pro-promo"),
-		chromedp.Click(chromedp.ID("code-submit")))
+		chromedp.SetValue(chromedp.ID("code-count"), "2"), chromedp.SendKeys(chromedp.ID("code-name"), "pro-promo"))
+	b.click("#code-submit")
 	b.waitFor(`!document.getElementById('new-codes').hidden && document.querySelectorAll('#codes tr').length === 2`)
 	if got := evalJS[string](b, `document.querySelector('#codes tr').children[4].textContent`); got != "pro for 10 days" {
 		t.Fatalf("a plan code's plan shows %q", got)
@@ -209,15 +211,16 @@ func TestConsoleUserPage(t *testing.T) {
 	if got := b.text("plan-now"); !strings.Contains(got, "2031年") {
 		t.Fatalf("the plan's end in Chinese: %q", got)
 	}
-	b.do(chromedp.Click(chromedp.CSS(`#keys button[aria-label="启用密钥 laptop"]`)))
+	b.click(`#keys button[aria-label="启用密钥 laptop"]`)
 	b.waitFor(`document.querySelector('#keys tr[data-token-id]').children[2].textContent === '已启用'`)
 	eventually(t, "the enabled key answers", func() bool { return chatOnce(t, g, laptop.Key, "hello") == 200 })
 	b.fits("the user page on a phone")
 	b.screenshot("userpage-phone-zh")
 	b.open("/console/admin", `!document.getElementById('admin').hidden && document.querySelectorAll('#codes tr').length === 2`)
-	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="设置 ann 的套餐"]`)))
+	b.click(`button[aria-label="设置 ann 的套餐"]`)
 	b.waitFor(`document.getElementById('plan-dialog').open`)
-	b.do(chromedp.SetValue(chromedp.ID("plan-dialog-pick"), ""), chromedp.Click(chromedp.ID("plan-dialog-save")))
+	b.do(chromedp.SetValue(chromedp.ID("plan-dialog-pick"), ""))
+	b.click("#plan-dialog-save")
 	b.waitFor(`!document.getElementById('plan-dialog').open`)
 	eventually(t, "ann's plan removed", func() bool {
 		ub, _ := g.Store().UserBudget(context.Background(), annID)
