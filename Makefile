@@ -68,7 +68,8 @@ lint:
 # The -timeout of each integration run (45m) only stops a hang: the three
 # runs take 10-13 minutes side by side on a 2-core machine, but twice that
 # when the machine is slow (a fresh clone's CI on a day it was: SQLite's
-# run passed 20 minutes, PostgreSQL's took 25), and CI allows 90.
+# run was stopped at 20 minutes; run again, SQLite's and PostgreSQL's took
+# 28 minutes each), and CI allows 90.
 unit:
 	@set -e; clients=; if [ -x $(CLIENTS)/node_modules/.bin/codex ]; then clients=GATEWAY_TEST_CLIENTS=$(CURDIR)/$(CLIENTS); fi; \
 	  all=$$($(GO) list ./...); pkgs="./integration/ $$(echo "$$all" | grep -v '/integration$$' | tr '\n' ' ')"; \
