@@ -7,7 +7,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/internal/accesslog"
@@ -178,27 +177,8 @@ func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Ha
 // handlers, an allocation each.
 func setAccessLogFields(r *http.Request, reqID string, id *keys.Identity) {
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(accessLogField(reqID, id))
+		extra.Set(keyauth.LogField(reqID, id))
 	}
-}
-
-func accessLogField(reqID string, id *keys.Identity) zap.Field {
-	return zap.Field{Key: "gateway_request", Type: zapcore.InlineMarshalerType, Interface: &accessLogFields{reqID, id}}
-}
-
-type accessLogFields struct {
-	requestID string
-	id        *keys.Identity // nil: refused before the key was known
-}
-
-func (f *accessLogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddString("request_id", f.requestID)
-	if f.id != nil {
-		enc.AddInt64("gateway_user_id", f.id.User.ID)
-		enc.AddString("gateway_user", f.id.User.Username)
-		enc.AddInt64("gateway_token_id", f.id.Token.ID)
-	}
-	return nil
 }
 
 // Interface guards.
