@@ -198,7 +198,7 @@ type App struct {
 	staticUpstreams map[string]*engine.Upstream
 	runtime         *runtimecfg.Runtime
 	// partTokens is what one image part reserves, by model (see PartTokens)
-	partTokens map[string]int64
+	partTokens *engine.ImageParts
 	// dialects in routing order
 	dialects []adapters.Dialect
 	// transports by timeouts, shared by the channels that agree on them
@@ -392,7 +392,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.upstreams = engine.NewUpstreamTable(upstreams)
 	a.priceTable = engine.NewPriceTable(a.prices)
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: a.upstreams, Gate: a.gate,
-		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.Writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
+		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.partTokens.Tokens, Rows: db.Writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
 		Drain: drain}
 	if a.engine.Cache, err = responseCache(a.Cache, db.Store, a.log, reg); err != nil {
