@@ -48,12 +48,10 @@ func (h *Auth) Provision(ctx caddy.Context) error {
 	}
 	h.app = app
 	h.auth = keyauth.New(keyauth.Config{
-		Dialects: app.dialects,
-		Keys:     app.db.Keys,
-		Sessions: app.webSessions(),
-		ClientSecret: func(r *http.Request, d adapters.Dialect, op adapters.Operation, secret string) (*http.Request, *keys.Identity, *adapters.Error, error) {
-			return h.lookupClientSecret(r, route{dialect: d, op: op}, secret)
-		},
+		Dialects:      app.dialects,
+		Keys:          app.db.Keys,
+		Sessions:      app.webSessions(),
+		ClientSecrets: app.db.Store,
 		Failures:      app.db.AuthFailures,
 		ClientAddress: clientAddress,
 		Log:           h.log,
