@@ -311,14 +311,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxAttempts <= 0 {
 		a.MaxAttempts = 3
 	}
-	drain := engine.DrainBounds{Timeout: time.Duration(a.StreamDrainTimeout), MaxBytes: a.StreamDrainMaxBytes}
-	if drain.Timeout == 0 {
-		drain.Timeout = engine.DefaultDrainTimeout
-	}
-	drain.Timeout = max(drain.Timeout, 0)
-	if drain.MaxBytes <= 0 {
-		drain.MaxBytes = engine.DefaultDrainMaxBytes
-	}
+	drain := engine.ConfiguredDrain(time.Duration(a.StreamDrainTimeout), a.StreamDrainMaxBytes)
 	if a.MaxUploadSize <= 0 {
 		a.MaxUploadSize = defaultMaxUploadSize
 	}
