@@ -378,7 +378,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = metrics.NewRelay(reg, a.Metrics != nil && a.Metrics.PerUser, a.dialects, a.channels); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
-	a.gate = &billing.Gate{Limiter: db.Limiter, Ledger: db.Ledger, Usage: db.Writer, Limits: a.Limits.limits()}
+	a.gate = &billing.Gate{Limiter: db.Limiter, Ledger: db.Ledger, Usage: db.Writer}
+	if a.Limits != nil {
+		a.gate.Limits = *a.Limits
+	}
 	if a.gate.Budgets, err = a.Budgets.Build(db.Spend, db.Store, time.Duration(a.TokenCacheTTL)); err != nil {
 		return err
 	}
