@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/accesslog"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/keys/keyauth"
@@ -190,5 +191,5 @@ var (
 // at once, even to a client that sends no body.
 func (h *Auth) refuse(w http.ResponseWriter, r *http.Request, d adapters.Dialect, e *adapters.Error) error {
 	tracing.Refused(r.Context(), e.Status, e.Message)
-	return h.app.refuseUnread(w, r, func() error { return writeError(w, d, e) })
+	return h.app.refuseUnread(w, r, func() error { return engine.WriteError(w, d, e) })
 }
