@@ -1,11 +1,34 @@
 package billing
 
 import (
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/caddy-model-gateway/gateway/store"
 )
+
+// SetLimit sets one of the gateway-wide default limits of every key (a
+// Caddyfile `limits` line): rpm, tpm or max_parallel, a whole number, 0
+// for no limit.
+func SetLimit(l *store.Limits, opt, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("limits: %s must be a whole number, 0 for no limit, not %q", opt, v)
+	}
+	switch opt {
+	case "rpm":
+		l.RPM = n
+	case "tpm":
+		l.TPM = n
+	case "max_parallel":
+		l.MaxParallel = n
+	default:
+		return fmt.Errorf("limits: unrecognized option %q (rpm, tpm, max_parallel)", opt)
+	}
+	return nil
+}
 
 // Limiter enforces rate limits per token and per user, over a sliding
 // minute, exactly: for every key, at every instant t,

@@ -93,7 +93,7 @@ type Budgets struct {
 	Loc    *time.Location // calendar windows' zone; nil is UTC
 	Models ModelGroups
 	Groups map[string]*UserGroup
-	Plans  map[string]*Plan // the configuration's; see Plan
+	Plans  map[string]*Plan // the configuration's; see PlanNamed
 	// TTL is how long a user's and key's settings are cached; a change
 	// made by another process takes effect within it. Default 30s.
 	TTL time.Duration
@@ -105,9 +105,10 @@ type Budgets struct {
 	runtime atomic.Pointer[map[string]*Plan]
 }
 
-// Plan is the plan of that name, the configuration's or one made at
-// runtime (the configuration's wins a name both have); nil when none.
-func (b *Budgets) Plan(name string) *Plan {
+// PlanNamed is the subscription plan of that name, the configuration's
+// or one made at runtime (the configuration's wins a name both have);
+// nil when none.
+func (b *Budgets) PlanNamed(name string) *Plan {
 	if pl := b.Plans[name]; pl != nil {
 		return pl
 	}
@@ -210,7 +211,7 @@ func (b *Budgets) Profile(ctx context.Context, now time.Time, u *store.User, t *
 	if ub.b.Plan != "" && (ub.b.PlanUntil.IsZero() || now.Before(ub.b.PlanUntil)) {
 		plan = ub.b.Plan
 	}
-	if pl := b.Plan(plan); pl != nil {
+	if pl := b.PlanNamed(plan); pl != nil {
 		p.Plan = pl
 		p.PlanBudget = Budget{Subject: "plan:" + pl.Name + "/user:" + strconv.FormatInt(u.ID, 10), Limits: pl.Windows}
 	}

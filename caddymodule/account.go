@@ -67,7 +67,7 @@ func (h *Account) Provision(ctx caddy.Context) error {
 		Ledger:        app.db.Ledger,
 		Gate:          account.NewGate(app.db.Store, cfg),
 		Sessions:      app.webSessions(),
-		Models:        app.pricedModels,
+		Models:        runtimecfg.PricedModels(app.channels, app.priceTable),
 		Channels:      app.channelStates,
 		TestChannel:   app.testChannel(ctx.Logger()),
 		ClientAddress: clientAddress,
@@ -108,19 +108,6 @@ func (h *Account) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.api.ServeHTTP(w, r)
 	return nil
-}
-
-// pricedModels are the models a caller can ask for: served and priced,
-// each with its price as configured (shared, not copied: the price table
-// is built once when the app is provisioned and only read after).
-func (a *App) pricedModels() []accountapi.Model {
-	var out []accountapi.Model
-	for _, m := range a.channels.Models() {
-		if p, ok := a.priceTable.Get(m); ok {
-			out = append(out, accountapi.Model{ID: m, Chat: p.Chat(), Price: p})
-		}
-	}
-	return out
 }
 
 // channelStates is every channel's health, in configuration order: what

@@ -198,7 +198,7 @@ type App struct {
 	staticUpstreams map[string]*engine.Upstream
 	runtime         *runtimecfg.Runtime
 	// partTokens is what one image part reserves, by model (see PartTokens)
-	partTokens map[string]int64
+	partTokens *engine.ImageParts
 	// dialects in routing order
 	dialects []adapters.Dialect
 	// transports by timeouts, shared by the channels that agree on them
@@ -311,14 +311,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.MaxAttempts <= 0 {
 		a.MaxAttempts = 3
 	}
-	drain := engine.DrainBounds{Timeout: time.Duration(a.StreamDrainTimeout), MaxBytes: a.StreamDrainMaxBytes}
-	if drain.Timeout == 0 {
-		drain.Timeout = engine.DefaultDrainTimeout
-	}
-	drain.Timeout = max(drain.Timeout, 0)
-	if drain.MaxBytes <= 0 {
-		drain.MaxBytes = engine.DefaultDrainMaxBytes
-	}
+	drain := engine.ConfiguredDrain(time.Duration(a.StreamDrainTimeout), a.StreamDrainMaxBytes)
 	if a.MaxUploadSize <= 0 {
 		a.MaxUploadSize = defaultMaxUploadSize
 	}
@@ -385,14 +378,17 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.metrics, err = metrics.NewRelay(reg, a.Metrics != nil && a.Metrics.PerUser, a.dialects, a.channels); err != nil {
 		return fmt.Errorf("registering the gateway's metrics: %w", err)
 	}
-	a.gate = &billing.Gate{Limiter: db.Limiter, Ledger: db.Ledger, Usage: db.Writer, Limits: a.Limits.limits()}
+	a.gate = &billing.Gate{Limiter: db.Limiter, Ledger: db.Ledger, Usage: db.Writer}
+	if a.Limits != nil {
+		a.gate.Limits = *a.Limits
+	}
 	if a.gate.Budgets, err = a.Budgets.Build(db.Spend, db.Store, time.Duration(a.TokenCacheTTL)); err != nil {
 		return err
 	}
 	a.upstreams = engine.NewUpstreamTable(upstreams)
 	a.priceTable = engine.NewPriceTable(a.prices)
 	a.engine = &engine.Engine{Channels: a.channels, Upstreams: a.upstreams, Gate: a.gate,
-		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.imageTokens, Rows: db.Writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
+		Prices: a.priceTable, DefaultMaxTokens: a.DefaultMaxTokens, PartTokens: a.partTokens.Tokens, Rows: db.Writer, Meter: a.metrics, MaxAttempts: a.MaxAttempts, Health: a.health,
 		FailureLog: &routing.LogThrottle{Interval: engine.FailureLogInterval}, Log: a.log, Observer: a.metrics, TraceContent: int(a.TraceContent),
 		Drain: drain}
 	if a.engine.Cache, err = responseCache(a.Cache, db.Store, a.log, reg); err != nil {

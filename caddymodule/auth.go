@@ -7,9 +7,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddy-model-gateway/gateway/adapters"
+	"github.com/caddy-model-gateway/gateway/engine"
 	"github.com/caddy-model-gateway/gateway/internal/accesslog"
 	"github.com/caddy-model-gateway/gateway/keys"
 	"github.com/caddy-model-gateway/gateway/keys/keyauth"
@@ -49,12 +49,10 @@ func (h *Auth) Provision(ctx caddy.Context) error {
 	}
 	h.app = app
 	h.auth = keyauth.New(keyauth.Config{
-		Dialects: app.dialects,
-		Keys:     app.db.Keys,
-		Sessions: app.webSessions(),
-		ClientSecret: func(r *http.Request, d adapters.Dialect, op adapters.Operation, secret string) (*http.Request, *keys.Identity, *adapters.Error, error) {
-			return h.lookupClientSecret(r, route{dialect: d, op: op}, secret)
-		},
+		Dialects:      app.dialects,
+		Keys:          app.db.Keys,
+		Sessions:      app.webSessions(),
+		ClientSecrets: app.db.Store,
 		Failures:      app.db.AuthFailures,
 		ClientAddress: clientAddress,
 		Log:           h.log,
@@ -178,27 +176,8 @@ func (h *Auth) serveAs(w http.ResponseWriter, r *http.Request, next caddyhttp.Ha
 // handlers, an allocation each.
 func setAccessLogFields(r *http.Request, reqID string, id *keys.Identity) {
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Set(accessLogField(reqID, id))
+		extra.Set(keyauth.LogField(reqID, id))
 	}
-}
-
-func accessLogField(reqID string, id *keys.Identity) zap.Field {
-	return zap.Field{Key: "gateway_request", Type: zapcore.InlineMarshalerType, Interface: &accessLogFields{reqID, id}}
-}
-
-type accessLogFields struct {
-	requestID string
-	id        *keys.Identity // nil: refused before the key was known
-}
-
-func (f *accessLogFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddString("request_id", f.requestID)
-	if f.id != nil {
-		enc.AddInt64("gateway_user_id", f.id.User.ID)
-		enc.AddString("gateway_user", f.id.User.Username)
-		enc.AddInt64("gateway_token_id", f.id.Token.ID)
-	}
-	return nil
 }
 
 // Interface guards.
@@ -212,5 +191,5 @@ var (
 // at once, even to a client that sends no body.
 func (h *Auth) refuse(w http.ResponseWriter, r *http.Request, d adapters.Dialect, e *adapters.Error) error {
 	tracing.Refused(r.Context(), e.Status, e.Message)
-	return h.app.refuseUnread(w, r, func() error { return writeError(w, d, e) })
+	return h.app.refuseUnread(w, r, func() error { return engine.WriteError(w, d, e) })
 }

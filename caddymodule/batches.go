@@ -1,14 +1,13 @@
 package caddymodule
 
 import (
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddy-model-gateway/gateway/gatewaydb"
 	"github.com/caddy-model-gateway/gateway/tasks"
 )
 
@@ -45,14 +44,7 @@ func (c *BatchesConfig) dir(dbc DatabaseConfig) string {
 	if c != nil && c.Dir != "" {
 		return c.Dir
 	}
-	if dbc.Driver == "sqlite" {
-		path := strings.TrimPrefix(dbc.DSN, "file:")
-		path, _, _ = strings.Cut(path, "?")
-		if path != "" && path != ":memory:" {
-			return filepath.Join(filepath.Dir(path), "files")
-		}
-	}
-	return filepath.Join(caddy.AppDataDir(), "gateway", "files")
+	return gatewaydb.DefaultFiles(dbc.Driver, dbc.DSN, caddy.AppDataDir())
 }
 
 // apply sets the task engine's batch bounds.

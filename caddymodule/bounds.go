@@ -23,20 +23,11 @@ type HealthConfig struct {
 }
 
 func (hc *HealthConfig) policy() routing.HealthPolicy {
-	p := routing.DefaultHealthPolicy
 	if hc == nil {
-		return p
+		return routing.DefaultHealthPolicy
 	}
-	if hc.ConsecutiveFailures > 0 {
-		p.ConsecutiveFailures = hc.ConsecutiveFailures
-	}
-	if hc.BaseEjection > 0 {
-		p.BaseEjection = time.Duration(hc.BaseEjection)
-	}
-	if hc.MaxEjection > 0 {
-		p.MaxEjection = time.Duration(hc.MaxEjection)
-	}
-	return p
+	return routing.HealthPolicy{ConsecutiveFailures: hc.ConsecutiveFailures, BaseEjection: time.Duration(hc.BaseEjection),
+		MaxEjection: time.Duration(hc.MaxEjection)}.WithDefaults()
 }
 
 // bounds are the channel's bounds as configured; engine.BuildChannel

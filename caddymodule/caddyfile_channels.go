@@ -10,6 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddy-model-gateway/gateway/billing"
 )
 
 // parseHealthPolicy reads `health { consecutive_failures <n> base_ejection
@@ -194,9 +196,11 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 			continue
 		}
 		if opt == "image" {
-			if err := parseImagePrice(d, model, pc); err != nil {
-				return "", nil, err
+			ic, err := billing.ParseImagePrice(d.RemainingArgs())
+			if err != nil {
+				return "", nil, d.Errf("price %s: %v", model, err)
 			}
+			pc.Images = append(pc.Images, ic)
 			continue
 		}
 		if opt == "above" {
@@ -212,59 +216,8 @@ func parsePrice(d *caddyfile.Dispenser) (string, *PriceConfig, error) {
 		if d.NextArg() {
 			return "", nil, d.ArgErr()
 		}
-		switch opt {
-		case "input":
-			pc.Input = v
-		case "output":
-			pc.Output = v
-		case "cached_input":
-			pc.CachedInput = v
-		case "cache_write":
-			pc.CacheWrite = v
-		case "cache_write_1h":
-			pc.CacheWrite1h = v
-		case "request":
-			pc.Request = v
-		case "audio_input":
-			pc.AudioInput = v
-		case "audio_output":
-			pc.AudioOutput = v
-		case "search_unit":
-			pc.SearchUnit = v
-		case "image_input":
-			pc.ImageInput = v
-		case "audio_second":
-			pc.AudioSecond = v
-		case "characters":
-			pc.Characters = v
-		case "task":
-			pc.Task = v
-		case "video_second":
-			pc.VideoSecond = v
-		case "max_seconds":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return "", nil, d.Errf("price %s: max_seconds must be a positive number of seconds, not %q", model, v)
-			}
-			pc.MaxSeconds = n
-			continue
-		case "batch_input", "batch_output", "batch_discount":
-			if err := parseBatchPrice(pc, opt, v); err != nil {
-				return "", nil, d.Errf("price %s: %v", model, err)
-			}
-			continue
-		case "max_output":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return "", nil, d.Errf("price %s: max_output must be a positive number of tokens, not %q", model, v)
-			}
-			pc.MaxOutput = n
-			continue
-		default:
-			return "", nil, d.Errf("price %s: unrecognized option %q", model, opt)
-		}
-		if _, err := (&PriceConfig{Input: v}).Price(); err != nil {
-			return "", nil, d.Errf("price %s: %s: %v", model, opt, err)
+		if err := pc.Set(model, opt, v); err != nil {
+			return "", nil, d.WrapErr(err)
 		}
 	}
 	return model, pc, nil

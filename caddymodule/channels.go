@@ -23,7 +23,7 @@ import (
 // without a key is skipped, with a warning. These are the Caddyfile's
 // channels; those made at runtime join them (runtimecfg).
 func (a *App) provisionChannels(ctx caddy.Context, repl *caddy.Replacer) (map[string]*engine.Upstream, error) {
-	a.partTokens = map[string]int64{}
+	a.partTokens = &engine.ImageParts{Fixed: a.PartTokens}
 	a.transports = engine.Transports{}
 	upstreams := map[string]*engine.Upstream{}
 	var chans []*routing.Channel
@@ -107,7 +107,7 @@ func (a *App) buildChannel(ctx caddy.Context, cc *ChannelConfig, keys []string, 
 		}
 	}
 	for m, n := range engine.PartTokens(ch, prov) {
-		a.notePartTokens(m, n)
+		a.partTokens.Note(m, n)
 	}
 	return ch, up, nil
 }

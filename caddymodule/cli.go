@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/gatewaycmd"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -53,15 +51,7 @@ func cliStore(cmd *cobra.Command) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(dbc.Driver, dbc.DSN)
-	if err != nil {
-		return nil, err
-	}
-	if err := account.BootstrapRoot(context.Background(), st, caddy.Log().Named("gateway"), os.Stderr); err != nil {
-		st.Close()
-		return nil, err
-	}
-	return st, nil
+	return gatewaycmd.OpenDatabase(dbc.Driver, dbc.DSN, caddy.Log().Named("gateway"), os.Stderr)
 }
 
 // cliDatabase finds the config as Caddy's own commands do (--config, or
@@ -73,7 +63,7 @@ func cliStore(cmd *cobra.Command) (store.Store, error) {
 // It also returns the plans and budget groups the config defines, for the
 // commands that assign them; nil when no config was read (names then go
 // unchecked).
-func cliDatabase(cmd *cobra.Command) (DatabaseConfig, *cliBudgets, error) {
+func cliDatabase(cmd *cobra.Command) (DatabaseConfig, *gatewaycmd.ConfigBudgets, error) {
 	dbc := DatabaseConfig{Driver: "sqlite", DSN: defaultDSN}
 	body, path, err := cliConfig(cmd)
 	if err != nil || body == nil {
@@ -82,8 +72,8 @@ func cliDatabase(cmd *cobra.Command) (DatabaseConfig, *cliBudgets, error) {
 	var cfg struct {
 		Apps struct {
 			Gateway struct {
-				Database *DatabaseConfig `json:"database"`
-				Budgets  cliBudgets      `json:"budgets"`
+				Database *DatabaseConfig          `json:"database"`
+				Budgets  gatewaycmd.ConfigBudgets `json:"budgets"`
 			} `json:"gateway"`
 		} `json:"apps"`
 	}
@@ -141,12 +131,6 @@ func cliConfig(cmd *cobra.Command) ([]byte, string, error) {
 	return body, path, nil
 }
 
-// cliBudgets are the names of the config's plans and budget groups.
-type cliBudgets struct {
-	Plans  map[string]json.RawMessage `json:"plans"`
-	Groups map[string]json.RawMessage `json:"groups"`
-}
-
 // cliKnown says whether the config names a plan or a budget group, or
 // the database keeps a plan made at runtime of that name; nil when the
 // command read no config.
@@ -155,10 +139,5 @@ func cliKnown(cmd *cobra.Command) (func(kind, name string) bool, error) {
 	if err != nil || b == nil {
 		return nil, err
 	}
-	return func(kind, name string) bool {
-		if kind == "plan" {
-			return b.Plans[name] != nil || gatewaycmd.RuntimePlanKnown(dbc.Driver, dbc.DSN, name)
-		}
-		return b.Groups[name] != nil
-	}, nil
+	return b.Known(dbc.Driver, dbc.DSN), nil
 }

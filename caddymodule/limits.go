@@ -14,18 +14,7 @@ import (
 // LimitsConfig is the gateway-wide default rate limits of every key; a
 // token or user can carry its own (caddy gateway token set --rpm ...).
 // Zero means no limit.
-type LimitsConfig struct {
-	RPM         int64 `json:"rpm,omitempty"`
-	TPM         int64 `json:"tpm,omitempty"`
-	MaxParallel int64 `json:"max_parallel,omitempty"`
-}
-
-func (lc *LimitsConfig) limits() store.Limits {
-	if lc == nil {
-		return store.Limits{}
-	}
-	return store.Limits{RPM: lc.RPM, TPM: lc.TPM, MaxParallel: lc.MaxParallel}
-}
+type LimitsConfig = store.Limits
 
 // UsageConfig tunes the usage writer. The writer belongs to the database
 // and outlives reloads: the first configuration to open a database sets it.
@@ -67,19 +56,8 @@ func parseLimits(d *caddyfile.Dispenser) (*LimitsConfig, error) {
 		return nil, d.ArgErr()
 	}
 	err := eachOption(d, func(opt, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return d.Errf("limits: %s must be a whole number, 0 for no limit, not %q", opt, v)
-		}
-		switch opt {
-		case "rpm":
-			lc.RPM = n
-		case "tpm":
-			lc.TPM = n
-		case "max_parallel":
-			lc.MaxParallel = n
-		default:
-			return d.Errf("limits: unrecognized option %q (rpm, tpm, max_parallel)", opt)
+		if err := billing.SetLimit(lc, opt, v); err != nil {
+			return d.WrapErr(err)
 		}
 		return nil
 	})

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -26,15 +25,8 @@ type PaymentsConfig struct {
 	Prices []PaymentPriceConfig `json:"prices,omitempty"`
 }
 
-// PaymentPriceConfig is one item of the price list: the customer pays
-// Amount (a decimal in the currency's major unit, "10.00") of Currency
-// (ISO 4217) and is credited Units (1,000,000 = 1 USD).
-type PaymentPriceConfig struct {
-	ID       string `json:"id"`
-	Amount   string `json:"amount"`
-	Currency string `json:"currency"`
-	Units    int64  `json:"units"`
-}
+// PaymentPriceConfig is one item of the price list (payments.PriceConfig).
+type PaymentPriceConfig = payments.PriceConfig
 
 // parsePayments reads
 //
@@ -82,9 +74,9 @@ func parsePayments(d *caddyfile.Dispenser) (*PaymentsConfig, error) {
 				return nil, d.Errf("payments: prices takes a block, one '<id> <amount> <currency> <credit units>' a line")
 			}
 			for inner := d.Nesting(); d.NextBlock(inner); {
-				p, err := parsePaymentPrice(d)
+				p, err := payments.ParsePrice(append([]string{d.Val()}, d.RemainingArgs()...))
 				if err != nil {
-					return nil, err
+					return nil, d.WrapErr(err)
 				}
 				c.Prices = append(c.Prices, p)
 			}
@@ -103,22 +95,6 @@ func parsePayments(d *caddyfile.Dispenser) (*PaymentsConfig, error) {
 	}
 	c.ProviderRaw = caddyconfig.JSONModuleObject(unm, "name", name, nil)
 	return c, nil
-}
-
-func parsePaymentPrice(d *caddyfile.Dispenser) (PaymentPriceConfig, error) {
-	args := append([]string{d.Val()}, d.RemainingArgs()...)
-	if len(args) != 4 {
-		return PaymentPriceConfig{}, d.Errf("payments: a price is '<id> <amount> <currency> <credit units>', e.g. 'usd10 10.00 usd 10000000', not %q", strings.Join(args, " "))
-	}
-	units, err := strconv.ParseInt(args[3], 10, 64)
-	if err != nil || units <= 0 {
-		return PaymentPriceConfig{}, d.Errf("payments: price %s: the credit must be a positive whole number of units (1000000 = 1 USD), not %q", args[0], args[3])
-	}
-	p := PaymentPriceConfig{ID: args[0], Amount: args[1], Currency: strings.ToLower(args[2]), Units: units}
-	if _, err := payments.ParseAmount(p.Amount, p.Currency); err != nil {
-		return PaymentPriceConfig{}, d.Err(err.Error())
-	}
-	return p, nil
 }
 
 func knownProviders() []string {
@@ -147,14 +123,9 @@ func (c *PaymentsConfig) service(ctx caddy.Context, a *App) (*payments.Service, 
 		return nil, fmt.Errorf("payments: module %T is not a payment provider", mod)
 	}
 	name := mod.(caddy.Module).CaddyModule().ID.Name()
-	items := make([]payments.Item, 0, len(c.Prices))
-	for _, p := range c.Prices {
-		cur := strings.ToLower(p.Currency)
-		amount, err := payments.ParseAmount(p.Amount, cur)
-		if err != nil {
-			return nil, fmt.Errorf("payments: %w", err)
-		}
-		items = append(items, payments.Item{ID: p.ID, Amount: amount, Currency: cur, Units: p.Units})
+	items, err := payments.Items(c.Prices)
+	if err != nil {
+		return nil, err
 	}
 	repl := caddy.NewReplacer()
 	return payments.New(payments.Config{

@@ -70,15 +70,9 @@ func parsePriceTier(d *caddyfile.Dispenser, model string, pc *PriceConfig) error
 		if !d.Args(&v) || d.NextArg() {
 			return d.Errf("price %s: above %d: %s takes one price in USD per million tokens", model, n, opt)
 		}
-		dst := map[string]*string{"input": &tc.Input, "output": &tc.Output, "cached_input": &tc.CachedInput,
-			"cache_write": &tc.CacheWrite, "cache_write_1h": &tc.CacheWrite1h}[opt]
-		if dst == nil {
-			return d.Errf("price %s: above %d: unrecognized option %q (a tier has input, output, cached_input, cache_write, cache_write_1h)", model, n, opt)
+		if err := tc.Set(opt, v); err != nil {
+			return d.Errf("price %s: above %d: %v", model, n, err)
 		}
-		if _, err := billing.ParseUSD(v); err != nil {
-			return d.Errf("price %s: above %d: %s: %v", model, n, opt, err)
-		}
-		*dst = v
 	}
 	if tc.Input == "" || tc.Output == "" {
 		return d.Errf("price %s: above %d: a tier needs both its input and output prices", model, n)
@@ -117,40 +111,12 @@ func cliPrices(cmd *cobra.Command) (map[string]*billing.Price, error) {
 }
 
 // provisionPrices converts the configuration's prices, then prices from
-// the catalogues the models those do not price.
+// the catalogues the models those do not price (billing.BuildPrices).
 func (a *App) provisionPrices() error {
-	prices, err := billing.ConfigPrices(a.Prices)
+	prices, err := billing.BuildPrices(a.Prices, a.PriceFiles, a.log)
 	if err != nil {
 		return err
 	}
-	for _, pf := range a.PriceFiles {
-		n, err := pf.AddTo(prices)
-		if err != nil {
-			return err
-		}
-		a.log.Info("prices read from a catalogue", zap.String("file", pf.Path), zap.Int("models", n))
-	}
 	a.prices = prices
-	return nil
-}
-
-// parseBatchPrice reads a price's batch terms: `batch_input <usd>`,
-// `batch_output <usd>` (per million tokens) and `batch_discount <n>%`.
-func parseBatchPrice(pc *PriceConfig, opt, v string) error {
-	switch opt {
-	case "batch_input":
-		pc.BatchInput = v
-	case "batch_output":
-		pc.BatchOutput = v
-	case "batch_discount":
-		if _, err := billing.ParseDiscount(v); err != nil {
-			return err
-		}
-		pc.BatchDiscount = v
-		return nil
-	}
-	if _, err := billing.ParseUSD(v); err != nil {
-		return fmt.Errorf("%s: %w", opt, err)
-	}
 	return nil
 }

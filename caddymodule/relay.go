@@ -11,6 +11,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/internal/bodies"
 	"github.com/caddy-model-gateway/gateway/internal/serverside"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/keys/keyauth"
 	"github.com/caddy-model-gateway/gateway/relayhttp"
 	"github.com/caddy-model-gateway/gateway/store"
 )
@@ -74,7 +75,7 @@ func (a *App) relayHandler(log *zap.Logger, done <-chan struct{}) *relayhttp.Han
 		Done:               done,
 		Request:            a.serverSide(log),
 		ClientSecret: func(r *http.Request) *store.ClientSecret {
-			return clientSecretFrom(r.Context())
+			return keyauth.ClientSecretFrom(r.Context())
 		},
 	})
 }

@@ -16,17 +16,10 @@ type SSOConfig struct {
 	OIDC *OIDCConfig `json:"oidc,omitempty"`
 }
 
-// OIDCConfig is an OpenID Connect provider. ClientSecret is read through
-// the replacer when the app starts, so the config (and the admin API that
-// shows it) holds only "{env.NAME}".
-type OIDCConfig struct {
-	Issuer         string   `json:"issuer"`
-	ClientID       string   `json:"client_id"`
-	ClientSecret   string   `json:"client_secret"`
-	RedirectURL    string   `json:"redirect_url,omitempty"`
-	AllowedDomains []string `json:"allowed_domains"`
-	RoleClaim      string   `json:"role_claim,omitempty"`
-}
+// OIDCConfig is an OpenID Connect provider (oidc.Config). ClientSecret is
+// read through the replacer when the app starts, so the config (and the
+// admin API that shows it) holds only "{env.NAME}".
+type OIDCConfig = oidc.Config
 
 // parseSSO reads
 //
@@ -47,31 +40,8 @@ func parseSSO(d *caddyfile.Dispenser) (*SSOConfig, error) {
 	}
 	c := &OIDCConfig{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		args := d.RemainingArgs()
-		if opt == "allowed_domains" {
-			if len(args) == 0 {
-				return nil, d.Errf("allowed_domains takes one or more email domains, or * for any")
-			}
-			c.AllowedDomains = append(c.AllowedDomains, args...)
-			continue
-		}
-		if len(args) != 1 {
-			return nil, d.Errf("sso oidc: %s takes one value", opt)
-		}
-		switch opt {
-		case "issuer":
-			c.Issuer = args[0]
-		case "client_id":
-			c.ClientID = args[0]
-		case "client_secret":
-			c.ClientSecret = args[0]
-		case "redirect_url":
-			c.RedirectURL = args[0]
-		case "role_claim":
-			c.RoleClaim = args[0]
-		default:
-			return nil, d.Errf("sso oidc: unrecognized option %q (known: issuer, client_id, client_secret, allowed_domains, role_claim, redirect_url)", opt)
+		if err := c.Set(d.Val(), d.RemainingArgs()); err != nil {
+			return nil, d.WrapErr(err)
 		}
 	}
 	return &SSOConfig{OIDC: c}, nil

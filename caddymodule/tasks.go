@@ -7,7 +7,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/tasks"
 	"github.com/caddy-model-gateway/gateway/tasks/taskapi"
 )
@@ -57,12 +56,7 @@ func (h *Tasks) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if !isTaskPath(r.URL.Path) {
 		return next.ServeHTTP(w, r) // another handler's path
 	}
-	id := identityFrom(r.Context())
-	if id == nil {
-		return writeError(w, h.app.taskDialect, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication,
-			Message: "no API key was checked: put gateway_auth before gateway_tasks in the Caddyfile"})
-	}
-	return h.api.ServeTask(w, r, id)
+	return h.api.ServeTask(w, r, identityFrom(r.Context()))
 }
 
 // Interface guards.

@@ -295,6 +295,20 @@ const (
 	DefaultDrainMaxBytes = 4 << 20
 )
 
+// ConfiguredDrain is the drain as configured: timeout 0 is the default,
+// a negative one no drain; maxBytes 0 or less is the default.
+func ConfiguredDrain(timeout time.Duration, maxBytes int64) DrainBounds {
+	d := DrainBounds{Timeout: timeout, MaxBytes: maxBytes}
+	if d.Timeout == 0 {
+		d.Timeout = DefaultDrainTimeout
+	}
+	d.Timeout = max(d.Timeout, 0)
+	if d.MaxBytes <= 0 {
+		d.MaxBytes = DefaultDrainMaxBytes
+	}
+	return d
+}
+
 // drain reads the rest of a stream whose client has gone, writing nothing,
 // so that the usage it reports at its end is billed; it reports whether
 // the upstream's end came. It stops at the drain's bounds (the attempt's

@@ -344,6 +344,21 @@ func DefaultJournal(driver, dsn, dataDir string) string {
 	return filepath.Join(dataDir, "gateway", driver+"-"+hex.EncodeToString(sum[:6])+".usage-journal")
 }
 
+// DefaultFiles is where the Files and Batch APIs keep files' bytes: a
+// directory "files" beside a SQLite file; for a database that is not a
+// file here, in the data directory dataDir (several instances on one
+// database need it shared).
+func DefaultFiles(driver, dsn, dataDir string) string {
+	if driver == "sqlite" {
+		path := strings.TrimPrefix(dsn, "file:")
+		path, _, _ = strings.Cut(path, "?")
+		if path != "" && path != ":memory:" {
+			return filepath.Join(filepath.Dir(path), "files")
+		}
+	}
+	return filepath.Join(dataDir, "gateway", "files")
+}
+
 // leasedLedger is a database's quota ledger: it admits against slices of
 // the balances leased from the store, so that gateway instances sharing
 // the database never spend the same unit (billing/lease.go). Leases are

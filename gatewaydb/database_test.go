@@ -2,6 +2,7 @@ package gatewaydb
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +26,22 @@ func TestDefaultJournal(t *testing.T) {
 	}
 	if m := DefaultJournal("sqlite", ":memory:", data); filepath.Dir(m) != filepath.Dir(a) {
 		t.Errorf("SQLite in memory: %q", m)
+	}
+}
+
+// Files' bytes are kept beside a SQLite file, else under the data
+// directory.
+func TestDefaultFiles(t *testing.T) {
+	data := t.TempDir()
+	if got := DefaultFiles("sqlite", "file:/srv/gw.db?_busy_timeout=100", data); got != "/srv/files" {
+		t.Errorf("SQLite file: %q", got)
+	}
+	want := filepath.Join(data, "gateway", "files")
+	for _, dsn := range []string{"sqlite :memory:", "postgres postgres://gw@db/a"} {
+		driver, source, _ := strings.Cut(dsn, " ")
+		if got := DefaultFiles(driver, source, data); got != want {
+			t.Errorf("%s: %q, want %q", dsn, got, want)
+		}
 	}
 }
 

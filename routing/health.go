@@ -19,6 +19,22 @@ type HealthPolicy struct {
 // DefaultHealthPolicy is the policy of a gateway that configures none.
 var DefaultHealthPolicy = HealthPolicy{ConsecutiveFailures: 5, BaseEjection: 30 * time.Second, MaxEjection: 5 * time.Minute}
 
+// WithDefaults is p with each figure it leaves zero taken from
+// DefaultHealthPolicy: a configuration sets only what it changes.
+func (p HealthPolicy) WithDefaults() HealthPolicy {
+	d := DefaultHealthPolicy
+	if p.ConsecutiveFailures > 0 {
+		d.ConsecutiveFailures = p.ConsecutiveFailures
+	}
+	if p.BaseEjection > 0 {
+		d.BaseEjection = p.BaseEjection
+	}
+	if p.MaxEjection > 0 {
+		d.MaxEjection = p.MaxEjection
+	}
+	return d
+}
+
 // health is one channel's state. Every plan reads until, so it is atomic;
 // the rest changes only on an upstream's answer, under the mutex.
 type health struct {

@@ -114,7 +114,7 @@ func (h *Handler) knownBudget(kind, name string) bool {
 		return false
 	}
 	if kind == "plan" {
-		return h.budgets.Plan(name) != nil
+		return h.budgets.PlanNamed(name) != nil
 	}
 	return h.budgets.Groups[name] != nil
 }

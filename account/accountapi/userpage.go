@@ -287,7 +287,7 @@ func (h *Handler) listPlans(w http.ResponseWriter, r *http.Request, c *caller) (
 	plans, groups := []planView{}, []groupView{}
 	if h.budgets != nil {
 		for _, name := range h.budgets.PlanNames() {
-			p := h.budgets.Plan(name)
+			p := h.budgets.PlanNamed(name)
 			if p == nil {
 				continue
 			}

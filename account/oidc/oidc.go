@@ -33,26 +33,57 @@ import (
 	"github.com/caddy-model-gateway/gateway/store"
 )
 
-// Config is one OpenID Connect provider as the operator configured it.
+// Config is one OpenID Connect provider as the operator configured it
+// (the JSON config's, and the Caddyfile's `sso oidc` block through Set).
 type Config struct {
 	// Issuer is the provider's issuer URL; discovery reads
 	// <Issuer>/.well-known/openid-configuration.
-	Issuer       string
-	ClientID     string
-	ClientSecret string
+	Issuer       string `json:"issuer"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
 	// RedirectURL is the callback address registered with the provider;
 	// empty means the address the browser reached the gateway by.
-	RedirectURL string
+	RedirectURL string `json:"redirect_url,omitempty"`
 	// AllowedDomains are the email domains that may sign in; "*" allows
 	// any (for a provider that only has the operator's own people).
-	AllowedDomains []string
+	AllowedDomains []string `json:"allowed_domains"`
 	// RoleClaim names the ID token claim (a dotted path into nested
 	// objects, such as realm_access.roles) whose value "admin", alone or
 	// in a list, makes the user an administrator; any other value a
 	// plain user. Empty: the provider does not set roles.
-	RoleClaim string
+	RoleClaim string `json:"role_claim,omitempty"`
 	// HTTPClient reaches the provider; nil means one with a 15s timeout.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
+}
+
+// Set sets one option of the Caddyfile's `sso oidc` block from its
+// values: allowed_domains takes one or more, the others one each.
+func (c *Config) Set(opt string, args []string) error {
+	if opt == "allowed_domains" {
+		if len(args) == 0 {
+			return errors.New("allowed_domains takes one or more email domains, or * for any")
+		}
+		c.AllowedDomains = append(c.AllowedDomains, args...)
+		return nil
+	}
+	if len(args) != 1 {
+		return fmt.Errorf("sso oidc: %s takes one value", opt)
+	}
+	switch opt {
+	case "issuer":
+		c.Issuer = args[0]
+	case "client_id":
+		c.ClientID = args[0]
+	case "client_secret":
+		c.ClientSecret = args[0]
+	case "redirect_url":
+		c.RedirectURL = args[0]
+	case "role_claim":
+		c.RoleClaim = args[0]
+	default:
+		return fmt.Errorf("sso oidc: unrecognized option %q (known: issuer, client_id, client_secret, allowed_domains, role_claim, redirect_url)", opt)
+	}
+	return nil
 }
 
 // Provider signs people in through one OpenID Connect provider. It is

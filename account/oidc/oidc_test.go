@@ -306,3 +306,24 @@ func TestConfigChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The `sso oidc` block's options set the provider's configuration:
+// allowed_domains adds one or more, the others take one value each.
+func TestConfigSet(t *testing.T) {
+	c := &oidc.Config{}
+	for _, line := range [][]string{{"issuer", "https://id.example"}, {"client_id", "gw"}, {"client_secret", "{env.S}"},
+		{"allowed_domains", "a.example", "b.example"}, {"allowed_domains", "c.example"}, {"role_claim", "realm_access.roles"}, {"redirect_url", "https://gw.example/cb"}} {
+		if err := c.Set(line[0], line[1:]); err != nil {
+			t.Fatalf("%v: %v", line, err)
+		}
+	}
+	if c.Issuer != "https://id.example" || c.ClientID != "gw" || c.ClientSecret != "{env.S}" || len(c.AllowedDomains) != 3 ||
+		c.RoleClaim != "realm_access.roles" || c.RedirectURL != "https://gw.example/cb" {
+		t.Fatalf("set: %+v", c)
+	}
+	for _, line := range [][]string{{"issuer"}, {"issuer", "a", "b"}, {"allowed_domains"}, {"scopes", "openid"}} {
+		if err := c.Set(line[0], line[1:]); err == nil {
+			t.Errorf("%v accepted", line)
+		}
+	}
+}

@@ -275,7 +275,7 @@ func (g *Gen) ms(n int64) int64 {
 	return g.start + int64(float64(n)*float64(g.span)/float64(g.cfg.Rows))
 }
 
-// requestID is the gateway's id (caddymodule's newRequestID) for a
+// requestID is the gateway's id (serverside.NewRequestID) for a
 // request at ms: the time in milliseconds, then 80 random bits, in hex.
 func requestID(r *rand.Rand, ms int64) string {
 	var b [16]byte

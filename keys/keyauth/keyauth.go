@@ -5,7 +5,7 @@
 // attempts of each client address limited; and each refusal given as a
 // neutral error the Caddy layer answers in the caller's dialect. It
 // imports no Caddy: what only the Caddy layer knows (the client's address
-// as the server determined it, client secrets) comes in through Config.
+// as the server determined it) comes in through Config.
 package keyauth
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/caddy-model-gateway/gateway/account/accountapi"
 	"github.com/caddy-model-gateway/gateway/adapters"
 	"github.com/caddy-model-gateway/gateway/keys"
+	"github.com/caddy-model-gateway/gateway/store"
 	"github.com/caddy-model-gateway/gateway/tracing"
 )
 
@@ -42,11 +43,13 @@ type SessionLookup interface {
 	Identity(w http.ResponseWriter, r *http.Request) (*keys.Identity, *adapters.Error)
 }
 
-// ClientSecretLookup authenticates a Realtime client secret sent for the
-// route (d, op): the request to go on with (carrying the secret), its
-// identity, or a refusal, or an error (keys.ErrUnknownKey for a secret not
-// valid).
-type ClientSecretLookup func(r *http.Request, d adapters.Dialect, op adapters.Operation, secret string) (*http.Request, *keys.Identity, *adapters.Error, error)
+// ClientSecretStore is where Realtime client secrets and the keys that
+// minted them are found (keys.LookupClientSecret).
+type ClientSecretStore interface {
+	store.ClientSecretStore
+	TokenByID(ctx context.Context, id int64) (*store.Token, error)
+	UserByID(ctx context.Context, id int64) (*store.User, error)
+}
 
 // Config is what an Authenticator works with.
 type Config struct {
@@ -55,8 +58,8 @@ type Config struct {
 	Dialects []adapters.Dialect
 	Keys     KeyLookup
 	Sessions SessionLookup
-	// ClientSecret authenticates a Realtime client secret (ek_...).
-	ClientSecret ClientSecretLookup
+	// ClientSecrets finds Realtime client secrets (ek_...).
+	ClientSecrets ClientSecretStore
 	// Failures counts failed authentications by client address; it lives
 	// as long as the database, across reloads.
 	Failures *keys.LRU
@@ -130,7 +133,7 @@ func (a *Authenticator) Identify(w http.ResponseWriter, r *http.Request, d adapt
 	var err error
 	if keys.IsClientSecret(key) {
 		var e *adapters.Error
-		if r, id, e, err = a.cfg.ClientSecret(r, d, op, key); e != nil {
+		if r, id, e, err = a.clientSecret(r, op, key); e != nil {
 			return r, nil, e
 		}
 		if errors.Is(err, keys.ErrUnknownKey) {

@@ -67,6 +67,18 @@ func (f fakeSessions) Identity(http.ResponseWriter, *http.Request) (*keys.Identi
 	return f.id, f.e
 }
 
+// noSecrets knows no client secret.
+type noSecrets struct{}
+
+func (noSecrets) CreateClientSecret(context.Context, *store.ClientSecret) error { return nil }
+func (noSecrets) ClientSecretByHash(context.Context, string) (*store.ClientSecret, error) {
+	return nil, store.ErrNotFound
+}
+func (noSecrets) TokenByID(context.Context, int64) (*store.Token, error) {
+	return nil, store.ErrNotFound
+}
+func (noSecrets) UserByID(context.Context, int64) (*store.User, error) { return nil, store.ErrNotFound }
+
 func identity(status string, expires time.Time) *keys.Identity {
 	return &keys.Identity{User: &store.User{ID: 1, Username: "ada", Status: store.UserEnabled},
 		Token: &store.Token{ID: 2, Status: status, ExpiresAt: expires}}
@@ -74,15 +86,10 @@ func identity(status string, expires time.Time) *keys.Identity {
 
 func newAuth(k *fakeKeys, s fakeSessions) *Authenticator {
 	return New(Config{
-		Dialects: []adapters.Dialect{headerDialect{header: "X-Goog-Api-Key"}, headerDialect{header: "X-Api-Key"}},
-		Keys:     k,
-		Sessions: s,
-		ClientSecret: func(r *http.Request, _ adapters.Dialect, op adapters.Operation, _ string) (*http.Request, *keys.Identity, *adapters.Error, error) {
-			if op != adapters.OpRealtime {
-				return r, nil, &adapters.Error{Status: http.StatusUnauthorized, Code: "client_secret_not_allowed"}, nil
-			}
-			return r, nil, nil, keys.ErrUnknownKey
-		},
+		Dialects:      []adapters.Dialect{headerDialect{header: "X-Goog-Api-Key"}, headerDialect{header: "X-Api-Key"}},
+		Keys:          k,
+		Sessions:      s,
+		ClientSecrets: noSecrets{},
 		Failures:      keys.NewLRU(100),
 		ClientAddress: func(r *http.Request) string { return r.RemoteAddr },
 	})
@@ -197,5 +204,35 @@ func TestFailedAttemptsLimited(t *testing.T) {
 	now = now.Add(FailureWindow + time.Second)
 	if _, e := try("192.0.2.1", "sk-good"); e != nil {
 		t.Fatalf("refused after the window: %v", e)
+	}
+}
+
+// oneSecret knows the client secret ek_known, minted by good's key.
+type oneSecret struct{ good *keys.Identity }
+
+func (oneSecret) CreateClientSecret(context.Context, *store.ClientSecret) error { return nil }
+func (s oneSecret) ClientSecretByHash(_ context.Context, h string) (*store.ClientSecret, error) {
+	if h != keys.Hash("ek_known") {
+		return nil, store.ErrNotFound
+	}
+	return &store.ClientSecret{IDHash: h, TokenID: s.good.Token.ID}, nil
+}
+func (s oneSecret) TokenByID(context.Context, int64) (*store.Token, error) { return s.good.Token, nil }
+func (s oneSecret) UserByID(context.Context, int64) (*store.User, error)   { return s.good.User, nil }
+
+// A client secret opens the Realtime socket as the key that minted it,
+// and the request carries the secret on; a key's request carries none.
+func TestClientSecretOnTheRequest(t *testing.T) {
+	good := identity(store.TokenEnabled, time.Time{})
+	a := newAuth(&fakeKeys{key: "sk-a", id: good}, fakeSessions{})
+	a.cfg.ClientSecrets = oneSecret{good}
+	d := headerDialect{header: "X-Api-Key"}
+	r, id, e := a.Identify(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/realtime", nil), d, adapters.OpRealtime, "ek_known")
+	if e != nil || id == nil || id.Token != good.Token || ClientSecretFrom(r.Context()) == nil {
+		t.Fatalf("secret: %v %v %v", e, id, ClientSecretFrom(r.Context()))
+	}
+	r, _, e = a.Identify(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/realtime", nil), d, adapters.OpRealtime, "sk-a")
+	if e != nil || ClientSecretFrom(r.Context()) != nil {
+		t.Fatalf("key: %v %v", e, ClientSecretFrom(r.Context()))
 	}
 }

@@ -226,6 +226,19 @@ func TestTaskPathsRefused(t *testing.T) {
 	}
 }
 
+// A task request no key was checked for (gateway_tasks before
+// gateway_auth) is refused in the task shape, saying what to reorder.
+func TestTaskWithoutIdentity(t *testing.T) {
+	r := newRig(t, tasks.Config{})
+	w := httptest.NewRecorder()
+	if err := r.api.ServeTask(w, httptest.NewRequest(http.MethodPost, tasks.SubmitPath, nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "put gateway_auth before gateway_tasks") {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+}
+
 func TestListLimit(t *testing.T) {
 	for _, tc := range []struct {
 		s         string

@@ -20,8 +20,12 @@ func (h *API) fail(w http.ResponseWriter, e *adapters.Error) error {
 }
 
 // ServeTask answers a task endpoint's request (tasks.IsPath) for the
-// caller id: submit, status or file.
+// caller id (nil: no key was checked): submit, status or file.
 func (h *API) ServeTask(w http.ResponseWriter, r *http.Request, id *keys.Identity) error {
+	if id == nil {
+		return h.fail(w, &adapters.Error{Status: http.StatusUnauthorized, Type: adapters.ErrAuthentication,
+			Message: "no API key was checked: put gateway_auth before gateway_tasks in the Caddyfile"})
+	}
 	p := r.URL.Path
 	switch {
 	case p == tasks.SubmitPath:

@@ -1,4 +1,4 @@
-package caddymodule
+package serverside
 
 import (
 	"testing"
@@ -10,13 +10,13 @@ import (
 // index grows at its end.
 func TestRequestIDsSortByTime(t *testing.T) {
 	seen := map[string]bool{}
-	prev := newRequestID()
+	prev := NewRequestID()
 	for i := range 2000 {
 		if i%500 == 0 {
 			time.Sleep(2 * time.Millisecond)
 		}
-		id := newRequestID()
-		if len(id) != 32 || !wellFormedRequestID(id) {
+		id := NewRequestID()
+		if len(id) != 32 || !WellFormedRequestID(id) {
 			t.Fatalf("id %q", id)
 		}
 		if seen[id] {
@@ -28,9 +28,9 @@ func TestRequestIDsSortByTime(t *testing.T) {
 		}
 		prev = id
 	}
-	first, last := newRequestID(), ""
+	first, last := NewRequestID(), ""
 	time.Sleep(2 * time.Millisecond)
-	last = newRequestID()
+	last = NewRequestID()
 	if last <= first {
 		t.Errorf("an id made 2 ms later (%s) does not sort after %s", last, first)
 	}

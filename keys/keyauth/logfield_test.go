@@ -1,4 +1,4 @@
-package caddymodule
+package keyauth
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestAccessLogFieldsInline(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantLine := want.String()
-			got, err := enc.EncodeEntry(entry, []zapcore.Field{accessLogField("r-1", c.id)})
+			got, err := enc.EncodeEntry(entry, []zapcore.Field{LogField("r-1", c.id)})
 			if err != nil {
 				t.Fatal(err)
 			}
