@@ -22,7 +22,7 @@
 -- operator classes, and 0028 made no index) there is nothing to split.
 DO $$
 DECLARE
-	part regclass;
+	part record;
 	k int;
 	spec text := 'USING brin (created_at, upstream_request_id text_bloom_ops (n_distinct_per_range = 256, false_positive_rate = 0.0002))'
 		' WITH (pages_per_range = 128, autosummarize = on) WHERE (hashtext(upstream_request_id) & 15) = ';
@@ -33,10 +33,11 @@ BEGIN
 	FOR k IN 0..15 LOOP
 		EXECUTE format('CREATE INDEX %I ON ONLY usage_logs %s %s', 'usage_logs_upstream_part' || k, spec, k);
 	END LOOP;
-	FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'usage_logs'::regclass ORDER BY 1 LOOP
+	FOR part IN SELECT c.oid::regclass AS tab, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'usage_logs'::regclass ORDER BY c.relname LOOP
 		FOR k IN 0..15 LOOP
-			EXECUTE format('CREATE INDEX %I ON %s %s %s', part::text || '_upstream_part' || k, part, spec, k);
-			EXECUTE format('ALTER INDEX %I ATTACH PARTITION %I', 'usage_logs_upstream_part' || k, part::text || '_upstream_part' || k);
+			EXECUTE format('CREATE INDEX %I ON %s %s %s', part.relname || '_upstream_part' || k, part.tab, spec, k);
+			EXECUTE format('ALTER INDEX %I ATTACH PARTITION %I', 'usage_logs_upstream_part' || k, part.relname || '_upstream_part' || k);
 		END LOOP;
 	END LOOP;
 	DROP INDEX IF EXISTS usage_logs_upstream_request_id;
