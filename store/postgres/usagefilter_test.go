@@ -363,3 +363,38 @@ func TestUpstreamRequestIDPartsAfterUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// The upstream request id's statement is planned for its values at every
+// run, never prepared and cached as pgx does by default: after five runs
+// of a cached statement PostgreSQL may take its generic plan, which does
+// not know the time range and walked every day's created_at index (2.3-4 s
+// at 5 million rows, bench/README.md, "PostgreSQL: the upstream request id
+// over all time").
+func TestUpstreamRequestIDStatementNotCached(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(testCluster.Database(t) + "&pool_max_conns=1") // one connection: the one asked below
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*Store)
+	for range 7 {
+		if _, err := s.ListUsage(ctx, store.UsageFilter{RequestID: "chatcmpl-nosuchid"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var upstream, gateway int
+	// the patterns are split so that this statement, cached too, does not match itself
+	if err := s.pool.QueryRow(ctx, `SELECT
+		COUNT(*) FILTER (WHERE statement LIKE '%upstream_request_id' || ' = %'),
+		COUNT(*) FILTER (WHERE statement LIKE '%WHERE request_id' || ' = %')
+		FROM pg_prepared_statements`).Scan(&upstream, &gateway); err != nil {
+		t.Fatal(err)
+	}
+	if gateway == 0 {
+		t.Fatal("the gateway's request id statement is not among the connection's cached statements: the check looks at the wrong connection")
+	}
+	if upstream != 0 {
+		t.Errorf("the upstream request id's statement is cached (%d): its generic plan would come after five runs", upstream)
+	}
+}
