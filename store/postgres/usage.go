@@ -225,32 +225,57 @@ func (s *Store) ListUsage(ctx context.Context, f store.UsageFilter) ([]*store.Us
 }
 
 func (s *Store) listUsage(ctx context.Context, f store.UsageFilter, idColumn string) ([]*store.UsageLog, error) {
-	part := -1
 	if idColumn == "upstream_request_id" {
-		// the part's number is the server's hash of the id: the statement
-		// must name it as a constant for the planner to pick that part's
-		// index, so it is asked for first (a round trip of well under a
-		// millisecond, on the lookup that only runs when the gateway's own
-		// request id matched nothing)
-		if err := s.pool.QueryRow(ctx, upstreamPartOf, f.RequestID).Scan(&part); err != nil {
-			return nil, fmt.Errorf("list usage: the upstream request id's part: %w", err)
-		}
+		return s.listUsageByUpstreamID(ctx, f)
 	}
-	q, args, err := usageQuery(f, idColumn, part)
+	q, args, err := usageQuery(f, idColumn, -1)
 	if err != nil {
 		return nil, err
 	}
-	if part >= 0 {
-		// planned for its values every time (an unnamed statement): the
-		// cached statement's generic plan, which pgx's prepared statements
-		// get after five runs, took created_at >= $n for a third of every
-		// day, costed the part's filters above walking each day's
-		// created_at index newest first, and chose the walk (2.3-4 s over
-		// 5 million rows against 2 ms)
-		args = append([]any{pgx.QueryExecModeExec}, args...)
-	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	return collect(rows, err, store.ScanUsage, "list usage")
+}
+
+// listUsageByUpstreamID is listUsage for the upstream request id, in a
+// transaction of its own:
+//
+//   - the part's number is the server's hash of the id, and the statement
+//     must name it as a constant for the planner to pick that part's
+//     index, so it is asked for first;
+//   - the planner costs each day's part at one range of 128 pages, so
+//     over all time (90 days: 840,000) it would compile the plan's
+//     expressions (JIT, above jit_above_cost: 4.5 s at 50 million rows,
+//     for a statement that runs in 8-36 ms) and start parallel workers
+//     (each loading every day's indexes: 120-150 ms); neither, for this
+//     statement only (SET LOCAL);
+//   - the statement is planned for its values every time (an unnamed
+//     statement): the cached statement's generic plan, which pgx's
+//     prepared statements get after five runs, took created_at >= $n for
+//     a third of every day, costed the part's filters above walking each
+//     day's created_at index newest first, and chose the walk (2.3-4 s
+//     over 5 million rows against 2 ms).
+//
+// bench/README.md, "PostgreSQL: the upstream request id over all time".
+func (s *Store) listUsageByUpstreamID(ctx context.Context, f store.UsageFilter) ([]*store.UsageLog, error) {
+	var logs []*store.UsageLog
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		part := -1
+		if err := tx.QueryRow(ctx, `SELECT set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true),
+			`+upstreamPartOf, f.RequestID).Scan(nil, nil, &part); err != nil {
+			return fmt.Errorf("the upstream request id's part: %w", err)
+		}
+		q, args, err := usageQuery(f, "upstream_request_id", part)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, q, append([]any{pgx.QueryExecModeExec}, args...)...)
+		logs, err = collect(rows, err, store.ScanUsage, "list usage")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list usage by upstream request id: %w", err)
+	}
+	return logs, nil
 }
 
 // upstreamParts is how many parts the upstream request id's bloom filters
@@ -262,7 +287,7 @@ const upstreamParts = 16
 // part's index predicate spells it; upstreamPartOf computes it for an id.
 const (
 	upstreamPart   = "(hashtext(upstream_request_id) & 15)"
-	upstreamPartOf = "SELECT hashtext($1) & 15"
+	upstreamPartOf = "hashtext($1) & 15"
 )
 
 // usageQuery is listUsage's statement and its arguments; part is the

@@ -66,7 +66,7 @@ func partOf(t *testing.T, s *Store, id, idColumn string) int {
 		return -1
 	}
 	part := -1
-	if err := s.pool.QueryRow(context.Background(), upstreamPartOf, id).Scan(&part); err != nil {
+	if err := s.pool.QueryRow(context.Background(), `SELECT `+upstreamPartOf, id).Scan(&part); err != nil {
 		t.Fatal(err)
 	}
 	return part
