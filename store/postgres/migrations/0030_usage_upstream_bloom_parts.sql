@@ -3,16 +3,18 @@
 -- hashtext(upstream_request_id) & 15 is k, and a lookup (listUsage) names
 -- its id's part with the literal k, so the planner reads that part's
 -- index alone. Over all time the one index read every day's filters
--- whole (0.7 MB a day, 67 MB at 50 million rows: 0.7-1.1 s); a part's
--- filters are a sixteenth of the ids (bench/README.md, "PostgreSQL: the
--- upstream request id over all time").
+-- whole (0.7 MB a day, 67 MB at 50 million rows: 12,171 buffers); a
+-- part's filters are a sixteenth of the ids (1,178 buffers; bench/README.md,
+-- "PostgreSQL: the upstream request id over all time").
 --
 -- A part's filter of a range is sized for its share of the range's ids
 -- (n_distinct_per_range; the default would size every part for all of
 -- them) at a lower false-positive rate than 0028's 1 %: the heap pages of
 -- the ranges wrongly said "maybe" were becoming the larger part of the
--- read. The writer pays nothing more than the 16 predicates (a hash of
--- the id each): a range is summarized when it is full, as before.
+-- read. 128 pages a range, not 32: each part's summary of a range has
+-- about 50 bytes of its own besides its filter. The writer pays the 16
+-- predicates (a hash of the id each) and at most one part's summary, as
+-- it paid 0028's (no cost above the noise in BenchmarkInsertUsage).
 --
 -- The parents are made ON ONLY and each day's parts built day by day, so
 -- a day's heap is read 16 times while it is in the cache rather than the
