@@ -108,8 +108,9 @@ func (s *Store) keepPartitions(ctx context.Context) {
 //     rather than probing one index. Autovacuum analyzes a new day too,
 //     but only when a worker is free, and its workers may be busy on the
 //     big days for long.
-//   - the bloom filters of the upstream request id (a BRIN index, migration
-//     0028) are made for the day's full ranges not summarized yet:
+//   - the bloom filters of the upstream request id (16 partial BRIN
+//     indexes, one a part, migrations 0028 and 0030) are made for the
+//     day's ranges not summarized yet:
 //     autosummarize asks autovacuum for each range as it fills, but drops
 //     the requests beyond 256 (a busy minute) and makes none while
 //     autovacuum is off, and a lookup reads every unsummarized range whole.
@@ -345,7 +346,7 @@ func (s *Store) packDay(ctx context.Context, now time.Time) (int64, error) {
 		}
 	}()
 	for _, d := range closed {
-		// b-trees only: the upstream request id's BRIN index has no
+		// b-trees only: the upstream request id's BRIN indexes have no
 		// fillfactor, and nothing to pack
 		rows, err := conn.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 			JOIN pg_am a ON a.oid = c.relam
