@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -120,19 +119,7 @@ func TestUsagePartitionsMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := store.LoadMigrations(migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := fstest.MapFS{}
-	for _, m := range all {
-		if m.Version < 26 {
-			before[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
-		}
-	}
-	if err := migrate(ctx, pool, before); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(t, ctx, pool, 26)
 	day := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 	for i, key := range []string{"k1", "k2", "k3"} {
 		if _, err := pool.Exec(ctx, `INSERT INTO usage_logs (id, created_at, user_id, row_key, model)

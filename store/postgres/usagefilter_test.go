@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -266,19 +265,7 @@ func TestUpstreamRequestIDPartsAfterUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := store.LoadMigrations(migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := fstest.MapFS{}
-	for _, m := range all {
-		if m.Version < 30 {
-			old[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
-		}
-	}
-	if err := migrate(ctx, pool, old); err != nil {
-		t.Fatal(err)
-	}
+	migrateBefore(t, ctx, pool, 30)
 	const rows = 20000
 	// rows of the width the gateway writes (about 300 bytes), so that a
 	// day spans many block ranges
