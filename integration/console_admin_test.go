@@ -83,6 +83,7 @@ func (d *operatorDay) failed(t *testing.T) gatewaytest.UsageRow {
 // adminBrowser is a browser logged in as a fresh administrator.
 func adminBrowser(t *testing.T, g *gatewaytest.Gateway, name string) *browserSession {
 	t.Helper()
+	skipBrowserOnPostgres(t)
 	createUser(g, name, 0, "admin")
 	b := startBrowser(t, g)
 	b.open("/", `!document.getElementById('login-card').hidden`)

@@ -34,6 +34,7 @@ type browserSession struct {
 
 func startBrowser(t *testing.T, g *gatewaytest.Gateway) *browserSession {
 	t.Helper()
+	skipBrowserOnPostgres(t)
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("the console tests need Debian's chromium on PATH: run 'make test-deps' (apt-get install chromium)")
@@ -67,6 +68,26 @@ func startBrowser(t *testing.T, g *gatewaytest.Gateway) *browserSession {
 		return nil
 	}))
 	return b
+}
+
+// browserEnv runs the browser tests in a PostgreSQL run too.
+const browserEnv = "GATEWAY_TEST_BROWSER"
+
+// skipBrowserOnPostgres ends a test where it would start a browser when the
+// run is on PostgreSQL (unless GATEWAY_TEST_BROWSER=on): what a browser
+// checks is the pages (their scripts, layout, languages and keyboard),
+// which ask the same user and admin API on either database, and that API
+// is tested on PostgreSQL by the tests that call it directly. Chromium is
+// the largest share of a run's CPU (about 40 % of the SQLite run's, its
+// 30 browser tests a third of the run's time), and make test runs the
+// SQLite and PostgreSQL runs side by side on two cores, so the browser
+// runs once, in the SQLite run. A test that checks other things first has
+// checked them when it ends here.
+func skipBrowserOnPostgres(t *testing.T) {
+	t.Helper()
+	if gatewaytest.OnPostgres() && os.Getenv(browserEnv) != "on" {
+		t.Skipf("the browser's part runs in the SQLite run (%s=on runs it on PostgreSQL too)", browserEnv)
+	}
 }
 
 func (b *browserSession) do(actions ...chromedp.Action[chromedp.Void]) {
