@@ -16,7 +16,11 @@ import (
 
 // HashPassword returns the bcrypt hash the store keeps.
 func HashPassword(password string) (string, error) {
-	b, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	cost, err := PasswordCost()
+	if err != nil {
+		return "", err
+	}
+	b, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 	if err != nil {
 		return "", fmt.Errorf("hashing password: %w", err)
 	}
@@ -28,7 +32,8 @@ func HashPassword(password string) (string, error) {
 // bcrypt("no such user") at bcrypt.DefaultCost written out, not made at
 // init: hashing it there cost every start of the binary (the server, each
 // CLI command, `caddy version`) about 60 ms of CPU. TestDummyHash keeps it
-// at the cost of the hashes HashPassword makes.
+// at bcrypt.DefaultCost; at another PasswordCost, unknownUserHash makes
+// its own.
 var dummyHash = []byte("$2a$10$6/LrCD/d.mOnnWWyJdmhUubENAcOPk964ZrDn.D0MurcamH2Ckske")
 
 // ErrBadCredentials is one answer for a wrong name and a wrong password.
@@ -40,7 +45,7 @@ var ErrBadCredentials = errors.New("wrong username or password")
 func checkCredentials(ctx context.Context, st store.Store, username, password string) (*store.User, error) {
 	u, err := st.UserByName(ctx, username)
 	if errors.Is(err, store.ErrNotFound) {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(unknownUserHash(), []byte(password))
 		return nil, ErrBadCredentials
 	}
 	if err != nil {

@@ -174,6 +174,13 @@ func Open(cfg Config) (*Database, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, store.RedactDSN(cfg.Driver, cfg.DSN), err)
 	}
+	if _, err := account.PasswordCost(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if w := account.LowCostWarning(); w != "" {
+		log.Warn(w)
+	}
 	if err := account.BootstrapRoot(context.Background(), st, log, os.Stderr); err != nil {
 		st.Close()
 		return nil, err

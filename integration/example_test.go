@@ -17,7 +17,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"golang.org/x/crypto/bcrypt"
 
+	"github.com/caddy-model-gateway/gateway/account"
 	"github.com/caddy-model-gateway/gateway/internal/gatewaytest"
 )
 
@@ -42,6 +44,9 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 		t.Setenv(v, "")
 	}
+	// as a user runs it: passwords at bcrypt's default cost, not the
+	// test harness's lowest
+	t.Setenv(account.PasswordCostEnv, "")
 	gw := gatewaytest.Start(t, string(example), gatewaytest.Vars{"PORT": fmt.Sprint(port)})
 	gw.DBPath = os.Getenv("GATEWAY_DB")
 
@@ -57,6 +62,14 @@ func TestExampleRunsWithoutKeys(t *testing.T) {
 	}
 
 	gw.CLI("user", "add", "--username", "me", "--password", "change-me-now", "--quota", "5000000")
+	for _, name := range []string{"root", "me"} {
+		if cost, err := bcrypt.Cost([]byte(gw.User(name).PasswordHash)); err != nil || cost != bcrypt.DefaultCost {
+			t.Errorf("%s's password hash: cost %d, %v; want bcrypt's default %d", name, cost, err, bcrypt.DefaultCost)
+		}
+	}
+	if strings.Contains(logs, account.PasswordCostEnv) {
+		t.Errorf("a gateway at the default cost warns of a low one:\n%s", logs)
+	}
 	key := strings.TrimSpace(gw.CLI("token", "add", "--username", "me"))
 	gatewaytest.Secret(key)
 	if !strings.HasPrefix(key, "sk-") || strings.Contains(key, "\n") {

@@ -3,9 +3,14 @@ package gatewaytest
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/caddy-model-gateway/gateway/account"
 )
 
 // The harness remembers every key a test issued (AddToken) or configured
@@ -64,11 +69,22 @@ func LeakedSecrets() []string {
 	return out
 }
 
+// TestCost is the bcrypt cost of the passwords a test run's gateways hash.
+const TestCost = bcrypt.MinCost
+
 // Main runs a package's tests, then fails the run if any gateway's log
 // holds a key the tests issued or configured. Use it as TestMain:
 //
 //	func TestMain(m *testing.M) { gatewaytest.Main(m) }
+//
+// The gateways and commands it starts hash passwords at bcrypt's lowest
+// cost (TestCost) unless the environment sets one: a run starts hundreds,
+// each hashing a root user's password, and at the default cost bcrypt was
+// about a tenth of the run's CPU. A test of the default sets it empty.
 func Main(m *testing.M) {
+	if _, ok := os.LookupEnv(account.PasswordCostEnv); !ok {
+		os.Setenv(account.PasswordCostEnv, strconv.Itoa(TestCost))
+	}
 	code := m.Run()
 	if err := closeCluster(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: stopping the tests' PostgreSQL cluster: %v\n", err)
