@@ -13,7 +13,7 @@ import (
 // of the password hashes this process makes (bcrypt.DefaultCost, 10, when
 // unset). It is there for test suites, as Devise's stretches and Django's
 // test hashers are: a suite that starts hundreds of gateways, each hashing
-// its root user's password, and logs people in spent about a tenth of its
+// its root user's password, and logs people in spent some 8 % of its busy
 // CPU in bcrypt at cost 10. Below 10 a password is that much cheaper to
 // guess from a stolen database: the gateway says so at start (LowCostWarning).
 // A hash keeps the cost it was made with, so a login checks it at that cost.

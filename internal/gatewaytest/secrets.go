@@ -80,7 +80,7 @@ const TestCost = bcrypt.MinCost
 // The gateways and commands it starts hash passwords at bcrypt's lowest
 // cost (TestCost) unless the environment sets one: a run starts hundreds,
 // each hashing a root user's password, and at the default cost bcrypt was
-// about a tenth of the run's CPU. A test of the default sets it empty.
+// some 8 % of the run's busy CPU. A test of the default sets it empty.
 func Main(m *testing.M) {
 	if _, ok := os.LookupEnv(account.PasswordCostEnv); !ok {
 		os.Setenv(account.PasswordCostEnv, strconv.Itoa(TestCost))
