@@ -181,12 +181,18 @@ func TestUpstreamOutageLogsOncePerInterval(t *testing.T) {
 	if status := chat("pair"); status != http.StatusOK {
 		t.Fatalf("pair answered %d, want 200 from the second channel", status)
 	}
+	// the line reaches the test through the gateway's stderr, which can be
+	// after the answer did (CI: none yet when read at once)
 	var first []logLine
-	for _, l := range gatewayLogLines(t, gw) {
-		if l.Channel == "first" {
-			first = append(first, l)
+	within(t, 10*time.Second, "a line about channel first", func() bool {
+		first = first[:0]
+		for _, l := range gatewayLogLines(t, gw) {
+			if l.Channel == "first" {
+				first = append(first, l)
+			}
 		}
-	}
+		return len(first) > 0
+	})
 	if len(first) != 1 || first[0].Msg != "channel failed; trying the next channel" || first[0].Failures != 1 {
 		t.Fatalf("channel first logged %+v, want one line saying the next channel is tried", first)
 	}
