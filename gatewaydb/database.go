@@ -170,16 +170,16 @@ func AwaitClosed(driver, dsn string) error {
 // Destruct when its last user is gone.
 func Open(cfg Config) (*Database, error) {
 	log := cfg.Log
-	st, err := store.Open(cfg.Driver, cfg.DSN)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, store.RedactDSN(cfg.Driver, cfg.DSN), err)
-	}
+	// a bad GATEWAY_PASSWORD_COST stops the start before the database opens
 	if _, err := account.PasswordCost(); err != nil {
-		st.Close()
 		return nil, err
 	}
 	if w := account.LowCostWarning(); w != "" {
 		log.Warn(w)
+	}
+	st, err := store.Open(cfg.Driver, cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s database %q: %w", cfg.Driver, store.RedactDSN(cfg.Driver, cfg.DSN), err)
 	}
 	if err := account.BootstrapRoot(context.Background(), st, log, os.Stderr); err != nil {
 		st.Close()

@@ -69,8 +69,8 @@ func LeakedSecrets() []string {
 	return out
 }
 
-// TestCost is the bcrypt cost of the passwords a test run's gateways hash.
-const TestCost = bcrypt.MinCost
+// testCost is the bcrypt cost of the passwords a test run's gateways hash.
+const testCost = bcrypt.MinCost
 
 // Main runs a package's tests, then fails the run if any gateway's log
 // holds a key the tests issued or configured. Use it as TestMain:
@@ -78,12 +78,12 @@ const TestCost = bcrypt.MinCost
 //	func TestMain(m *testing.M) { gatewaytest.Main(m) }
 //
 // The gateways and commands it starts hash passwords at bcrypt's lowest
-// cost (TestCost) unless the environment sets one: a run starts hundreds,
+// cost (testCost) unless the environment sets one: a run starts hundreds,
 // each hashing a root user's password, and at the default cost bcrypt was
 // some 8 % of the run's busy CPU. A test of the default sets it empty.
 func Main(m *testing.M) {
 	if _, ok := os.LookupEnv(account.PasswordCostEnv); !ok {
-		os.Setenv(account.PasswordCostEnv, strconv.Itoa(TestCost))
+		os.Setenv(account.PasswordCostEnv, strconv.Itoa(testCost))
 	}
 	code := m.Run()
 	if err := closeCluster(); err != nil {
